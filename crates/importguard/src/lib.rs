@@ -1,0 +1,1 @@
+//! importguard: (being built)

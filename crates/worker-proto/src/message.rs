@@ -1,0 +1,329 @@
+//! Typed protocol messages. Every type keeps unknown fields in `extra`.
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::Object;
+
+/// The worker's first line: `{"ready": true, "pid": 123, ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ready {
+    /// Must be `true` for a worker that is ready; kept as sent.
+    pub ready: bool,
+    /// The worker's own pid, as it reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// `time.monotonic_ns()` just before the line was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_ns: Option<u64>,
+    /// Every other field (`transport`, ...), in the order received.
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+impl Ready {
+    /// A ready line with no optional fields.
+    pub fn new() -> Self {
+        Ready {
+            ready: true,
+            pid: None,
+            t_ns: None,
+            extra: Object::new(),
+        }
+    }
+}
+
+impl Default for Ready {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A request from the harness to the worker.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Request {
+    /// `{"op": "health"}`.
+    Health { extra: Object },
+    /// `{"op": "shutdown"}`.
+    Shutdown { extra: Object },
+    /// Any other op, with its fields (`{"op": "infer", "text": "..."}`).
+    Other { op: String, extra: Object },
+}
+
+impl Request {
+    /// `{"op": "health"}`.
+    pub fn health() -> Self {
+        Request::Health {
+            extra: Object::new(),
+        }
+    }
+
+    /// `{"op": "shutdown"}`.
+    pub fn shutdown() -> Self {
+        Request::Shutdown {
+            extra: Object::new(),
+        }
+    }
+
+    /// A request for `op` with extra fields. `health` and `shutdown` give the
+    /// typed variants, so equal wire forms give equal values.
+    pub fn new(op: impl Into<String>, extra: Object) -> Self {
+        let op = op.into();
+        match op.as_str() {
+            "health" => Request::Health { extra },
+            "shutdown" => Request::Shutdown { extra },
+            _ => Request::Other { op, extra },
+        }
+    }
+
+    /// The op name as sent on the wire.
+    pub fn op(&self) -> &str {
+        match self {
+            Request::Health { .. } => "health",
+            Request::Shutdown { .. } => "shutdown",
+            Request::Other { op, .. } => op,
+        }
+    }
+
+    /// The fields besides `op`.
+    pub fn extra(&self) -> &Object {
+        match self {
+            Request::Health { extra }
+            | Request::Shutdown { extra }
+            | Request::Other { extra, .. } => extra,
+        }
+    }
+}
+
+fn with_op(op: &str, extra: &Object) -> Object {
+    let mut map = Object::with_capacity(extra.len() + 1);
+    map.insert("op".to_owned(), Value::String(op.to_owned()));
+    for (k, v) in extra {
+        if k != "op" {
+            map.insert(k.clone(), v.clone());
+        }
+    }
+    map
+}
+
+fn take_op<E: serde::de::Error>(map: &mut Object) -> Result<String, E> {
+    match map.remove("op") {
+        Some(Value::String(op)) => Ok(op),
+        Some(other) => Err(E::custom(format_args!(
+            "field `op` must be a string, found {other}"
+        ))),
+        None => Err(E::missing_field("op")),
+    }
+}
+
+impl Serialize for Request {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        with_op(self.op(), self.extra()).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Request {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut map = Object::deserialize(d)?;
+        let op = take_op(&mut map)?;
+        Ok(Request::new(op, map))
+    }
+}
+
+/// The `status` of a health response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HealthStatus {
+    /// `"ok"`: ready to serve.
+    Ok,
+    /// `"loading"`: alive, not yet ready.
+    Loading,
+    /// Any other status string, kept as sent.
+    Other(String),
+}
+
+impl HealthStatus {
+    /// The wire string.
+    pub fn as_str(&self) -> &str {
+        match self {
+            HealthStatus::Ok => "ok",
+            HealthStatus::Loading => "loading",
+            HealthStatus::Other(s) => s,
+        }
+    }
+
+    /// Whether the status is `"ok"`.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, HealthStatus::Ok)
+    }
+}
+
+impl From<String> for HealthStatus {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "ok" => HealthStatus::Ok,
+            "loading" => HealthStatus::Loading,
+            _ => HealthStatus::Other(s),
+        }
+    }
+}
+
+impl Serialize for HealthStatus {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for HealthStatus {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(String::deserialize(d)?.into())
+    }
+}
+
+/// The `response` object of a health reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HealthResponse {
+    pub status: HealthStatus,
+    /// Every other field, in the order received.
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+/// `{"op": "health", "response": {"status": "ok", ...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HealthReply {
+    pub response: HealthResponse,
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+/// `{"op": "shutdown"}`, the acknowledgement before the worker exits.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ShutdownReply {
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+/// `{"op": "error", "error": "text"}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorReply {
+    pub error: String,
+    #[serde(flatten)]
+    pub extra: Object,
+}
+
+/// A reply with any other op (`capabilities`, `load`, `infer`, ...), or a
+/// `health` reply without a well-formed `response.status`, kept whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtherReply {
+    pub op: String,
+    /// The fields besides `op`.
+    pub extra: Object,
+}
+
+/// A reply from the worker to a request.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Reply {
+    Health(HealthReply),
+    Shutdown(ShutdownReply),
+    Error(ErrorReply),
+    Other(OtherReply),
+}
+
+impl Reply {
+    /// The op name as received.
+    pub fn op(&self) -> &str {
+        match self {
+            Reply::Health(_) => "health",
+            Reply::Shutdown(_) => "shutdown",
+            Reply::Error(_) => "error",
+            Reply::Other(o) => &o.op,
+        }
+    }
+
+    /// The reply as a JSON object, exactly as it would be encoded.
+    pub fn to_object(&self) -> Object {
+        let value = serde_json::to_value(self).expect("a reply always serialises");
+        match value {
+            Value::Object(map) => map,
+            _ => unreachable!("a reply serialises to an object"),
+        }
+    }
+
+    fn from_object<E: serde::de::Error>(mut map: Object) -> Result<Self, E> {
+        let op = take_op(&mut map)?;
+        let typed = match op.as_str() {
+            "health" => serde_json::from_value::<HealthReply>(Value::Object(map.clone()))
+                .ok()
+                .map(Reply::Health),
+            "shutdown" => Some(Reply::Shutdown(ShutdownReply { extra: map.clone() })),
+            "error" => serde_json::from_value::<ErrorReply>(Value::Object(map.clone()))
+                .ok()
+                .map(Reply::Error),
+            _ => None,
+        };
+        Ok(typed.unwrap_or(Reply::Other(OtherReply { op, extra: map })))
+    }
+}
+
+impl Serialize for Reply {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let rest = match self {
+            Reply::Health(h) => serde_json::to_value(h),
+            Reply::Shutdown(r) => serde_json::to_value(r),
+            Reply::Error(e) => serde_json::to_value(e),
+            Reply::Other(o) => Ok(Value::Object(o.extra.clone())),
+        }
+        .map_err(serde::ser::Error::custom)?;
+        let Value::Object(rest) = rest else {
+            return Err(serde::ser::Error::custom("a reply must be a JSON object"));
+        };
+        with_op(self.op(), &rest).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Reply {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Reply::from_object(Object::deserialize(d)?)
+    }
+}
+
+/// Anything a worker writes on stdout that parses as a JSON object.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Message {
+    /// An object with a `ready` field.
+    Ready(Ready),
+    /// An object with an `op` field.
+    Reply(Reply),
+    /// A JSON object with neither, kept whole.
+    Unknown(Object),
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Message::Ready(r) => r.serialize(s),
+            Message::Reply(r) => r.serialize(s),
+            Message::Unknown(m) => m.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = Object::deserialize(d)?;
+        if map.contains_key("ready") {
+            serde_json::from_value(Value::Object(map))
+                .map(Message::Ready)
+                .map_err(D::Error::custom)
+        } else if map.contains_key("op") {
+            Reply::from_object(map).map(Message::Reply)
+        } else {
+            Ok(Message::Unknown(map))
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! One integration-test binary for the workspace; each module is a topic.
+
+mod support;

@@ -1,0 +1,19 @@
+//! One module per task; each has an `Args` (clap) and a `run`.
+
+pub mod bench;
+pub mod bench_parser;
+pub mod boundary;
+pub mod compare;
+pub mod importtime;
+pub mod profile;
+pub mod test;
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root: the parent of xtask's manifest directory.
+pub fn project_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives one level below the workspace root")
+        .to_path_buf()
+}
