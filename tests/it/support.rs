@@ -1,1 +1,85 @@
-//! Shared helpers for the integration tests.
+//! Shared helpers for the integration tests: where things are, which Python
+//! to run, and how to run `cargo xtask` as a user would.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The workspace root.
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives one level below the workspace root")
+}
+
+/// `tests/fixtures/`.
+pub fn fixtures() -> PathBuf {
+    root().join("tests").join("fixtures")
+}
+
+/// The reference worker's folder (`worker/`), to put on PYTHONPATH.
+pub fn worker_dir() -> PathBuf {
+    root().join("worker")
+}
+
+/// The real interpreter behind `python3` (or `$COLDSTART_PYTHON`), resolved
+/// once: a pyenv-style shim would add a second process to every spawn.
+pub fn python() -> &'static Path {
+    static PY: OnceLock<PathBuf> = OnceLock::new();
+    PY.get_or_init(|| {
+        let wanted = std::env::var_os("COLDSTART_PYTHON").unwrap_or_else(|| "python3".into());
+        let out = Command::new(&wanted)
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {wanted:?} to find the interpreter: {e}; install python3 or set COLDSTART_PYTHON"));
+        assert!(out.status.success(), "{wanted:?} -c 'print(sys.executable)' failed: {out:?}");
+        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    })
+}
+
+/// The test venv's interpreter (`.venv/bin/python`), which `cargo xtask
+/// test` provisions from `tests/requirements.txt` (a real transformers, no
+/// torch; py-spy).
+pub fn venv_python() -> PathBuf {
+    let venv = std::env::var_os("COLDSTART_TEST_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join(".venv"));
+    let py = venv.join("bin").join("python");
+    assert!(
+        py.exists(),
+        "the test venv is missing ({}): run `cargo xtask test`, which provisions it from tests/requirements.txt",
+        py.display()
+    );
+    py
+}
+
+/// `cargo xtask` as a user runs it, from the workspace root, stdin closed.
+/// Uses the already-built binary of this test run, so no nested cargo build.
+pub fn xtask() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::new(xtask_bin());
+    cmd.current_dir(root());
+    cmd
+}
+
+/// Path of the xtask binary, built on first use into this run's target dir.
+pub fn xtask_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        // This test binary is <target>/debug/deps/it-HASH.
+        let exe = std::env::current_exe().expect("current_exe");
+        let profile_dir = exe.parent().and_then(Path::parent).expect("target/debug");
+        let target_dir = profile_dir.parent().expect("target dir");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "--package", "xtask", "--bin", "xtask"])
+            .arg("--target-dir")
+            .arg(target_dir)
+            .current_dir(root())
+            .status()
+            .expect("cargo build -p xtask");
+        assert!(status.success(), "building xtask failed");
+        profile_dir.join("xtask")
+    })
+}

@@ -11,6 +11,7 @@
 //! a regression where asked), 2 the tool could not do its job (bad input, a
 //! worker that could not be checked, an I/O error).
 
+mod config;
 mod tasks;
 
 use std::process::ExitCode;
