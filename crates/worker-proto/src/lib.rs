@@ -73,3 +73,6 @@ pub use message::{
 
 /// A JSON object as kept for unknown fields and unknown messages.
 pub type Object = serde_json::Map<String, serde_json::Value>;
+
+#[cfg(test)]
+mod arb;

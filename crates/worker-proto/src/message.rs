@@ -327,3 +327,242 @@ impl<'de> Deserialize<'de> for Message {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{Inbound, arb, classify, encode};
+
+    fn obj(v: Value) -> Object {
+        match v {
+            Value::Object(m) => m,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[track_caller]
+    fn message(line: &str) -> Message {
+        match classify(line.as_bytes()) {
+            Ok(Inbound::Message(m)) => m,
+            other => panic!("{line} did not classify as a message: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn seed_ready_line() {
+        let Message::Ready(r) = message(r#"{"ready": true, "pid": 123, "transport": "stdio"}"#)
+        else {
+            panic!("not a ready line")
+        };
+        assert!(r.ready);
+        assert_eq!(r.pid, Some(123));
+        assert_eq!(r.t_ns, None);
+        assert_eq!(Value::Object(r.extra), json!({"transport": "stdio"}));
+    }
+
+    #[test]
+    fn ready_line_with_stamp_and_without_pid() {
+        let Message::Ready(r) = message(r#"{"ready": false, "t_ns": 18446744073709551615}"#) else {
+            panic!("not a ready line")
+        };
+        assert!(!r.ready);
+        assert_eq!(r.pid, None);
+        assert_eq!(r.t_ns, Some(u64::MAX));
+    }
+
+    #[test]
+    fn ready_line_with_bad_fields_is_malformed() {
+        for line in [
+            r#"{"ready": "yes"}"#,
+            r#"{"ready": true, "pid": -1}"#,
+            r#"{"ready": true, "pid": "123"}"#,
+            r#"{"ready": true, "t_ns": 1.5}"#,
+        ] {
+            assert!(classify(line.as_bytes()).is_err(), "{line}");
+        }
+    }
+
+    #[test]
+    fn seed_health_reply() {
+        let Message::Reply(Reply::Health(h)) =
+            message(r#"{"op": "health", "response": {"status": "ok", "model": "m"}}"#)
+        else {
+            panic!("not a health reply")
+        };
+        assert_eq!(h.response.status, HealthStatus::Ok);
+        assert_eq!(Value::Object(h.response.extra), json!({"model": "m"}));
+        assert!(h.extra.is_empty());
+    }
+
+    #[test]
+    fn health_statuses() {
+        let status = |s: &str| {
+            let line = json!({"op": "health", "response": {"status": s}}).to_string();
+            match message(&line) {
+                Message::Reply(Reply::Health(h)) => h.response.status,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(status("ok"), HealthStatus::Ok);
+        assert_eq!(status("loading"), HealthStatus::Loading);
+        assert_eq!(status("degraded"), HealthStatus::Other("degraded".into()));
+        assert!(!status("loading").is_ok());
+        assert_eq!(status("degraded").as_str(), "degraded");
+    }
+
+    #[test]
+    fn health_reply_without_status_is_kept_whole() {
+        for line in [
+            r#"{"op": "health"}"#,
+            r#"{"op": "health", "response": {"state": "ok"}}"#,
+            r#"{"op": "health", "response": {"status": 1}}"#,
+            r#"{"op": "health", "response": "ok"}"#,
+        ] {
+            let m = message(line);
+            let Message::Reply(Reply::Other(o)) = &m else {
+                panic!("{line} gave {m:?}")
+            };
+            assert_eq!(o.op, "health");
+            assert_eq!(
+                serde_json::to_value(&m).unwrap(),
+                serde_json::from_str::<Value>(line).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn seed_shutdown_ack() {
+        let m = message(r#"{"op": "shutdown"}"#);
+        assert_eq!(m, Message::Reply(Reply::Shutdown(ShutdownReply::default())));
+        assert_eq!(encode(&m), b"{\"op\":\"shutdown\"}\n");
+    }
+
+    #[test]
+    fn seed_error_reply() {
+        let Message::Reply(Reply::Error(e)) =
+            message(r#"{"op": "error", "error": "unknown op: 'bogus'"}"#)
+        else {
+            panic!("not an error reply")
+        };
+        assert_eq!(e.error, "unknown op: 'bogus'");
+        // Without an `error` string it is not an error reply we can read.
+        assert!(matches!(
+            message(r#"{"op": "error", "error": 5}"#),
+            Message::Reply(Reply::Other(_))
+        ));
+    }
+
+    #[test]
+    fn other_replies_and_unknown_objects_are_kept() {
+        let line = r#"{"op": "capabilities", "response": {"ops": ["health"]}, "id": 7}"#;
+        let Message::Reply(Reply::Other(o)) = message(line) else {
+            panic!("not another reply")
+        };
+        assert_eq!(o.op, "capabilities");
+        assert_eq!(o.extra["id"], 7);
+        assert_eq!(
+            message(r#"{"hello": 1}"#),
+            Message::Unknown(obj(json!({"hello": 1})))
+        );
+        assert_eq!(message("{}"), Message::Unknown(Object::new()));
+    }
+
+    #[test]
+    fn op_must_be_a_string() {
+        for line in [r#"{"op": 5}"#, r#"{"op": null}"#, r#"{"op": ["health"]}"#] {
+            let err = classify(line.as_bytes()).unwrap_err().to_string();
+            assert!(err.contains("field `op` must be a string"), "{err}");
+        }
+    }
+
+    #[test]
+    fn requests_on_the_wire() {
+        assert_eq!(encode(&Request::health()), b"{\"op\":\"health\"}\n");
+        assert_eq!(encode(&Request::shutdown()), b"{\"op\":\"shutdown\"}\n");
+        let infer = Request::new("infer", obj(json!({"text": "hi", "op": "ignored"})));
+        assert_eq!(infer.op(), "infer");
+        assert_eq!(encode(&infer), b"{\"op\":\"infer\",\"text\":\"hi\"}\n");
+        // `new` gives the typed variants, so equal wire forms are equal values.
+        assert_eq!(Request::new("health", Object::new()), Request::health());
+        assert_eq!(
+            serde_json::from_str::<Request>(r#"{"op": "shutdown", "id": 1}"#).unwrap(),
+            Request::Shutdown {
+                extra: obj(json!({"id": 1}))
+            }
+        );
+        assert!(serde_json::from_str::<Request>(r#"{"text": "no op"}"#).is_err());
+    }
+
+    #[test]
+    fn reply_op_and_object() {
+        let reply = Reply::Error(ErrorReply {
+            error: "boom".into(),
+            extra: obj(json!({"id": 3})),
+        });
+        assert_eq!(reply.op(), "error");
+        assert_eq!(
+            Value::Object(reply.to_object()),
+            json!({"op": "error", "error": "boom", "id": 3})
+        );
+    }
+
+    /// Encoding then classifying gives back the same message.
+    #[track_caller]
+    fn round_trips(m: &Message) -> Result<(), TestCaseError> {
+        let line = encode(m);
+        prop_assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+        let back = classify(&line[..line.len() - 1]);
+        prop_assert_eq!(
+            back,
+            Ok(Inbound::Message(m.clone())),
+            "line {}",
+            String::from_utf8_lossy(&line)
+        );
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn ready_round_trips(r in arb::ready()) {
+            round_trips(&Message::Ready(r.clone()))?;
+            let line = encode(&r);
+            prop_assert_eq!(serde_json::from_slice::<Ready>(&line).unwrap(), r);
+        }
+
+        #[test]
+        fn request_round_trips(req in arb::request()) {
+            let line = encode(&req);
+            prop_assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
+            let back: Request = serde_json::from_slice(&line).unwrap();
+            prop_assert_eq!(&back, &req);
+            prop_assert_eq!(Request::new(req.op(), req.extra().clone()), req);
+        }
+
+        #[test]
+        fn reply_round_trips(reply in arb::reply()) {
+            round_trips(&Message::Reply(reply.clone()))?;
+            let back: Reply = serde_json::from_value(Value::Object(reply.to_object())).unwrap();
+            prop_assert_eq!(back, reply);
+        }
+
+        #[test]
+        fn message_round_trips(m in arb::message()) {
+            round_trips(&m)?;
+        }
+
+        #[test]
+        fn any_json_value_classifies_without_panic(v in arb::json_value()) {
+            let line = serde_json::to_vec(&v).unwrap();
+            let got = classify(&line);
+            if v.is_object() {
+                // An object is a message or a typed field's error, never noise.
+                prop_assert!(!matches!(got, Ok(Inbound::Noise(_))));
+            } else if line.first() != Some(&b'{') {
+                prop_assert!(matches!(got, Ok(Inbound::Noise(_))));
+            }
+        }
+    }
+}
