@@ -1,0 +1,222 @@
+use super::*;
+
+fn fixture(name: &str) -> Recording {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/recorder/testdata")
+        .join(name);
+    read(&path).unwrap()
+}
+
+#[test]
+fn a_crash_keeps_every_whole_record_and_skips_the_cut_line() {
+    let rec = fixture("crashed.jsonl");
+    assert!(rec.ran());
+    let start = rec.start.as_ref().unwrap();
+    assert_eq!(
+        (start.t_ns, start.pid, start.forbid.as_slice()),
+        (1000, 42, &["torch".to_owned()][..])
+    );
+    assert_eq!(
+        rec.chain,
+        Some(Chain {
+            t_ns: 1100,
+            file: None
+        })
+    );
+    let names: Vec<_> = rec.imports.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(names, ["w", "torch"]);
+    assert_eq!(rec.imports[1].stack, ["__main__", "w", "w.model"]);
+    assert_eq!(
+        rec.imports[1].origin().unwrap().to_string(),
+        "/app/w/model.py:3"
+    );
+    assert_eq!(rec.skipped_lines, [5]);
+    assert_eq!(rec.exit, None);
+}
+
+#[test]
+fn blocked_missing_threaded_errors_unknown_and_exit_records_are_typed() {
+    let rec = fixture("exited.jsonl");
+    let torch = &rec.imports[0];
+    assert!(torch.blocked);
+    assert_eq!(torch.found, None);
+    let stanza = &rec.imports[1];
+    assert_eq!((stanza.found, stanza.thread), (Some(false), Some(140000)));
+    assert_eq!(rec.errors[0].place, "frames");
+    assert_eq!(
+        rec.skipped_lines,
+        [6],
+        "an unknown record type is skipped, not fatal"
+    );
+    let exit = rec.exit.as_ref().unwrap();
+    assert_eq!(exit.lazy, ["lazy_thing"]);
+    assert_eq!(
+        rec.chain.unwrap().file.as_deref(),
+        Some("/venv/lib/python3.11/site-packages/sitecustomize.py")
+    );
+}
+
+#[test]
+fn a_missing_file_means_the_recorder_did_not_run() {
+    let rec = read(Path::new("/nonexistent/coldstart/records.jsonl")).unwrap();
+    assert!(!rec.ran());
+    assert_eq!(rec, Recording::default());
+}
+
+#[test]
+fn crlf_blank_lines_and_garbage_never_panic() {
+    let rec = Recording::parse(
+        b"\r\n{\"type\":\"start\",\"t_ns\":1,\"pid\":2}\r\n\xff\xfe\n{\"type\":\"import\"",
+    );
+    assert!(rec.ran());
+    assert_eq!(rec.skipped_lines, [3, 4]);
+}
+
+#[test]
+fn policy_is_encoded_for_the_bootstrap_and_bad_names_are_refused() {
+    let p = RecorderPolicy {
+        forbid: vec!["torch".into(), "transformers".into()],
+        allow: vec!["transformers.utils".into()],
+        block: true,
+    };
+    assert_eq!(
+        p.encode().unwrap(),
+        "block=1;forbid=torch,transformers;allow=transformers.utils"
+    );
+    for bad in ["", "a;b", "a,b", "a..b", ".a", "1a", "a b"] {
+        let p = RecorderPolicy {
+            forbid: vec![bad.into()],
+            ..Default::default()
+        };
+        assert!(
+            matches!(p.encode(), Err(RecorderError::BadPattern { .. })),
+            "{bad:?}"
+        );
+    }
+    assert!(is_module_pattern("_private.sub_2"));
+}
+
+#[test]
+fn prepare_writes_a_private_bootstrap_first_on_pythonpath() {
+    use std::os::unix::fs::PermissionsExt;
+    let setup = Recorder::prepare(&RecorderPolicy::default(), Some(OsStr::new("/a:/b"))).unwrap();
+    let mode = std::fs::metadata(setup.dir()).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let env: std::collections::HashMap<_, _> = setup.env().iter().cloned().collect();
+    let pp = env[OsStr::new("PYTHONPATH")].to_string_lossy().into_owned();
+    let (first, rest) = pp.split_once(':').unwrap();
+    assert_eq!(rest, "/a:/b");
+    assert_eq!(
+        std::fs::read_to_string(Path::new(first).join("sitecustomize.py")).unwrap(),
+        BOOTSTRAP
+    );
+    assert_eq!(env[OsStr::new(RECORD_ENV)], setup.record_path().as_os_str());
+    let dir = setup.dir().to_path_buf();
+    drop(setup);
+    assert!(!dir.exists(), "the folder goes away with the setup");
+}
+
+/// The bootstrap in a real interpreter: records, chains, blocks, and stays
+/// out of the way of `-I`.
+mod live {
+    use super::*;
+    use std::process::Command;
+
+    fn python() -> OsString {
+        std::env::var_os("COLDSTART_PYTHON").unwrap_or_else(|| "python3".into())
+    }
+
+    fn run(
+        setup: &RecorderSetup,
+        extra_path: Option<&Path>,
+        args: &[&str],
+    ) -> std::process::Output {
+        let mut cmd = Command::new(python());
+        for (k, v) in setup.env() {
+            cmd.env(k, v);
+        }
+        if let Some(p) = extra_path {
+            let mut pp = setup.env()[0].1.clone();
+            pp.push(":");
+            pp.push(p);
+            cmd.env("PYTHONPATH", pp);
+        }
+        cmd.args(args).output().unwrap()
+    }
+
+    #[test]
+    fn records_attempts_chains_and_blocks() {
+        let pre = tempfile::tempdir().unwrap();
+        std::fs::write(
+            pre.path().join("sitecustomize.py"),
+            "import sys\nsys.stderr.write('pre-existing sitecustomize ran\\n')\nMARK = 1\n",
+        )
+        .unwrap();
+        let policy = RecorderPolicy {
+            forbid: vec!["fakeforbidden".into()],
+            allow: vec![],
+            block: true,
+        };
+        let setup = Recorder::prepare(&policy, None).unwrap();
+        let code = "import sitecustomize, sys, importlib\n\
+                    assert sitecustomize.MARK == 1\n\
+                    assert not any('coldstart-recorder' in p for p in sys.path), sys.path\n\
+                    try:\n    import fakeforbidden.sub\nexcept ImportError as e:\n    print(e)\n\
+                    try:\n    import surely_not_installed_xyz\nexcept ImportError:\n    pass\n\
+                    importlib.import_module('colorsys')\n";
+        let out = run(&setup, Some(pre.path()), &["-c", code]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("pre-existing sitecustomize ran"),
+            "{stderr}"
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("coldstart import policy: `fakeforbidden` is forbidden"),
+            "{stdout}"
+        );
+        let rec = setup.read().unwrap();
+        assert!(
+            rec.ran() && rec.errors.is_empty() && rec.skipped_lines.is_empty(),
+            "{rec:?}"
+        );
+        assert!(
+            rec.chain
+                .as_ref()
+                .unwrap()
+                .file
+                .as_deref()
+                .unwrap()
+                .ends_with("sitecustomize.py")
+        );
+        let find = |n: &str| {
+            rec.imports
+                .iter()
+                .find(|i| i.name == n)
+                .unwrap_or_else(|| panic!("{n} not recorded: {rec:?}"))
+        };
+        assert!(find("fakeforbidden").blocked);
+        let missing = find("surely_not_installed_xyz");
+        assert_eq!(missing.found, Some(false));
+        assert_eq!(missing.by.as_ref().unwrap().to_string(), "<string>:9");
+        let colorsys = find("colorsys");
+        assert_eq!(
+            (colorsys.found, colorsys.by.as_ref().unwrap().line),
+            (Some(true), 12)
+        );
+        assert_eq!(colorsys.stack, ["__main__"]);
+        let exit = rec.exit.as_ref().unwrap();
+        assert!(exit.modules.iter().any(|m| m == "colorsys"));
+        assert!(!exit.modules.iter().any(|m| m == "fakeforbidden"));
+        assert!(rec.start.as_ref().unwrap().t_ns <= colorsys.t_ns && colorsys.t_ns <= exit.t_ns);
+    }
+
+    #[test]
+    fn isolated_mode_leaves_no_start_record() {
+        let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();
+        let out = run(&setup, None, &["-I", "-c", "import colorsys"]);
+        assert!(out.status.success());
+        assert!(!setup.read().unwrap().ran());
+    }
+}
