@@ -1,6 +1,43 @@
 //! phases: monotonic marks, phase durations, trial records and statistics.
 //!
-//! (statistics being built; the clock is here first because every other
-//! crate stamps with it)
+//! What it owns:
+//! - [`clock`]: the one clock, CLOCK_MONOTONIC in nanoseconds, shared with
+//!   Python's `time.monotonic_ns()`.
+//! - [`record`]: one trial's marks (spawned, ready read, the worker's ready
+//!   stamp, each health round trip, shutdown sent, acknowledgement read,
+//!   exited), the phase durations derived from them, CPU time and peak RSS
+//!   from `wait4`, RSS at ready, and the outcome (correct, or which check
+//!   failed). One record is one line of a bench run's `trials.jsonl`.
+//! - [`stats`]: median with a seeded bootstrap confidence interval, mean,
+//!   standard deviation, min, max, p90, MAD, coefficient of variation, and
+//!   outliers labelled (never removed); every definition is in that
+//!   module's doc.
+//! - [`compare`]: A against B as a ratio of medians with a bootstrap
+//!   interval, paired for interleaved runs and unpaired for two saved runs,
+//!   and the verdict (faster, slower, no significant difference within a
+//!   noise threshold).
+//! - [`summary`]: the run summary (`summary.json`): environment,
+//!   configuration, counts and failure rate, per-phase statistics, ratios.
+//! - [`warn`]: pyperf-style warnings about noisy or thin runs.
+//!
+//! What it deliberately does not own: starting processes or reading the
+//! protocol (`spawn`), reading `/proc` or asking an interpreter about
+//! itself (xtask), and rendering for people (`report`). Everything here is
+//! pure data and arithmetic, so every figure can be recomputed from the
+//! records by hand.
 
 pub mod clock;
+pub mod compare;
+pub mod record;
+pub mod stats;
+pub mod summary;
+pub mod warn;
+
+pub use compare::{Comparison, DEFAULT_NOISE_THRESHOLD, Verdict};
+pub use record::{
+    Check, ExitStatus, Marks, Outcome, PhaseDurations, RoundTrip, TrialKind, TrialRecord, Usage,
+    Variant, WorkerRecord,
+};
+pub use stats::{Bootstrap, Interval, Outlier, Stats, StatsError};
+pub use summary::{Phase, RunSummary};
+pub use warn::{Warning, WarningKind};

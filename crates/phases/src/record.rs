@@ -1,0 +1,412 @@
+//! Per-trial records: the marks taken during one trial, the phase
+//! durations derived from them, resource use, and the outcome.
+//!
+//! One [`TrialRecord`] is one line of `trials.jsonl`. Every mark is
+//! CLOCK_MONOTONIC nanoseconds ([`crate::clock::monotonic_ns`]). A trial
+//! starts `concurrency` workers at once (usually one); each has its own
+//! [`WorkerRecord`], and [`PhaseDurations::derive`] turns them into the
+//! trial's phase durations.
+
+use serde::{Deserialize, Serialize};
+
+/// Warm-up trials are run and recorded but left out of the statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrialKind {
+    Warmup,
+    Measured,
+}
+
+/// Which of two interleaved commands a trial ran (A alone without `--vs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Variant {
+    A,
+    B,
+}
+
+impl Variant {
+    /// `"A"` or `"B"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Variant::A => "A",
+            Variant::B => "B",
+        }
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a worker process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitStatus {
+    /// Exited with this code.
+    Code(i32),
+    /// Killed by this signal.
+    Signal(i32),
+}
+
+impl ExitStatus {
+    /// Whether it exited 0.
+    pub fn success(self) -> bool {
+        self == ExitStatus::Code(0)
+    }
+
+    /// The code hyperfine would report: the exit code, or 128 + signal.
+    pub fn shell_code(self) -> i32 {
+        match self {
+            ExitStatus::Code(c) => c,
+            ExitStatus::Signal(s) => 128 + s,
+        }
+    }
+}
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitStatus::Code(c) => write!(f, "exit code {c}"),
+            ExitStatus::Signal(s) => write!(f, "signal {s}"),
+        }
+    }
+}
+
+/// The check a failed trial did not pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Check {
+    /// The process could not be started.
+    Spawn,
+    /// The ready line did not come, came late, or was wrong.
+    Ready,
+    /// A health round trip failed or answered something else.
+    Health,
+    /// The shutdown acknowledgement did not come or was wrong.
+    ShutdownAck,
+    /// The worker did not exit by itself after the acknowledgement.
+    Exit,
+    /// The worker exited, but not with code 0.
+    ExitStatus,
+    /// The run was interrupted (Ctrl-C) during this trial.
+    Interrupted,
+}
+
+impl Check {
+    /// A short name for tables.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Check::Spawn => "spawn",
+            Check::Ready => "ready",
+            Check::Health => "health",
+            Check::ShutdownAck => "shutdown-ack",
+            Check::Exit => "exit",
+            Check::ExitStatus => "exit-status",
+            Check::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// A trial is correct only if the handshake was exactly right and every
+/// worker exited 0.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    Correct,
+    Failed { check: Check, message: String },
+}
+
+impl Outcome {
+    pub fn is_correct(&self) -> bool {
+        matches!(self, Outcome::Correct)
+    }
+}
+
+/// One request sent and its reply read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoundTrip {
+    pub sent_ns: u64,
+    pub received_ns: u64,
+}
+
+/// The marks of one worker's life, all CLOCK_MONOTONIC ns. A mark is
+/// absent when the trial failed before reaching it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Marks {
+    /// Taken just before the process was started.
+    pub spawned_ns: u64,
+    /// When the harness read the ready line.
+    pub ready_read_ns: Option<u64>,
+    /// The worker's own `t_ns` stamp in its ready line, if it sent one.
+    pub ready_t_ns: Option<u64>,
+    /// Each health round trip, in order.
+    pub health: Vec<RoundTrip>,
+    pub shutdown_sent_ns: Option<u64>,
+    pub ack_read_ns: Option<u64>,
+    /// When the harness reaped the process.
+    pub exited_ns: Option<u64>,
+}
+
+/// CPU time and peak memory of one worker, from `wait4` on that child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    pub max_rss_bytes: u64,
+}
+
+/// One worker of a trial.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkerRecord {
+    /// The child's pid, when it was started.
+    pub pid: Option<u32>,
+    pub marks: Marks,
+    /// From `wait4`; absent when the process could not be reaped normally.
+    pub usage: Option<Usage>,
+    /// VmRSS read right after the ready line, where the OS exposes it.
+    pub rss_at_ready_bytes: Option<u64>,
+    pub exit: Option<ExitStatus>,
+    /// How the process had to be ended: `none`, `term`, `kill`.
+    pub escalation: String,
+    /// stdout lines that were not protocol messages.
+    pub noise_lines: usize,
+    pub outcome: Outcome,
+}
+
+/// The phase durations of one trial, in ns.
+///
+/// With one worker these are that worker's phases. With `K` concurrent
+/// workers they are the pool's: `ready` from the first spawn to the last
+/// ready line (time until all are ready), `total` from the first spawn to
+/// the last exit, `shutdown_ack`, `exit` and `pipe_latency` the slowest
+/// worker's, and `health` every round trip of every worker.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseDurations {
+    /// spawn -> ready line read.
+    pub ready_ns: Option<u64>,
+    /// Each health round trip: request sent -> reply read.
+    pub health_ns: Vec<u64>,
+    /// shutdown sent -> acknowledgement read.
+    pub shutdown_ack_ns: Option<u64>,
+    /// acknowledgement read -> process reaped.
+    pub exit_ns: Option<u64>,
+    /// spawn -> process reaped.
+    pub total_ns: Option<u64>,
+    /// The worker's ready `t_ns` -> the harness's read of that line.
+    /// Signed: a negative value means the worker did not stamp with the
+    /// harness's clock.
+    pub pipe_latency_ns: Option<i64>,
+}
+
+fn span(from: u64, to: Option<u64>) -> Option<u64> {
+    to.map(|t| t.saturating_sub(from))
+}
+
+impl PhaseDurations {
+    /// Derives the phases from the workers' marks (see the type's doc).
+    /// A pool phase is present only when every worker reached it.
+    pub fn derive(workers: &[WorkerRecord]) -> PhaseDurations {
+        if workers.is_empty() {
+            return PhaseDurations::default();
+        }
+        let first_spawn = workers.iter().map(|w| w.marks.spawned_ns).min();
+        let all = |f: &dyn Fn(&Marks) -> Option<u64>| -> Option<Vec<u64>> {
+            workers.iter().map(|w| f(&w.marks)).collect()
+        };
+        let last = |f: &dyn Fn(&Marks) -> Option<u64>| all(f).and_then(|v| v.into_iter().max());
+        let first_spawn = first_spawn.expect("non-empty");
+        PhaseDurations {
+            ready_ns: span(first_spawn, last(&|m| m.ready_read_ns)),
+            health_ns: workers
+                .iter()
+                .flat_map(|w| &w.marks.health)
+                .map(|rt| rt.received_ns.saturating_sub(rt.sent_ns))
+                .collect(),
+            shutdown_ack_ns: last(&|m| span(m.shutdown_sent_ns?, m.ack_read_ns)),
+            exit_ns: last(&|m| span(m.ack_read_ns?, m.exited_ns)),
+            total_ns: span(first_spawn, last(&|m| m.exited_ns)),
+            pipe_latency_ns: workers
+                .iter()
+                .map(|w| Some(w.marks.ready_read_ns? as i64 - w.marks.ready_t_ns? as i64))
+                .collect::<Option<Vec<i64>>>()
+                .and_then(|v| v.into_iter().max()),
+        }
+    }
+}
+
+/// One line of `trials.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrialRecord {
+    /// 0-based position in the run, counting warm-ups and both variants.
+    pub trial: usize,
+    /// With `--vs`, A and B of the same round ran back to back and are
+    /// compared as a pair. Warm-ups and measured trials count rounds apart.
+    pub round: usize,
+    pub kind: TrialKind,
+    pub variant: Variant,
+    /// Wall clock at the trial's start, milliseconds since the Unix epoch.
+    pub started_unix_ms: u64,
+    /// CLOCK_MONOTONIC at the trial's start.
+    pub started_ns: u64,
+    pub phases: PhaseDurations,
+    /// The trial's outcome: the first failure among its workers, if any.
+    pub outcome: Outcome,
+    pub workers: Vec<WorkerRecord>,
+}
+
+impl TrialRecord {
+    /// Builds a record, deriving the phases and the outcome from the workers.
+    pub fn new(
+        trial: usize,
+        round: usize,
+        kind: TrialKind,
+        variant: Variant,
+        started_unix_ms: u64,
+        started_ns: u64,
+        workers: Vec<WorkerRecord>,
+    ) -> TrialRecord {
+        let outcome = workers
+            .iter()
+            .map(|w| &w.outcome)
+            .find(|o| !o.is_correct())
+            .cloned()
+            .unwrap_or(Outcome::Correct);
+        TrialRecord {
+            trial,
+            round,
+            kind,
+            variant,
+            started_unix_ms,
+            started_ns,
+            phases: PhaseDurations::derive(&workers),
+            outcome,
+            workers,
+        }
+    }
+
+    /// Peak RSS over the trial's workers, from `wait4`.
+    pub fn max_rss_bytes(&self) -> Option<u64> {
+        self.workers
+            .iter()
+            .map(|w| w.usage.map(|u| u.max_rss_bytes))
+            .collect::<Option<Vec<_>>>()
+            .and_then(|v| v.into_iter().max())
+    }
+
+    /// Summed user and system CPU of the trial's workers, in ns.
+    pub fn cpu_ns(&self) -> Option<(u64, u64)> {
+        self.workers.iter().try_fold((0, 0), |(u, s), w| {
+            w.usage.map(|x| (u + x.user_ns, s + x.sys_ns))
+        })
+    }
+
+    /// The exit code hyperfine would report: the first non-zero one, else 0.
+    pub fn shell_exit_code(&self) -> Option<i32> {
+        let codes: Option<Vec<i32>> = self
+            .workers
+            .iter()
+            .map(|w| w.exit.map(ExitStatus::shell_code))
+            .collect();
+        codes.map(|c| c.into_iter().find(|&c| c != 0).unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn worker(spawned: u64, ready: u64, exited: u64) -> WorkerRecord {
+        WorkerRecord {
+            pid: Some(1),
+            marks: Marks {
+                spawned_ns: spawned,
+                ready_read_ns: Some(ready),
+                ready_t_ns: Some(ready - 50),
+                health: vec![RoundTrip {
+                    sent_ns: ready + 10,
+                    received_ns: ready + 30,
+                }],
+                shutdown_sent_ns: Some(ready + 40),
+                ack_read_ns: Some(ready + 45),
+                exited_ns: Some(exited),
+            },
+            usage: Some(Usage {
+                user_ns: 5,
+                sys_ns: 2,
+                max_rss_bytes: 1000,
+            }),
+            rss_at_ready_bytes: Some(900),
+            exit: Some(ExitStatus::Code(0)),
+            escalation: "none".into(),
+            noise_lines: 0,
+            outcome: Outcome::Correct,
+        }
+    }
+
+    #[test]
+    fn one_worker_phases() {
+        let p = PhaseDurations::derive(&[worker(1000, 2000, 2100)]);
+        assert_eq!(p.ready_ns, Some(1000));
+        assert_eq!(p.health_ns, [20]);
+        assert_eq!(p.shutdown_ack_ns, Some(5));
+        assert_eq!(p.exit_ns, Some(55));
+        assert_eq!(p.total_ns, Some(1100));
+        assert_eq!(p.pipe_latency_ns, Some(50));
+    }
+
+    #[test]
+    fn pool_phases_wait_for_the_last_worker() {
+        let p = PhaseDurations::derive(&[worker(1000, 2000, 2100), worker(1010, 3000, 3500)]);
+        assert_eq!(p.ready_ns, Some(2000));
+        assert_eq!(p.health_ns, [20, 20]);
+        assert_eq!(p.exit_ns, Some(455));
+        assert_eq!(p.total_ns, Some(2500));
+    }
+
+    #[test]
+    fn missing_marks_leave_phases_absent() {
+        let mut w = worker(1000, 2000, 2100);
+        w.marks.ack_read_ns = None;
+        w.marks.ready_t_ns = None;
+        let p = PhaseDurations::derive(&[w]);
+        assert_eq!(p.shutdown_ack_ns, None);
+        assert_eq!(p.exit_ns, None);
+        assert_eq!(p.pipe_latency_ns, None);
+        assert_eq!(p.total_ns, Some(1100));
+    }
+
+    #[test]
+    fn record_takes_the_first_failure_and_round_trips_json() {
+        let mut bad = worker(1000, 2000, 2100);
+        bad.outcome = Outcome::Failed {
+            check: Check::ExitStatus,
+            message: "exited with code 3".into(),
+        };
+        bad.exit = Some(ExitStatus::Code(3));
+        let r = TrialRecord::new(
+            4,
+            2,
+            TrialKind::Measured,
+            Variant::B,
+            1,
+            999,
+            vec![worker(1000, 2000, 2100), bad],
+        );
+        assert!(!r.outcome.is_correct());
+        assert_eq!(r.shell_exit_code(), Some(3));
+        assert_eq!(r.cpu_ns(), Some((10, 4)));
+        assert_eq!(r.max_rss_bytes(), Some(1000));
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(
+            line.contains(r#""outcome":{"status":"failed","check":"exit_status""#),
+            "{line}"
+        );
+        assert!(
+            line.contains(r#""kind":"measured","variant":"B""#),
+            "{line}"
+        );
+        assert_eq!(serde_json::from_str::<TrialRecord>(&line).unwrap(), r);
+    }
+}

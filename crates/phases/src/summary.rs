@@ -1,0 +1,689 @@
+//! The summary of a bench run (`summary.json`): environment, configuration,
+//! trial and failure counts, per-phase statistics (and the A/B ratio when
+//! two commands ran interleaved), and warnings.
+//!
+//! Statistics are taken over the **measured, correct** trials only:
+//! warm-ups are recorded but left out, failed trials are counted (and
+//! their rate reported) but their timings are not mixed with correct ones.
+//! Durations in this file are milliseconds (`unit`), converted from the
+//! records' nanoseconds.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::compare::{self, Comparison};
+use crate::record::{TrialKind, TrialRecord, Variant};
+use crate::stats::{self, Bootstrap, Stats, StatsError};
+use crate::warn::{self, Warning};
+
+/// The `schema` of `summary.json`.
+pub const SCHEMA: &str = "coldstart-bench-summary/1";
+
+/// A phase of a worker's life, as named in every output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// spawn -> ready line read.
+    Ready,
+    /// one health round trip.
+    Health,
+    /// shutdown sent -> acknowledgement read.
+    ShutdownAck,
+    /// acknowledgement -> process reaped.
+    Exit,
+    /// spawn -> process reaped.
+    Total,
+    /// the worker's ready `t_ns` -> the harness's read.
+    PipeLatency,
+}
+
+impl Phase {
+    /// Every phase, in the order of a worker's life (pipe latency last).
+    pub const ALL: [Phase; 6] = [
+        Phase::Ready,
+        Phase::Health,
+        Phase::ShutdownAck,
+        Phase::Exit,
+        Phase::Total,
+        Phase::PipeLatency,
+    ];
+
+    /// `ready`, `health`, `shutdown-ack`, `exit`, `total`, `pipe-latency`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Ready => "ready",
+            Phase::Health => "health",
+            Phase::ShutdownAck => "shutdown-ack",
+            Phase::Exit => "exit",
+            Phase::Total => "total",
+            Phase::PipeLatency => "pipe-latency",
+        }
+    }
+
+    /// Parses a name as printed by [`Phase::name`].
+    pub fn from_name(name: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Whether the noise warnings apply: the lifecycle phases. Health round
+    /// trips and pipe latency are tens of microseconds and dominated by
+    /// scheduler wake-ups; their spread is reported, not warned about.
+    pub fn warns_on_noise(self) -> bool {
+        matches!(
+            self,
+            Phase::Ready | Phase::ShutdownAck | Phase::Exit | Phase::Total
+        )
+    }
+
+    /// Every sample of this phase in a trial, in ns (several for `health`).
+    pub fn samples_ns(self, r: &TrialRecord) -> Vec<f64> {
+        let p = &r.phases;
+        let one = |v: Option<u64>| v.map(|x| x as f64).into_iter().collect();
+        match self {
+            Phase::Ready => one(p.ready_ns),
+            Phase::Health => p.health_ns.iter().map(|&x| x as f64).collect(),
+            Phase::ShutdownAck => one(p.shutdown_ack_ns),
+            Phase::Exit => one(p.exit_ns),
+            Phase::Total => one(p.total_ns),
+            Phase::PipeLatency => p.pipe_latency_ns.map(|x| x as f64).into_iter().collect(),
+        }
+    }
+
+    /// One value per trial for pairing, in ns: the median of the trial's
+    /// samples (matters only for `health`, which has several).
+    pub fn per_trial_ns(self, r: &TrialRecord) -> Option<f64> {
+        stats::median(&self.samples_ns(r))
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// ns -> ms.
+pub fn ms(ns: f64) -> f64 {
+    ns / 1e6
+}
+
+/// The samples that enter the statistics: measured, correct trials of one
+/// variant. Each sample comes with the index of its trial.
+pub fn series(records: &[TrialRecord], phase: Phase, variant: Variant) -> (Vec<f64>, Vec<usize>) {
+    let mut values = Vec::new();
+    let mut trials = Vec::new();
+    for r in records
+        .iter()
+        .filter(|r| r.kind == TrialKind::Measured && r.variant == variant && r.outcome.is_correct())
+    {
+        for v in phase.samples_ns(r) {
+            values.push(ms(v));
+            trials.push(r.trial);
+        }
+    }
+    (values, trials)
+}
+
+/// A/B pairs by round, in ms: rounds where both trials are measured and
+/// correct and have the phase.
+pub fn pairs(records: &[TrialRecord], phase: Phase) -> (Vec<f64>, Vec<f64>) {
+    let mut by_round: BTreeMap<usize, (Option<f64>, Option<f64>)> = BTreeMap::new();
+    for r in records
+        .iter()
+        .filter(|r| r.kind == TrialKind::Measured && r.outcome.is_correct())
+    {
+        if let Some(v) = phase.per_trial_ns(r) {
+            let slot = by_round.entry(r.round).or_default();
+            match r.variant {
+                Variant::A => slot.0 = Some(ms(v)),
+                Variant::B => slot.1 = Some(ms(v)),
+            }
+        }
+    }
+    by_round
+        .into_values()
+        .filter_map(|(a, b)| Some((a?, b?)))
+        .unzip()
+}
+
+/// The statistics of one variant for one phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesSummary {
+    #[serde(flatten)]
+    pub stats: Stats,
+    /// The trial (`trial` in `trials.jsonl`) of each labelled outlier.
+    pub outlier_trials: Vec<usize>,
+}
+
+impl SeriesSummary {
+    /// Summarises a series; `None` when it is empty.
+    pub fn of(
+        values: &[f64],
+        trials: &[usize],
+        boot: &Bootstrap,
+    ) -> Result<Option<Self>, StatsError> {
+        if values.is_empty() {
+            return Ok(None);
+        }
+        let stats = stats::summarize(values, boot)?;
+        let outlier_trials = stats.outliers.iter().map(|o| trials[o.index]).collect();
+        Ok(Some(SeriesSummary {
+            stats,
+            outlier_trials,
+        }))
+    }
+}
+
+/// One phase's statistics in `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseSummary {
+    #[serde(skip)]
+    pub phase: Option<Phase>,
+    /// Always `ms`.
+    pub unit: String,
+    /// Variant A (the only one without `--vs`); `null` when no correct
+    /// measured trial has this phase.
+    pub a: Option<SeriesSummary>,
+    /// Variant B with `--vs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b: Option<SeriesSummary>,
+    /// B/A paired by round, with `--vs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<Comparison>,
+}
+
+impl PhaseSummary {
+    /// The phase (set when built or read back).
+    pub fn phase(&self) -> Phase {
+        self.phase
+            .expect("set on construction and on deserialisation")
+    }
+
+    pub fn variant(&self, v: Variant) -> Option<&SeriesSummary> {
+        match v {
+            Variant::A => self.a.as_ref(),
+            Variant::B => self.b.as_ref(),
+        }
+    }
+}
+
+/// The tool that produced the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+    /// `git rev-parse HEAD` of the workspace, when it is a git checkout.
+    pub git_revision: Option<String>,
+    /// Whether the work tree had uncommitted changes.
+    pub git_dirty: Option<bool>,
+}
+
+/// `/proc/pressure/cpu` at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Pressure {
+    /// Share of the last 10 s some task waited for a CPU, in percent.
+    pub some_avg10: f64,
+    pub some_avg60: f64,
+    /// Cumulative stall time, microseconds.
+    pub some_total_us: u64,
+}
+
+/// The machine at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Load {
+    /// 1, 5 and 15 minute load averages.
+    pub loadavg: Option<[f64; 3]>,
+    pub pressure: Option<Pressure>,
+}
+
+/// What the interpreter behind a target's `command[0]` really is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PythonInfo {
+    /// `command[0]` as given.
+    pub requested: String,
+    /// `command[0]` resolved on PATH.
+    pub resolved: Option<String>,
+    /// `sys.executable` as the interpreter reports it.
+    pub executable: Option<String>,
+    pub version: Option<String>,
+    /// `cpython`, `pypy`, ...
+    pub implementation: Option<String>,
+    /// Built without the GIL (`Py_GIL_DISABLED`).
+    pub free_threaded: Option<bool>,
+    /// `command[0]` is not the interpreter itself (a pyenv-style shim that
+    /// starts a second process on every spawn).
+    pub shim: bool,
+    /// Why it counts as a shim, or why the interpreter could not be asked.
+    pub note: Option<String>,
+}
+
+/// One benchmarked command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub variant: Variant,
+    pub name: String,
+    /// `coldstart.toml`, `built-in default` or `command line`.
+    pub origin: String,
+    pub command: Vec<String>,
+    /// The command as a person would type it.
+    pub display: String,
+    /// Set on top of the inherited environment.
+    pub env: BTreeMap<String, String>,
+    /// Removed from the inherited environment (e.g. PYTHONPROFILEIMPORTTIME).
+    pub env_removed: Vec<String>,
+    pub cwd: String,
+    /// Absent when `command[0]` does not look like a Python interpreter.
+    pub python: Option<PythonInfo>,
+}
+
+/// Where and when the run happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub tool: Tool,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub started_unix_ms: u64,
+    /// Wall time of the whole run, seconds.
+    pub duration_s: f64,
+    pub cpu_model: Option<String>,
+    pub cpu_count: usize,
+    pub kernel: Option<String>,
+    pub at_start: Load,
+    pub at_end: Load,
+    pub targets: Vec<TargetInfo>,
+}
+
+impl Environment {
+    /// Share of the run's wall time in which some task waited for a CPU,
+    /// from the `/proc/pressure/cpu` totals at start and end.
+    pub fn cpu_stall_fraction(&self) -> Option<f64> {
+        let (a, b) = (self.at_start.pressure?, self.at_end.pressure?);
+        (self.duration_s > 0.0)
+            .then(|| b.some_total_us.saturating_sub(a.some_total_us) as f64 / 1e6 / self.duration_s)
+    }
+
+    pub fn target(&self, v: Variant) -> Option<&TargetInfo> {
+        self.targets.iter().find(|t| t.variant == v)
+    }
+}
+
+/// How the run was asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Configuration {
+    pub warmup: usize,
+    /// Fixed measured trials per variant (absent with `--precision`).
+    pub trials: Option<usize>,
+    /// Stop when the median ready time's CI half-width is within this
+    /// fraction of the median.
+    pub precision: Option<f64>,
+    pub min_trials: usize,
+    pub max_trials: usize,
+    /// Health round trips per worker per trial.
+    pub health: usize,
+    /// Workers started at once per trial.
+    pub concurrency: usize,
+    /// A and B interleaved (`--vs`).
+    pub interleaved: bool,
+    pub bootstrap: Bootstrap,
+    pub noise_threshold: f64,
+    pub ready_timeout_s: f64,
+    pub request_timeout_s: f64,
+    pub shutdown_timeout_s: f64,
+    pub grace_s: f64,
+}
+
+/// What ran and what failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Every trial run, warm-ups included.
+    pub run: usize,
+    pub warmup: usize,
+    pub measured: usize,
+    /// Failed trials, warm-ups included.
+    pub failed: usize,
+    /// `failed / run`.
+    pub failure_rate: f64,
+    /// Failed trials by the check they failed.
+    pub failed_by_check: BTreeMap<String, usize>,
+    /// The run was stopped by Ctrl-C; what finished is summarised.
+    pub interrupted: bool,
+}
+
+impl Counts {
+    pub fn of(records: &[TrialRecord], interrupted: bool) -> Counts {
+        let mut failed_by_check = BTreeMap::new();
+        for r in records {
+            if let crate::record::Outcome::Failed { check, .. } = &r.outcome {
+                *failed_by_check
+                    .entry(check.as_str().to_owned())
+                    .or_insert(0) += 1;
+            }
+        }
+        let failed = failed_by_check.values().sum();
+        let run = records.len();
+        Counts {
+            run,
+            warmup: records
+                .iter()
+                .filter(|r| r.kind == TrialKind::Warmup)
+                .count(),
+            measured: records
+                .iter()
+                .filter(|r| r.kind == TrialKind::Measured)
+                .count(),
+            failed,
+            failure_rate: if run == 0 {
+                0.0
+            } else {
+                failed as f64 / run as f64
+            },
+            failed_by_check,
+            interrupted,
+        }
+    }
+}
+
+/// `summary.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub schema: String,
+    pub environment: Environment,
+    pub configuration: Configuration,
+    pub trials: Counts,
+    /// Keyed by phase name, in the order of a worker's life.
+    #[serde(with = "phase_map")]
+    pub phases: Vec<PhaseSummary>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Per-phase statistics (and paired ratios when both variants ran).
+pub fn phase_summaries(
+    records: &[TrialRecord],
+    boot: &Bootstrap,
+    threshold: f64,
+) -> Result<Vec<PhaseSummary>, StatsError> {
+    let has_b = records.iter().any(|r| r.variant == Variant::B);
+    Phase::ALL
+        .into_iter()
+        .map(|phase| {
+            let side = |v| {
+                let (values, trials) = series(records, phase, v);
+                SeriesSummary::of(&values, &trials, boot)
+            };
+            let a = side(Variant::A)?;
+            let b = if has_b { side(Variant::B)? } else { None };
+            let ratio = if has_b {
+                let (pa, pb) = pairs(records, phase);
+                match compare::paired(&pa, &pb, boot, threshold) {
+                    Ok(c) => Some(c),
+                    Err(StatsError::Empty | StatsError::NonPositiveBaseline { .. }) => None,
+                    Err(e) => return Err(e),
+                }
+            } else {
+                None
+            };
+            Ok(PhaseSummary {
+                phase: Some(phase),
+                unit: "ms".to_owned(),
+                a,
+                b,
+                ratio,
+            })
+        })
+        .collect()
+}
+
+impl RunSummary {
+    /// Builds the summary of finished trials, with its warnings.
+    pub fn build(
+        records: &[TrialRecord],
+        environment: Environment,
+        configuration: Configuration,
+        interrupted: bool,
+    ) -> Result<RunSummary, StatsError> {
+        let phases = phase_summaries(
+            records,
+            &configuration.bootstrap,
+            configuration.noise_threshold,
+        )?;
+        let trials = Counts::of(records, interrupted);
+        let warnings = warn::run_warnings(&phases, &trials, &environment, &configuration);
+        Ok(RunSummary {
+            schema: SCHEMA.to_owned(),
+            environment,
+            configuration,
+            trials,
+            phases,
+            warnings,
+        })
+    }
+
+    pub fn phase(&self, phase: Phase) -> Option<&PhaseSummary> {
+        self.phases.iter().find(|p| p.phase() == phase)
+    }
+}
+
+/// `phases` as a JSON object keyed by phase name, in life order.
+mod phase_map {
+    use serde::de::{MapAccess, Visitor};
+    use serde::ser::SerializeMap;
+    use serde::{Deserializer, Serializer};
+
+    use super::{Phase, PhaseSummary};
+
+    pub fn serialize<S: Serializer>(v: &[PhaseSummary], s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(v.len()))?;
+        for p in v {
+            map.serialize_entry(p.phase().name(), p)?;
+        }
+        map.end()
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PhaseSummary>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Vec<PhaseSummary>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object keyed by phase name")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some((name, mut p)) = m.next_entry::<String, PhaseSummary>()? {
+                    let phase = Phase::from_name(&name).ok_or_else(|| {
+                        serde::de::Error::custom(format_args!("unknown phase `{name}`"))
+                    })?;
+                    p.phase = Some(phase);
+                    out.push(p);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::record::{ExitStatus, Marks, Outcome, RoundTrip, Usage, WorkerRecord};
+
+    pub(crate) fn trial(
+        trial: usize,
+        round: usize,
+        kind: TrialKind,
+        variant: Variant,
+        ready_ms: f64,
+    ) -> TrialRecord {
+        let spawned = 1_000_000_000 + trial as u64 * 1_000_000_000;
+        let ready = spawned + (ready_ms * 1e6) as u64;
+        let w = WorkerRecord {
+            pid: Some(100 + trial as u32),
+            marks: Marks {
+                spawned_ns: spawned,
+                ready_read_ns: Some(ready),
+                ready_t_ns: Some(ready - 40_000),
+                health: vec![RoundTrip {
+                    sent_ns: ready + 1_000,
+                    received_ns: ready + 101_000,
+                }],
+                shutdown_sent_ns: Some(ready + 200_000),
+                ack_read_ns: Some(ready + 300_000),
+                exited_ns: Some(ready + 2_300_000),
+            },
+            usage: Some(Usage {
+                user_ns: 10_000_000,
+                sys_ns: 5_000_000,
+                max_rss_bytes: 9 << 20,
+            }),
+            rss_at_ready_bytes: Some(8 << 20),
+            exit: Some(ExitStatus::Code(0)),
+            escalation: "none".into(),
+            noise_lines: 0,
+            outcome: Outcome::Correct,
+        };
+        TrialRecord::new(trial, round, kind, variant, 0, spawned, vec![w])
+    }
+
+    pub(crate) fn environment() -> Environment {
+        Environment {
+            tool: Tool {
+                name: "coldstart".into(),
+                version: "0.1.0".into(),
+                git_revision: None,
+                git_dirty: None,
+            },
+            started_at: "2026-01-01T00:00:00Z".into(),
+            started_unix_ms: 0,
+            duration_s: 10.0,
+            cpu_model: None,
+            cpu_count: 2,
+            kernel: None,
+            at_start: Load {
+                loadavg: None,
+                pressure: None,
+            },
+            at_end: Load {
+                loadavg: None,
+                pressure: None,
+            },
+            targets: vec![],
+        }
+    }
+
+    pub(crate) fn configuration() -> Configuration {
+        Configuration {
+            warmup: 1,
+            trials: Some(5),
+            precision: None,
+            min_trials: 5,
+            max_trials: 5,
+            health: 1,
+            concurrency: 1,
+            interleaved: true,
+            bootstrap: Bootstrap {
+                resamples: 1000,
+                ..Bootstrap::default()
+            },
+            noise_threshold: 0.02,
+            ready_timeout_s: 60.0,
+            request_timeout_s: 10.0,
+            shutdown_timeout_s: 10.0,
+            grace_s: 2.0,
+        }
+    }
+
+    /// A warm-up pair, then 5 rounds with B about twice as slow to ready.
+    pub(crate) fn ab_records() -> Vec<TrialRecord> {
+        let mut v = vec![
+            trial(0, 0, TrialKind::Warmup, Variant::A, 500.0),
+            trial(1, 0, TrialKind::Warmup, Variant::B, 500.0),
+        ];
+        for (i, a) in [50.0, 52.0, 49.0, 51.0, 50.5].into_iter().enumerate() {
+            v.push(trial(2 + 2 * i, i, TrialKind::Measured, Variant::A, a));
+            v.push(trial(
+                3 + 2 * i,
+                i,
+                TrialKind::Measured,
+                Variant::B,
+                2.0 * a + 1.0,
+            ));
+        }
+        v
+    }
+
+    #[test]
+    fn warmups_are_kept_out_and_b_is_slower() {
+        let s = RunSummary::build(&ab_records(), environment(), configuration(), false).unwrap();
+        let ready = s.phase(Phase::Ready).unwrap();
+        let a = &ready.a.as_ref().unwrap().stats;
+        assert_eq!(a.n, 5);
+        assert_eq!(a.median, 50.5);
+        assert_eq!(a.max, 52.0, "the 500 ms warm-up must not count");
+        let r = ready.ratio.as_ref().unwrap();
+        assert_eq!(r.verdict, compare::Verdict::Slower);
+        assert!((r.ratio - 102.0 / 50.5).abs() < 1e-9);
+        // health: 100 us in every trial -> ratio 1, not significant.
+        let h = s.phase(Phase::Health).unwrap();
+        assert_eq!(h.a.as_ref().unwrap().stats.median, 0.1);
+        assert_eq!(
+            h.ratio.as_ref().unwrap().verdict,
+            compare::Verdict::NoSignificantDifference
+        );
+        assert_eq!(s.trials.run, 12);
+        assert_eq!(s.trials.warmup, 2);
+        assert_eq!(s.trials.failed, 0);
+    }
+
+    #[test]
+    fn failed_trials_are_counted_not_measured_and_break_their_pair() {
+        let mut recs = ab_records();
+        recs[4].outcome = Outcome::Failed {
+            check: crate::record::Check::Ready,
+            message: "no ready line".into(),
+        };
+        let s = RunSummary::build(&recs, environment(), configuration(), false).unwrap();
+        assert_eq!(s.trials.failed, 1);
+        assert_eq!(s.trials.failed_by_check["ready"], 1);
+        assert!((s.trials.failure_rate - 1.0 / 12.0).abs() < 1e-12);
+        let ready = s.phase(Phase::Ready).unwrap();
+        assert_eq!(ready.a.as_ref().unwrap().stats.n, 4);
+        assert_eq!(ready.ratio.as_ref().unwrap().n_a, 4);
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.kind == warn::WarningKind::Failures)
+        );
+    }
+
+    #[test]
+    fn summary_json_round_trips_with_phases_keyed_by_name() {
+        let s = RunSummary::build(&ab_records(), environment(), configuration(), false).unwrap();
+        let text = serde_json::to_string_pretty(&s).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let keys: Vec<&str> = v["phases"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "ready",
+                "health",
+                "shutdown-ack",
+                "exit",
+                "total",
+                "pipe-latency"
+            ]
+        );
+        assert_eq!(v["phases"]["ready"]["ratio"]["verdict"], "slower");
+        assert_eq!(v["schema"], SCHEMA);
+        let back: RunSummary = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.phases.len(), 6);
+        assert_eq!(back.phase(Phase::Exit).unwrap().phase(), Phase::Exit);
+        assert_eq!(back.trials, s.trials);
+        assert_eq!(back.configuration, s.configuration);
+    }
+}
