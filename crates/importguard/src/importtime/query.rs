@@ -1,0 +1,257 @@
+//! Queries on a parsed log: find by module or package, the chain from a
+//! root, totals per top-level package, the top N.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+use serde::Serialize;
+
+use super::tree::{ImportLog, NodeId, NodeKind};
+
+/// Which time a ranking uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Self time.
+    SelfTime,
+    /// Cumulative time.
+    Cumulative,
+}
+
+/// Times of one top-level package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PackageTotal {
+    /// The top-level name (`email` for `email.mime.text`).
+    pub package: String,
+    /// Number of timed modules of the package.
+    pub modules: u32,
+    /// Sum of the self times of its modules.
+    pub self_us: i64,
+    /// Sum of the cumulative times of its topmost modules (those whose
+    /// parent is not in the package), so nothing is counted twice.
+    pub cumulative_us: i64,
+}
+
+/// Whether `name` is the module `package` or one of its submodules
+/// (`torch` matches `torch` and `torch.nn`, not `torchvision`).
+pub fn in_package(name: &str, package: &str) -> bool {
+    name.strip_prefix(package)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+/// The top-level package of a module name.
+pub fn top_level(name: &str) -> &str {
+    name.split_once('.').map_or(name, |(top, _)| top)
+}
+
+impl ImportLog {
+    fn scope(&self, session: Option<usize>) -> std::ops::Range<u32> {
+        match session.and_then(|i| self.sessions.get(i)) {
+            Some(s) => s.first_node..s.end_node,
+            None if session.is_some() => 0..0,
+            None => 0..self.nodes.len() as u32,
+        }
+    }
+
+    /// Nodes (timed or cached) whose name is exactly `module`, in line order.
+    pub fn find_module<'a>(&'a self, module: &'a str) -> impl Iterator<Item = NodeId> + 'a {
+        (0..self.nodes.len() as u32)
+            .map(NodeId)
+            .filter(move |&id| self.name(id) == module)
+    }
+
+    /// Nodes in `package` (the package itself or a submodule), in line order.
+    pub fn find_package<'a>(&'a self, package: &'a str) -> impl Iterator<Item = NodeId> + 'a {
+        (0..self.nodes.len() as u32)
+            .map(NodeId)
+            .filter(move |&id| in_package(self.name(id), package))
+    }
+
+    /// The topmost nodes of `package`: matches with no matching ancestor.
+    pub fn find_package_roots(&self, package: &str) -> Vec<NodeId> {
+        self.find_package(package)
+            .filter(|&id| {
+                let mut p = self.parent(id);
+                while let Some(q) = p {
+                    if in_package(self.name(q), package) {
+                        return false;
+                    }
+                    p = self.parent(q);
+                }
+                true
+            })
+            .collect()
+    }
+
+    /// The chain from the node's root down to the node (both included).
+    pub fn chain(&self, id: NodeId) -> Vec<NodeId> {
+        let mut chain = vec![id];
+        let mut p = self.parent(id);
+        while let Some(q) = p {
+            chain.push(q);
+            p = self.parent(q);
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// The chain as names joined with ` > `.
+    pub fn chain_names(&self, id: NodeId) -> String {
+        let chain = self.chain(id);
+        let names: Vec<&str> = chain.iter().map(|&c| self.name(c)).collect();
+        names.join(" > ")
+    }
+
+    /// Totals per top-level package over one session (or all with `None`),
+    /// largest cumulative first, then by name. Cached nodes do not count.
+    pub fn package_totals(&self, session: Option<usize>) -> Vec<PackageTotal> {
+        let mut map: HashMap<&str, PackageTotal> = HashMap::new();
+        for i in self.scope(session) {
+            let id = NodeId(i);
+            let n = self.node(id);
+            if n.kind != NodeKind::Entry {
+                continue;
+            }
+            let top = top_level(self.name(id));
+            let t = map.entry(top).or_insert_with(|| PackageTotal {
+                package: top.to_owned(),
+                modules: 0,
+                self_us: 0,
+                cumulative_us: 0,
+            });
+            t.modules += 1;
+            t.self_us = t.self_us.saturating_add(n.self_us);
+            let parent_same = self
+                .parent(id)
+                .is_some_and(|p| top_level(self.name(p)) == top);
+            if !parent_same {
+                t.cumulative_us = t.cumulative_us.saturating_add(n.cumulative_us);
+            }
+        }
+        let mut totals: Vec<PackageTotal> = map.into_values().collect();
+        totals.sort_by(|a, b| {
+            b.cumulative_us
+                .cmp(&a.cumulative_us)
+                .then_with(|| a.package.cmp(&b.package))
+        });
+        totals
+    }
+
+    /// The `n` timed nodes with the largest `metric` in one session (or all
+    /// with `None`), largest first; ties keep line order.
+    pub fn top(&self, n: usize, metric: Metric, session: Option<usize>) -> Vec<NodeId> {
+        if n == 0 {
+            return Vec::new();
+        }
+        let key = |i: u32| {
+            let node = &self.nodes[i as usize];
+            match metric {
+                Metric::SelfTime => node.self_us,
+                Metric::Cumulative => node.cumulative_us,
+            }
+        };
+        // A min-heap of the best n so far: (value, Reverse(index)) so that
+        // among equal values the later line is dropped first.
+        let mut heap: BinaryHeap<Reverse<(i64, Reverse<u32>)>> = BinaryHeap::with_capacity(n + 1);
+        for i in self.scope(session) {
+            if self.nodes[i as usize].kind != NodeKind::Entry {
+                continue;
+            }
+            let item = Reverse((key(i), Reverse(i)));
+            if heap.len() < n {
+                heap.push(item);
+            } else if heap.peek().is_some_and(|min| item < *min) {
+                heap.pop();
+                heap.push(item);
+            }
+        }
+        let mut best: Vec<(i64, Reverse<u32>)> = heap.into_iter().map(|Reverse(x)| x).collect();
+        best.sort_by(|a, b| b.cmp(a));
+        best.into_iter().map(|(_, Reverse(i))| NodeId(i)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse;
+    use super::*;
+
+    const LOG: &str = "import time: self [us] | cumulative | imported package
+import time:        10 |         10 |     torch._C
+import time:        20 |         30 |   torch.nn
+import time:         5 |         35 | torch
+import time:         7 |          7 |   torchvision.io
+import time:         3 |         10 | torchvision
+import time:        40 |         40 | json
+";
+
+    fn names(log: &ImportLog, ids: &[NodeId]) -> Vec<String> {
+        ids.iter().map(|&id| log.name(id).to_owned()).collect()
+    }
+
+    #[test]
+    fn package_prefix_is_dotted() {
+        let log = parse(LOG.as_bytes());
+        let found: Vec<NodeId> = log.find_package("torch").collect();
+        assert_eq!(names(&log, &found), ["torch._C", "torch.nn", "torch"]);
+        assert_eq!(names(&log, &log.find_package_roots("torch")), ["torch"]);
+        let exact: Vec<NodeId> = log.find_module("torchvision").collect();
+        assert_eq!(names(&log, &exact), ["torchvision"]);
+        assert!(in_package("torch.nn", "torch"));
+        assert!(!in_package("torchvision", "torch"));
+    }
+
+    #[test]
+    fn chain_runs_from_root() {
+        let log = parse(LOG.as_bytes());
+        let c = log.find_module("torch._C").next().unwrap();
+        assert_eq!(log.chain_names(c), "torch > torch.nn > torch._C");
+    }
+
+    #[test]
+    fn totals_do_not_double_count() {
+        let log = parse(LOG.as_bytes());
+        let t = log.package_totals(None);
+        assert_eq!(
+            t[0],
+            PackageTotal {
+                package: "json".into(),
+                modules: 1,
+                self_us: 40,
+                cumulative_us: 40
+            }
+        );
+        assert_eq!(
+            t[1],
+            PackageTotal {
+                package: "torch".into(),
+                modules: 3,
+                self_us: 35,
+                cumulative_us: 35
+            }
+        );
+        assert_eq!(
+            t[2],
+            PackageTotal {
+                package: "torchvision".into(),
+                modules: 2,
+                self_us: 10,
+                cumulative_us: 10
+            }
+        );
+    }
+
+    #[test]
+    fn top_by_metric() {
+        let log = parse(LOG.as_bytes());
+        assert_eq!(
+            names(&log, &log.top(2, Metric::SelfTime, None)),
+            ["json", "torch.nn"]
+        );
+        assert_eq!(
+            names(&log, &log.top(3, Metric::Cumulative, Some(0))),
+            ["json", "torch", "torch.nn"]
+        );
+        assert!(log.top(3, Metric::Cumulative, Some(5)).is_empty());
+    }
+}

@@ -1,0 +1,297 @@
+//! The log model: lines, sessions and the node arena.
+
+use serde::Serialize;
+
+use super::Warning;
+
+/// Index of a node in [`ImportLog::nodes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    /// The index into the arena.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// What one input line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum LineClass {
+    /// `import time: self [us] | cumulative | imported package`.
+    Header,
+    /// A timed import.
+    Entry,
+    /// `import time: cached    | cached     | name` (`-X importtime=2`).
+    Cached,
+    /// Anything else: program output, blank lines, malformed lines.
+    Text,
+}
+
+/// Whether a node is a timed import or a cached lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum NodeKind {
+    /// A timed import line.
+    Entry,
+    /// A cached line whose depth the padding determined.
+    Cached,
+    /// A cached line whose depth is a guess (see [`super::WarningKind::AmbiguousCachedDepth`]).
+    CachedAmbiguous,
+}
+
+/// The input encoding the parser detected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Encoding {
+    /// UTF-8 (or ASCII), with or without a BOM.
+    Utf8,
+    /// UTF-16 little endian (a BOM, or detected from the zero bytes).
+    Utf16Le,
+    /// UTF-16 big endian with a BOM.
+    Utf16Be,
+}
+
+/// One import in the tree. Names and relations are read through
+/// [`ImportLog`] (`name`, `children`, `parent`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// Self time in microseconds (0 for cached nodes); may be negative.
+    pub self_us: i64,
+    /// Cumulative time in microseconds (0 for cached nodes); may be negative.
+    pub cumulative_us: i64,
+    pub(crate) name_start: u64,
+    pub(crate) name_len: u32,
+    /// 1-based line number of the node's line.
+    pub line: u32,
+    pub(crate) parent: u32,
+    pub(crate) first_child: u32,
+    pub(crate) next_sibling: u32,
+    /// Depth as printed (indentation / 2); for an ambiguous cached node, the
+    /// depth it was placed at.
+    pub depth: u16,
+    /// Entry or cached.
+    pub kind: NodeKind,
+}
+
+impl Node {
+    /// Whether this node comes from a cached line.
+    pub fn is_cached(&self) -> bool {
+        !matches!(self.kind, NodeKind::Entry)
+    }
+}
+
+/// A text line (anything but a header or an entry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextLine {
+    /// 1-based line number.
+    pub line: u32,
+    pub(crate) start: u64,
+    pub(crate) len: u32,
+}
+
+/// One interpreter's part of the log: from a header to the next one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Session {
+    /// 0-based index.
+    pub index: usize,
+    /// The header's line, or `None` when entries came before any header.
+    pub header_line: Option<u32>,
+    /// First and last line of the session (header included).
+    pub first_line: u32,
+    /// Last line of the session.
+    pub last_line: u32,
+    /// Top-level nodes in import order.
+    pub roots: Vec<NodeId>,
+    /// The session's nodes are `nodes[first_node..end_node]` of the arena.
+    pub first_node: u32,
+    /// End (exclusive) of the session's node range.
+    pub end_node: u32,
+    /// Number of timed entries.
+    pub entries: u32,
+    /// Number of cached lines.
+    pub cached: u32,
+}
+
+/// A parsed `-X importtime` log: every line classified, sessions, trees
+/// and warnings.
+#[derive(Debug, Clone)]
+pub struct ImportLog {
+    pub(crate) text: String,
+    pub(crate) encoding: Encoding,
+    pub(crate) classes: Vec<LineClass>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) texts: Vec<TextLine>,
+    pub(crate) sessions: Vec<Session>,
+    pub(crate) warnings: Vec<Warning>,
+}
+
+impl ImportLog {
+    /// The decoded input (UTF-8).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The detected input encoding.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// The class of every input line; `line_classes()[n - 1]` is line `n`.
+    pub fn line_classes(&self) -> &[LineClass] {
+        &self.classes
+    }
+
+    /// Number of input lines (a last line without a newline counts).
+    pub fn line_count(&self) -> usize {
+        self.classes.len()
+    }
+
+    /// The node arena, in line order.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// One node.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.index()]
+    }
+
+    /// A node's module name.
+    pub fn name(&self, id: NodeId) -> &str {
+        let n = &self.nodes[id.index()];
+        let start = n.name_start as usize;
+        &self.text[start..start + n.name_len as usize]
+    }
+
+    /// A node's parent, or `None` for a root.
+    pub fn parent(&self, id: NodeId) -> Option<NodeId> {
+        let p = self.nodes[id.index()].parent;
+        (p != NONE).then_some(NodeId(p))
+    }
+
+    /// A node's children in import order.
+    pub fn children(&self, id: NodeId) -> Children<'_> {
+        Children {
+            log: self,
+            next: self.nodes[id.index()].first_child,
+        }
+    }
+
+    /// A node's session index.
+    pub fn session_of(&self, id: NodeId) -> usize {
+        self.sessions.partition_point(|s| s.end_node <= id.0)
+    }
+
+    /// A node and all its descendants, depth first in import order (the
+    /// node itself first); iterative, so any depth is safe.
+    pub fn descendants(&self, id: NodeId) -> Descendants<'_> {
+        Descendants {
+            log: self,
+            stack: vec![id.0],
+        }
+    }
+
+    /// The text lines (program output, blank and malformed lines).
+    pub fn text_lines(&self) -> &[TextLine] {
+        &self.texts
+    }
+
+    /// The content of a text line (without its line end).
+    pub fn text_of(&self, line: &TextLine) -> &str {
+        let start = line.start as usize;
+        &self.text[start..start + line.len as usize]
+    }
+
+    /// The sessions, one per header (plus one for entries before any header).
+    pub fn sessions(&self) -> &[Session] {
+        &self.sessions
+    }
+
+    /// Every root of every session, in order.
+    pub fn all_roots(&self) -> Vec<NodeId> {
+        self.sessions
+            .iter()
+            .flat_map(|s| s.roots.iter().copied())
+            .collect()
+    }
+
+    /// The warnings, in line order (input-wide ones first).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// Number of header lines.
+    pub fn header_count(&self) -> usize {
+        self.sessions
+            .iter()
+            .filter(|s| s.header_line.is_some())
+            .count()
+    }
+
+    /// Number of timed entry lines.
+    pub fn entry_count(&self) -> usize {
+        self.sessions.iter().map(|s| s.entries as usize).sum()
+    }
+
+    /// Number of cached lines.
+    pub fn cached_count(&self) -> usize {
+        self.sessions.iter().map(|s| s.cached as usize).sum()
+    }
+
+    /// Whether the input holds anything of importtime at all: a header, an
+    /// entry or a cached line.
+    pub fn is_importtime(&self) -> bool {
+        !self.nodes.is_empty() || self.header_count() > 0
+    }
+}
+
+/// Iterator over a node's children.
+#[derive(Debug, Clone)]
+pub struct Children<'a> {
+    log: &'a ImportLog,
+    next: u32,
+}
+
+impl Iterator for Children<'_> {
+    type Item = NodeId;
+
+    fn next(&mut self) -> Option<NodeId> {
+        if self.next == NONE {
+            return None;
+        }
+        let id = self.next;
+        self.next = self.log.nodes[id as usize].next_sibling;
+        Some(NodeId(id))
+    }
+}
+
+/// Depth-first iterator over a subtree.
+#[derive(Debug, Clone)]
+pub struct Descendants<'a> {
+    log: &'a ImportLog,
+    stack: Vec<u32>,
+}
+
+impl Iterator for Descendants<'_> {
+    type Item = NodeId;
+
+    fn next(&mut self) -> Option<NodeId> {
+        let id = self.stack.pop()?;
+        let mark = self.stack.len();
+        let mut c = self.log.nodes[id as usize].first_child;
+        while c != NONE {
+            self.stack.push(c);
+            c = self.log.nodes[c as usize].next_sibling;
+        }
+        self.stack[mark..].reverse();
+        Some(NodeId(id))
+    }
+}
