@@ -1,3 +1,4 @@
 //! One integration-test binary for the workspace; each module is a topic.
 
+mod conformance;
 mod support;
