@@ -7,3 +7,4 @@
 
 pub mod importtime;
 pub mod recorder;
+pub mod verdict;

@@ -291,11 +291,15 @@ pub struct ImportAttempt {
     /// Refused by the policy (`--block`).
     #[serde(default)]
     pub blocked: bool,
+    /// An availability probe (`importlib.util.find_spec`), not an import.
+    #[serde(default)]
+    pub probe: bool,
     /// The first frame outside the import machinery: who asked.
     #[serde(default)]
     pub by: Option<Frame>,
-    /// The first frame outside the standard library and installed packages,
-    /// when it is not `by` itself.
+    /// For a forbidden name: the first frame outside the import machinery,
+    /// the standard library and the forbidden packages' own code (the
+    /// first-party line that started it), when it is not `by` itself.
     #[serde(default)]
     pub first_party: Option<Frame>,
     /// The modules whose top-level code was running, outermost first.

@@ -126,11 +126,16 @@ def _install():
                 or (filename.startswith(stdlib)
                     and filename[len(stdlib):].startswith("importlib" + os.sep)))
 
-    def third_party(filename):
-        return (filename.startswith(stdlib)
-                or "site-packages" in filename
-                or "dist-packages" in filename
-                or filename.startswith("<frozen "))
+    def not_first_party(frame):
+        # The standard library (not the site-packages folder inside it),
+        # frozen modules, and the forbidden packages' own code.
+        filename = frame.f_code.co_filename
+        if filename.startswith("<frozen "):
+            return True
+        if (filename.startswith(stdlib) and "site-packages" not in filename
+                and "dist-packages" not in filename):
+            return True
+        return matches(frame.f_globals.get("__name__") or "", forbid) is not None
 
     def where(frame):
         code = frame.f_code
@@ -165,14 +170,22 @@ def _install():
             try:
                 by = None
                 first_party = None
+                # Who started a forbidden import: worth a closer look.
+                want_origin = matches(name, forbid) is not None
                 stack = []
                 f = _getframe(2)
+                # importlib.util.find_spec("torch") asks the finders without
+                # importing: an availability probe, not an import.
+                caller = f.f_back
+                if (caller is not None and caller.f_code.co_name == "find_spec"
+                        and machinery(caller.f_code.co_filename)):
+                    rec["probe"] = True
                 while f is not None:
                     code = f.f_code
-                    filename = code.co_filename
-                    if by is None and not machinery(filename):
+                    if by is None and not machinery(code.co_filename):
                         by = f
-                    if first_party is None and by is not None and not third_party(filename):
+                    if (want_origin and first_party is None and by is not None
+                            and not not_first_party(f)):
                         first_party = f
                     if code.co_name == "<module>":
                         stack.append(f.f_globals.get("__name__", "?"))

@@ -1,0 +1,691 @@
+//! Verdicts: a worker's import evidence judged against a [`Policy`].
+//!
+//! The evidence of one process is its `-X importtime` log (the tree: who
+//! imported whom, and what it cost), its recorder [`Recording`] (every
+//! attempt, found or not, blocked, who asked, when) and the harness's
+//! [`Timeline`] (ready, requests, shutdown) on the same monotonic clock.
+//! [`judge`] returns a [`ProcessVerdict`]: one [`Violation`] per forbidden
+//! module that entered the process on its own (a forbidden module imported
+//! by another forbidden module is counted beneath it, not repeated), with
+//! the chain from the top-level import down to it, the first-party line
+//! that started it, the protocol phase, the cost of its subtree, and
+//! whether it was loaded, only attempted, or blocked. [`merge`] folds the
+//! verdicts of a target's fresh processes into one list.
+//!
+//! Either source may be missing: `--log` judges an importtime log alone;
+//! a worker run with `-S`, `-I` or `-E` never ran the recorder, and the
+//! verdict says so ([`RecorderState::DidNotRun`]) and uses importtime alone.
+//! Nothing here starts a process or renders for people.
+
+mod policy;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::importtime::{ImportLog, Metric, NodeId, NodeKind};
+use crate::recorder::{Frame, ImportAttempt, Recording};
+
+pub use policy::{Allowance, Classification, Policy, PolicyError, in_package};
+
+/// One request the harness sent, on its clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequestMark {
+    /// The request's op (`health`).
+    pub op: String,
+    /// `monotonic_ns()` just before the request line was written.
+    pub sent_at_ns: u64,
+}
+
+/// The harness's protocol events for one worker, in `monotonic_ns()`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Timeline {
+    /// When the worker was spawned.
+    pub spawned_at_ns: Option<u64>,
+    /// When the worker was ready: its own `t_ns` stamp on the ready line if
+    /// it sent one, else when the harness read the line.
+    pub ready_at_ns: Option<u64>,
+    /// Requests in the order sent.
+    pub requests: Vec<RequestMark>,
+    /// When the shutdown op was written.
+    pub shutdown_sent_at_ns: Option<u64>,
+}
+
+/// Where in the protocol an import happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum Phase {
+    /// Before the worker was ready.
+    Startup,
+    /// After ready, before the first request (a background import).
+    AfterReady,
+    /// After request number `index` (1-based, over all requests) was sent
+    /// and before the next one.
+    Request {
+        /// The request's op.
+        op: String,
+        /// 1-based.
+        index: usize,
+    },
+    /// After the shutdown op was sent.
+    Shutdown,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Phase::Startup => f.write_str("start-up"),
+            Phase::AfterReady => f.write_str("after ready, before any request"),
+            Phase::Request { op, index } => write!(f, "{op} request #{index}"),
+            Phase::Shutdown => f.write_str("shutdown"),
+        }
+    }
+}
+
+impl Timeline {
+    /// The phase an event at `t_ns` belongs to.
+    pub fn phase_of(&self, t_ns: u64) -> Phase {
+        if self.shutdown_sent_at_ns.is_some_and(|s| t_ns >= s) {
+            return Phase::Shutdown;
+        }
+        match self.ready_at_ns {
+            Some(ready) if t_ns >= ready => {}
+            _ => return Phase::Startup,
+        }
+        match self.requests.iter().rposition(|r| t_ns >= r.sent_at_ns) {
+            Some(i) => Phase::Request {
+                op: self.requests[i].op.clone(),
+                index: i + 1,
+            },
+            None => Phase::AfterReady,
+        }
+    }
+}
+
+/// How far a forbidden import got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The module was imported (its code ran).
+    Loaded,
+    /// Asked for, but not loaded: not installed, or its import failed.
+    Attempted,
+    /// Refused by the recorder's policy (`--block`).
+    Blocked,
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Status::Loaded => "loaded",
+            Status::Attempted => "attempted",
+            Status::Blocked => "blocked",
+        })
+    }
+}
+
+/// Where a violation's chain came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChainSource {
+    /// The importtime tree.
+    Importtime,
+    /// The recorder's stack of executing modules (no importtime line for
+    /// the module: `importlib.import_module`, a failed or blocked attempt).
+    Recorder,
+}
+
+/// One forbidden module that entered a process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// The forbidden module.
+    pub module: String,
+    /// The forbidden prefix it matched.
+    pub pattern: String,
+    /// Loaded, attempted or blocked.
+    pub status: Status,
+    /// Why it is `attempted`: `not installed`, `found, but its import failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// From the top-level import down to the module (both included).
+    pub chain: Vec<String>,
+    /// Where the chain came from.
+    pub chain_source: ChainSource,
+    /// The first-party source line that started it (recorder).
+    pub origin: Option<Frame>,
+    /// The line that asked for the module itself (recorder).
+    pub importer: Option<Frame>,
+    /// The protocol phase (recorder stamp on the harness's timeline).
+    pub phase: Option<Phase>,
+    /// Recorder stamp of the first attempt.
+    pub t_ns: Option<u64>,
+    /// Cumulative import time of its subtree, microseconds (importtime).
+    pub cumulative_us: Option<i64>,
+    /// Other forbidden modules imported beneath it.
+    pub beneath: Vec<String>,
+    /// Whether the recorder saw it.
+    pub recorded: bool,
+    /// Whether importtime shows it.
+    pub in_importtime: bool,
+}
+
+/// A module the allow list let through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AllowedHit {
+    /// The module that was imported.
+    pub module: String,
+    /// The forbidden prefix it matched.
+    pub pattern: String,
+    /// The allowance's module.
+    pub allowed_by: String,
+    /// The allowance's reason.
+    pub reason: String,
+}
+
+/// Whether the recorder was used and ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecorderState {
+    /// No recorder for this evidence (`--log`).
+    NotUsed,
+    /// Injected but it never ran: `-S`, `-I`, `-E`, or `PYTHONPATH` replaced.
+    DidNotRun,
+    /// It ran.
+    Ran,
+}
+
+/// The verdict on one process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProcessVerdict {
+    /// One per forbidden module that entered on its own, in time order.
+    pub violations: Vec<Violation>,
+    /// Forbidden-but-allowed modules seen.
+    pub allowed: Vec<AllowedHit>,
+    /// Forbidden modules imported lazily and never executed (not violations).
+    pub lazy: Vec<String>,
+    /// Forbidden modules only probed for (`importlib.util.find_spec`), not
+    /// imported (not violations).
+    pub probed: Vec<String>,
+    /// Whether the recorder ran.
+    pub recorder: RecorderState,
+    /// Whether an importtime log with at least one entry was given.
+    pub importtime: bool,
+    /// Things the reader should know (evidence missing, bootstrap errors).
+    pub notes: Vec<String>,
+}
+
+impl ProcessVerdict {
+    /// No violation.
+    pub fn holds(&self) -> bool {
+        self.violations.is_empty()
+    }
+}
+
+/// One process's evidence.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Evidence<'a> {
+    /// Its `-X importtime` log.
+    pub importtime: Option<&'a ImportLog>,
+    /// Its recorder records (`None`: no recorder was used).
+    pub recording: Option<&'a Recording>,
+    /// The harness's timeline (`None`: nothing was run).
+    pub timeline: Option<&'a Timeline>,
+}
+
+/// What the recorder says about one forbidden root.
+struct RecordedRoot<'a> {
+    first: &'a ImportAttempt,
+    status: Status,
+    detail: Option<String>,
+    lazy: bool,
+    beneath: Vec<String>,
+}
+
+/// Judges one process's evidence.
+pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
+    let mut notes = Vec::new();
+    let recording = ev.recording.filter(|r| r.ran());
+    let recorder = match ev.recording {
+        None => RecorderState::NotUsed,
+        Some(r) if r.ran() => RecorderState::Ran,
+        Some(_) => RecorderState::DidNotRun,
+    };
+    if recorder == RecorderState::DidNotRun {
+        notes.push(
+            "the import recorder did not run (the worker uses -S, -I or -E, or replaces PYTHONPATH): \
+             failed and caught imports, importlib.import_module and phases are not known; \
+             judged by importtime alone"
+                .to_owned(),
+        );
+    }
+    let log = ev.importtime.filter(|l| l.entry_count() > 0);
+    if ev.importtime.is_some() && log.is_none() {
+        notes.push(
+            "the importtime log has no entries (PYTHONPROFILEIMPORTTIME was not honoured: -E or -I?)"
+                .to_owned(),
+        );
+    }
+    if let Some(r) = recording {
+        for e in &r.errors {
+            notes.push(format!("recorder error in {}: {}", e.place, e.error));
+        }
+        if r.exit.is_none() {
+            notes.push(
+                "the recorder saw no normal exit (crash, kill or os._exit): modules found are taken as loaded"
+                    .to_owned(),
+            );
+        }
+    }
+
+    let mut allowed: BTreeMap<String, AllowedHit> = BTreeMap::new();
+    let mut note_allowed = |module: &str| {
+        if let Classification::Allowed { pattern, allowance } = policy.classify(module) {
+            allowed
+                .entry(module.to_owned())
+                .or_insert_with(|| AllowedHit {
+                    module: module.to_owned(),
+                    pattern: pattern.to_owned(),
+                    allowed_by: allowance.module.clone(),
+                    reason: allowance.reason.clone(),
+                });
+        }
+    };
+
+    // The recorder's roots, in time order, and which root each forbidden
+    // name belongs to.
+    let mut rec_roots: Vec<(String, RecordedRoot<'_>)> = Vec::new();
+    let mut probed: Vec<String> = Vec::new();
+    let mut root_of: HashMap<&str, usize> = HashMap::new();
+    if let Some(r) = recording {
+        let final_modules: Option<FinalModules<'_>> =
+            r.exit.as_ref().map(|e| {
+                (
+                    e.modules.iter().map(String::as_str).collect(),
+                    e.lazy.iter().map(String::as_str).collect(),
+                )
+            });
+        for a in &r.imports {
+            note_allowed(&a.name);
+            if !policy.forbids(&a.name) {
+                continue;
+            }
+            if a.probe {
+                if !probed.contains(&a.name) {
+                    probed.push(a.name.clone());
+                }
+                continue;
+            }
+            let owner = a
+                .stack
+                .iter()
+                .find(|m| policy.forbids(m))
+                .and_then(|m| root_of.get(m.as_str()).copied())
+                .or_else(|| parents(&a.name).find_map(|p| root_of.get(p).copied()));
+            let (status, detail, lazy) = attempt_status(a, final_modules.as_ref());
+            match owner {
+                Some(i) => {
+                    root_of.insert(&a.name, i);
+                    let (root_name, root) = &mut rec_roots[i];
+                    if a.name != *root_name && !root.beneath.contains(&a.name) {
+                        root.beneath.push(a.name.clone());
+                    }
+                }
+                None => match root_of.get(a.name.as_str()) {
+                    Some(&i) => {
+                        // Asked again: the strongest outcome wins.
+                        let root = &mut rec_roots[i].1;
+                        if status < root.status {
+                            root.status = status;
+                            root.detail = detail;
+                        }
+                        root.lazy &= lazy;
+                    }
+                    None => {
+                        root_of.insert(&a.name, rec_roots.len());
+                        rec_roots.push((
+                            a.name.clone(),
+                            RecordedRoot {
+                                first: a,
+                                status,
+                                detail,
+                                lazy,
+                                beneath: Vec::new(),
+                            },
+                        ));
+                    }
+                },
+            }
+        }
+    }
+
+    // importtime's roots: forbidden nodes with no forbidden ancestor and no
+    // forbidden parent package seen before them.
+    let mut it_roots: Vec<NodeId> = Vec::new();
+    let mut it_beneath: HashMap<NodeId, Vec<String>> = HashMap::new();
+    if let Some(log) = log {
+        let mut seen_root: HashMap<&str, NodeId> = HashMap::new();
+        for (i, node) in log.nodes().iter().enumerate() {
+            if node.kind != NodeKind::Entry {
+                continue;
+            }
+            let id = NodeId(u32::try_from(i).unwrap_or(u32::MAX));
+            let name = log.name(id);
+            note_allowed(name);
+            if !policy.forbids(name) {
+                continue;
+            }
+            let mut anc = log.parent(id);
+            let mut owner = None;
+            while let Some(p) = anc {
+                if policy.forbids(log.name(p)) {
+                    owner = Some(p);
+                }
+                anc = log.parent(p);
+            }
+            let owner = owner
+                .map(|o| root_node(log, o, &seen_root))
+                .or_else(|| parents(name).find_map(|p| seen_root.get(p).copied()));
+            match owner {
+                Some(o) => {
+                    seen_root.insert(name, o);
+                    let list = it_beneath.entry(o).or_default();
+                    if !list.iter().any(|n| n == name) {
+                        list.push(name.to_owned());
+                    }
+                }
+                None => {
+                    seen_root.insert(name, id);
+                    it_roots.push(id);
+                }
+            }
+        }
+    }
+    let first_node = |name: &str| -> Option<NodeId> {
+        let log = log?;
+        log.find_module(name)
+            .find(|&id| log.node(id).kind == NodeKind::Entry)
+    };
+
+    let mut violations = Vec::new();
+    let mut lazy = Vec::new();
+    let chain_names = |id: NodeId| -> Vec<String> {
+        log.map(|l| l.chain(id).iter().map(|&c| l.name(c).to_owned()).collect())
+            .unwrap_or_default()
+    };
+    for (name, root) in &rec_roots {
+        if root.lazy {
+            lazy.push(name.clone());
+            continue;
+        }
+        let node = first_node(name);
+        let (chain, chain_source) = match node {
+            Some(id) => (chain_names(id), ChainSource::Importtime),
+            None => (recorded_chain(root.first, log), ChainSource::Recorder),
+        };
+        let cumulative_us = match node {
+            Some(id) => log.map(|l| l.node(id).cumulative_us),
+            // No line of its own (importlib.import_module): the subtrees of
+            // its submodules that importtime shows as roots.
+            None => log.and_then(|l| {
+                let parts: Vec<i64> = it_roots
+                    .iter()
+                    .filter(|&&r| in_package(l.name(r), name))
+                    .map(|&r| l.node(r).cumulative_us)
+                    .collect();
+                (!parts.is_empty()).then(|| parts.iter().sum())
+            }),
+        };
+        let mut beneath = root.beneath.clone();
+        if let Some(id) = node {
+            for n in it_beneath.get(&id).into_iter().flatten() {
+                if !beneath.contains(n) {
+                    beneath.push(n.clone());
+                }
+            }
+        }
+        violations.push(Violation {
+            module: name.clone(),
+            pattern: pattern_of(policy, name),
+            status: root.status,
+            detail: root.detail.clone(),
+            chain,
+            chain_source,
+            origin: root.first.origin().cloned(),
+            importer: root.first.by.clone(),
+            phase: ev.timeline.map(|t| t.phase_of(root.first.t_ns)),
+            t_ns: Some(root.first.t_ns),
+            cumulative_us,
+            beneath,
+            recorded: true,
+            in_importtime: node.is_some(),
+        });
+    }
+    // Roots only importtime shows: the recorder did not run, or did not see
+    // them (another interpreter writing to the same stderr).
+    if let Some(log) = log {
+        for &id in &it_roots {
+            let name = log.name(id);
+            if recording.is_some() && root_of.contains_key(name) {
+                continue;
+            }
+            if recording.is_some_and(|r| {
+                r.exit
+                    .as_ref()
+                    .is_some_and(|e| e.lazy.iter().any(|l| l == name))
+            }) {
+                continue;
+            }
+            violations.push(Violation {
+                module: name.to_owned(),
+                pattern: pattern_of(policy, name),
+                status: Status::Loaded,
+                detail: None,
+                chain: chain_names(id),
+                chain_source: ChainSource::Importtime,
+                origin: None,
+                importer: None,
+                phase: None,
+                t_ns: None,
+                cumulative_us: Some(log.node(id).cumulative_us),
+                beneath: it_beneath.get(&id).cloned().unwrap_or_default(),
+                recorded: false,
+                in_importtime: true,
+            });
+        }
+    }
+
+    ProcessVerdict {
+        violations,
+        allowed: allowed.into_values().collect(),
+        lazy,
+        probed,
+        recorder,
+        importtime: log.is_some(),
+        notes,
+    }
+}
+
+fn pattern_of(policy: &Policy, name: &str) -> String {
+    match policy.classify(name) {
+        Classification::Forbidden { pattern } | Classification::Allowed { pattern, .. } => {
+            pattern.to_owned()
+        }
+        Classification::Clean => String::new(),
+    }
+}
+
+/// `a.b.c` -> `a.b`, `a`.
+fn parents(name: &str) -> impl Iterator<Item = &str> {
+    name.match_indices('.')
+        .map(move |(i, _)| &name[..i])
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+}
+
+/// The root a forbidden importtime ancestor was filed under.
+fn root_node(log: &ImportLog, id: NodeId, seen_root: &HashMap<&str, NodeId>) -> NodeId {
+    seen_root.get(log.name(id)).copied().unwrap_or(id)
+}
+
+/// `sys.modules` at exit, and its lazy modules.
+type FinalModules<'a> = (HashSet<&'a str>, HashSet<&'a str>);
+
+fn attempt_status(
+    a: &ImportAttempt,
+    final_modules: Option<&FinalModules<'_>>,
+) -> (Status, Option<String>, bool) {
+    if a.blocked {
+        return (
+            Status::Blocked,
+            Some("refused by the import policy (--block)".to_owned()),
+            false,
+        );
+    }
+    if a.found == Some(false) {
+        let detail = match &a.error {
+            Some(e) => format!("a finder failed: {e}"),
+            None => "not installed".to_owned(),
+        };
+        return (Status::Attempted, Some(detail), false);
+    }
+    match final_modules {
+        None => (Status::Loaded, None, false),
+        Some((modules, lazy)) => {
+            if lazy.contains(a.name.as_str()) {
+                (Status::Loaded, None, true)
+            } else if modules.contains(a.name.as_str()) {
+                (Status::Loaded, None, false)
+            } else {
+                (
+                    Status::Attempted,
+                    Some(
+                        "found, but its import failed (absent from sys.modules at exit)".to_owned(),
+                    ),
+                    false,
+                )
+            }
+        }
+    }
+}
+
+/// The chain of an attempt importtime has no line for: the importtime chain
+/// of the innermost executing module it does show, then the rest of the
+/// recorder's stack, then the module.
+fn recorded_chain(a: &ImportAttempt, log: Option<&ImportLog>) -> Vec<String> {
+    let mut chain: Vec<String> = Vec::new();
+    let mut from = 0;
+    if let Some(log) = log {
+        for (i, m) in a.stack.iter().enumerate().rev() {
+            if let Some(id) = log
+                .find_module(m)
+                .find(|&id| log.node(id).kind == NodeKind::Entry)
+            {
+                chain = log
+                    .chain(id)
+                    .iter()
+                    .map(|&c| log.name(c).to_owned())
+                    .collect();
+                from = i + 1;
+                break;
+            }
+        }
+    }
+    chain.extend(a.stack[from..].iter().cloned());
+    chain.push(a.name.clone());
+    chain
+}
+
+/// A target's violation across its processes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MergedViolation {
+    /// The violation as seen in the first process that had it.
+    #[serde(flatten)]
+    pub first: Violation,
+    /// In how many processes it occurred.
+    pub processes: usize,
+    /// Out of how many judged.
+    pub of: usize,
+    /// Median cumulative time over the processes that timed it.
+    pub median_cumulative_us: Option<i64>,
+}
+
+/// Folds the verdicts of one target's processes: one entry per module and
+/// status, in the order first seen.
+pub fn merge(verdicts: &[ProcessVerdict]) -> Vec<MergedViolation> {
+    let mut out: Vec<(MergedViolation, Vec<i64>)> = Vec::new();
+    for v in verdicts {
+        for x in &v.violations {
+            let costs = x.cumulative_us.into_iter();
+            match out
+                .iter_mut()
+                .find(|(m, _)| m.first.module == x.module && m.first.status == x.status)
+            {
+                Some((m, c)) => {
+                    m.processes += 1;
+                    c.extend(costs);
+                }
+                None => out.push((
+                    MergedViolation {
+                        first: x.clone(),
+                        processes: 1,
+                        of: verdicts.len(),
+                        median_cumulative_us: None,
+                    },
+                    costs.collect(),
+                )),
+            }
+        }
+    }
+    out.into_iter()
+        .map(|(mut m, mut costs)| {
+            costs.sort_unstable();
+            m.median_cumulative_us = median(&costs);
+            m
+        })
+        .collect()
+}
+
+fn median(sorted: &[i64]) -> Option<i64> {
+    match sorted.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(sorted[n / 2]),
+        n => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2),
+    }
+}
+
+/// One of the slowest imports.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SlowImport {
+    /// The module.
+    pub module: String,
+    /// Its cumulative time, microseconds.
+    pub cumulative_us: i64,
+    /// Its self time, microseconds.
+    pub self_us: i64,
+    /// From its top-level import down to it.
+    pub chain: Vec<String>,
+}
+
+/// The `n` imports with the largest cumulative time in the log's first
+/// session (the worker's own interpreter).
+pub fn slowest(log: &ImportLog, n: usize) -> Vec<SlowImport> {
+    let session = (!log.sessions().is_empty()).then_some(0);
+    log.top(n, Metric::Cumulative, session)
+        .into_iter()
+        .map(|id| SlowImport {
+            module: log.name(id).to_owned(),
+            cumulative_us: log.node(id).cumulative_us,
+            self_us: log.node(id).self_us,
+            chain: log
+                .chain(id)
+                .iter()
+                .map(|&c| log.name(c).to_owned())
+                .collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

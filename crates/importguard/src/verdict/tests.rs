@@ -1,0 +1,408 @@
+use std::path::Path;
+
+use super::*;
+use crate::importtime;
+use crate::recorder::{self, Recording};
+
+fn policy() -> Policy {
+    Policy::new(
+        ["torch", "transformers", "stanza"]
+            .map(String::from)
+            .to_vec(),
+        Vec::new(),
+    )
+    .unwrap()
+}
+
+/// A recorded run: `testdata/NAME.importtime.log` and `NAME.records.jsonl`.
+fn fixture(name: &str) -> (ImportLog, Recording) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/verdict/testdata");
+    let log =
+        importtime::parse(&std::fs::read(dir.join(format!("{name}.importtime.log"))).unwrap());
+    let rec = recorder::read(&dir.join(format!("{name}.records.jsonl"))).unwrap();
+    assert!(rec.ran(), "{name}: fixture without a start record");
+    (log, rec)
+}
+
+fn t_of(rec: &Recording, name: &str) -> u64 {
+    rec.imports
+        .iter()
+        .find(|i| i.name == name && !i.probe)
+        .unwrap()
+        .t_ns
+}
+
+/// A timeline with ready long after start-up and one health request.
+fn timeline_after(rec: &Recording) -> Timeline {
+    let end = rec.exit.as_ref().map_or(u64::MAX / 2, |e| e.t_ns);
+    Timeline {
+        spawned_at_ns: Some(rec.start.as_ref().unwrap().t_ns - 1),
+        ready_at_ns: Some(end + 10),
+        requests: vec![RequestMark {
+            op: "health".into(),
+            sent_at_ns: end + 20,
+        }],
+        shutdown_sent_at_ns: Some(end + 30),
+    }
+}
+
+fn judge_fixture(name: &str, timeline: Option<&Timeline>) -> ProcessVerdict {
+    let (log, rec) = fixture(name);
+    judge(
+        &policy(),
+        &Evidence {
+            importtime: Some(&log),
+            recording: Some(&rec),
+            timeline,
+        },
+    )
+}
+
+fn origin(v: &Violation) -> String {
+    let o = v.origin.as_ref().unwrap();
+    let file = o
+        .file
+        .rsplit_once("boundary/")
+        .map_or(o.file.as_str(), |(_, f)| f);
+    format!("{file}:{}", o.line)
+}
+
+#[test]
+fn an_eager_re_export_is_loaded_at_start_up_with_its_chain_line_and_cost() {
+    let (log, rec) = fixture("eager");
+    let tl = timeline_after(&rec);
+    let v = judge(
+        &policy(),
+        &Evidence {
+            importtime: Some(&log),
+            recording: Some(&rec),
+            timeline: Some(&tl),
+        },
+    );
+    assert!(!v.holds());
+    assert_eq!(v.recorder, RecorderState::Ran);
+    let names: Vec<_> = v.violations.iter().map(|x| x.module.as_str()).collect();
+    assert_eq!(names, ["torch", "transformers"]);
+    let torch = &v.violations[0];
+    assert_eq!(torch.status, Status::Loaded);
+    assert_eq!(torch.chain, ["eagerworker", "eagerworker.model", "torch"]);
+    assert_eq!(torch.chain_source, ChainSource::Importtime);
+    assert_eq!(origin(torch), "workers/eagerworker/model.py:3");
+    assert_eq!(torch.phase, Some(Phase::Startup));
+    assert_eq!(torch.cumulative_us, Some(292));
+    assert_eq!(torch.beneath, ["torch._C"]);
+    assert_eq!(origin(&v.violations[1]), "workers/eagerworker/model.py:4");
+    assert!(v.probed.is_empty() && v.lazy.is_empty() && v.allowed.is_empty());
+}
+
+#[test]
+fn import_module_has_no_importtime_line_but_the_recorder_names_it() {
+    let (log, rec) = fixture("dyn");
+    let v = judge(
+        &policy(),
+        &Evidence {
+            importtime: Some(&log),
+            recording: Some(&rec),
+            timeline: None,
+        },
+    );
+    assert_eq!(v.violations.len(), 1, "{:#?}", v.violations);
+    let torch = &v.violations[0];
+    assert_eq!(
+        (torch.module.as_str(), torch.status),
+        ("torch", Status::Loaded)
+    );
+    assert_eq!(torch.chain_source, ChainSource::Recorder);
+    assert_eq!(torch.chain, ["__main__", "torch"]);
+    assert_eq!(origin(torch), "workers/dynworker.py:8");
+    assert!(!torch.in_importtime);
+    assert_eq!(torch.cumulative_us, Some(133), "its submodules' subtrees");
+    assert_eq!(torch.phase, None, "no timeline, no phase");
+}
+
+#[test]
+fn a_guarded_import_of_a_missing_package_is_attempted_not_loaded() {
+    let v = judge_fixture("try", None);
+    assert_eq!(v.violations.len(), 1);
+    let torch = &v.violations[0];
+    assert_eq!(torch.status, Status::Attempted);
+    assert_eq!(torch.detail.as_deref(), Some("not installed"));
+    assert_eq!(origin(torch), "workers/tryworker.py:8");
+}
+
+#[test]
+fn an_import_while_answering_health_belongs_to_that_request() {
+    let (log, rec) = fixture("health");
+    let t = t_of(&rec, "torch");
+    let tl = Timeline {
+        spawned_at_ns: Some(rec.start.as_ref().unwrap().t_ns),
+        ready_at_ns: Some(t - 1000),
+        requests: vec![RequestMark {
+            op: "health".into(),
+            sent_at_ns: t - 500,
+        }],
+        shutdown_sent_at_ns: Some(t + 1_000_000),
+    };
+    let v = judge(
+        &policy(),
+        &Evidence {
+            importtime: Some(&log),
+            recording: Some(&rec),
+            timeline: Some(&tl),
+        },
+    );
+    let torch = &v.violations[0];
+    assert_eq!(
+        torch.phase,
+        Some(Phase::Request {
+            op: "health".into(),
+            index: 1
+        })
+    );
+    assert_eq!(
+        torch.phase.as_ref().unwrap().to_string(),
+        "health request #1"
+    );
+    assert_eq!(torch.importer.as_ref().unwrap().func, "probe_device");
+    assert_eq!(torch.chain, ["torch"]);
+}
+
+#[test]
+fn without_the_recorder_importtime_alone_judges_and_says_so() {
+    let (log, _) = fixture("eager");
+    let not_run = Recording::default();
+    let v = judge(
+        &policy(),
+        &Evidence {
+            importtime: Some(&log),
+            recording: Some(&not_run),
+            timeline: None,
+        },
+    );
+    assert_eq!(v.recorder, RecorderState::DidNotRun);
+    assert!(v.notes[0].contains("did not run"), "{:?}", v.notes);
+    let torch = &v.violations[0];
+    assert_eq!(torch.chain, ["eagerworker", "eagerworker.model", "torch"]);
+    assert_eq!(
+        (torch.status, torch.origin.as_ref(), torch.recorded),
+        (Status::Loaded, None, false)
+    );
+    assert_eq!(v.violations.len(), 2);
+    // --log: no recorder at all.
+    let v = judge(
+        &policy(),
+        &Evidence {
+            importtime: Some(&log),
+            recording: None,
+            timeline: None,
+        },
+    );
+    assert_eq!(
+        (v.recorder, v.violations.len()),
+        (RecorderState::NotUsed, 2)
+    );
+    assert!(v.notes.is_empty());
+}
+
+#[test]
+fn allowed_modules_are_listed_with_their_reason_not_flagged() {
+    let (log, rec) = fixture("eager");
+    let p = Policy::new(
+        vec!["torch".into()],
+        vec![Allowance {
+            module: "torch._C".into(),
+            reason: "stand-in core".into(),
+        }],
+    )
+    .unwrap();
+    let v = judge(
+        &p,
+        &Evidence {
+            importtime: Some(&log),
+            recording: Some(&rec),
+            timeline: None,
+        },
+    );
+    assert_eq!(v.violations.len(), 1);
+    assert_eq!(v.allowed[0].module, "torch._C");
+    assert_eq!(v.allowed[0].reason, "stand-in core");
+    assert!(v.violations[0].beneath.is_empty());
+}
+
+fn attempt(name: &str, t: u64, stack: &[&str]) -> recorder::ImportAttempt {
+    recorder::ImportAttempt {
+        name: name.into(),
+        t_ns: t,
+        found: Some(true),
+        blocked: false,
+        probe: false,
+        by: None,
+        first_party: None,
+        stack: stack.iter().map(|s| s.to_string()).collect(),
+        thread: None,
+        error: None,
+    }
+}
+
+fn recording(imports: Vec<recorder::ImportAttempt>, exit: Option<(&[&str], &[&str])>) -> Recording {
+    Recording {
+        start: Some(recorder::Start {
+            t_ns: 0,
+            pid: 1,
+            version: 1,
+            python: None,
+            implementation: None,
+            executable: None,
+            argv: vec![],
+            block: false,
+            forbid: vec![],
+            allow: vec![],
+            modules: None,
+            forked: false,
+        }),
+        imports,
+        exit: exit.map(|(m, l)| recorder::Exit {
+            t_ns: 99,
+            modules: m.iter().map(|s| s.to_string()).collect(),
+            lazy: l.iter().map(|s| s.to_string()).collect(),
+        }),
+        ..Recording::default()
+    }
+}
+
+#[test]
+fn blocked_failed_lazy_probed_and_submodule_attempts_are_told_apart() {
+    let mut blocked = attempt("stanza", 1, &["__main__"]);
+    blocked.blocked = true;
+    blocked.found = None;
+    let mut probe = attempt("torch", 2, &["__main__"]);
+    probe.probe = true;
+    let rec = recording(
+        vec![
+            blocked,
+            probe,
+            attempt("transformers", 3, &["__main__"]),
+            attempt("torch", 4, &["__main__", "lazyuser"]),
+            // `import torch.nn` after torch: a submodule, not a new root.
+            attempt("torch.nn", 5, &["__main__"]),
+        ],
+        Some((&["sys", "torch", "torch.nn"], &["torch", "torch.nn"])),
+    );
+    let v = judge(
+        &policy(),
+        &Evidence {
+            importtime: None,
+            recording: Some(&rec),
+            timeline: None,
+        },
+    );
+    let got: Vec<_> = v
+        .violations
+        .iter()
+        .map(|x| (x.module.as_str(), x.status))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("stanza", Status::Blocked),
+            ("transformers", Status::Attempted)
+        ]
+    );
+    assert!(
+        v.violations[1]
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("import failed")
+    );
+    assert_eq!(v.violations[0].chain, ["__main__", "stanza"]);
+    assert_eq!(v.lazy, ["torch"]);
+    assert_eq!(v.probed, ["torch"]);
+    assert!(v.notes.is_empty(), "{:?}", v.notes);
+}
+
+#[test]
+fn no_exit_record_means_found_is_loaded_and_a_note_says_why() {
+    let rec = recording(vec![attempt("torch", 1, &[])], None);
+    let v = judge(
+        &policy(),
+        &Evidence {
+            importtime: None,
+            recording: Some(&rec),
+            timeline: None,
+        },
+    );
+    assert_eq!(v.violations[0].status, Status::Loaded);
+    assert!(v.notes.iter().any(|n| n.contains("no normal exit")));
+}
+
+#[test]
+fn phases_follow_the_harness_timeline() {
+    let tl = Timeline {
+        spawned_at_ns: Some(0),
+        ready_at_ns: Some(100),
+        requests: vec![
+            RequestMark {
+                op: "health".into(),
+                sent_at_ns: 200,
+            },
+            RequestMark {
+                op: "health".into(),
+                sent_at_ns: 300,
+            },
+        ],
+        shutdown_sent_at_ns: Some(400),
+    };
+    let at = |t| tl.phase_of(t).to_string();
+    assert_eq!(at(5), "start-up");
+    assert_eq!(at(100), "after ready, before any request");
+    assert_eq!(at(250), "health request #1");
+    assert_eq!(at(399), "health request #2");
+    assert_eq!(at(400), "shutdown");
+    assert_eq!(Timeline::default().phase_of(7), Phase::Startup);
+}
+
+#[test]
+fn merge_counts_processes_and_takes_the_median_cost() {
+    let (log, rec) = fixture("eager");
+    let one = judge(
+        &policy(),
+        &Evidence {
+            importtime: Some(&log),
+            recording: Some(&rec),
+            timeline: None,
+        },
+    );
+    let mut other = one.clone();
+    other.violations[0].cumulative_us = Some(1000);
+    other.violations.truncate(1);
+    let merged = merge(&[one.clone(), other, one]);
+    assert_eq!(merged.len(), 2);
+    assert_eq!(
+        (
+            merged[0].first.module.as_str(),
+            merged[0].processes,
+            merged[0].of
+        ),
+        ("torch", 3, 3)
+    );
+    assert_eq!(merged[0].median_cumulative_us, Some(292));
+    assert_eq!(
+        (merged[1].first.module.as_str(), merged[1].processes),
+        ("transformers", 2)
+    );
+}
+
+#[test]
+fn slowest_lists_the_top_cumulative_with_chains() {
+    let (log, _) = fixture("eager");
+    let top = slowest(&log, 5);
+    assert_eq!(top.len(), 5);
+    assert!(
+        top.windows(2)
+            .all(|w| w[0].cumulative_us >= w[1].cumulative_us)
+    );
+    assert!(top.iter().all(|s| s.chain.last() == Some(&s.module)));
+    let max = log.nodes().iter().map(|n| n.cumulative_us).max().unwrap();
+    assert_eq!(top[0].cumulative_us, max);
+}
