@@ -340,7 +340,8 @@ pub struct Counts {
     pub run: usize,
     pub warmup: usize,
     pub measured: usize,
-    /// Failed trials, warm-ups included.
+    /// Failed trials, warm-ups included (a trial cut short by Ctrl-C is
+    /// kept and marked `interrupted`, not counted here).
     pub failed: usize,
     /// `failed / run`.
     pub failure_rate: f64,
@@ -354,10 +355,17 @@ impl Counts {
     pub fn of(records: &[TrialRecord], interrupted: bool) -> Counts {
         let mut failed_by_check = BTreeMap::new();
         for r in records {
-            if let crate::record::Outcome::Failed { check, .. } = &r.outcome {
-                *failed_by_check
-                    .entry(check.as_str().to_owned())
-                    .or_insert(0) += 1;
+            // A trial cut short by the user (Ctrl-C) is kept and marked,
+            // but it is not the worker's failure.
+            match &r.outcome {
+                crate::record::Outcome::Failed { check, .. }
+                    if *check != crate::record::Check::Interrupted =>
+                {
+                    *failed_by_check
+                        .entry(check.as_str().to_owned())
+                        .or_insert(0) += 1;
+                }
+                _ => {}
             }
         }
         let failed = failed_by_check.values().sum();
@@ -394,7 +402,91 @@ pub struct RunSummary {
     /// Keyed by phase name, in the order of a worker's life.
     #[serde(with = "phase_map")]
     pub phases: Vec<PhaseSummary>,
+    /// CPU time, peak RSS and RSS at ready per variant (correct measured
+    /// trials; summed over a trial's workers for CPU, the largest for RSS).
+    pub resources: Vec<Resources>,
+    /// How much the harness added to the trials' own lifecycles.
+    pub overhead: Overhead,
     pub warnings: Vec<Warning>,
+}
+
+/// Medians of the workers' resource use for one variant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resources {
+    pub variant: Variant,
+    pub trials: usize,
+    /// Median user CPU per trial, ms (`wait4`).
+    pub user_ms: Option<f64>,
+    /// Median system CPU per trial, ms (`wait4`).
+    pub sys_ms: Option<f64>,
+    /// Median peak RSS, bytes (`wait4`'s `ru_maxrss`).
+    pub max_rss_bytes: Option<f64>,
+    /// Median RSS right after the ready line, bytes (`/proc/PID/status`).
+    pub rss_at_ready_bytes: Option<f64>,
+}
+
+impl Resources {
+    pub fn of(records: &[TrialRecord], variant: Variant) -> Resources {
+        let ok: Vec<&TrialRecord> = records
+            .iter()
+            .filter(|r| {
+                r.kind == TrialKind::Measured && r.variant == variant && r.outcome.is_correct()
+            })
+            .collect();
+        let med = |f: &dyn Fn(&TrialRecord) -> Option<f64>| {
+            stats::median(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+        };
+        Resources {
+            variant,
+            trials: ok.len(),
+            user_ms: med(&|r| r.cpu_ns().map(|c| ms(c.0 as f64))),
+            sys_ms: med(&|r| r.cpu_ns().map(|c| ms(c.1 as f64))),
+            max_rss_bytes: med(&|r| r.max_rss_bytes().map(|b| b as f64)),
+            rss_at_ready_bytes: med(&|r| {
+                r.workers
+                    .iter()
+                    .filter_map(|w| w.rss_at_ready_bytes)
+                    .max()
+                    .map(|b| b as f64)
+            }),
+        }
+    }
+}
+
+/// The harness's cost: the trial loop's wall time against the sum of the
+/// trials' own lifecycles (first spawn to last exit).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Overhead {
+    /// Wall time from the first trial's start to the last trial's end, s.
+    pub loop_wall_s: f64,
+    /// Sum of every trial's `total` (warm-ups and failures included), s.
+    pub lifecycles_s: f64,
+    /// `loop_wall_s / lifecycles_s`.
+    pub ratio: Option<f64>,
+}
+
+impl Overhead {
+    pub fn of(records: &[TrialRecord], loop_wall_s: f64) -> Overhead {
+        let lifecycles_s = records
+            .iter()
+            .filter_map(|r| r.phases.total_ns)
+            .map(|ns| ns as f64 / 1e9)
+            .sum::<f64>();
+        Overhead {
+            loop_wall_s,
+            lifecycles_s,
+            ratio: (lifecycles_s > 0.0).then(|| loop_wall_s / lifecycles_s),
+        }
+    }
+}
+
+/// The variants present in the records, A first (always A, even with no records).
+pub fn variants(records: &[TrialRecord]) -> Vec<Variant> {
+    if records.iter().any(|r| r.variant == Variant::B) {
+        vec![Variant::A, Variant::B]
+    } else {
+        vec![Variant::A]
+    }
 }
 
 /// Per-phase statistics (and paired ratios when both variants ran).
@@ -436,11 +528,13 @@ pub fn phase_summaries(
 
 impl RunSummary {
     /// Builds the summary of finished trials, with its warnings.
+    /// `loop_wall_s` is the trial loop's wall time (see [`Overhead`]).
     pub fn build(
         records: &[TrialRecord],
         environment: Environment,
         configuration: Configuration,
         interrupted: bool,
+        loop_wall_s: f64,
     ) -> Result<RunSummary, StatsError> {
         let phases = phase_summaries(
             records,
@@ -455,6 +549,11 @@ impl RunSummary {
             configuration,
             trials,
             phases,
+            resources: variants(records)
+                .into_iter()
+                .map(|v| Resources::of(records, v))
+                .collect(),
+            overhead: Overhead::of(records, loop_wall_s),
             warnings,
         })
     }
@@ -614,7 +713,8 @@ pub(crate) mod tests {
 
     #[test]
     fn warmups_are_kept_out_and_b_is_slower() {
-        let s = RunSummary::build(&ab_records(), environment(), configuration(), false).unwrap();
+        let s =
+            RunSummary::build(&ab_records(), environment(), configuration(), false, 1.0).unwrap();
         let ready = s.phase(Phase::Ready).unwrap();
         let a = &ready.a.as_ref().unwrap().stats;
         assert_eq!(a.n, 5);
@@ -633,6 +733,16 @@ pub(crate) mod tests {
         assert_eq!(s.trials.run, 12);
         assert_eq!(s.trials.warmup, 2);
         assert_eq!(s.trials.failed, 0);
+        assert_eq!(s.resources.len(), 2);
+        assert_eq!(s.resources[0].user_ms, Some(10.0));
+        assert_eq!(s.resources[1].max_rss_bytes, Some((9u64 << 20) as f64));
+        // 12 lifecycles: 2 x 502.3 + 5 x (a + 2.3) + 5 x (2a + 1 + 2.3) ms.
+        let want = (2.0 * 502.3 + 252.5 + 11.5 + 2.0 * 252.5 + 5.0 * 3.3) / 1e3;
+        assert!(
+            (s.overhead.lifecycles_s - want).abs() < 1e-6,
+            "{:?}",
+            s.overhead
+        );
     }
 
     #[test]
@@ -642,7 +752,7 @@ pub(crate) mod tests {
             check: crate::record::Check::Ready,
             message: "no ready line".into(),
         };
-        let s = RunSummary::build(&recs, environment(), configuration(), false).unwrap();
+        let s = RunSummary::build(&recs, environment(), configuration(), false, 1.0).unwrap();
         assert_eq!(s.trials.failed, 1);
         assert_eq!(s.trials.failed_by_check["ready"], 1);
         assert!((s.trials.failure_rate - 1.0 / 12.0).abs() < 1e-12);
@@ -658,7 +768,8 @@ pub(crate) mod tests {
 
     #[test]
     fn summary_json_round_trips_with_phases_keyed_by_name() {
-        let s = RunSummary::build(&ab_records(), environment(), configuration(), false).unwrap();
+        let s =
+            RunSummary::build(&ab_records(), environment(), configuration(), false, 1.0).unwrap();
         let text = serde_json::to_string_pretty(&s).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let keys: Vec<&str> = v["phases"]

@@ -246,7 +246,7 @@ mod tests {
         let recs: Vec<_> = (0..8)
             .map(|i| trial(i, i, TrialKind::Measured, Variant::A, 50.0 + (i % 3) as f64))
             .collect();
-        let s = RunSummary::build(&recs, environment(), configuration(), false).unwrap();
+        let s = RunSummary::build(&recs, environment(), configuration(), false, 1.0).unwrap();
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);
     }
 
@@ -257,7 +257,7 @@ mod tests {
             .enumerate()
             .map(|(i, ms)| trial(i, i, TrialKind::Measured, Variant::A, ms))
             .collect();
-        let s = RunSummary::build(&recs, environment(), configuration(), false).unwrap();
+        let s = RunSummary::build(&recs, environment(), configuration(), false, 1.0).unwrap();
         let k = kinds(&s.warnings);
         assert!(k.contains(&WarningKind::HighVariation), "{k:?}");
         assert!(k.contains(&WarningKind::FarFromMedian), "{k:?}");
@@ -295,7 +295,7 @@ mod tests {
         env.at_end.loadavg = Some([3.5, 1.0, 0.5]);
         let mut config = configuration();
         config.precision = Some(0.01);
-        let s = RunSummary::build(&recs, env, config, true).unwrap();
+        let s = RunSummary::build(&recs, env, config, true, 1.0).unwrap();
         let k = kinds(&s.warnings);
         assert_eq!(
             k.iter().filter(|&&k| k == WarningKind::Pressure).count(),

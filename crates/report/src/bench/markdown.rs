@@ -1,0 +1,253 @@
+//! `summary.md`: the run for people who read it in a pull request.
+
+use phases::summary::{Load, PhaseSummary, RunSummary};
+
+use super::terminal::{ratio_rows, stats_rows};
+use super::{fmt_mib, fmt_ms, fmt_pct};
+
+fn table(header: &[String], rows: &[Vec<String>]) -> String {
+    let esc = |c: &String| c.replace('|', "\\|");
+    let mut out = format!(
+        "| {} |\n",
+        header.iter().map(esc).collect::<Vec<_>>().join(" | ")
+    );
+    out.push_str(&format!(
+        "|{}\n",
+        header
+            .iter()
+            .enumerate()
+            .map(|(i, _)| if i == 0 { " --- |" } else { " ---: |" })
+            .collect::<String>()
+    ));
+    for r in rows {
+        out.push_str(&format!(
+            "| {} |\n",
+            r.iter().map(esc).collect::<Vec<_>>().join(" | ")
+        ));
+    }
+    out
+}
+
+fn load(l: &Load) -> String {
+    let avg = l.loadavg.map_or("n/a".to_owned(), |a| {
+        format!("{:.2} {:.2} {:.2}", a[0], a[1], a[2])
+    });
+    let psi = l.pressure.map_or("n/a".to_owned(), |p| {
+        format!("some avg10 {:.2}% avg60 {:.2}%", p.some_avg10, p.some_avg60)
+    });
+    format!("load {avg}; cpu pressure {psi}")
+}
+
+fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref().map_or("n/a".to_owned(), |v| v.to_string())
+}
+
+/// The phase tables of a run or a comparison (statistics, then ratios).
+pub fn phase_tables(phases: &[PhaseSummary]) -> String {
+    let (h, rows) = stats_rows(phases, ["A", "B"]);
+    let mut out = table(&h, &rows);
+    let (h, rows) = ratio_rows(phases);
+    if !rows.is_empty() {
+        out.push('\n');
+        out.push_str(&table(&h, &rows));
+    }
+    out
+}
+
+/// `summary.md`.
+pub fn render(s: &RunSummary) -> String {
+    let env = &s.environment;
+    let cfg = &s.configuration;
+    let t = &s.trials;
+    let mut o = String::new();
+    let names: Vec<&str> = env.targets.iter().map(|t| t.name.as_str()).collect();
+    o.push_str(&format!("# coldstart bench: {}\n\n", names.join(" vs ")));
+    o.push_str(&format!(
+        "Started {} and ran {:.1} s: {} trials ({} warm-up, {} measured), {} failed ({}){}. \
+         {} health round trip(s) per worker, {} worker(s) at once{}.\n\n",
+        env.started_at,
+        env.duration_s,
+        t.run,
+        t.warmup,
+        t.measured,
+        t.failed,
+        fmt_pct(t.failure_rate),
+        if t.interrupted {
+            ", interrupted by Ctrl-C"
+        } else {
+            ""
+        },
+        cfg.health,
+        cfg.concurrency,
+        if cfg.interleaved {
+            ", A and B interleaved"
+        } else {
+            ""
+        },
+    ));
+    for target in &env.targets {
+        o.push_str(&format!(
+            "- {} `{}`: `{}`",
+            target.variant, target.name, target.display
+        ));
+        if !target.env.is_empty() {
+            let kv: Vec<String> = target.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            o.push_str(&format!(" with `{}`", kv.join(" ")));
+        }
+        o.push('\n');
+    }
+    o.push_str("\n## Phases\n\n");
+    o.push_str(
+        "Statistics over the measured, correct trials (warm-ups and failed trials are kept in \
+         `trials.jsonl`, not here). Outliers are labelled by trial number, never removed.\n\n",
+    );
+    o.push_str(&phase_tables(&s.phases));
+    if s.phases.iter().any(|p| p.ratio.is_some()) {
+        o.push_str(&format!(
+            "\nRatios are median(B) / median(A) over rounds paired A with B, with a bootstrap \
+             {:.0}% interval; a verdict needs the whole interval outside 1 +- {}.\n",
+            cfg.bootstrap.level * 100.0,
+            fmt_pct(cfg.noise_threshold)
+        ));
+    }
+    o.push_str("\n## Resources (medians per trial)\n\n");
+    let header = [
+        "variant",
+        "trials",
+        "user CPU",
+        "system CPU",
+        "peak RSS",
+        "RSS at ready",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows: Vec<Vec<String>> = s
+        .resources
+        .iter()
+        .map(|r| {
+            vec![
+                r.variant.to_string(),
+                r.trials.to_string(),
+                r.user_ms.map_or("-".into(), fmt_ms),
+                r.sys_ms.map_or("-".into(), fmt_ms),
+                r.max_rss_bytes.map_or("-".into(), fmt_mib),
+                r.rss_at_ready_bytes.map_or("-".into(), fmt_mib),
+            ]
+        })
+        .collect();
+    o.push_str(&table(&header, &rows));
+    if let Some(r) = s.overhead.ratio {
+        o.push_str(&format!(
+            "\nHarness overhead: the trial loop took {:.3} s of wall time for {:.3} s of worker \
+             lifecycles ({r:.3}x).\n",
+            s.overhead.loop_wall_s, s.overhead.lifecycles_s
+        ));
+    }
+    if t.failed > 0 {
+        o.push_str("\n## Failures\n\n");
+        for (check, n) in &t.failed_by_check {
+            o.push_str(&format!("- {n} at `{check}`\n"));
+        }
+        o.push_str("\nEach failed trial's message is in `trials.jsonl` (`outcome.message`).\n");
+    }
+    o.push_str("\n## Warnings\n\n");
+    if s.warnings.is_empty() {
+        o.push_str("None.\n");
+    }
+    for w in &s.warnings {
+        o.push_str(&format!("- {w}\n"));
+    }
+    o.push_str("\n## Environment\n\n");
+    let tool = &env.tool;
+    o.push_str(&format!(
+        "- {} {} at git {}{}\n",
+        tool.name,
+        tool.version,
+        opt(&tool.git_revision),
+        if tool.git_dirty == Some(true) {
+            " (uncommitted changes)"
+        } else {
+            ""
+        }
+    ));
+    o.push_str(&format!(
+        "- CPU: {} x {}; kernel {}\n",
+        env.cpu_count,
+        opt(&env.cpu_model),
+        opt(&env.kernel)
+    ));
+    o.push_str(&format!("- at start: {}\n", load(&env.at_start)));
+    o.push_str(&format!("- at end: {}\n", load(&env.at_end)));
+    if let Some(f) = env.cpu_stall_fraction() {
+        o.push_str(&format!("- CPU stalls during the run: {}\n", fmt_pct(f)));
+    }
+    for target in &env.targets {
+        if let Some(py) = &target.python {
+            o.push_str(&format!(
+                "- Python ({}): `{}` -> {} ({} {}{}){}\n",
+                target.variant,
+                py.requested,
+                opt(&py.executable),
+                opt(&py.implementation),
+                opt(&py.version),
+                match py.free_threaded {
+                    Some(true) => ", free-threaded",
+                    Some(false) => ", with GIL",
+                    None => "",
+                },
+                if py.shim {
+                    format!(
+                        "; **`{}` is a shim** ({})",
+                        py.requested,
+                        py.note.as_deref().unwrap_or("not the interpreter")
+                    )
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        if !target.env_removed.is_empty() {
+            o.push_str(&format!(
+                "- removed from the environment ({}): {}\n",
+                target.variant,
+                target.env_removed.join(", ")
+            ));
+        }
+    }
+    o.push_str(&format!(
+        "- bootstrap: {} resamples, seed {}, {:.0}% percentile intervals\n",
+        cfg.bootstrap.resamples,
+        cfg.bootstrap.seed,
+        cfg.bootstrap.level * 100.0
+    ));
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::fixture;
+
+    #[test]
+    fn summary_md_has_every_section() {
+        let recs = fixture::records(true);
+        let s = fixture::summary(&recs);
+        let md = render(&s);
+        for part in [
+            "# coldstart bench: slowworker vs fastworker",
+            "## Phases",
+            "| ready (A) | 6 |",
+            "| ready | 0.500 [",
+            "faster",
+            "## Resources",
+            "## Failures",
+            "- 1 at `health`",
+            "## Warnings",
+            "**`python3` is a shim**",
+            "PYTHONPROFILEIMPORTTIME",
+            "git 0123456789abcdef",
+        ] {
+            assert!(md.contains(part), "{part:?} missing in\n{md}");
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! `phases.svg`: one strip plot per phase, every trial a point, for people
+//! who would rather look than read.
+//!
+//! Each phase has its own panel and its own linear time axis (a ready time
+//! of a second and a pipe latency of 50 us do not share a scale). Within a
+//! panel, A (blue) and, with `--vs`, B (orange) each have a lane: every
+//! measured correct trial is a dot (jittered vertically by its trial
+//! number, deterministically), the median is a vertical line, the 95% CI of
+//! the median a shaded band, and labelled outliers are ringed in red.
+//! Warm-ups are hollow grey circles and failed trials grey crosses: shown,
+//! never part of the statistics. Hand-written SVG, no scripts, no fonts
+//! beyond `sans-serif`.
+
+use std::fmt::Write as _;
+
+use phases::record::{TrialKind, TrialRecord, Variant};
+use phases::summary::{RunSummary, ms, variants};
+
+use super::fmt_ms;
+
+const WIDTH: f64 = 960.0;
+const LEFT: f64 = 150.0;
+const RIGHT: f64 = 40.0;
+const LANE: f64 = 34.0;
+const PANEL_PAD: f64 = 44.0;
+const TOP: f64 = 56.0;
+
+fn colour(v: Variant) -> &'static str {
+    match v {
+        Variant::A => "#1f77b4",
+        Variant::B => "#ff7f0e",
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Ticks at 1, 2 or 5 times a power of ten covering `[lo, hi]`.
+fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let span = (hi - lo).max(f64::EPSILON);
+    let raw = span / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let first = (lo / step).ceil() * step;
+    (0..)
+        .map(|i| first + i as f64 * step)
+        .take_while(|t| *t <= hi + step * 1e-9)
+        .collect()
+}
+
+/// A deterministic vertical offset in `[-1, 1]` for trial `i`.
+fn jitter(i: usize) -> f64 {
+    let h = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+    (h % 1001) as f64 / 500.0 - 1.0
+}
+
+/// The picture of a run.
+pub fn render(s: &RunSummary, records: &[TrialRecord]) -> String {
+    let vs = variants(records);
+    let lanes = vs.len() as f64;
+    let panel_h = PANEL_PAD + lanes * LANE;
+    let height = TOP + panel_h * s.phases.len() as f64 + 30.0;
+    let pw = WIDTH - LEFT - RIGHT;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let names: Vec<String> = s
+        .environment
+        .targets
+        .iter()
+        .map(|t| format!("{}: {}", t.variant, esc(&t.name)))
+        .collect();
+    let _ = writeln!(
+        o,
+        r#"<text x="12" y="22" font-size="15" font-weight="bold">coldstart bench: {}</text>"#,
+        names.join(" vs ")
+    );
+    let _ = writeln!(
+        o,
+        r##"<text x="12" y="40" fill="#555">every measured correct trial is a dot; line: median; band: 95% CI of the median; red ring: outlier (kept); grey: warm-up (o) and failed (x) trials</text>"##
+    );
+    for (pi, ps) in s.phases.iter().enumerate() {
+        let phase = ps.phase();
+        let y0 = TOP + pi as f64 * panel_h;
+        // The axis covers every point drawn and every band.
+        let mut all: Vec<f64> = records
+            .iter()
+            .flat_map(|r| phase.samples_ns(r))
+            .map(ms)
+            .collect();
+        for v in &vs {
+            if let Some(st) = ps.variant(*v) {
+                all.extend([st.stats.median_ci.lo, st.stats.median_ci.hi]);
+            }
+        }
+        let _ = writeln!(
+            o,
+            r#"<text x="12" y="{:.1}" font-weight="bold">{}</text>"#,
+            y0 + 16.0 + lanes * LANE / 2.0,
+            phase.name()
+        );
+        if all.is_empty() {
+            let _ = writeln!(
+                o,
+                r##"<text x="{LEFT}" y="{:.1}" fill="#888">no samples</text>"##,
+                y0 + 20.0
+            );
+            continue;
+        }
+        let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let pad = ((hi - lo) * 0.05).max(hi.abs() * 0.01).max(1e-6);
+        let (lo, hi) = (lo - pad, hi + pad);
+        let x = |v: f64| LEFT + (v - lo) / (hi - lo) * pw;
+        let axis_y = y0 + 8.0 + lanes * LANE;
+        let _ = writeln!(
+            o,
+            r##"<line x1="{LEFT}" y1="{axis_y:.1}" x2="{:.1}" y2="{axis_y:.1}" stroke="#333"/>"##,
+            LEFT + pw
+        );
+        for t in ticks(lo, hi) {
+            let tx = x(t);
+            let _ = writeln!(
+                o,
+                r##"<line x1="{tx:.1}" y1="{:.1}" x2="{tx:.1}" y2="{:.1}" stroke="#eee"/><line x1="{tx:.1}" y1="{axis_y:.1}" x2="{tx:.1}" y2="{:.1}" stroke="#333"/><text x="{tx:.1}" y="{:.1}" text-anchor="middle" fill="#333" font-size="10">{}</text>"##,
+                y0 + 4.0,
+                axis_y,
+                axis_y + 4.0,
+                axis_y + 15.0,
+                fmt_ms(t)
+            );
+        }
+        for (li, &v) in vs.iter().enumerate() {
+            let cy = y0 + 8.0 + LANE * (li as f64 + 0.5);
+            let c = colour(v);
+            if let Some(st) = ps.variant(v) {
+                let ci = st.stats.median_ci;
+                let _ = writeln!(
+                    o,
+                    r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{c}" fill-opacity="0.18"><title>{v} 95% CI of the median: {} to {}</title></rect>"#,
+                    x(ci.lo),
+                    cy - LANE / 2.0 + 2.0,
+                    (x(ci.hi) - x(ci.lo)).max(1.0),
+                    LANE - 4.0,
+                    fmt_ms(ci.lo),
+                    fmt_ms(ci.hi)
+                );
+                let mx = x(st.stats.median);
+                let _ = writeln!(
+                    o,
+                    r#"<line x1="{mx:.1}" y1="{:.1}" x2="{mx:.1}" y2="{:.1}" stroke="{c}" stroke-width="2"><title>{v} median {}</title></line>"#,
+                    cy - LANE / 2.0 + 2.0,
+                    cy + LANE / 2.0 - 2.0,
+                    fmt_ms(st.stats.median)
+                );
+            }
+            if vs.len() > 1 {
+                let _ = writeln!(
+                    o,
+                    r#"<text x="{:.1}" y="{:.1}" fill="{c}" text-anchor="end">{v}</text>"#,
+                    LEFT - 6.0,
+                    cy + 4.0
+                );
+            }
+            let outliers: Vec<usize> = ps
+                .variant(v)
+                .map(|s| s.outlier_trials.clone())
+                .unwrap_or_default();
+            for r in records.iter().filter(|r| r.variant == v) {
+                for (k, val) in phase.samples_ns(r).into_iter().map(ms).enumerate() {
+                    let px = x(val);
+                    let py = cy + jitter(r.trial * 31 + k) * (LANE / 2.0 - 6.0);
+                    let tip = format!("trial {} ({v}): {}", r.trial, fmt_ms(val));
+                    if !r.outcome.is_correct() {
+                        let _ = writeln!(
+                            o,
+                            r##"<path d="M{:.1} {:.1}l6 6m0 -6l-6 6" stroke="#888" stroke-width="1.5"><title>{tip}, failed</title></path>"##,
+                            px - 3.0,
+                            py - 3.0
+                        );
+                    } else if r.kind == TrialKind::Warmup {
+                        let _ = writeln!(
+                            o,
+                            r##"<circle cx="{px:.1}" cy="{py:.1}" r="3" fill="none" stroke="#888"><title>{tip}, warm-up</title></circle>"##
+                        );
+                    } else {
+                        let _ = writeln!(
+                            o,
+                            r#"<circle cx="{px:.1}" cy="{py:.1}" r="3" fill="{c}" fill-opacity="0.75"><title>{tip}</title></circle>"#
+                        );
+                        if outliers.contains(&r.trial) {
+                            let _ = writeln!(
+                                o,
+                                r#"<circle cx="{px:.1}" cy="{py:.1}" r="6.5" fill="none" stroke="red" stroke-width="1.5"><title>{tip}, outlier</title></circle>"#
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::fixture;
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(ticks(0.0, 10.0), [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(ticks(55.0, 92.0), [60.0, 70.0, 80.0, 90.0]);
+    }
+
+    #[test]
+    fn every_trial_is_drawn_and_outliers_are_ringed() {
+        let recs = fixture::records(true);
+        let s = fixture::summary(&recs);
+        let svg = render(&s, &recs);
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(svg.trim_end().ends_with("</svg>"));
+        // ready: 6 A + 6 B measured dots, 1 warm-up ring, 1 failed cross.
+        let ready = svg.split("font-weight=\"bold\">health<").next().unwrap();
+        assert_eq!(ready.matches("fill-opacity=\"0.75\"").count(), 12);
+        assert_eq!(ready.matches(", warm-up</title>").count(), 1);
+        assert_eq!(ready.matches(", failed</title>").count(), 1);
+        // 90 ms among ~60 ms: an outlier in A's ready lane (and B's 45 ms).
+        assert!(ready.contains(", outlier</title>"), "{ready}");
+        assert_eq!(svg.matches("<svg").count(), 1);
+        assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
+    }
+}

@@ -1,0 +1,227 @@
+//! The terminal table printed after a run, and the comparison table of
+//! `cargo xtask compare`. Plain text, aligned columns, no colour.
+
+use phases::Variant;
+use phases::summary::{PhaseSummary, RunSummary, SeriesSummary};
+
+use super::{fmt_mib, fmt_ms, fmt_pct, fmt_ratio};
+
+/// Header and cells of the statistics table, one row per phase and variant.
+pub fn stats_rows(phases: &[PhaseSummary], labels: [&str; 2]) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = [
+        "phase",
+        "n",
+        "median",
+        "95% CI of median",
+        "mean",
+        "sd",
+        "min",
+        "p90",
+        "max",
+        "MAD",
+        "CV",
+        "outliers",
+    ]
+    .map(String::from)
+    .to_vec();
+    let two = phases.iter().any(|p| p.b.is_some());
+    let mut rows = Vec::new();
+    for p in phases {
+        for (v, label) in [(Variant::A, labels[0]), (Variant::B, labels[1])] {
+            if v == Variant::B && !two {
+                continue;
+            }
+            let name = if two {
+                format!("{} ({label})", p.phase())
+            } else {
+                p.phase().to_string()
+            };
+            rows.push(match p.variant(v) {
+                Some(s) => stats_cells(name, s),
+                None => {
+                    let mut r = vec![name, "0".into()];
+                    r.extend(std::iter::repeat_n("-".to_owned(), header.len() - 2));
+                    r
+                }
+            });
+        }
+    }
+    (header, rows)
+}
+
+fn stats_cells(name: String, s: &SeriesSummary) -> Vec<String> {
+    let st = &s.stats;
+    vec![
+        name,
+        st.n.to_string(),
+        fmt_ms(st.median),
+        format!("[{}, {}]", fmt_ms(st.median_ci.lo), fmt_ms(st.median_ci.hi)),
+        fmt_ms(st.mean),
+        st.sd.map_or("-".into(), fmt_ms),
+        fmt_ms(st.min),
+        fmt_ms(st.p90),
+        fmt_ms(st.max),
+        fmt_ms(st.mad),
+        st.cv.map_or("-".into(), fmt_pct),
+        if s.outlier_trials.is_empty() {
+            "0".into()
+        } else {
+            let ids: Vec<String> = s.outlier_trials.iter().map(|t| format!("#{t}")).collect();
+            format!("{} ({})", ids.len(), ids.join(" "))
+        },
+    ]
+}
+
+/// Header and cells of the ratio table (phases that have a ratio).
+pub fn ratio_rows(phases: &[PhaseSummary]) -> (Vec<String>, Vec<Vec<String>>) {
+    let header = ["phase", "ratio B/A [95% CI]", "verdict", "pairs"]
+        .map(String::from)
+        .to_vec();
+    let rows = phases
+        .iter()
+        .filter_map(|p| {
+            let c = p.ratio.as_ref()?;
+            Some(vec![
+                p.phase().to_string(),
+                fmt_ratio(c),
+                c.verdict.words().to_owned(),
+                if c.paired {
+                    c.n_a.to_string()
+                } else {
+                    format!("{} vs {} (unpaired)", c.n_a, c.n_b)
+                },
+            ])
+        })
+        .collect();
+    (header, rows)
+}
+
+/// Aligns a table: the first column left, the others right.
+pub fn aligned(header: &[String], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, &w))| {
+                if i == 0 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
+            .collect();
+        parts.join("  ").trim_end().to_owned()
+    };
+    let mut out = line(header);
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r));
+        out.push('\n');
+    }
+    out
+}
+
+/// The table printed at the end of `cargo xtask bench`.
+pub fn render(s: &RunSummary) -> String {
+    let mut out = String::new();
+    let t = &s.trials;
+    let a = s.environment.target(Variant::A);
+    let b = s.environment.target(Variant::B);
+    match (a, b) {
+        (Some(a), Some(b)) => out.push_str(&format!("A: {}\nB: {}\n", a.display, b.display)),
+        (Some(a), None) => out.push_str(&format!("{}\n", a.display)),
+        _ => {}
+    }
+    out.push_str(&format!(
+        "{} trials ({} warm-up, {} measured), {} failed ({}){}\n\n",
+        t.run,
+        t.warmup,
+        t.measured,
+        t.failed,
+        fmt_pct(t.failure_rate),
+        if t.interrupted { ", interrupted" } else { "" }
+    ));
+    let (h, rows) = stats_rows(&s.phases, ["A", "B"]);
+    out.push_str(&aligned(&h, &rows));
+    let (h, rows) = ratio_rows(&s.phases);
+    if !rows.is_empty() {
+        out.push('\n');
+        out.push_str(&aligned(&h, &rows));
+    }
+    for r in &s.resources {
+        let f = |v: Option<f64>, g: fn(f64) -> String| v.map_or("-".to_owned(), g);
+        out.push_str(&format!(
+            "\n{}: cpu user {} sys {}, peak RSS {}, RSS at ready {} (medians)",
+            r.variant,
+            f(r.user_ms, fmt_ms),
+            f(r.sys_ms, fmt_ms),
+            f(r.max_rss_bytes, fmt_mib),
+            f(r.rss_at_ready_bytes, fmt_mib),
+        ));
+    }
+    out.push('\n');
+    if let Some(r) = s.overhead.ratio {
+        out.push_str(&format!(
+            "harness: {:.2} s of wall time for {:.2} s of worker lifecycles ({:.3}x)\n",
+            s.overhead.loop_wall_s, s.overhead.lifecycles_s, r
+        ));
+    }
+    if !s.warnings.is_empty() {
+        out.push('\n');
+        for w in &s.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
+    }
+    out
+}
+
+/// The table printed by `cargo xtask compare`.
+pub fn render_comparison(a: &str, b: &str, phases: &[PhaseSummary]) -> String {
+    let mut out = format!("A: {a}\nB: {b}\n\n");
+    let (h, rows) = stats_rows(phases, ["A", "B"]);
+    out.push_str(&aligned(&h, &rows));
+    out.push('\n');
+    let (h, rows) = ratio_rows(phases);
+    out.push_str(&aligned(&h, &rows));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::fixture;
+
+    #[test]
+    fn table_lists_every_phase_and_the_verdicts() {
+        let recs = fixture::records(true);
+        let s = fixture::summary(&recs);
+        let text = render(&s);
+        for name in [
+            "ready (A)",
+            "ready (B)",
+            "pipe-latency (B)",
+            "shutdown-ack (A)",
+        ] {
+            assert!(text.contains(name), "{name} missing in\n{text}");
+        }
+        assert!(text.contains("faster"), "{text}");
+        assert!(text.contains("no significant difference"), "{text}");
+        assert!(text.contains("1 failed"), "{text}");
+        assert!(text.contains("warning: "), "{text}");
+        assert!(text.contains("45.0 us"), "{text}");
+    }
+
+    #[test]
+    fn columns_line_up() {
+        let h = vec!["phase".to_owned(), "n".to_owned()];
+        let rows = vec![vec!["ready".to_owned(), "10".to_owned()]];
+        assert_eq!(aligned(&h, &rows), "phase   n\nready  10\n");
+    }
+}
