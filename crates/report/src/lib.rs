@@ -1,1 +1,9 @@
-//! report: (being built)
+//! report: renderers that turn coldstart's results into text for people
+//! (terminal trees and tables, Markdown) and files for tools (JSON,
+//! collapsed stacks, flame graph SVG, speedscope).
+//!
+//! Owns formatting only: it reads the models of `importguard` and `phases`
+//! and never parses logs, runs processes or computes statistics itself.
+
+pub mod bench;
+pub mod importtime;

@@ -45,7 +45,9 @@ pub fn top_level(name: &str) -> &str {
 }
 
 impl ImportLog {
-    fn scope(&self, session: Option<usize>) -> std::ops::Range<u32> {
+    /// The arena range of one session's nodes (all nodes with `None`; empty
+    /// for a session that does not exist).
+    pub fn node_range(&self, session: Option<usize>) -> std::ops::Range<u32> {
         match session.and_then(|i| self.sessions.get(i)) {
             Some(s) => s.first_node..s.end_node,
             None if session.is_some() => 0..0,
@@ -105,9 +107,15 @@ impl ImportLog {
     /// Totals per top-level package over one session (or all with `None`),
     /// largest cumulative first, then by name. Cached nodes do not count.
     pub fn package_totals(&self, session: Option<usize>) -> Vec<PackageTotal> {
+        self.package_totals_among(self.node_range(session).map(NodeId))
+    }
+
+    /// Totals per top-level package over the given nodes (see
+    /// [`ImportLog::package_totals`]); a node's cumulative time counts when
+    /// its parent is not in the same package.
+    pub fn package_totals_among(&self, ids: impl IntoIterator<Item = NodeId>) -> Vec<PackageTotal> {
         let mut map: HashMap<&str, PackageTotal> = HashMap::new();
-        for i in self.scope(session) {
-            let id = NodeId(i);
+        for id in ids {
             let n = self.node(id);
             if n.kind != NodeKind::Entry {
                 continue;
@@ -140,6 +148,17 @@ impl ImportLog {
     /// The `n` timed nodes with the largest `metric` in one session (or all
     /// with `None`), largest first; ties keep line order.
     pub fn top(&self, n: usize, metric: Metric, session: Option<usize>) -> Vec<NodeId> {
+        self.top_among(n, metric, self.node_range(session).map(NodeId))
+    }
+
+    /// The `n` timed nodes among `ids` with the largest `metric`, largest
+    /// first; ties keep line order.
+    pub fn top_among(
+        &self,
+        n: usize,
+        metric: Metric,
+        ids: impl IntoIterator<Item = NodeId>,
+    ) -> Vec<NodeId> {
         if n == 0 {
             return Vec::new();
         }
@@ -153,7 +172,7 @@ impl ImportLog {
         // A min-heap of the best n so far: (value, Reverse(index)) so that
         // among equal values the later line is dropped first.
         let mut heap: BinaryHeap<Reverse<(i64, Reverse<u32>)>> = BinaryHeap::with_capacity(n + 1);
-        for i in self.scope(session) {
+        for NodeId(i) in ids {
             if self.nodes[i as usize].kind != NodeKind::Entry {
                 continue;
             }
