@@ -1,4 +1,5 @@
 //! One integration-test binary for the workspace; each module is a topic.
 
 mod conformance;
+mod spawn_faults;
 mod support;

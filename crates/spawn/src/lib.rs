@@ -1,1 +1,87 @@
-//! spawn: (being built)
+//! spawn: a worker process's whole life under control, whatever the worker
+//! does.
+//!
+//! This crate starts a worker command, talks to it over the JSON-lines
+//! protocol of [`worker_proto`], stamps every line it reads on the
+//! CLOCK_MONOTONIC clock ([`monotonic_ns`], the clock of Python's
+//! `time.monotonic_ns()`), ends it politely or by force, collects its exit
+//! status and its own resource usage, and leaves no process behind. It is
+//! synchronous: std threads and channels, no async runtime. Linux first
+//! (process groups, `wait4`, `/proc`).
+//!
+//! # Lifecycle
+//!
+//! A [`Worker`] moves through these states:
+//!
+//! - **Spawned** ([`Worker::spawn`]): the command runs in its own process
+//!   group (its pid is the group id), stdin, stdout and stderr piped, no
+//!   shell. Three threads start at once: a stdout reader cutting lines with
+//!   a stamp taken right after each `read`, before parsing; a stderr drain
+//!   keeping a bounded tail (and, on request, a full copy in a file), so a
+//!   worker that writes 50 MB to stderr never blocks; and a waiter blocked in
+//!   the kernel until the leader exits. From Spawned:
+//!   - the ready line arrives -> **Ready** ([`Worker::wait_ready`], with the
+//!     RSS from `/proc/PID/status` read right then);
+//!   - a timeout, stdout closed, the process exits, a partial, malformed,
+//!     non-UTF-8 or over-long line, too much noise, an unexpected message
+//!     -> **Ended** with an [`Error`] (the group is killed and reaped first).
+//! - **Ready**: requests are written and replies read ([`Worker::request`],
+//!   or [`Worker::send`] then [`Worker::recv`]), each with its own timeout;
+//!   a failure of any kind -> **Ended** with an [`Error`], as above.
+//! - **Shutting down** ([`Worker::shutdown`]): the shutdown op is written
+//!   and its ack awaited (ack timeout); stdin is closed; the exit is awaited
+//!   (exit timeout); if it does not come, SIGTERM goes to the group, then
+//!   after the grace period SIGKILL to the group. Each step's stamp is kept
+//!   in a [`ShutdownTimeline`]. -> **Ended**, with a [`Finished`] record,
+//!   `Ok` only for the exact handshake (ack, exit in time, code 0).
+//! - **Ended**: the leader is reaped with `wait4` (exit status and the
+//!   child's own rusage: user and system CPU time, peak RSS), whatever was
+//!   left of its group was killed, the group is gone, the reader threads are
+//!   joined (or, if a process that left the group still holds a pipe,
+//!   detached after a bounded wait, never awaited forever).
+//!
+//! From any state, the harness can end a worker at once: [`Worker::kill`]
+//! (SIGKILL to the group), [`Worker::terminate_with`] (SIGTERM, grace,
+//! SIGKILL), dropping the [`Worker`] (on an early return, an error or a
+//! panic unwinding: SIGKILL to the group and reap), or [`kill_all`] for
+//! every live worker at once (a Ctrl-C handler). When a leader exits by
+//! itself, the waiter kills what remains of its group before reaping it
+//! (the zombie leader keeps the group id from being reused meanwhile).
+//!
+//! To reap those orphans at once (rather than leave zombies until init
+//! collects them), the first spawn makes the harness process a child
+//! subreaper (`PR_SET_CHILD_SUBREAPER`, Linux): processes orphaned inside a
+//! worker's group are re-parented to the harness and reaped by the worker's
+//! waiter thread.
+//!
+//! A timeout runs the [`Worker::on_timeout`] hook first (given the pid, it
+//! returns diagnostic text such as a stack dump), then ends the worker.
+//!
+//! # What this crate does not do
+//!
+//! - No protocol types of its own: messages and framing are
+//!   [`worker_proto`]'s; this crate only moves them.
+//! - No statistics, no trial records, no rendering: it stamps and measures
+//!   one worker's life; `phases` and `report` make sense of the figures.
+//! - No CLI and no configuration file: callers build a [`Command`].
+//! - No chasing of processes that leave the worker's process group
+//!   (`setsid`, `setpgid`): they are outside its reach; only the pipes they
+//!   may hold are handled (bounded waits).
+
+mod command;
+mod drain;
+mod error;
+mod group;
+mod reap;
+mod worker;
+
+pub use command::{Command, DEFAULT_MAX_NOISE_LINES, DEFAULT_STDERR_TAIL_BYTES};
+pub use error::{Error, ErrorDetail, ErrorKind, Phase};
+pub use group::{kill_all, live_groups};
+pub use phases::clock::monotonic_ns;
+pub use reap::{ExitStatus, Rusage};
+pub use worker::{
+    Escalation, Exchange, Finished, NoiseLine, ShutdownPolicy, ShutdownTimeline, Stamped,
+    TimeoutHook, Worker,
+};
+pub use worker_proto;

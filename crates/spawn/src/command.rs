@@ -1,0 +1,221 @@
+//! What to start: argv, environment overrides, working directory, and how
+//! much of the worker's output the harness keeps.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+/// The default bound of the in-memory stderr tail: 64 KiB.
+pub const DEFAULT_STDERR_TAIL_BYTES: usize = 64 * 1024;
+/// The default number of noise lines tolerated on stdout over a worker's life.
+pub const DEFAULT_MAX_NOISE_LINES: usize = 100;
+
+/// A worker's command line. No shell is involved: the program is executed
+/// directly with these arguments.
+#[derive(Debug, Clone)]
+pub struct Command {
+    pub(crate) program: OsString,
+    pub(crate) args: Vec<OsString>,
+    /// Overrides on top of the inherited environment, in order; `None`
+    /// removes the variable.
+    pub(crate) env: Vec<(OsString, Option<OsString>)>,
+    pub(crate) current_dir: Option<PathBuf>,
+    pub(crate) stderr_file: Option<PathBuf>,
+    pub(crate) stderr_tail_bytes: usize,
+    pub(crate) max_noise_lines: usize,
+}
+
+impl Command {
+    /// Runs `program` (looked up in `PATH` when it has no `/`).
+    pub fn new(program: impl AsRef<OsStr>) -> Self {
+        Command {
+            program: program.as_ref().to_owned(),
+            args: Vec::new(),
+            env: Vec::new(),
+            current_dir: None,
+            stderr_file: None,
+            stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
+            max_noise_lines: DEFAULT_MAX_NOISE_LINES,
+        }
+    }
+
+    /// Adds one argument.
+    pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args<I, S>(&mut self, args: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Sets an environment variable on top of the inherited environment.
+    pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
+        self.env
+            .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
+        self
+    }
+
+    /// Removes an inherited environment variable.
+    pub fn env_remove(&mut self, key: impl AsRef<OsStr>) -> &mut Self {
+        self.env.push((key.as_ref().to_owned(), None));
+        self
+    }
+
+    /// Runs the worker in `dir`.
+    pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
+        self.current_dir = Some(dir.as_ref().to_owned());
+        self
+    }
+
+    /// Also copies every byte of stderr to this file (created or truncated at
+    /// spawn), for logs of any size such as `-X importtime` trees.
+    pub fn stderr_file(&mut self, path: impl AsRef<Path>) -> &mut Self {
+        self.stderr_file = Some(path.as_ref().to_owned());
+        self
+    }
+
+    /// Bounds the in-memory stderr tail (default 64 KiB).
+    pub fn stderr_tail_bytes(&mut self, bytes: usize) -> &mut Self {
+        self.stderr_tail_bytes = bytes;
+        self
+    }
+
+    /// How many noise lines (stdout lines not starting with `{`) are
+    /// tolerated over the worker's life (default 100); one more is a
+    /// protocol error.
+    pub fn max_noise_lines(&mut self, lines: usize) -> &mut Self {
+        self.max_noise_lines = lines;
+        self
+    }
+
+    /// The program.
+    pub fn get_program(&self) -> &OsStr {
+        &self.program
+    }
+
+    /// The arguments.
+    pub fn get_args(&self) -> impl Iterator<Item = &OsStr> {
+        self.args.iter().map(OsString::as_os_str)
+    }
+
+    /// The environment overrides, in order (`None`: removed).
+    pub fn get_envs(&self) -> impl Iterator<Item = (&OsStr, Option<&OsStr>)> {
+        self.env.iter().map(|(k, v)| (k.as_os_str(), v.as_deref()))
+    }
+
+    /// The working directory, when set.
+    pub fn get_current_dir(&self) -> Option<&Path> {
+        self.current_dir.as_deref()
+    }
+
+    /// The command as a person would type it in a POSIX shell: environment
+    /// overrides first (`-u NAME` for a removal, as `env` spells it), then
+    /// argv, each word quoted only when it needs to be.
+    pub fn display(&self) -> String {
+        let mut words = Vec::new();
+        let removes = self.env.iter().any(|(_, v)| v.is_none());
+        if removes {
+            words.push("env".to_owned());
+        }
+        for (k, v) in &self.env {
+            match v {
+                Some(v) => words.push(format!("{}={}", k.to_string_lossy(), quote(v))),
+                None => words.push(format!("-u {}", quote(k))),
+            }
+        }
+        words.push(quote(&self.program));
+        words.extend(self.args.iter().map(|a| quote(a)));
+        words.join(" ")
+    }
+
+    pub(crate) fn to_std(&self) -> std::process::Command {
+        use std::os::unix::process::CommandExt as _;
+        use std::process::Stdio;
+
+        let mut cmd = std::process::Command::new(&self.program);
+        cmd.args(&self.args);
+        for (k, v) in &self.env {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        if let Some(dir) = &self.current_dir {
+            cmd.current_dir(dir);
+        }
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        cmd
+    }
+}
+
+/// Quotes a word for a POSIX shell when it holds anything but safe characters.
+fn quote(word: &OsStr) -> String {
+    let s = word.to_string_lossy();
+    let safe = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
+    if safe {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(cmd: &Command, expect: &str) {
+        assert_eq!(cmd.display(), expect);
+    }
+
+    #[test]
+    fn plain_argv() {
+        check(
+            Command::new("python3").args(["-m", "refworker"]),
+            "python3 -m refworker",
+        );
+    }
+
+    #[test]
+    fn quotes_only_what_needs_it() {
+        check(
+            Command::new("/usr/bin/python3").args(["-c", "print('hi there')", ""]),
+            r"/usr/bin/python3 -c 'print('\''hi there'\'')' ''",
+        );
+    }
+
+    #[test]
+    fn env_overrides_come_first() {
+        check(
+            Command::new("python3")
+                .env("PYTHONPROFILEIMPORTTIME", "1")
+                .env("A", "b c")
+                .arg("w.py"),
+            "PYTHONPROFILEIMPORTTIME=1 A='b c' python3 w.py",
+        );
+        check(
+            Command::new("python3").env_remove("PYTHONPATH").arg("w.py"),
+            "env -u PYTHONPATH python3 w.py",
+        );
+    }
+
+    #[test]
+    fn defaults() {
+        let c = Command::new("x");
+        assert_eq!(c.stderr_tail_bytes, DEFAULT_STDERR_TAIL_BYTES);
+        assert_eq!(c.max_noise_lines, DEFAULT_MAX_NOISE_LINES);
+        assert!(c.stderr_file.is_none());
+    }
+}

@@ -1,0 +1,294 @@
+//! What went wrong, in which phase, and what to do about it.
+
+use std::fmt;
+use std::io;
+use std::ops::{Deref, DerefMut};
+use std::time::Duration;
+
+use worker_proto::FrameError;
+
+use crate::{Escalation, ExitStatus, Finished, NoiseLine};
+
+/// A phase of a worker's life, as named in errors and noise lines.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// Starting the process.
+    Spawn,
+    /// Waiting for the ready line.
+    Ready,
+    /// Waiting for the reply to a request with this op.
+    Request(String),
+    /// Sending the shutdown op and waiting for its acknowledgement.
+    Shutdown,
+    /// Waiting for the process to exit.
+    Exit,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Phase::Spawn => f.write_str("spawn"),
+            Phase::Ready => f.write_str("ready"),
+            Phase::Request(op) => write!(f, "request `{op}`"),
+            Phase::Shutdown => f.write_str("shutdown"),
+            Phase::Exit => f.write_str("exit"),
+        }
+    }
+}
+
+/// What kind of failure it was.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The process could not be started (or the stderr file not created).
+    #[error("could not start the worker: {0}")]
+    SpawnFailed(#[source] io::Error),
+    /// The expected line did not come in time.
+    #[error("no answer within {}", fmt_duration(*after))]
+    Timeout { after: Duration },
+    /// stdout ended (the worker exited or closed it) before the expected line.
+    #[error("the worker closed its stdout before answering")]
+    ExitedEarly,
+    /// stdout ended in the middle of a line (no final `\n`).
+    #[error("the worker's stdout ended in the middle of a line that starts `{prefix}`")]
+    PartialLine { prefix: String },
+    /// A line that is not a protocol line: malformed JSON after `{`, not
+    /// UTF-8, or longer than the cap.
+    #[error(transparent)]
+    Protocol(#[from] FrameError),
+    /// A well-formed message, but not the one expected now.
+    #[error("the worker sent `{got}`")]
+    UnexpectedReply { got: String },
+    /// More noise lines on stdout than the command's bound.
+    #[error("the worker wrote more than {limit} non-protocol lines on stdout")]
+    TooMuchNoise { limit: usize },
+    /// Reading from or writing to the worker's pipes failed.
+    #[error("talking to the worker failed: {0}")]
+    Io(#[source] io::Error),
+    /// The worker acknowledged shutdown but did not exit with code 0.
+    #[error("the worker did not exit with code 0 after its shutdown ack")]
+    FailedExit,
+    /// The worker had already ended when it was asked for something.
+    #[error("the worker has already ended")]
+    NotRunning,
+}
+
+impl ErrorKind {
+    /// A stable short name of the kind (`"timeout"`, `"protocol"`, ...), for
+    /// records and reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ErrorKind::SpawnFailed(_) => "spawn_failed",
+            ErrorKind::Timeout { .. } => "timeout",
+            ErrorKind::ExitedEarly => "exited_early",
+            ErrorKind::PartialLine { .. } => "partial_line",
+            ErrorKind::Protocol(_) => "protocol",
+            ErrorKind::UnexpectedReply { .. } => "unexpected_reply",
+            ErrorKind::TooMuchNoise { .. } => "too_much_noise",
+            ErrorKind::Io(_) => "io",
+            ErrorKind::FailedExit => "failed_exit",
+            ErrorKind::NotRunning => "not_running",
+        }
+    }
+}
+
+/// The details of an [`Error`]; reached through `Deref` (`err.kind`,
+/// `err.phase`, ...).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ErrorDetail {
+    pub kind: ErrorKind,
+    pub phase: Phase,
+    /// The command as a person would type it ([`crate::Command::display`]).
+    pub command: String,
+    /// What the harness was waiting for.
+    pub expected: String,
+    /// How the worker ended, when it had ended and was reaped. Whether it
+    /// ended on its own or was ended by the harness is in
+    /// `finished.escalation`.
+    pub status: Option<ExitStatus>,
+    /// Noise lines seen on stdout up to the error.
+    pub noise: Vec<NoiseLine>,
+    /// The last bytes of stderr (lossy UTF-8).
+    pub stderr_tail: String,
+    /// The worker's pid (0 when it never started).
+    pub pid: u32,
+    /// Extra text: the `on_timeout` hook's output, and anything a caller adds.
+    pub diagnostics: Vec<String>,
+    /// The worker's end: every error after spawn ends the worker (its group
+    /// is killed and reaped before the error is returned), and this is the
+    /// record of that end (status, rusage, timeline, escalation).
+    pub finished: Option<Box<Finished>>,
+}
+
+/// A failure of a worker's life, with everything needed to understand it.
+/// Small (one box) so it travels cheaply in `Result`s.
+pub struct Error(Box<ErrorDetail>);
+
+impl Error {
+    pub(crate) fn new(detail: ErrorDetail) -> Self {
+        Error(Box::new(detail))
+    }
+
+    /// The details, owned.
+    pub fn into_detail(self) -> ErrorDetail {
+        *self.0
+    }
+
+    /// Adds a diagnostic text (shown in the message).
+    pub fn add_diagnostic(&mut self, text: impl Into<String>) {
+        self.0.diagnostics.push(text.into());
+    }
+
+    fn hint(&self) -> String {
+        let d = &self.0;
+        match (&d.kind, &d.phase) {
+            (ErrorKind::SpawnFailed(_), _) => {
+                "check that the program exists and is executable, that the working directory exists, and that the stderr file's folder is writable".into()
+            }
+            (ErrorKind::Timeout { .. }, Phase::Ready) => {
+                "the worker did not write its ready line in time: read its stderr above; if it is only slow, raise the ready timeout; make sure it prints the ready line to stdout and flushes it".into()
+            }
+            (ErrorKind::Timeout { .. }, Phase::Request(op)) => format!(
+                "the worker did not answer `{op}` in time: read its stderr and diagnostics above; if it is only slow, raise the request timeout"
+            ),
+            (ErrorKind::Timeout { .. }, Phase::Shutdown) => {
+                "the worker did not acknowledge {\"op\": \"shutdown\"}: make it answer the shutdown op, then exit 0".into()
+            }
+            (ErrorKind::Timeout { .. }, _) => {
+                "the worker acknowledged shutdown but did not exit: make it leave promptly after the ack (stop threads, close resources)".into()
+            }
+            (ErrorKind::ExitedEarly | ErrorKind::PartialLine { .. }, _) => {
+                "the worker ended before answering: read its stderr above for the cause; every protocol line must end with a newline and be flushed".into()
+            }
+            (ErrorKind::Protocol(_), _) => {
+                "fix the worker so stdout carries only protocol lines (one UTF-8 JSON object per line, at most 1 MiB); send logs to stderr".into()
+            }
+            (ErrorKind::UnexpectedReply { .. }, _) => format!(
+                "the worker must answer with {}; check that it answers requests in order, one reply each",
+                d.expected
+            ),
+            (ErrorKind::TooMuchNoise { .. }, _) => {
+                "send prints and logs to stderr (print(..., file=sys.stderr), logging to stderr), or raise the noise bound".into()
+            }
+            (ErrorKind::Io(_), _) => {
+                "the pipes to the worker broke: read its stderr above".into()
+            }
+            (ErrorKind::FailedExit, _) => {
+                "the worker must exit with code 0 after acknowledging shutdown: read its stderr above".into()
+            }
+            (ErrorKind::NotRunning, _) => "spawn a new worker".into(),
+        }
+    }
+}
+
+impl Deref for Error {
+    type Target = ErrorDetail;
+    fn deref(&self) -> &ErrorDetail {
+        &self.0
+    }
+}
+
+impl DerefMut for Error {
+    fn deref_mut(&mut self) -> &mut ErrorDetail {
+        &mut self.0
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// How many lines of stderr and noise the message shows at most.
+const SHOWN_STDERR_LINES: usize = 30;
+const SHOWN_NOISE_LINES: usize = 10;
+const SHOWN_LINE_CHARS: usize = 300;
+
+fn clip(line: &str) -> String {
+    if line.chars().count() <= SHOWN_LINE_CHARS {
+        line.to_owned()
+    } else {
+        let mut s: String = line.chars().take(SHOWN_LINE_CHARS).collect();
+        s.push('…');
+        s
+    }
+}
+
+fn fmt_duration(d: Duration) -> String {
+    if d.as_secs() >= 1 && d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else if d.as_millis() >= 1 {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{d:?}")
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = &self.0;
+        writeln!(f, "worker failed in phase {}: {}", d.phase, d.kind)?;
+        writeln!(f, "  expected: {}", d.expected)?;
+        writeln!(f, "  command: {}", d.command)?;
+        if d.pid != 0 {
+            let how = match (&d.status, d.finished.as_deref().map(|x| x.escalation)) {
+                (Some(s), Some(Escalation::None) | None) => format!("ended on its own, {s}"),
+                (Some(s), Some(Escalation::Term)) => {
+                    format!("ended after the harness sent SIGTERM to its group, {s}")
+                }
+                (Some(s), Some(Escalation::Kill)) => {
+                    format!("still running, so the harness killed its group, {s}")
+                }
+                (None, _) => "no exit status".to_owned(),
+            };
+            writeln!(f, "  pid: {} ({how})", d.pid)?;
+        }
+        if !d.noise.is_empty() {
+            let skip = d.noise.len().saturating_sub(SHOWN_NOISE_LINES);
+            writeln!(
+                f,
+                "  stdout noise: {} line(s){}",
+                d.noise.len(),
+                if skip > 0 { ", the last ones:" } else { ":" }
+            )?;
+            for n in &d.noise[skip..] {
+                writeln!(f, "    | {}", clip(&n.text))?;
+            }
+        }
+        let tail = d.stderr_tail.trim_end();
+        if tail.is_empty() {
+            writeln!(f, "  stderr: (empty)")?;
+        } else {
+            let lines: Vec<&str> = tail.lines().collect();
+            let skip = lines.len().saturating_sub(SHOWN_STDERR_LINES);
+            writeln!(
+                f,
+                "  stderr{}:",
+                if skip > 0 { ", the last lines" } else { "" }
+            )?;
+            for l in &lines[skip..] {
+                writeln!(f, "    | {}", clip(l))?;
+            }
+        }
+        for diag in &d.diagnostics {
+            writeln!(f, "  diagnostics:")?;
+            for l in diag.trim_end().lines() {
+                writeln!(f, "    | {l}")?;
+            }
+        }
+        write!(f, "  what to do: {}", self.hint())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.0.kind {
+            ErrorKind::SpawnFailed(e) | ErrorKind::Io(e) => Some(e),
+            ErrorKind::Protocol(e) => Some(e),
+            _ => None,
+        }
+    }
+}

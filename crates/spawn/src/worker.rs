@@ -1,0 +1,818 @@
+//! A live worker: spawn, ready, requests, shutdown, and the end of it all.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Write};
+use std::process::ChildStdin;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use worker_proto::{
+    Inbound, MAX_LINE_BYTES, Message, RawLine, Ready, Reply, Request, encode, escaped_prefix,
+};
+
+use crate::drain::{self, Event, Tail, Watched};
+use crate::error::{Error, ErrorDetail, ErrorKind, Phase};
+use crate::reap::{self, ExitInfo, ExitStatus, Rusage};
+use crate::{Command, group, monotonic_ns};
+
+/// After stdout ended, how long the worker is given at least to exit on its
+/// own (so the error carries its real exit status) before it is killed.
+const EXIT_AFTER_EOF: Duration = Duration::from_millis(500);
+/// How long the end of a worker waits for its reader threads once the
+/// group is gone; a thread still blocked then (on a pipe held by a process
+/// that left the group) is detached.
+const JOIN_BOUND: Duration = Duration::from_secs(1);
+/// Longest noise line kept, in bytes (cut at a character boundary).
+const NOISE_LINE_MAX: usize = 4096;
+/// Longest quote of an unexpected message in an error.
+const QUOTE_MAX: usize = 200;
+
+/// A value and the monotonic stamp taken right after the `read` that
+/// delivered its line, before parsing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stamped<T> {
+    pub value: T,
+    pub read_at_ns: u64,
+}
+
+/// One request and its reply, with both stamps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    pub request_op: String,
+    pub reply: Reply,
+    /// Taken just before the request line was written.
+    pub sent_at_ns: u64,
+    /// Taken right after the reply line was read.
+    pub received_at_ns: u64,
+}
+
+/// A stdout line that is not a protocol line (does not start with `{`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NoiseLine {
+    /// The line, cut to 4 KiB at most.
+    pub text: String,
+    pub read_at_ns: u64,
+    /// The phase in which the harness read it.
+    pub phase: Phase,
+}
+
+/// How long each polite step of [`Worker::shutdown`] may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownPolicy {
+    /// From writing the shutdown op to reading its ack.
+    pub ack_timeout: Duration,
+    /// From the ack (and stdin closed) to the process's exit.
+    pub exit_timeout: Duration,
+    /// From SIGTERM to the group to SIGKILL to the group.
+    pub grace: Duration,
+}
+
+impl Default for ShutdownPolicy {
+    /// 5 s for the ack, 5 s to exit, 2 s of grace after SIGTERM.
+    fn default() -> Self {
+        ShutdownPolicy {
+            ack_timeout: Duration::from_secs(5),
+            exit_timeout: Duration::from_secs(5),
+            grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// The monotonic stamp of each step of a worker's end; a step that did not
+/// happen is `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct ShutdownTimeline {
+    /// Just before the shutdown op was written.
+    pub sent_at_ns: Option<u64>,
+    /// Right after the ack was read.
+    pub ack_at_ns: Option<u64>,
+    /// When the harness closed the worker's stdin (EOF, the protocol's other
+    /// way to ask for an exit).
+    pub stdin_closed_at_ns: Option<u64>,
+    /// Just before SIGTERM was sent to the group.
+    pub term_sent_at_ns: Option<u64>,
+    /// Just before SIGKILL was sent to the group.
+    pub kill_sent_at_ns: Option<u64>,
+    /// When the kernel reported the worker's exit (to the waiter thread).
+    pub exited_at_ns: u64,
+}
+
+/// How the worker had to be ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Escalation {
+    /// It exited on its own.
+    None,
+    /// SIGTERM to its group ended it.
+    Term,
+    /// SIGKILL to its group ended it.
+    Kill,
+}
+
+/// A worker's end: how it exited, what it cost, and what it left.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    pub pid: u32,
+    pub status: ExitStatus,
+    /// From `wait4` on this child; `None` only with [`ExitStatus::Unknown`].
+    pub rusage: Option<Rusage>,
+    pub shutdown: ShutdownTimeline,
+    pub escalation: Escalation,
+    pub noise: Vec<NoiseLine>,
+    /// The last bytes of stderr (lossy UTF-8, at most the tail bound).
+    pub stderr_tail: String,
+    /// How many bytes the worker wrote to stderr in all.
+    pub stderr_bytes: u64,
+    /// Why the stderr file copy is incomplete, if it is.
+    pub stderr_file_error: Option<String>,
+    /// Whether every process of the group was gone when the end was
+    /// recorded (false only if a member resisted SIGKILL for seconds).
+    pub group_gone: bool,
+}
+
+/// The hook run when a timeout fires, before the kill; given the pid, it
+/// returns diagnostic text (a stack dump, ...) for [`ErrorDetail::diagnostics`].
+pub type TimeoutHook = Box<dyn FnMut(u32) -> Option<String> + Send>;
+
+/// A live worker. Dropping it kills (SIGKILL) and reaps its whole process
+/// group; so do all its errors.
+pub struct Worker {
+    command: String,
+    pid: u32,
+    spawned_at_ns: u64,
+    max_noise: usize,
+    stdin: Option<ChildStdin>,
+    frames: Option<Receiver<Event>>,
+    stdout_eof: bool,
+    exit_rx: Receiver<ExitInfo>,
+    exit: Option<ExitInfo>,
+    stdout_thread: Option<Watched>,
+    stderr_thread: Option<Watched>,
+    tail: Arc<Mutex<Tail>>,
+    noise: Vec<NoiseLine>,
+    pending: VecDeque<String>,
+    rss_at_ready: Option<u64>,
+    on_timeout: Option<TimeoutHook>,
+    timeline: ShutdownTimeline,
+    escalation: Escalation,
+    diagnostics: Vec<String>,
+    /// Exit collected, pipes closed, threads joined or detached.
+    ended: bool,
+}
+
+impl fmt::Debug for Worker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Worker")
+            .field("command", &self.command)
+            .field("pid", &self.pid)
+            .field("spawned_at_ns", &self.spawned_at_ns)
+            .field("exit", &self.exit)
+            .field("noise", &self.noise.len())
+            .field("pending", &self.pending)
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+fn spawn_error(cmd: &Command, e: io::Error) -> Error {
+    Error::new(ErrorDetail {
+        kind: ErrorKind::SpawnFailed(e),
+        phase: Phase::Spawn,
+        command: cmd.display(),
+        expected: "the process to start".to_owned(),
+        status: None,
+        noise: Vec::new(),
+        stderr_tail: String::new(),
+        pid: 0,
+        diagnostics: Vec::new(),
+        finished: None,
+    })
+}
+
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+fn describe(m: &Message) -> String {
+    let json = serde_json::to_string(m).unwrap_or_else(|e| format!("<unprintable: {e}>"));
+    cut(&json, QUOTE_MAX)
+}
+
+impl Worker {
+    /// Starts `cmd` in its own process group with piped stdin, stdout and
+    /// stderr, and starts draining stdout and stderr at once.
+    pub fn spawn(cmd: &Command) -> Result<Worker, Error> {
+        let file = match &cmd.stderr_file {
+            Some(path) => {
+                let f = File::create(path).map_err(|e| {
+                    spawn_error(
+                        cmd,
+                        io::Error::new(
+                            e.kind(),
+                            format!("cannot create the stderr file {}: {e}", path.display()),
+                        ),
+                    )
+                })?;
+                Some((f, path.display().to_string()))
+            }
+            None => None,
+        };
+        reap::become_subreaper();
+        let mut std_cmd = cmd.to_std();
+        let spawned_at_ns = monotonic_ns();
+        let mut child = std_cmd.spawn().map_err(|e| spawn_error(cmd, e))?;
+        let pid = child.id();
+        group::register(pid as i32);
+
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let tail = Arc::new(Mutex::new(Tail::new(cmd.stderr_tail_bytes)));
+        let threads = (|| {
+            let stderr_thread = drain::spawn_stderr(pid, stderr, Arc::clone(&tail), file)?;
+            let (stdout_thread, frames) = drain::spawn_stdout(pid, stdout)?;
+            let exit_rx = reap::spawn_waiter(pid as i32)?;
+            Ok::<_, io::Error>((stderr_thread, stdout_thread, frames, exit_rx))
+        })();
+        let (stderr_thread, stdout_thread, frames, exit_rx) = match threads {
+            Ok(t) => t,
+            Err(e) => {
+                // No waiter thread runs: end and reap the child here.
+                let _ = group::killpg(pid as i32, libc::SIGKILL);
+                let _ = child.wait();
+                group::unregister(pid as i32);
+                return Err(spawn_error(cmd, e));
+            }
+        };
+        // `child` is dropped without waiting: the waiter thread reaps it.
+        drop(child);
+        Ok(Worker {
+            command: cmd.display(),
+            pid,
+            spawned_at_ns,
+            max_noise: cmd.max_noise_lines,
+            stdin: Some(stdin),
+            frames: Some(frames),
+            stdout_eof: false,
+            exit_rx,
+            exit: None,
+            stdout_thread: Some(stdout_thread),
+            stderr_thread: Some(stderr_thread),
+            tail,
+            noise: Vec::new(),
+            pending: VecDeque::new(),
+            rss_at_ready: None,
+            on_timeout: None,
+            timeline: ShutdownTimeline::default(),
+            escalation: Escalation::None,
+            diagnostics: Vec::new(),
+            ended: false,
+        })
+    }
+
+    /// The worker's pid, which is also its process group id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The command as a person would type it.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// [`monotonic_ns`] taken just before the process was spawned.
+    pub fn spawned_at_ns(&self) -> u64 {
+        self.spawned_at_ns
+    }
+
+    /// Sets the hook run when a ready, request or shutdown-ack timeout
+    /// fires, before the worker is ended; its text goes into the error's
+    /// diagnostics.
+    pub fn on_timeout(&mut self, hook: impl FnMut(u32) -> Option<String> + Send + 'static) {
+        self.on_timeout = Some(Box::new(hook));
+    }
+
+    /// Waits for the ready line. Noise lines before it are kept. Any error
+    /// ends the worker (group killed and reaped) before it is returned.
+    pub fn wait_ready(&mut self, timeout: Duration) -> Result<Stamped<Ready>, Error> {
+        let phase = Phase::Ready;
+        let expected = r#"a ready line {"ready": true, ...} on stdout"#.to_owned();
+        if self.ended {
+            return Err(self.not_running(phase, expected));
+        }
+        let deadline = Instant::now() + timeout;
+        match self.next_message(deadline, timeout, &phase) {
+            Ok((Message::Ready(ready), read_at_ns)) if ready.ready => {
+                self.rss_at_ready = vm_rss_bytes(self.pid);
+                Ok(Stamped {
+                    value: ready,
+                    read_at_ns,
+                })
+            }
+            Ok((m, _)) => {
+                let kind = ErrorKind::UnexpectedReply { got: describe(&m) };
+                Err(self.fail(kind, phase, expected, deadline))
+            }
+            Err(kind) => Err(self.fail(kind, phase, expected, deadline)),
+        }
+    }
+
+    /// The worker's resident set size read from `/proc/PID/status` (VmRSS)
+    /// right after its ready line; `None` where the OS does not expose it.
+    pub fn rss_at_ready_bytes(&self) -> Option<u64> {
+        self.rss_at_ready
+    }
+
+    /// Sends a request and waits for its reply (or an `error` reply). Do not
+    /// mix with unanswered [`Worker::send`]s. Any error ends the worker.
+    pub fn request(&mut self, req: &Request, timeout: Duration) -> Result<Exchange, Error> {
+        let sent_at_ns = self.send(req)?;
+        let reply = self.recv(timeout)?;
+        Ok(Exchange {
+            request_op: req.op().to_owned(),
+            reply: reply.value,
+            sent_at_ns,
+            received_at_ns: reply.read_at_ns,
+        })
+    }
+
+    /// Writes a request without waiting for its reply; returns the stamp
+    /// taken just before the write. Replies are read with [`Worker::recv`],
+    /// in order. (A write blocks only if the worker leaves 64 KiB of
+    /// requests unread.)
+    pub fn send(&mut self, req: &Request) -> Result<u64, Error> {
+        let op = req.op().to_owned();
+        let phase = Phase::Request(op.clone());
+        let expected = format!(r#"to write {{"op": "{op}"}} to the worker's stdin"#);
+        if self.ended || self.stdin.is_none() {
+            return Err(self.not_running(phase, expected));
+        }
+        let line = encode(req);
+        let stdin = self.stdin.as_mut().expect("checked above");
+        let sent_at_ns = monotonic_ns();
+        match stdin.write_all(&line).and_then(|()| stdin.flush()) {
+            Ok(()) => {
+                self.pending.push_back(op);
+                Ok(sent_at_ns)
+            }
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                let deadline = Instant::now() + EXIT_AFTER_EOF;
+                Err(self.fail(ErrorKind::ExitedEarly, phase, expected, deadline))
+            }
+            Err(e) => {
+                let deadline = Instant::now();
+                Err(self.fail(ErrorKind::Io(e), phase, expected, deadline))
+            }
+        }
+    }
+
+    /// Waits for the reply to the oldest unanswered request: a reply with
+    /// its op, or an `error` reply. Any error ends the worker.
+    pub fn recv(&mut self, timeout: Duration) -> Result<Stamped<Reply>, Error> {
+        let op = self.pending.front().cloned();
+        let phase = Phase::Request(op.clone().unwrap_or_default());
+        let expected = match &op {
+            Some(op) => {
+                format!(r#"a reply {{"op": "{op}", ...}} or {{"op": "error", ...}} on stdout"#)
+            }
+            None => "a reply on stdout".to_owned(),
+        };
+        if self.ended {
+            return Err(self.not_running(phase, expected));
+        }
+        let deadline = Instant::now() + timeout;
+        match self.next_message(deadline, timeout, &phase) {
+            Ok((Message::Reply(reply), read_at_ns))
+                if op
+                    .as_deref()
+                    .is_none_or(|op| reply.op() == op || reply.op() == "error") =>
+            {
+                self.pending.pop_front();
+                Ok(Stamped {
+                    value: reply,
+                    read_at_ns,
+                })
+            }
+            Ok((m, _)) => {
+                let kind = ErrorKind::UnexpectedReply { got: describe(&m) };
+                Err(self.fail(kind, phase, expected, deadline))
+            }
+            Err(kind) => Err(self.fail(kind, phase, expected, deadline)),
+        }
+    }
+
+    /// The noise lines seen so far.
+    pub fn noise(&self) -> &[NoiseLine] {
+        &self.noise
+    }
+
+    /// The last bytes of stderr so far (lossy UTF-8).
+    pub fn stderr_tail(&self) -> String {
+        self.tail.lock().unwrap_or_else(|e| e.into_inner()).text()
+    }
+
+    /// Ends the worker politely, escalating as needed: writes the shutdown
+    /// op, waits for its ack (`ack_timeout`), closes stdin, waits for the
+    /// exit (`exit_timeout`), then SIGTERM to the group, `grace`, SIGKILL to
+    /// the group; reaps. Each step is stamped.
+    ///
+    /// `Ok` only for the exact handshake: ack in time, exit in time, exit
+    /// code 0. Anything else is an `Err` whose `finished` holds the record
+    /// of the end (the worker is always ended and reaped).
+    pub fn shutdown(mut self, policy: &ShutdownPolicy) -> Result<Finished, Error> {
+        let ack = r#"the shutdown ack {"op": "shutdown"} on stdout"#;
+        if self.ended {
+            return Err(self.not_running(Phase::Shutdown, ack.to_owned()));
+        }
+        let mut problem: Option<(ErrorKind, Phase, String)> = None;
+        let mut owed = std::mem::take(&mut self.pending);
+
+        // 1. The shutdown op.
+        let line = encode(&Request::shutdown());
+        if let Some(stdin) = self.stdin.as_mut() {
+            let at = monotonic_ns();
+            match stdin.write_all(&line).and_then(|()| stdin.flush()) {
+                Ok(()) => self.timeline.sent_at_ns = Some(at),
+                Err(e) => {
+                    let kind = if e.kind() == io::ErrorKind::BrokenPipe {
+                        ErrorKind::ExitedEarly
+                    } else {
+                        ErrorKind::Io(e)
+                    };
+                    problem = Some((kind, Phase::Shutdown, ack.to_owned()));
+                }
+            }
+        }
+
+        // 2. Its ack (replies still owed to earlier requests are skipped).
+        if problem.is_none() {
+            let deadline = Instant::now() + policy.ack_timeout;
+            loop {
+                match self.next_message(deadline, policy.ack_timeout, &Phase::Shutdown) {
+                    Ok((Message::Reply(Reply::Shutdown(_)), at)) => {
+                        self.timeline.ack_at_ns = Some(at);
+                        break;
+                    }
+                    Ok((Message::Reply(r), _))
+                        if owed
+                            .front()
+                            .is_some_and(|op| r.op() == op || r.op() == "error") =>
+                    {
+                        owed.pop_front();
+                    }
+                    Ok((m, _)) => {
+                        let kind = ErrorKind::UnexpectedReply { got: describe(&m) };
+                        problem = Some((kind, Phase::Shutdown, ack.to_owned()));
+                        break;
+                    }
+                    Err(kind) => {
+                        if matches!(kind, ErrorKind::Timeout { .. }) {
+                            self.run_hook();
+                        }
+                        problem = Some((kind, Phase::Shutdown, ack.to_owned()));
+                        break;
+                    }
+                }
+            }
+        }
+
+        // 3. EOF on stdin: the protocol's other way to ask for an exit.
+        if self.stdin.take().is_some() {
+            self.timeline.stdin_closed_at_ns = Some(monotonic_ns());
+        }
+
+        // 4. The exit, escalating if it does not come.
+        if !self.wait_exit_until(Instant::now() + policy.exit_timeout) {
+            if problem.is_none() {
+                let kind = ErrorKind::Timeout {
+                    after: policy.exit_timeout,
+                };
+                let expected = "the worker to exit after its shutdown ack".to_owned();
+                problem = Some((kind, Phase::Exit, expected));
+            }
+            self.escalate(policy.grace);
+        }
+        self.close_out();
+        let finished = self.record();
+        if problem.is_none() && !finished.status.success() {
+            let expected = "exit code 0 after the shutdown ack".to_owned();
+            problem = Some((ErrorKind::FailedExit, Phase::Exit, expected));
+        }
+        match problem {
+            None => Ok(finished),
+            Some((kind, phase, expected)) => Err(self.error(kind, phase, expected, finished)),
+        }
+    }
+
+    /// Kills (SIGKILL) the whole group now and reaps the worker.
+    pub fn kill(mut self) -> Finished {
+        self.force_kill();
+        self.close_out();
+        self.record()
+    }
+
+    /// SIGTERM to the group, up to `policy.grace` for the exit, then SIGKILL
+    /// to the group; reaps the worker. No shutdown op is sent.
+    pub fn terminate_with(mut self, policy: &ShutdownPolicy) -> Finished {
+        self.escalate(policy.grace);
+        self.close_out();
+        self.record()
+    }
+
+    // ---- internals ------------------------------------------------------
+
+    /// The next protocol message, keeping noise lines on the way.
+    fn next_message(
+        &mut self,
+        deadline: Instant,
+        timeout: Duration,
+        phase: &Phase,
+    ) -> Result<(Message, u64), ErrorKind> {
+        loop {
+            let Some(frames) = self.frames.as_ref().filter(|_| !self.stdout_eof) else {
+                return Err(ErrorKind::ExitedEarly);
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            let frame = match frames.recv_timeout(left) {
+                Ok(Event::Frame(frame)) => frame,
+                Ok(Event::Eof) | Err(RecvTimeoutError::Disconnected) => {
+                    self.stdout_eof = true;
+                    return Err(ErrorKind::ExitedEarly);
+                }
+                Ok(Event::Failed(e)) => {
+                    self.stdout_eof = true;
+                    return Err(ErrorKind::Io(e));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(ErrorKind::Timeout { after: timeout });
+                }
+            };
+            let read_at_ns = frame.read_at_ns.unwrap_or_else(monotonic_ns);
+            if let RawLine::Partial(bytes) = &frame.line {
+                self.stdout_eof = true;
+                return Err(ErrorKind::PartialLine {
+                    prefix: escaped_prefix(bytes),
+                });
+            }
+            match frame.line.classify(MAX_LINE_BYTES) {
+                Ok(Inbound::Message(m)) => return Ok((m, read_at_ns)),
+                Ok(Inbound::Noise(text)) => {
+                    self.noise.push(NoiseLine {
+                        text: cut(&text, NOISE_LINE_MAX),
+                        read_at_ns,
+                        phase: phase.clone(),
+                    });
+                    if self.noise.len() > self.max_noise {
+                        return Err(ErrorKind::TooMuchNoise {
+                            limit: self.max_noise,
+                        });
+                    }
+                }
+                Ok(other) => {
+                    return Err(ErrorKind::UnexpectedReply {
+                        got: cut(&format!("{other:?}"), QUOTE_MAX),
+                    });
+                }
+                Err(e) => return Err(ErrorKind::Protocol(e)),
+            }
+        }
+    }
+
+    fn run_hook(&mut self) {
+        if let Some(hook) = self.on_timeout.as_mut() {
+            if let Some(text) = hook(self.pid) {
+                self.diagnostics.push(text);
+            }
+        }
+    }
+
+    /// Ends the worker after a failure and builds the error.
+    fn fail(
+        &mut self,
+        kind: ErrorKind,
+        phase: Phase,
+        expected: String,
+        deadline: Instant,
+    ) -> Error {
+        match kind {
+            ErrorKind::Timeout { .. } => self.run_hook(),
+            ErrorKind::ExitedEarly | ErrorKind::PartialLine { .. } => {
+                // stdout ended: the worker is most likely exiting; let it,
+                // so the error carries its own exit status.
+                let until = deadline.max(Instant::now() + EXIT_AFTER_EOF);
+                self.wait_exit_until(until);
+            }
+            _ => {}
+        }
+        self.force_kill();
+        self.close_out();
+        let finished = self.record();
+        self.error(kind, phase, expected, finished)
+    }
+
+    fn error(&self, kind: ErrorKind, phase: Phase, expected: String, finished: Finished) -> Error {
+        Error::new(ErrorDetail {
+            kind,
+            phase,
+            command: self.command.clone(),
+            expected,
+            status: Some(finished.status),
+            noise: finished.noise.clone(),
+            stderr_tail: finished.stderr_tail.clone(),
+            pid: self.pid,
+            diagnostics: self.diagnostics.clone(),
+            finished: Some(Box::new(finished)),
+        })
+    }
+
+    fn not_running(&self, phase: Phase, expected: String) -> Error {
+        Error::new(ErrorDetail {
+            kind: ErrorKind::NotRunning,
+            phase,
+            command: self.command.clone(),
+            expected,
+            status: self.exit.map(|e| e.status),
+            noise: self.noise.clone(),
+            stderr_tail: self.stderr_tail(),
+            pid: self.pid,
+            diagnostics: self.diagnostics.clone(),
+            finished: None,
+        })
+    }
+
+    /// Whether the exit is known, without waiting.
+    fn try_exit(&mut self) -> bool {
+        if self.exit.is_none() {
+            match self.exit_rx.try_recv() {
+                Ok(info) => self.exit = Some(info),
+                Err(TryRecvError::Empty) => {}
+                Err(TryRecvError::Disconnected) => self.exit = Some(lost_waiter()),
+            }
+        }
+        self.exit.is_some()
+    }
+
+    /// Waits for the exit until `deadline`; returns whether it is known.
+    fn wait_exit_until(&mut self, deadline: Instant) -> bool {
+        if self.try_exit() {
+            return true;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match self.exit_rx.recv_timeout(left) {
+            Ok(info) => self.exit = Some(info),
+            Err(RecvTimeoutError::Timeout) => return false,
+            Err(RecvTimeoutError::Disconnected) => self.exit = Some(lost_waiter()),
+        }
+        true
+    }
+
+    /// Sends `sig` to the group unless the worker is known to have exited;
+    /// returns the stamp taken just before sending.
+    fn signal(&mut self, sig: i32) -> Option<u64> {
+        if self.try_exit() {
+            return None;
+        }
+        let at = monotonic_ns();
+        group::signal(self.pid as i32, sig);
+        Some(at)
+    }
+
+    /// SIGTERM, `grace`, SIGKILL, each only if still needed.
+    fn escalate(&mut self, grace: Duration) {
+        if let Some(at) = self.signal(libc::SIGTERM) {
+            self.timeline.term_sent_at_ns = Some(at);
+            self.escalation = Escalation::Term;
+            if self.wait_exit_until(Instant::now() + grace) {
+                return;
+            }
+        }
+        self.force_kill();
+    }
+
+    /// SIGKILL to the group unless already exited, then wait for the reap.
+    fn force_kill(&mut self) {
+        if let Some(at) = self.signal(libc::SIGKILL) {
+            self.timeline.kill_sent_at_ns = Some(at);
+            self.escalation = Escalation::Kill;
+            // A SIGKILLed child always exits; the waiter reports it.
+            match self.exit_rx.recv() {
+                Ok(info) => self.exit = Some(info),
+                Err(_) => self.exit = Some(lost_waiter()),
+            }
+        }
+    }
+
+    /// After the exit: close the pipes and collect the reader threads,
+    /// waiting a bounded time for them.
+    fn close_out(&mut self) {
+        if self.ended {
+            return;
+        }
+        debug_assert!(self.exit.is_some());
+        self.stdin = None;
+        self.frames = None;
+        let deadline = Instant::now() + JOIN_BOUND;
+        if let Some(t) = self.stdout_thread.take() {
+            t.join_by(deadline);
+        }
+        if let Some(t) = self.stderr_thread.take() {
+            t.join_by(deadline);
+        }
+        self.ended = true;
+    }
+
+    fn record(&mut self) -> Finished {
+        let exit = self.exit.unwrap_or_else(lost_waiter);
+        let tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
+        self.timeline.exited_at_ns = exit.exited_at_ns;
+        Finished {
+            pid: self.pid,
+            status: exit.status,
+            rusage: exit.rusage,
+            shutdown: self.timeline,
+            escalation: self.escalation,
+            noise: self.noise.clone(),
+            stderr_tail: tail.text(),
+            stderr_bytes: tail.total(),
+            stderr_file_error: tail.file_error(),
+            group_gone: exit.group_gone,
+        }
+    }
+}
+
+/// The waiter thread vanished without a report (it cannot panic in
+/// practice): the exit is recorded as unknown rather than invented.
+fn lost_waiter() -> ExitInfo {
+    ExitInfo {
+        status: ExitStatus::Unknown,
+        rusage: None,
+        exited_at_ns: monotonic_ns(),
+        group_gone: false,
+    }
+}
+
+impl Drop for Worker {
+    /// Kills (SIGKILL) and reaps the whole group if it is still running;
+    /// never blocks on a pipe held by a process outside the group.
+    fn drop(&mut self) {
+        if !self.ended {
+            self.force_kill();
+            self.close_out();
+        }
+    }
+}
+
+/// `VmRSS` of `/proc/PID/status` in bytes; `None` where absent.
+fn vm_rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    parse_vm_rss(&status)
+}
+
+fn parse_vm_rss(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let mut words = line["VmRSS:".len()..].split_whitespace();
+    let n: u64 = words.next()?.parse().ok()?;
+    match words.next() {
+        Some("kB") => Some(n * 1024),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vm_rss_is_parsed_in_bytes() {
+        let status = "Name:\tpython3\nVmPeak:\t  20000 kB\nVmRSS:\t   12345 kB\nThreads:\t1\n";
+        assert_eq!(parse_vm_rss(status), Some(12345 * 1024));
+    }
+
+    #[test]
+    fn vm_rss_absent_is_none() {
+        // A zombie's status has no VmRSS line.
+        assert_eq!(parse_vm_rss("Name:\tx\nState:\tZ (zombie)\n"), None);
+        assert_eq!(parse_vm_rss("VmRSS:\tlots\n"), None);
+    }
+
+    #[test]
+    fn own_rss_is_read() {
+        assert!(vm_rss_bytes(std::process::id()).unwrap() > 0);
+    }
+
+    #[test]
+    fn cut_respects_characters() {
+        assert_eq!(cut("abc", 5), "abc");
+        assert_eq!(cut("aé", 2), "a…");
+    }
+}

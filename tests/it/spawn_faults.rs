@@ -1,0 +1,533 @@
+//! spawn against stand-in workers (tests/fixtures/workers/): the happy path
+//! and every fault of issue 3. Each fault test asserts the exact error kind
+//! and phase, and that no process of the worker's group is left once the
+//! call returned. Nothing here sleeps to synchronise: the tests wait on the
+//! pipes, on exits, and on files the workers write before speaking.
+
+use std::io;
+use std::panic::{self, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use spawn::{
+    Command, DEFAULT_STDERR_TAIL_BYTES, ErrorKind, Escalation, ExitStatus, Phase, ShutdownPolicy,
+    Worker,
+};
+use worker_proto::{
+    FrameError, HealthStatus, MAX_LINE_BYTES, Object, Reply, Request, escaped_prefix,
+};
+
+use crate::support;
+
+const READY: Duration = Duration::from_secs(2);
+const REQUEST: Duration = Duration::from_secs(2);
+/// Allowance for a loaded 2-core machine on top of a phase's own bound.
+const SLACK: Duration = Duration::from_secs(3);
+
+fn policy() -> ShutdownPolicy {
+    ShutdownPolicy {
+        ack_timeout: Duration::from_secs(1),
+        exit_timeout: Duration::from_secs(1),
+        grace: Duration::from_millis(300),
+    }
+}
+
+fn script(name: &str) -> PathBuf {
+    support::fixtures().join("workers").join(name)
+}
+
+fn worker_cmd(name: &str) -> Command {
+    let mut cmd = Command::new(support::python());
+    cmd.arg(script(name));
+    cmd
+}
+
+fn start(name: &str) -> Worker {
+    Worker::spawn(&worker_cmd(name)).expect("spawning a stand-in worker")
+}
+
+fn ps() -> String {
+    std::process::Command::new("ps")
+        .args(["-eo", "pid,pgid,stat,cmd"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+/// No process of the group exists any more, not even a zombie.
+#[track_caller]
+fn assert_group_gone(pgid: u32) {
+    // SAFETY: kill with signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(-(pgid as i32), 0) };
+    let err = io::Error::last_os_error();
+    assert!(
+        rc == -1 && err.raw_os_error() == Some(libc::ESRCH),
+        "process group {pgid} still has processes:\n{}",
+        ps()
+    );
+}
+
+/// The process is gone (reaped), not lingering as a zombie or alive.
+#[track_caller]
+fn assert_process_gone(pid: u32) {
+    let stat = Path::new("/proc").join(pid.to_string()).join("stat");
+    if let Ok(text) = std::fs::read_to_string(&stat) {
+        panic!("process {pid} is still there: {text}\n{}", ps());
+    }
+}
+
+fn within(started: Instant, bound: Duration) {
+    let took = started.elapsed();
+    assert!(took <= bound, "took {took:?}, more than {bound:?}");
+}
+
+// ---- the happy path ------------------------------------------------------
+
+#[test]
+fn spawn_faults_well_behaved_worker_full_life() {
+    let mut w = start("well_behaved.py");
+    let pid = w.pid();
+    let spawned = w.spawned_at_ns();
+
+    let ready = w.wait_ready(READY).unwrap();
+    assert!(ready.value.ready);
+    assert_eq!(ready.value.pid, Some(pid));
+    assert_eq!(ready.value.extra["transport"], "stdio");
+    let t_ns = ready
+        .value
+        .t_ns
+        .expect("the stand-in stamps its ready line");
+    assert!(spawned < t_ns, "spawned {spawned} then worker stamp {t_ns}");
+    assert!(
+        t_ns <= ready.read_at_ns,
+        "written {t_ns} after read {}",
+        ready.read_at_ns
+    );
+    if cfg!(target_os = "linux") {
+        assert!(w.rss_at_ready_bytes().unwrap() > 1024 * 1024);
+    }
+
+    let health = w.request(&Request::health(), REQUEST).unwrap();
+    assert_eq!(health.request_op, "health");
+    let Reply::Health(h) = &health.reply else {
+        panic!("{health:?}")
+    };
+    assert_eq!(h.response.status, HealthStatus::Ok);
+    assert!(ready.read_at_ns <= health.sent_at_ns);
+    assert!(health.sent_at_ns < health.received_at_ns);
+
+    // An unknown op is answered with an error reply: a valid exchange.
+    let bogus = w
+        .request(&Request::new("bogus", Object::new()), REQUEST)
+        .unwrap();
+    assert!(matches!(&bogus.reply, Reply::Error(e) if e.error.contains("bogus")));
+
+    // Pipelined: two sends, then two replies in order.
+    let s1 = w.send(&Request::health()).unwrap();
+    let s2 = w.send(&Request::health()).unwrap();
+    let r1 = w.recv(REQUEST).unwrap();
+    let r2 = w.recv(REQUEST).unwrap();
+    assert!(s1 <= s2 && r1.read_at_ns <= r2.read_at_ns);
+    assert_eq!((r1.value.op(), r2.value.op()), ("health", "health"));
+
+    let fin = w.shutdown(&policy()).unwrap();
+    assert_eq!(fin.pid, pid);
+    assert_eq!(fin.status, ExitStatus::Code(0));
+    assert_eq!(fin.escalation, Escalation::None);
+    let ru = fin.rusage.expect("wait4 rusage");
+    assert!(ru.max_rss_bytes > 1024 * 1024, "{ru:?}");
+    assert!(ru.user + ru.sys > Duration::ZERO, "{ru:?}");
+    let t = fin.shutdown;
+    let sent = t.sent_at_ns.unwrap();
+    let ack = t.ack_at_ns.unwrap();
+    assert!(
+        r2.read_at_ns <= sent && sent < ack && ack <= t.exited_at_ns,
+        "{t:?}"
+    );
+    assert_eq!((t.term_sent_at_ns, t.kill_sent_at_ns), (None, None));
+    assert!(fin.noise.is_empty());
+    assert!(
+        fin.stderr_tail.contains("well_behaved: starting"),
+        "{}",
+        fin.stderr_tail
+    );
+    assert!(fin.group_gone);
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_eof_on_stdin_ends_a_worker_too() {
+    let mut w = start("well_behaved.py");
+    let pid = w.pid();
+    w.wait_ready(READY).unwrap();
+    // terminate_with sends no op: SIGTERM's default action ends it.
+    let fin = w.terminate_with(&policy());
+    assert_eq!(fin.status, ExitStatus::Signal(libc::SIGTERM));
+    assert_eq!(fin.escalation, Escalation::Term);
+    assert!(fin.shutdown.term_sent_at_ns.is_some());
+    assert_eq!(fin.shutdown.kill_sent_at_ns, None);
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_kill_ends_the_group_at_once() {
+    let mut w = start("well_behaved.py");
+    let pid = w.pid();
+    w.wait_ready(READY).unwrap();
+    let fin = w.kill();
+    assert_eq!(fin.status, ExitStatus::Signal(libc::SIGKILL));
+    assert_eq!(fin.escalation, Escalation::Kill);
+    assert!(fin.rusage.is_some());
+    assert_group_gone(pid);
+}
+
+// ---- faults before ready -------------------------------------------------
+
+#[test]
+fn spawn_faults_crash_before_ready() {
+    let mut w = start("crash_before_ready.py");
+    let pid = w.pid();
+    let err = w.wait_ready(READY).unwrap_err();
+    assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
+    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.status, Some(ExitStatus::Code(1)));
+    assert_eq!(err.pid, pid);
+    assert!(
+        err.stderr_tail
+            .contains("RuntimeError: config file is corrupt"),
+        "{err}"
+    );
+    assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::None);
+    let text = err.to_string();
+    assert!(text.contains("crash_before_ready.py"), "{text}");
+    assert!(text.contains("ended on its own, exit code 1"), "{text}");
+    assert!(text.contains("what to do:"), "{text}");
+    assert_group_gone(pid);
+    drop(w);
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_exit_zero_without_ready() {
+    let mut w = start("exit_without_ready.py");
+    let pid = w.pid();
+    let err = w.wait_ready(READY).unwrap_err();
+    assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
+    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.status, Some(ExitStatus::Code(0)));
+    assert!(err.stderr_tail.contains("nothing to do"), "{err}");
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_hang_before_ready_times_out_and_runs_the_hook() {
+    let mut w = start("hang_before_ready.py");
+    let pid = w.pid();
+    let (tx, rx) = std::sync::mpsc::channel();
+    w.on_timeout(move |p| {
+        tx.send(p).unwrap();
+        Some(format!("stack dump of {p}"))
+    });
+    let started = Instant::now();
+    let err = w.wait_ready(READY).unwrap_err();
+    within(started, READY + SLACK);
+    assert!(
+        matches!(err.kind, ErrorKind::Timeout { after } if after == READY),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(rx.try_recv(), Ok(pid), "the hook runs once, with the pid");
+    assert_eq!(err.diagnostics, [format!("stack dump of {pid}")]);
+    assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGKILL)));
+    let fin = err.finished.as_ref().unwrap();
+    assert_eq!(fin.escalation, Escalation::Kill);
+    assert!(fin.shutdown.kill_sent_at_ns.is_some());
+    assert!(err.stderr_tail.contains("waiting forever"), "{err}");
+    let text = err.to_string();
+    assert!(text.contains(&format!("stack dump of {pid}")), "{text}");
+    assert!(text.contains("the harness killed its group"), "{text}");
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_malformed_json_line() {
+    let mut w = start("malformed_json.py");
+    let pid = w.pid();
+    let err = w.wait_ready(READY).unwrap_err();
+    assert!(
+        matches!(&err.kind, ErrorKind::Protocol(FrameError::Malformed { prefix, .. }) if prefix == &escaped_prefix(br#"{"ready": tru, "pid": 1}"#)),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Ready);
+    // It was still running: the harness ended it.
+    assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::Kill);
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_forty_noise_lines_are_tolerated_and_kept() {
+    let mut cmd = worker_cmd("noisy.py");
+    cmd.arg("40");
+    let mut w = Worker::spawn(&cmd).unwrap();
+    let pid = w.pid();
+    let ready = w.wait_ready(READY).unwrap();
+    let noise = w.noise();
+    assert_eq!(noise.len(), 40);
+    assert_eq!(noise[0].text, "noise line 0: a library says hello");
+    assert_eq!(noise[39].text, "noise line 39: a library says hello");
+    assert!(noise.iter().all(|n| n.phase == Phase::Ready));
+    assert!(noise.windows(2).all(|p| p[0].read_at_ns <= p[1].read_at_ns));
+    assert!(noise[39].read_at_ns <= ready.read_at_ns);
+    w.request(&Request::health(), REQUEST).unwrap();
+    let fin = w.shutdown(&policy()).unwrap();
+    assert_eq!(fin.noise.len(), 40);
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_too_much_noise() {
+    let mut cmd = worker_cmd("noisy.py");
+    cmd.arg("150").max_noise_lines(100);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    let pid = w.pid();
+    let err = w.wait_ready(READY).unwrap_err();
+    assert!(
+        matches!(err.kind, ErrorKind::TooMuchNoise { limit: 100 }),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.noise.len(), 101);
+    let text = err.to_string();
+    assert!(
+        text.contains("stdout noise: 101 line(s), the last ones:"),
+        "{text}"
+    );
+    assert!(text.contains("noise line 100"), "{text}");
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_partial_line_then_eof() {
+    let mut w = start("partial_line.py");
+    let pid = w.pid();
+    let err = w.wait_ready(READY).unwrap_err();
+    assert!(
+        matches!(&err.kind, ErrorKind::PartialLine { prefix } if prefix == &escaped_prefix(br#"{"ready": true, "pid": "#)),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.status, Some(ExitStatus::Code(0)));
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_two_mib_line() {
+    let mut w = start("huge_line.py");
+    let pid = w.pid();
+    let err = w.wait_ready(READY).unwrap_err();
+    let ErrorKind::Protocol(FrameError::TooLong { len, cap, prefix }) = &err.kind else {
+        panic!("{err}")
+    };
+    assert_eq!(*cap, MAX_LINE_BYTES);
+    assert_eq!(
+        *len,
+        2 * 1024 * 1024 + r#"{"ready": true, "pad": ""}"#.len()
+    );
+    assert!(
+        prefix.starts_with(&escaped_prefix(br#"{"ready": true, "pad": "xxx"#)),
+        "{prefix}"
+    );
+    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::Kill);
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_non_utf8_bytes() {
+    let mut w = start("non_utf8.py");
+    let pid = w.pid();
+    let err = w.wait_ready(READY).unwrap_err();
+    assert!(
+        matches!(&err.kind, ErrorKind::Protocol(FrameError::NotUtf8 { prefix, .. }) if prefix.contains("caf\\xe9")),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Ready);
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_fifty_mb_of_stderr_before_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stderr.log");
+    let mut cmd = worker_cmd("stderr_flood.py");
+    cmd.stderr_file(&log);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    let pid = w.pid();
+    // Generous: 50 MB through a pipe on a loaded machine.
+    w.wait_ready(Duration::from_secs(30)).unwrap();
+    assert!(w.stderr_tail().len() <= DEFAULT_STDERR_TAIL_BYTES);
+    w.request(&Request::health(), REQUEST).unwrap();
+    let fin = w.shutdown(&policy()).unwrap();
+    assert_eq!(fin.stderr_bytes, 50_000_000);
+    assert_eq!(fin.stderr_file_error, None);
+    assert!(fin.stderr_tail.len() <= DEFAULT_STDERR_TAIL_BYTES);
+    assert!(fin.stderr_tail.len() >= DEFAULT_STDERR_TAIL_BYTES - 100);
+    assert!(fin.stderr_tail.ends_with(&format!("{}\n", "e".repeat(99))));
+    assert_eq!(std::fs::metadata(&log).unwrap().len(), 50_000_000);
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_small_tail_bound_holds() {
+    let mut cmd = worker_cmd("stderr_flood.py");
+    cmd.stderr_tail_bytes(1000);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    let pid = w.pid();
+    w.wait_ready(Duration::from_secs(30)).unwrap();
+    assert_eq!(w.stderr_tail().len(), 1000);
+    let fin = w.shutdown(&policy()).unwrap();
+    assert_eq!(fin.stderr_tail.len(), 1000);
+    assert_eq!(fin.stderr_bytes, 50_000_000);
+    assert_group_gone(pid);
+}
+
+// ---- faults at the end -----------------------------------------------------
+
+#[test]
+fn spawn_faults_ignores_the_shutdown_op_escalates_to_sigterm() {
+    let mut w = start("ignores_shutdown.py");
+    let pid = w.pid();
+    w.wait_ready(READY).unwrap();
+    w.request(&Request::health(), REQUEST).unwrap();
+    let p = policy();
+    let started = Instant::now();
+    let err = w.shutdown(&p).unwrap_err();
+    within(started, p.ack_timeout + p.exit_timeout + p.grace + SLACK);
+    assert!(
+        matches!(err.kind, ErrorKind::Timeout { after } if after == p.ack_timeout),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Shutdown);
+    assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGTERM)));
+    let fin = err.finished.as_ref().unwrap();
+    assert_eq!(fin.escalation, Escalation::Term);
+    let t = fin.shutdown;
+    assert!(t.sent_at_ns.is_some() && t.ack_at_ns.is_none(), "{t:?}");
+    let closed = t.stdin_closed_at_ns.unwrap();
+    let term = t.term_sent_at_ns.unwrap();
+    assert!(
+        t.sent_at_ns.unwrap() < closed && closed < term && term <= t.exited_at_ns,
+        "{t:?}"
+    );
+    assert_eq!(t.kill_sent_at_ns, None);
+    assert!(err.stderr_tail.contains("staying up"), "{err}");
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_ignores_sigterm_escalates_to_sigkill() {
+    let mut w = start("ignores_sigterm.py");
+    let pid = w.pid();
+    w.wait_ready(READY).unwrap();
+    let p = policy();
+    let started = Instant::now();
+    let err = w.shutdown(&p).unwrap_err();
+    within(started, p.ack_timeout + p.exit_timeout + p.grace + SLACK);
+    // The ack came; the exit did not.
+    assert!(
+        matches!(err.kind, ErrorKind::Timeout { after } if after == p.exit_timeout),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Exit);
+    assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGKILL)));
+    let fin = err.finished.as_ref().unwrap();
+    assert_eq!(fin.escalation, Escalation::Kill);
+    let t = fin.shutdown;
+    let (ack, term, kill) = (
+        t.ack_at_ns.unwrap(),
+        t.term_sent_at_ns.unwrap(),
+        t.kill_sent_at_ns.unwrap(),
+    );
+    assert!(ack < term && term < kill && kill <= t.exited_at_ns, "{t:?}");
+    // SIGKILL came no sooner than the grace period after SIGTERM.
+    assert!(kill - term >= p.grace.as_nanos() as u64, "{t:?}");
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_grandchild_keeps_stdout_open_worker_crashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("helper.pid");
+    let mut cmd = worker_cmd("grandchild_holds_stdout.py");
+    cmd.arg("crash-before-ready").arg(&pid_file);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    let pid = w.pid();
+    let started = Instant::now();
+    let err = w.wait_ready(READY).unwrap_err();
+    within(started, READY + SLACK);
+    assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
+    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.status, Some(ExitStatus::Code(1)));
+    // Written before the worker exited, so it is there now.
+    let helper: u32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+    assert_process_gone(helper);
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_grandchild_keeps_stdout_open_after_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("helper.pid");
+    let mut cmd = worker_cmd("grandchild_holds_stdout.py");
+    cmd.arg("exit-after-ack").arg(&pid_file);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    let pid = w.pid();
+    w.wait_ready(READY).unwrap();
+    // Written before the ready line.
+    let helper: u32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+    w.request(&Request::health(), REQUEST).unwrap();
+    let p = policy();
+    let started = Instant::now();
+    let fin = w.shutdown(&p).unwrap();
+    within(started, p.ack_timeout + p.exit_timeout + p.grace + SLACK);
+    assert_eq!(fin.status, ExitStatus::Code(0));
+    assert_eq!(fin.escalation, Escalation::None);
+    assert!(fin.group_gone);
+    assert_process_gone(helper);
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_harness_panics_mid_conversation() {
+    let pgid = std::cell::Cell::new(0u32);
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+        let mut w = start("well_behaved.py");
+        pgid.set(w.pid());
+        w.wait_ready(READY).unwrap();
+        w.request(&Request::health(), REQUEST).unwrap();
+        w.send(&Request::health()).unwrap();
+        panic!("a harness bug, mid-conversation");
+    }));
+    let payload = outcome.unwrap_err();
+    assert_eq!(
+        payload.downcast_ref::<&str>(),
+        Some(&"a harness bug, mid-conversation")
+    );
+    assert!(pgid.get() > 0);
+    assert_group_gone(pgid.get());
+}
+
+#[test]
+fn spawn_faults_missing_program() {
+    let missing = support::fixtures()
+        .join("workers")
+        .join("no-such-interpreter");
+    let err = Worker::spawn(&Command::new(&missing)).unwrap_err();
+    assert!(
+        matches!(&err.kind, ErrorKind::SpawnFailed(e) if e.kind() == io::ErrorKind::NotFound),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Spawn);
+    assert_eq!(err.pid, 0);
+    assert!(err.to_string().contains("no-such-interpreter"), "{err}");
+}
