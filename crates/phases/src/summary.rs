@@ -66,14 +66,13 @@ impl Phase {
         Phase::ALL.into_iter().find(|p| p.name() == name)
     }
 
-    /// Whether the noise warnings apply: the lifecycle phases. Health round
-    /// trips and pipe latency are tens of microseconds and dominated by
-    /// scheduler wake-ups; their spread is reported, not warned about.
-    pub fn warns_on_noise(self) -> bool {
-        matches!(
-            self,
-            Phase::Ready | Phase::ShutdownAck | Phase::Exit | Phase::Total
-        )
+    /// Whether the noise warnings apply to a phase with this median (ms):
+    /// phases of a millisecond or more. Shorter ones (a health round trip,
+    /// an acknowledgement, the pipe latency: tens of microseconds) are
+    /// dominated by scheduler wake-ups; their spread is reported, not
+    /// warned about.
+    pub fn warns_on_noise(self, median_ms: f64) -> bool {
+        median_ms >= 1.0
     }
 
     /// Every sample of this phase in a trial, in ns (several for `health`).

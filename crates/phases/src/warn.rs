@@ -3,7 +3,8 @@
 //! - **high variation**: coefficient of variation over 10%;
 //! - **far from median**: the minimum or maximum more than 50% away from
 //!   the median;
-//!   (both only for the lifecycle phases, see [`Phase::warns_on_noise`])
+//!   (both only for phases of a millisecond or more, see
+//!   [`Phase::warns_on_noise`])
 //! - **pressure**: some task waited for a CPU during more than 10% of the
 //!   run (`/proc/pressure/cpu`), or the 1-minute load average at the end
 //!   exceeded the CPU count;
@@ -68,7 +69,7 @@ pub fn noise_warnings(phase: &PhaseSummary, variant: Variant) -> Vec<Warning> {
     let Some(s) = phase.variant(variant).map(|s| &s.stats) else {
         return Vec::new();
     };
-    if !p.warns_on_noise() || s.n < 2 {
+    if !p.warns_on_noise(s.median) || s.n < 2 {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -154,11 +155,13 @@ pub fn run_warnings(
                 phase: None,
                 variant: Some(t.variant),
                 message: format!(
-                    "{} ({}): `{}` is a shim, not the interpreter ({}); every trial also pays for starting it, run {} directly to measure the worker alone",
+                    "{} ({}): `{}` is a shim ({}); every trial also pays for starting it: run {} directly to measure the worker alone",
                     t.name,
                     t.variant,
                     py.requested,
-                    py.note.as_deref().unwrap_or("it resolves to a different executable"),
+                    py.note
+                        .as_deref()
+                        .unwrap_or("it is not the interpreter it runs"),
                     py.executable.as_deref().unwrap_or("the real interpreter"),
                 ),
             });

@@ -1,10 +1,157 @@
-//! (being built)
+//! `cargo xtask compare A B`: two saved bench runs compared phase by phase.
+//!
+//! Each folder is a `cargo xtask bench` output (`summary.json` and
+//! `trials.jsonl`). The samples are taken again from the records (variant A
+//! of each run unless `--variant` says otherwise), and each phase gets the
+//! ratio of medians B/A with an unpaired bootstrap interval and the same
+//! verdict words as an interleaved run. Two runs made at different times
+//! share no pairing, so this is weaker evidence than `bench --vs`: the
+//! machine may have changed between them.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct Args {}
+use anyhow::{Context, Result};
+use phases::compare::{self, Verdict};
+use phases::record::Variant;
+use phases::summary::{self, Phase, PhaseSummary, RunSummary, SeriesSummary};
+use phases::{Bootstrap, StatsError};
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("this task is being built")
+use super::bench::read_trials;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The baseline run's folder.
+    a: PathBuf,
+    /// The candidate run's folder.
+    b: PathBuf,
+    /// Which variant of each run to take (A, or B of a `--vs` run).
+    #[arg(long, default_value = "A", value_parser = parse_variant)]
+    variant: Variant,
+    /// Changes within this share are not claimed.
+    #[arg(long, default_value_t = phases::DEFAULT_NOISE_THRESHOLD)]
+    noise_threshold: f64,
+    /// Bootstrap resamples.
+    #[arg(long, default_value_t = 10_000)]
+    resamples: usize,
+    /// Bootstrap seed (ChaCha8).
+    #[arg(long, default_value_t = 0x5eed)]
+    seed: u64,
+    /// Print the comparison as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Exit 1 when B's ready or total time is slower.
+    #[arg(long)]
+    fail_if_slower: bool,
+}
+
+fn parse_variant(s: &str) -> Result<Variant, String> {
+    match s {
+        "A" | "a" => Ok(Variant::A),
+        "B" | "b" => Ok(Variant::B),
+        _ => Err(format!("`{s}` is not a variant: write A or B")),
+    }
+}
+
+/// A saved run: its summary (for labels) and its records.
+fn load(dir: &Path) -> Result<(RunSummary, Vec<phases::TrialRecord>)> {
+    let path = dir.join("summary.json");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "could not read {}; give a folder written by `cargo xtask bench`",
+            path.display()
+        )
+    })?;
+    let summary: RunSummary = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a bench summary", path.display()))?;
+    let records = read_trials(&dir.join("trials.jsonl"))?;
+    Ok((summary, records))
+}
+
+/// Per-phase statistics of both runs and their unpaired ratios.
+pub fn compare_runs(
+    a: &[phases::TrialRecord],
+    b: &[phases::TrialRecord],
+    variant: Variant,
+    boot: &Bootstrap,
+    threshold: f64,
+) -> Result<Vec<PhaseSummary>, StatsError> {
+    Phase::ALL
+        .into_iter()
+        .map(|phase| {
+            let (va, ta) = summary::series(a, phase, variant);
+            let (vb, tb) = summary::series(b, phase, variant);
+            let ratio = match compare::unpaired(&va, &vb, boot, threshold) {
+                Ok(c) => Some(c),
+                Err(StatsError::Empty | StatsError::NonPositiveBaseline { .. }) => None,
+                Err(e) => return Err(e),
+            };
+            Ok(PhaseSummary {
+                phase: Some(phase),
+                unit: "ms".to_owned(),
+                a: SeriesSummary::of(&va, &ta, boot)?,
+                b: SeriesSummary::of(&vb, &tb, boot)?,
+                ratio,
+            })
+        })
+        .collect()
+}
+
+fn label(dir: &Path, s: &RunSummary, v: Variant) -> String {
+    let t = s.environment.target(v);
+    format!(
+        "{} ({}, {}, git {})",
+        dir.display(),
+        t.map_or("?", |t| t.display.as_str()),
+        s.environment.started_at,
+        s.environment
+            .tool
+            .git_revision
+            .as_deref()
+            .map_or("unknown", |r| &r[..r.len().min(12)])
+    )
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let (sa, ra) = load(&args.a)?;
+    let (sb, rb) = load(&args.b)?;
+    let boot = Bootstrap {
+        resamples: args.resamples,
+        seed: args.seed,
+        level: 0.95,
+    };
+    let phases = compare_runs(&ra, &rb, args.variant, &boot, args.noise_threshold)
+        .context("could not compare the runs")?;
+    if args.json {
+        let value = serde_json::json!({
+            "a": args.a,
+            "b": args.b,
+            "variant": args.variant,
+            "phases": phases.iter().map(|p| (p.phase().name().to_owned(), serde_json::to_value(p).expect("plain data"))).collect::<serde_json::Map<_, _>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print!(
+            "{}",
+            report::bench::terminal::render_comparison(
+                &label(&args.a, &sa, args.variant),
+                &label(&args.b, &sb, args.variant),
+                &phases
+            )
+        );
+        println!(
+            "\nunpaired: the runs were made apart, so machine drift between them is in these ratios; prefer `cargo xtask bench --vs` for a claim"
+        );
+    }
+    let slower = phases.iter().any(|p| {
+        matches!(p.phase(), Phase::Ready | Phase::Total)
+            && p.ratio
+                .as_ref()
+                .is_some_and(|c| c.verdict == Verdict::Slower)
+    });
+    Ok(if args.fail_if_slower && slower {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod bench_parser;
 pub mod boundary;
 pub mod compare;
+pub mod env_info;
 pub mod importtime;
 pub mod profile;
 pub mod test;
