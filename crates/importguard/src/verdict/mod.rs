@@ -298,13 +298,12 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
     let mut probed: Vec<String> = Vec::new();
     let mut root_of: HashMap<&str, usize> = HashMap::new();
     if let Some(r) = recording {
-        let final_modules: Option<FinalModules<'_>> =
-            r.exit.as_ref().map(|e| {
-                (
-                    e.modules.iter().map(String::as_str).collect(),
-                    e.lazy.iter().map(String::as_str).collect(),
-                )
-            });
+        let final_modules: Option<FinalModules<'_>> = r.exit.as_ref().map(|e| {
+            (
+                e.modules.iter().map(String::as_str).collect(),
+                e.lazy.iter().map(String::as_str).collect(),
+            )
+        });
         for a in &r.imports {
             note_allowed(&a.name);
             if !policy.forbids(&a.name) {
@@ -668,11 +667,30 @@ pub struct SlowImport {
     pub chain: Vec<String>,
 }
 
-/// The `n` imports with the largest cumulative time in the log's first
-/// session (the worker's own interpreter).
+/// The `n` heaviest disjoint subtrees of the log's first session (the
+/// worker's own interpreter): by cumulative time, skipping any import that
+/// lies inside one already listed, so one deep chain does not fill the list.
 pub fn slowest(log: &ImportLog, n: usize) -> Vec<SlowImport> {
     let session = (!log.sessions().is_empty()).then_some(0);
-    log.top(n, Metric::Cumulative, session)
+    let mut picked: Vec<NodeId> = Vec::new();
+    for id in log.top(log.entry_count(), Metric::Cumulative, session) {
+        if picked.len() == n {
+            break;
+        }
+        let mut up = log.parent(id);
+        let mut inside = false;
+        while let Some(p) = up {
+            if picked.contains(&p) {
+                inside = true;
+                break;
+            }
+            up = log.parent(p);
+        }
+        if !inside {
+            picked.push(id);
+        }
+    }
+    picked
         .into_iter()
         .map(|id| SlowImport {
             module: log.name(id).to_owned(),

@@ -403,6 +403,15 @@ fn slowest_lists_the_top_cumulative_with_chains() {
             .all(|w| w[0].cumulative_us >= w[1].cumulative_us)
     );
     assert!(top.iter().all(|s| s.chain.last() == Some(&s.module)));
+    // Disjoint: no listed import lies inside another listed one.
+    for a in &top {
+        for b in &top {
+            assert!(
+                a.module == b.module || !b.chain[..b.chain.len() - 1].contains(&a.module),
+                "{top:?}"
+            );
+        }
+    }
     let max = log.nodes().iter().map(|n| n.cumulative_us).max().unwrap();
     assert_eq!(top[0].cumulative_us, max);
 }

@@ -1,0 +1,413 @@
+//! `cargo xtask import-boundary` end to end: the reference worker passes,
+//! fixture workers (tests/fixtures/boundary/) fail for the right reason,
+//! with stand-in torch and transformers packages and, once, the real
+//! transformers of the test venv.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::support;
+
+fn dir() -> PathBuf {
+    support::fixtures().join("boundary")
+}
+
+/// A fixture's absolute path.
+fn fx(rel: &str) -> String {
+    dir().join(rel).display().to_string()
+}
+
+fn pythonpath(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .map(|p| dir().join(p).display().to_string())
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Runs `cargo xtask import-boundary --json ARGS` with PYTHONPATH set (or
+/// removed) and returns the exit code and the parsed report.
+fn boundary(path: Option<&str>, args: &[&str]) -> (i32, Value) {
+    let mut cmd = support::xtask();
+    cmd.arg("import-boundary").arg("--json").args([
+        "--ready-timeout",
+        "30",
+        "--request-timeout",
+        "15",
+    ]);
+    cmd.args(args);
+    match path {
+        Some(p) => cmd.env("PYTHONPATH", p),
+        None => cmd.env_remove("PYTHONPATH"),
+    };
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let json: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}\n--- stderr ---\n{stderr}"));
+    (out.status.code().unwrap_or(-1), json)
+}
+
+/// `-- PYTHON ARGS...` with the real interpreter.
+fn worker(args: &[&str]) -> Vec<String> {
+    let mut v = vec!["--".to_owned(), support::python().display().to_string()];
+    v.extend(args.iter().map(|s| s.to_string()));
+    v
+}
+
+fn run(path: Option<&str>, flags: &[&str], cmd: &[&str]) -> (i32, Value) {
+    let w = worker(cmd);
+    let mut args: Vec<&str> = flags.to_vec();
+    args.extend(w.iter().map(String::as_str));
+    boundary(path, &args)
+}
+
+fn target(json: &Value) -> &Value {
+    &json["targets"][0]
+}
+
+fn violation<'a>(json: &'a Value, module: &str) -> &'a Value {
+    target(json)["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["module"] == module)
+        .unwrap_or_else(|| panic!("no violation for {module}: {json:#}"))
+}
+
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
+}
+
+#[track_caller]
+fn origin_is(v: &Value, file: &str, line: u64) {
+    let o = &v["origin"];
+    let got = o["file"].as_str().unwrap();
+    assert!(Path::new(got).ends_with(file), "origin {got} is not {file}");
+    assert_eq!(o["line"], line, "{v:#}");
+}
+
+#[test]
+fn boundary_reference_worker_passes() {
+    let (code, json) = boundary(Some(""), &[]);
+    let t = target(&json);
+    assert_eq!(code, 0, "{json:#}");
+    assert_eq!(json["schema"], "coldstart.import-boundary/1");
+    assert_eq!(
+        (t["name"].as_str(), t["status"].as_str()),
+        (Some("refworker"), Some("pass"))
+    );
+    assert_eq!(
+        strings(&t["forbidden"]),
+        ["torch", "transformers", "stanza"]
+    );
+    let procs = t["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 3);
+    for p in procs {
+        assert_eq!(p["recorder"], "ran", "{p:#}");
+        assert!(p["importtime_entries"].as_u64().unwrap() > 10, "{p:#}");
+        assert_eq!(p["exit"], "exit code 0");
+    }
+    assert!(t["ready_ms_median"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn boundary_eager_re_export_fails_with_its_chain_and_line() {
+    let path = pythonpath(&["workers", "stand-ins"]);
+    let (code, json) = run(Some(&path), &["--processes", "2"], &["-m", "eagerworker"]);
+    assert_eq!(code, 1, "{json:#}");
+    let torch = violation(&json, "torch");
+    assert_eq!(
+        strings(&torch["chain"]),
+        ["eagerworker", "eagerworker.model", "torch"]
+    );
+    origin_is(torch, "workers/eagerworker/model.py", 3);
+    assert_eq!(torch["status"], "loaded");
+    assert_eq!(torch["phase"]["phase"], "startup");
+    assert_eq!(
+        (torch["processes"].as_u64(), torch["of"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert!(torch["cumulative_us"].as_i64().is_some());
+    assert_eq!(strings(&torch["beneath"]), ["torch._C"]);
+    let tf = violation(&json, "transformers");
+    origin_is(tf, "workers/eagerworker/model.py", 4);
+
+    // The readable report says the same.
+    let out = support::xtask()
+        .args([
+            "import-boundary",
+            "--processes",
+            "1",
+            "--ready-timeout",
+            "30",
+        ])
+        .args(worker(&["-m", "eagerworker"]))
+        .env("PYTHONPATH", &path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.starts_with("FAIL  command (command line): 1 process"),
+        "{text}"
+    );
+    assert!(
+        text.contains("chain: eagerworker -> eagerworker.model -> torch"),
+        "{text}"
+    );
+    assert!(
+        text.contains("workers/eagerworker/model.py:3 (in <module>)"),
+        "{text}"
+    );
+    assert!(text.contains("phase: start-up"), "{text}");
+    assert!(text.contains("slowest imports (cumulative):"), "{text}");
+}
+
+#[test]
+fn boundary_guarded_import_of_a_missing_package_is_attempted() {
+    let (code, json) = run(
+        Some(&pythonpath(&["workers"])),
+        &["--processes", "1"],
+        &[&fx("workers/tryworker.py")],
+    );
+    assert_eq!(code, 1, "{json:#}");
+    let torch = violation(&json, "torch");
+    assert_eq!(torch["status"], "attempted");
+    assert_eq!(torch["detail"], "not installed");
+    origin_is(torch, "workers/tryworker.py", 8);
+}
+
+#[test]
+fn boundary_import_module_is_caught() {
+    let path = pythonpath(&["workers", "stand-ins"]);
+    let (code, json) = run(
+        Some(&path),
+        &["--processes", "1"],
+        &[&fx("workers/dynworker.py")],
+    );
+    assert_eq!(code, 1, "{json:#}");
+    let torch = violation(&json, "torch");
+    assert_eq!(torch["status"], "loaded");
+    assert_eq!(torch["chain_source"], "recorder");
+    assert_eq!(torch["in_importtime"], false);
+    origin_is(torch, "workers/dynworker.py", 8);
+}
+
+#[test]
+fn boundary_import_while_answering_health_is_in_the_health_phase() {
+    let path = pythonpath(&["workers", "stand-ins"]);
+    let (code, json) = run(
+        Some(&path),
+        &["--processes", "1"],
+        &[&fx("workers/healthworker.py")],
+    );
+    assert_eq!(code, 1, "{json:#}");
+    let torch = violation(&json, "torch");
+    assert_eq!(
+        torch["phase"],
+        serde_json::json!({"phase": "request", "op": "health", "index": 1})
+    );
+    origin_is(torch, "workers/healthworker.py", 9);
+}
+
+#[test]
+fn boundary_crash_before_ready_exits_2_with_the_stderr_tail() {
+    let (code, json) = run(
+        Some(""),
+        &["--processes", "1"],
+        &[&fx("workers/crashworker.py")],
+    );
+    assert_eq!(code, 2, "{json:#}");
+    let p = &target(&json)["processes"][0];
+    assert_eq!(target(&json)["status"], "error");
+    let tail = p["stderr_tail"].as_str().unwrap();
+    assert!(
+        tail.contains("RuntimeError: crashworker: no configuration found"),
+        "{tail}"
+    );
+    assert!(
+        p["error"]
+            .as_str()
+            .unwrap()
+            .contains("crashworker: no configuration found"),
+        "{p:#}"
+    );
+}
+
+#[test]
+fn boundary_module_checks_an_import_alone() {
+    let path = pythonpath(&["modules", "stand-ins"]);
+    let py = support::python().display().to_string();
+    let (code, json) = boundary(
+        Some(&path),
+        &["--module", "heavypkg", "--python", &py, "--processes", "1"],
+    );
+    assert_eq!(code, 1, "{json:#}");
+    let torch = violation(&json, "torch");
+    assert_eq!(
+        strings(&torch["chain"]),
+        ["heavypkg", "heavypkg.backend", "torch"]
+    );
+    origin_is(torch, "modules/heavypkg/backend.py", 1);
+    assert_eq!(target(&json)["origin"], "--module");
+
+    let (code, json) = boundary(
+        Some(&path),
+        &["--module", "lightpkg", "--python", &py, "--processes", "1"],
+    );
+    assert_eq!(code, 0, "{json:#}");
+}
+
+#[test]
+fn boundary_log_judges_a_recorded_importtime_log() {
+    let log = dir().join("logs/eager.importtime.log");
+    let (code, json) = boundary(None, &["--log", log.to_str().unwrap()]);
+    assert_eq!(code, 1, "{json:#}");
+    let torch = violation(&json, "torch");
+    assert_eq!(
+        strings(&torch["chain"]),
+        ["eagerworker", "eagerworker.model", "torch"]
+    );
+    assert_eq!(torch["origin"], Value::Null, "no recorder behind a log");
+    assert_eq!(target(&json)["processes"][0]["recorder"], "not_used");
+
+    let clean = dir().join("logs/clean.importtime.log");
+    assert_eq!(boundary(None, &["--log", clean.to_str().unwrap()]).0, 0);
+
+    let out = support::xtask()
+        .args(["import-boundary", "--log"])
+        .arg(dir().join("logs/not-a-log.txt"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no importtime entries"));
+}
+
+#[test]
+fn boundary_block_makes_the_import_fail_with_the_policy_message() {
+    let path = pythonpath(&["workers", "stand-ins"]);
+    // A guarded import is refused and the worker goes on: blocked, exit 1.
+    let (code, json) = run(
+        Some(&path),
+        &["--processes", "1", "--block"],
+        &[&fx("workers/tryworker.py")],
+    );
+    assert_eq!(code, 1, "{json:#}");
+    assert_eq!(violation(&json, "torch")["status"], "blocked");
+    // An eager import is refused and the worker dies of it: exit 2, and the
+    // stderr tail carries the policy's message.
+    let (code, json) = run(
+        Some(&path),
+        &["--processes", "1", "--block"],
+        &["-m", "eagerworker"],
+    );
+    assert_eq!(code, 2, "{json:#}");
+    let tail = target(&json)["processes"][0]["stderr_tail"]
+        .as_str()
+        .unwrap();
+    assert!(
+        tail.contains("ModuleNotFoundError: coldstart import policy: `torch` is forbidden"),
+        "{tail}"
+    );
+    assert_eq!(violation(&json, "torch")["status"], "blocked");
+}
+
+#[test]
+fn boundary_recorder_chains_to_the_existing_sitecustomize() {
+    let path = pythonpath(&["workers", "presite"]);
+    let (code, json) = run(
+        Some(&path),
+        &["--processes", "1"],
+        &[&fx("workers/chainedworker.py")],
+    );
+    assert_eq!(code, 0, "{json:#}");
+    let p = &target(&json)["processes"][0];
+    assert_eq!(p["recorder"], "ran");
+    assert!(
+        p["chained_sitecustomize"]
+            .as_str()
+            .unwrap()
+            .ends_with("presite/sitecustomize.py"),
+        "{p:#}"
+    );
+}
+
+#[test]
+fn boundary_isolated_worker_is_judged_by_importtime_alone() {
+    let (code, json) = run(
+        Some(""),
+        &["--processes", "1"],
+        &["-I", "-X", "importtime", &fx("workers/isolatedworker.py")],
+    );
+    assert_eq!(code, 1, "{json:#}");
+    let p = &target(&json)["processes"][0];
+    assert_eq!(p["recorder"], "did_not_run");
+    let notes = strings(&p["verdict"]["notes"]).join("\n");
+    assert!(notes.contains("recorder did not run"), "{notes}");
+    let torch = violation(&json, "torch");
+    assert_eq!(
+        (torch["status"].as_str(), torch["recorded"].as_bool()),
+        (Some("loaded"), Some(false))
+    );
+    assert_eq!(strings(&torch["chain"]), ["torch"]);
+}
+
+#[test]
+fn boundary_real_transformers_fails_through_its_own_modules() {
+    let py = support::venv_python();
+    let path = pythonpath(&["workers"]);
+    let mut args = vec![
+        "--".to_owned(),
+        py.display().to_string(),
+        "-m".into(),
+        "tfapp".into(),
+    ];
+    let mut flags = vec!["--processes", "1"];
+    flags.extend(args.iter().map(String::as_str));
+    let (code, json) = boundary(Some(&path), &flags);
+    assert_eq!(code, 1, "{json:#}");
+    let tf = violation(&json, "transformers");
+    assert_eq!(
+        strings(&tf["chain"]),
+        ["tfapp", "tfapp.models", "transformers"]
+    );
+    origin_is(tf, "workers/tfapp/models.py", 3);
+    assert!(
+        strings(&tf["beneath"])
+            .iter()
+            .any(|m| m.starts_with("transformers.")),
+        "{tf:#}"
+    );
+    // torch is not installed: transformers only probes for it.
+    let probed = target(&json)["processes"][0]["verdict"]["probed"].clone();
+    assert!(strings(&probed).contains(&"torch"), "{probed:#}");
+
+    // A dependency forbidden on its own shows the chain through
+    // transformers' own modules.
+    args.insert(0, "huggingface_hub".into());
+    args.insert(0, "--forbid".into());
+    let mut flags = vec!["--processes", "1"];
+    flags.extend(args.iter().map(String::as_str));
+    let (code, json) = boundary(Some(&path), &flags);
+    assert_eq!(code, 1, "{json:#}");
+    let hub = violation(&json, "huggingface_hub");
+    let chain = strings(&hub["chain"]);
+    assert_eq!(
+        chain[..3],
+        ["tfapp", "tfapp.models", "transformers"],
+        "{chain:?}"
+    );
+    assert!(
+        chain.len() > 4
+            && chain[3..chain.len() - 1]
+                .iter()
+                .all(|m| m.starts_with("transformers.")),
+        "{chain:?}"
+    );
+}
