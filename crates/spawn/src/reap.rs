@@ -4,6 +4,8 @@
 
 use std::fmt;
 use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::thread;
 use std::time::Duration;
@@ -82,7 +84,9 @@ impl fmt::Display for ExitStatus {
 
 /// The worker's own resource usage, from `wait4` on that child (never
 /// `RUSAGE_CHILDREN`, so earlier workers do not leak into later figures).
-/// Processes the worker started itself are not included.
+/// As the kernel accounts it, this includes the descendants the worker
+/// itself waited for (a pyenv-style shim's interpreter, for instance), and
+/// `max_rss_bytes` is the largest peak among them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Rusage {
     /// User CPU time.
@@ -136,19 +140,25 @@ pub(crate) struct ExitInfo {
 /// Starts the waiter for the leader `pid` (also the group id). The result
 /// arrives on the returned channel once the leader is reaped and its group
 /// is gone; the group is unregistered just before.
-pub(crate) fn spawn_waiter(pid: i32) -> io::Result<Receiver<ExitInfo>> {
+///
+/// `leader_exited` is set as soon as the kernel reports the leader's exit,
+/// before the rest of the group is killed and reaped: from then on the
+/// harness has nothing left to signal.
+pub(crate) fn spawn_waiter(pid: i32) -> io::Result<(Receiver<ExitInfo>, Arc<AtomicBool>)> {
     let (tx, rx) = mpsc::channel();
+    let leader_exited = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&leader_exited);
     thread::Builder::new()
         .name(format!("spawn-wait-{pid}"))
         .spawn(move || {
-            let info = wait_kill_reap(pid);
+            let info = wait_kill_reap(pid, &flag);
             group::unregister(pid);
             let _ = tx.send(info);
         })?;
-    Ok(rx)
+    Ok((rx, leader_exited))
 }
 
-fn wait_kill_reap(pid: i32) -> ExitInfo {
+fn wait_kill_reap(pid: i32, leader_exited: &AtomicBool) -> ExitInfo {
     // 1. Wait for the leader's exit WITHOUT reaping it: while it is a zombie
     //    its pid, hence the group id, cannot be reused.
     loop {
@@ -168,6 +178,7 @@ fn wait_kill_reap(pid: i32) -> ExitInfo {
         }
     }
     let exited_at_ns = monotonic_ns();
+    leader_exited.store(true, Ordering::SeqCst);
     // 2. Whatever the leader left behind in its group goes with it.
     let _ = group::killpg(pid, libc::SIGKILL);
     // 3. Reap the leader, with its own rusage.

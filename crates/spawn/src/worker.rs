@@ -5,6 +5,7 @@ use std::fmt;
 use std::fs::File;
 use std::io::{self, Write};
 use std::process::ChildStdin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -148,6 +149,8 @@ pub struct Worker {
     frames: Option<Receiver<Event>>,
     stdout_eof: bool,
     exit_rx: Receiver<ExitInfo>,
+    /// Set by the waiter the moment the leader exits.
+    leader_exited: Arc<AtomicBool>,
     exit: Option<ExitInfo>,
     stdout_thread: Option<Watched>,
     stderr_thread: Option<Watched>,
@@ -241,10 +244,10 @@ impl Worker {
         let threads = (|| {
             let stderr_thread = drain::spawn_stderr(pid, stderr, Arc::clone(&tail), file)?;
             let (stdout_thread, frames) = drain::spawn_stdout(pid, stdout)?;
-            let exit_rx = reap::spawn_waiter(pid as i32)?;
-            Ok::<_, io::Error>((stderr_thread, stdout_thread, frames, exit_rx))
+            let (exit_rx, leader_exited) = reap::spawn_waiter(pid as i32)?;
+            Ok::<_, io::Error>((stderr_thread, stdout_thread, frames, exit_rx, leader_exited))
         })();
-        let (stderr_thread, stdout_thread, frames, exit_rx) = match threads {
+        let (stderr_thread, stdout_thread, frames, exit_rx, leader_exited) = match threads {
             Ok(t) => t,
             Err(e) => {
                 // No waiter thread runs: end and reap the child here.
@@ -265,6 +268,7 @@ impl Worker {
             frames: Some(frames),
             stdout_eof: false,
             exit_rx,
+            leader_exited,
             exit: None,
             stdout_thread: Some(stdout_thread),
             stderr_thread: Some(stderr_thread),
@@ -676,10 +680,11 @@ impl Worker {
         true
     }
 
-    /// Sends `sig` to the group unless the worker is known to have exited;
-    /// returns the stamp taken just before sending.
+    /// Sends `sig` to the group unless the leader has exited (the waiter
+    /// then kills the rest of the group itself); returns the stamp taken
+    /// just before sending.
     fn signal(&mut self, sig: i32) -> Option<u64> {
-        if self.try_exit() {
+        if self.try_exit() || self.leader_exited.load(Ordering::SeqCst) {
             return None;
         }
         let at = monotonic_ns();
@@ -704,7 +709,10 @@ impl Worker {
         if let Some(at) = self.signal(libc::SIGKILL) {
             self.timeline.kill_sent_at_ns = Some(at);
             self.escalation = Escalation::Kill;
-            // A SIGKILLed child always exits; the waiter reports it.
+        }
+        if self.exit.is_none() {
+            // A SIGKILLed child always exits; the waiter reports it once
+            // the group is reaped.
             match self.exit_rx.recv() {
                 Ok(info) => self.exit = Some(info),
                 Err(_) => self.exit = Some(lost_waiter()),
@@ -808,6 +816,142 @@ mod tests {
     #[test]
     fn own_rss_is_read() {
         assert!(vm_rss_bytes(std::process::id()).unwrap() > 0);
+    }
+
+    /// Tests that start processes run one at a time: `kill_all` would end
+    /// the workers of tests running beside it in this process.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    #[test]
+    fn a_worker_can_move_to_another_thread() {
+        fn assert_send<T: Send>() {}
+        assert_send::<Worker>();
+        assert_send::<Error>();
+    }
+
+    fn group_exists(pgid: u32) -> bool {
+        crate::group::group_exists(pgid as i32)
+    }
+
+    /// A shell worker: a helper in its group, then the ready line, then it
+    /// waits for the helper.
+    fn shell_worker() -> Worker {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", r#"sleep 100 & echo '{"ready": true}'; wait"#]);
+        let mut w = Worker::spawn(&cmd).unwrap();
+        w.wait_ready(Duration::from_secs(5)).unwrap();
+        w
+    }
+
+    #[test]
+    fn drop_kills_and_reaps_the_whole_group() {
+        let _serial = serial();
+        let w = shell_worker();
+        let pid = w.pid();
+        assert!(group_exists(pid));
+        drop(w);
+        assert!(!group_exists(pid));
+    }
+
+    #[test]
+    fn kill_all_ends_every_live_group() {
+        let _serial = serial();
+        let (a, b) = (shell_worker(), shell_worker());
+        crate::kill_all();
+        assert!(!group_exists(a.pid()) && !group_exists(b.pid()));
+        // The handles stay valid: the workers were killed under them.
+        for w in [a, b] {
+            let fin = w.kill();
+            assert_eq!(fin.status, ExitStatus::Signal(libc::SIGKILL));
+            assert!(fin.group_gone);
+        }
+    }
+
+    #[test]
+    fn a_missing_program_is_a_spawn_error() {
+        let _serial = serial();
+        let err = Worker::spawn(&Command::new("/nonexistent/coldstart-worker")).unwrap_err();
+        assert!(
+            matches!(&err.kind, ErrorKind::SpawnFailed(e) if e.kind() == io::ErrorKind::NotFound)
+        );
+        assert_eq!(err.phase, Phase::Spawn);
+        assert_eq!(err.pid, 0);
+        assert!(err.finished.is_none());
+    }
+
+    #[test]
+    fn an_uncreatable_stderr_file_is_a_spawn_error_and_starts_nothing() {
+        let _serial = serial();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "exit 0"])
+            .stderr_file("/nonexistent/dir/stderr.log");
+        let err = Worker::spawn(&cmd).unwrap_err();
+        assert!(matches!(err.kind, ErrorKind::SpawnFailed(_)));
+        assert!(
+            err.to_string()
+                .contains("cannot create the stderr file /nonexistent/dir/stderr.log"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_worker_that_ended_answers_not_running() {
+        let _serial = serial();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo oops >&2; exit 4"]);
+        let mut w = Worker::spawn(&cmd).unwrap();
+        let err = w.wait_ready(Duration::from_secs(5)).unwrap_err();
+        assert!(matches!(err.kind, ErrorKind::ExitedEarly));
+        assert_eq!(err.status, Some(ExitStatus::Code(4)));
+        let again = w
+            .request(&Request::health(), Duration::from_secs(1))
+            .unwrap_err();
+        assert!(matches!(again.kind, ErrorKind::NotRunning));
+        assert_eq!(again.status, Some(ExitStatus::Code(4)));
+        assert_eq!(w.kill().status, ExitStatus::Code(4));
+    }
+
+    #[test]
+    fn error_message_reads_well() {
+        let finished = Finished {
+            pid: 4242,
+            status: ExitStatus::Signal(libc::SIGKILL),
+            rusage: None,
+            shutdown: ShutdownTimeline::default(),
+            escalation: Escalation::Kill,
+            noise: Vec::new(),
+            stderr_tail: String::new(),
+            stderr_bytes: 0,
+            stderr_file_error: None,
+            group_gone: true,
+        };
+        let noise = vec![NoiseLine {
+            text: "Loading checkpoint shards: 100%".to_owned(),
+            read_at_ns: 1,
+            phase: Phase::Ready,
+        }];
+        let err = Error::new(ErrorDetail {
+            kind: ErrorKind::Timeout {
+                after: Duration::from_secs(2),
+            },
+            phase: Phase::Ready,
+            command: "PYTHONPATH=worker python3 -m refworker --test-echo".to_owned(),
+            expected: r#"a ready line {"ready": true, ...} on stdout"#.to_owned(),
+            status: Some(finished.status),
+            noise,
+            stderr_tail: "starting\nimporting torch\n".to_owned(),
+            pid: 4242,
+            diagnostics: vec![
+                "Thread 4242 (idle): \"MainThread\"\n    main (refworker/__main__.py:12)"
+                    .to_owned(),
+            ],
+            finished: Some(Box::new(finished)),
+        });
+        insta::assert_snapshot!(err.to_string());
     }
 
     #[test]
