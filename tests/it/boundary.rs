@@ -411,3 +411,52 @@ fn boundary_real_transformers_fails_through_its_own_modules() {
         "{chain:?}"
     );
 }
+
+/// The reference worker's start-up import tree, first-party modules in full
+/// and the standard library collapsed: a new start-up import shows up here
+/// in review.
+#[test]
+fn boundary_reference_worker_import_tree_snapshot() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    let mut child = Command::new(support::python())
+        .args([
+            "-m",
+            "refworker",
+            "--test-echo",
+            "--profile",
+            "gpu",
+            "--force-cpu",
+        ])
+        .env("PYTHONPATH", support::worker_dir())
+        .env("PYTHONPROFILEIMPORTTIME", "1")
+        .env("PYTHONHASHSEED", "0")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"op\": \"health\"}\n{\"op\": \"shutdown\"}\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = importguard::importtime::parse(&out.stderr);
+    let view = report::importtime::View::new(&log, Some(0), None);
+    let opts = report::importtime::SnapshotOptions {
+        first_party: vec!["refworker".into()],
+        ..Default::default()
+    };
+    let mut text = Vec::new();
+    report::importtime::snapshot(&log, &view, &opts, &mut text).unwrap();
+    insta::assert_snapshot!("refworker_import_tree", String::from_utf8(text).unwrap());
+}

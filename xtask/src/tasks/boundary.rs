@@ -117,6 +117,12 @@ pub struct Args {
     /// Also print the whole importtime tree of the first process.
     #[arg(long)]
     tree: bool,
+    /// Instead of reporting, benchmark the check: N interleaved rounds of
+    /// the whole check of the first target against one plain lifecycle of
+    /// its worker (spawn, ready, health, shutdown; no importtime, no
+    /// recorder) and one instrumented lifecycle; prints medians and ratios.
+    #[arg(long, value_name = "N", conflicts_with_all = ["log", "json", "tree"])]
+    bench: Option<usize>,
     /// The worker command to check, with the default policy.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
@@ -138,6 +144,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         vec![judge_log(&args, &cwd.join(log))?]
     } else {
         let targets = targets(&args, &root)?;
+        if let Some(rounds) = args.bench {
+            return bench(&args, &targets[0], rounds);
+        }
         let mut reports = Vec::new();
         for t in &targets {
             reports.push(check_target(&args, t)?);
@@ -714,4 +723,98 @@ fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
         }
     }
     let _ = writeln!(out);
+}
+
+/// `--bench N`: what the check costs next to the worker's own lifecycle.
+fn bench(args: &Args, t: &Target, rounds: usize) -> Result<ExitCode> {
+    if rounds == 0 {
+        bail!("--bench needs at least 1 round");
+    }
+    let plain = |instrumented: bool| -> Result<f64> {
+        let policy = policy_of(&t.forbidden, &t.allowed)?;
+        let start = std::time::Instant::now();
+        if instrumented {
+            let p = check_process(t, &policy, false, 1)?;
+            if let Some(e) = p.error {
+                bail!("the worker could not be checked: {e}");
+            }
+        } else {
+            let mut cmd = spawn::Command::new(&t.command[0]);
+            cmd.args(&t.command[1..]).current_dir(&t.cwd);
+            for (k, v) in &t.env {
+                cmd.env(k, v);
+            }
+            let run = || -> std::result::Result<(), spawn::Error> {
+                let mut w = spawn::Worker::spawn(&cmd)?;
+                w.wait_ready(t.ready_timeout)?;
+                for _ in 0..t.health {
+                    w.request(&Request::health(), t.request_timeout)?;
+                }
+                w.shutdown(&spawn::ShutdownPolicy {
+                    ack_timeout: t.shutdown_timeout,
+                    exit_timeout: t.shutdown_timeout,
+                    grace: t.grace,
+                })?;
+                Ok(())
+            };
+            run().map_err(|e| anyhow::anyhow!("the worker's lifecycle failed: {e}"))?;
+        }
+        Ok(start.elapsed().as_secs_f64() * 1e3)
+    };
+    let mut check_ms = Vec::new();
+    let mut plain_ms = Vec::new();
+    let mut instr_ms = Vec::new();
+    // One warm-up of each (page cache, bytecode), kept out of the figures.
+    plain(false)?;
+    check_target(args, t)?;
+    for _ in 0..rounds {
+        plain_ms.push(plain(false)?);
+        let start = std::time::Instant::now();
+        let r = check_target(args, t)?;
+        check_ms.push(start.elapsed().as_secs_f64() * 1e3);
+        if r.status == Status::Error {
+            bail!("the check could not be completed; run it without --bench to see why");
+        }
+        instr_ms.push(plain(true)?);
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    };
+    let (c, p, i) = (med(&mut check_ms), med(&mut plain_ms), med(&mut instr_ms));
+    println!(
+        "import-boundary benchmark: target {} ({}), {} rounds interleaved after 1 warm-up, {} processes per check, {} health round trip(s)",
+        t.name,
+        t.display_command(),
+        rounds,
+        t.processes,
+        t.health
+    );
+    println!(
+        "  whole check ({} concurrent instrumented workers, verdicts): median {c:7.1} ms  (min {:.1}, max {:.1})",
+        t.processes,
+        check_ms[0],
+        check_ms[check_ms.len() - 1]
+    );
+    println!(
+        "  one plain lifecycle (spawn, ready, health, shutdown):        median {p:7.1} ms  (min {:.1}, max {:.1})",
+        plain_ms[0],
+        plain_ms[plain_ms.len() - 1]
+    );
+    println!(
+        "  one instrumented lifecycle (importtime, recorder, verdict):  median {i:7.1} ms  (min {:.1}, max {:.1})",
+        instr_ms[0],
+        instr_ms[instr_ms.len() - 1]
+    );
+    println!(
+        "  ratio check / plain lifecycle: {:.2}x; instrumented / plain: {:.2}x",
+        c / p,
+        i / p
+    );
+    Ok(ExitCode::SUCCESS)
 }
