@@ -1,5 +1,6 @@
 //! One integration-test binary for the workspace; each module is a topic.
 
+mod bench;
 mod boundary;
 mod conformance;
 mod spawn_faults;

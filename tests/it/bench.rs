@@ -1,0 +1,282 @@
+//! `cargo xtask bench` and `cargo xtask compare` end to end, over the tiny
+//! stand-in worker in tests/fixtures/bench/. They assert what the tool
+//! concludes (a verdict, a count, a valid file), never a machine-dependent
+//! time. The Ctrl-C test waits by watching trials.jsonl grow, not by
+//! sleeping a fixed time.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use phases::TrialRecord;
+use serde_json::Value;
+
+use crate::support;
+
+fn standin() -> PathBuf {
+    support::fixtures().join("bench").join("standin.py")
+}
+
+/// The stand-in's argv: the real interpreter (no shim), `-S` to start fast.
+fn standin_argv(extra: &[&str]) -> Vec<String> {
+    let mut v = vec![
+        support::python().display().to_string(),
+        "-S".to_owned(),
+        standin().display().to_string(),
+    ];
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+/// The same argv as one quoted command line, for `--vs`.
+fn quoted(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| format!("'{}'", a.replace('\'', r"'\''")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Quick statistics: fewer resamples keep the tests fast.
+const QUICK: &[&str] = &["--resamples", "2000"];
+
+fn bench(out: &Path, flags: &[&str], argv: &[String]) -> std::process::Output {
+    let mut cmd = support::xtask();
+    cmd.arg("bench")
+        .arg("--out")
+        .arg(out)
+        .args(QUICK)
+        .args(flags)
+        .arg("--")
+        .args(argv);
+    let output = cmd.output().expect("running cargo xtask bench");
+    eprintln!(
+        "--- stdout ---\n{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn summary(out: &Path) -> Value {
+    let text = std::fs::read_to_string(out.join("summary.json")).expect("summary.json");
+    serde_json::from_str(&text).expect("summary.json is JSON")
+}
+
+fn trials(out: &Path) -> Vec<TrialRecord> {
+    let text = std::fs::read_to_string(out.join("trials.jsonl")).expect("trials.jsonl");
+    assert!(text.ends_with('\n'), "every record line is complete");
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad record {l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn bench_detects_a_fixed_startup_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let slow = quoted(&standin_argv(&["--delay-ms", "60"]));
+    let o = bench(
+        &out,
+        &["--warmup", "1", "--trials", "8", "--vs", &slow],
+        &standin_argv(&[]),
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let s = summary(&out);
+    let ratio = &s["phases"]["ready"]["ratio"];
+    assert_eq!(ratio["verdict"], "slower", "{ratio}");
+    assert!(ratio["ci"]["lo"].as_f64().unwrap() > 1.0, "{ratio}");
+    assert_eq!(ratio["paired"], true);
+    assert_eq!(ratio["n_a"], 8);
+    assert_eq!(s["phases"]["ready"]["a"]["n"], 8);
+    assert_eq!(s["trials"]["run"], 18);
+    assert_eq!(s["trials"]["warmup"], 2);
+    assert_eq!(s["trials"]["failed"], 0);
+    assert_eq!(s["configuration"]["interleaved"], true);
+    let targets = s["environment"]["targets"].as_array().unwrap();
+    assert_eq!(targets[0]["python"]["shim"], false);
+    assert!(
+        targets[0]["env_removed"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("PYTHONPROFILEIMPORTTIME"))
+    );
+    // Every trial on disk, warm-ups marked, A and B alternating.
+    let recs = trials(&out);
+    assert_eq!(recs.len(), 18);
+    assert_eq!(
+        recs.iter()
+            .filter(|r| r.kind == phases::TrialKind::Warmup)
+            .count(),
+        2
+    );
+    assert!(recs.iter().all(|r| r.phases.pipe_latency_ns.is_some()));
+    // hyperfine-compatible export: one entry per phase and variant.
+    let h: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("hyperfine.json")).unwrap())
+            .unwrap();
+    let commands: Vec<&str> = h["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["command"].as_str().unwrap())
+        .collect();
+    assert_eq!(commands[..2], ["ready (A)", "ready (B)"]);
+    assert_eq!(h["results"][0]["times"].as_array().unwrap().len(), 8);
+    let svg = std::fs::read_to_string(out.join("phases.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("| ready | "), "{md}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("slower"), "{stdout}");
+}
+
+#[test]
+fn bench_a_against_itself_is_not_significant() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let argv = standin_argv(&[]);
+    let o = bench(
+        &out,
+        &["--warmup", "1", "--trials", "20", "--vs", &quoted(&argv)],
+        &argv,
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let s = summary(&out);
+    let ratio = &s["phases"]["ready"]["ratio"];
+    assert_eq!(ratio["verdict"], "no_significant_difference", "{ratio}");
+}
+
+#[test]
+fn bench_records_and_counts_a_protocol_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let counter = dir.path().join("starts");
+    let counter = counter.display().to_string();
+    // The third start (the second measured trial) writes a broken ready line.
+    let o = bench(
+        &out,
+        &["--warmup", "1", "--trials", "3"],
+        &standin_argv(&["--break-on", "3", &counter]),
+    );
+    assert_eq!(o.status.code(), Some(1), "failures make the exit code 1");
+    let recs = trials(&out);
+    assert_eq!(recs.len(), 4);
+    let bad = &recs[2];
+    match &bad.outcome {
+        phases::Outcome::Failed { check, message } => {
+            assert_eq!(*check, phases::Check::Ready);
+            assert!(message.contains("ready"), "{message}");
+        }
+        other => panic!("trial 2 should have failed, got {other:?}"),
+    }
+    assert!(bad.phases.ready_ns.is_none());
+    assert!(
+        recs.iter()
+            .enumerate()
+            .all(|(i, r)| i == 2 || r.outcome.is_correct())
+    );
+    let s = summary(&out);
+    assert_eq!(s["trials"]["failed"], 1);
+    assert_eq!(s["trials"]["failed_by_check"]["ready"], 1);
+    assert_eq!(s["trials"]["failure_rate"], 0.25);
+    assert_eq!(s["phases"]["ready"]["a"]["n"], 2);
+    let warnings = s["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w["kind"] == "failures"),
+        "{warnings:?}"
+    );
+}
+
+/// Lines in a file, 0 when it does not exist yet.
+fn lines_in(path: &Path) -> usize {
+    std::fs::read(path)
+        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn bench_ctrl_c_keeps_finished_trials_and_summarises_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut child = std::process::Command::new(support::xtask_bin())
+        .current_dir(support::root())
+        .arg("bench")
+        .arg("--out")
+        .arg(&out)
+        .args(QUICK)
+        .args(["--warmup", "0", "--trials", "1000", "--"])
+        .args(standin_argv(&[]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting cargo xtask bench");
+    let log = out.join("trials.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while lines_in(&log) < 3 {
+        assert!(Instant::now() < deadline, "no 3 trials within 2 minutes");
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("bench ended early with {status}");
+        }
+        // Watching the file: a short pause between looks, not a fixed wait.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{stdout}");
+    let recs = trials(&out);
+    assert!(recs.len() >= 3 && recs.len() < 1000, "{}", recs.len());
+    assert!(recs.iter().all(|r| r.outcome.is_correct()));
+    let s = summary(&out);
+    assert_eq!(s["trials"]["interrupted"], true);
+    assert_eq!(s["trials"]["run"], recs.len());
+    assert_eq!(s["phases"]["ready"]["a"]["n"], recs.len());
+    assert_eq!(s["warnings"][0]["kind"], "interrupted");
+    assert!(out.join("hyperfine.json").exists() && out.join("phases.svg").exists());
+}
+
+#[test]
+fn compare_of_saved_runs_gives_the_verdicts() {
+    let dir = tempfile::tempdir().unwrap();
+    let fast = dir.path().join("fast");
+    let slow = dir.path().join("slow");
+    let flags = ["--warmup", "0", "--trials", "6"];
+    assert!(bench(&fast, &flags, &standin_argv(&[])).status.success());
+    assert!(
+        bench(&slow, &flags, &standin_argv(&["--delay-ms", "60"]))
+            .status
+            .success()
+    );
+    let compare = |a: &Path, b: &Path| {
+        let o = support::xtask()
+            .arg("compare")
+            .arg(a)
+            .arg(b)
+            .args(["--json", "--resamples", "2000", "--fail-if-slower"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+        (o.status.code(), v)
+    };
+    let (code, v) = compare(&fast, &slow);
+    assert_eq!(v["phases"]["ready"]["ratio"]["verdict"], "slower", "{v}");
+    assert_eq!(v["phases"]["ready"]["ratio"]["paired"], false);
+    assert_eq!(code, Some(1), "--fail-if-slower");
+    let (code, v) = compare(&fast, &fast);
+    assert_eq!(v["phases"]["ready"]["ratio"]["ratio"], 1.0);
+    assert_eq!(
+        v["phases"]["ready"]["ratio"]["verdict"],
+        "no_significant_difference"
+    );
+    assert_eq!(code, Some(0));
+}
