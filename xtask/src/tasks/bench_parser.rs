@@ -1,10 +1,306 @@
-//! (being built)
+//! `cargo xtask bench-parser`: throughput and peak memory of the whole
+//! `cargo xtask importtime BIG.log --format top|json` process on a large
+//! log built from the real fixture logs, side by side with tuna's
+//! `read_import_profile` on the same file.
 
-use std::process::ExitCode;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+
+use super::project_root;
+
+/// Fixture logs tuna 0.5.15 reads without crashing (it cannot read cached
+/// `=2` lines nor lines that merely begin with `import time:`), so both
+/// parsers get the same file.
+const LOGS: &[&str] = &[
+    "py311-sample.log",
+    "py313-sample.log",
+    "py314-sample.log",
+    "noheader.log",
+    "py311-threads.log",
+    "py311-multiprocessing-spawn.log",
+];
+
+const TUNA: &str = "tuna==0.5.15";
 
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Size of the generated log in MB (at least 50 for a meaningful figure).
+    #[arg(long, default_value_t = 64)]
+    pub size_mb: u64,
+    /// Measured runs per contender (one more unmeasured warm-up run each).
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Python used to create the venv that holds tuna.
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// Skip tuna.
+    #[arg(long)]
+    pub no_tuna: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("this task is being built")
+/// One measured process run.
+struct Run {
+    seconds: f64,
+    /// User plus system CPU time of the child (wait4), for a loaded machine.
+    cpu_seconds: f64,
+    max_rss_bytes: u64,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let big = dir.path().join("BIG.log");
+    let size = build_log(&big, args.size_mb * 1_000_000)?;
+    let mb = size as f64 / 1e6;
+    println!(
+        "bench-parser: {mb:.1} MB log from {} fixture logs, {} runs each after a warm-up, interleaved",
+        LOGS.len(),
+        args.runs
+    );
+    println!("machine: {} cpus, load {}", cpus(), load());
+
+    let exe = std::env::current_exe().context("finding the xtask binary")?;
+    let mut contenders: Vec<(String, Command)> = Vec::new();
+    for format in ["top", "json"] {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["importtime"])
+            .arg(&big)
+            .args(["--format", format]);
+        contenders.push((
+            format!("xtask importtime --format {format} (whole process)"),
+            cmd,
+        ));
+    }
+    let tuna = if args.no_tuna {
+        println!("tuna: skipped (--no-tuna)");
+        false
+    } else {
+        match tuna_python(&args.python) {
+            Err(err) => {
+                println!("tuna: not measured: {err:#}");
+                false
+            }
+            Ok(py) => {
+                let script = "import sys, time\nfrom tuna._import_profile import read_import_profile\n\
+                              t = time.perf_counter()\nread_import_profile(sys.argv[1])\n\
+                              print(time.perf_counter() - t)\n";
+                let mut cmd = Command::new(&py);
+                cmd.args(["-c", script]).arg(&big);
+                contenders.push((
+                    "tuna read_import_profile (whole python process)".to_owned(),
+                    cmd,
+                ));
+                true
+            }
+        }
+    };
+
+    // Interleaved (A B C A B C ...), so load changes hit every contender
+    // alike; round 0 is a warm-up and is not counted.
+    let mut runs: Vec<Vec<Run>> = contenders.iter().map(|_| Vec::new()).collect();
+    let mut tuna_inner: Vec<f64> = Vec::new();
+    for round in 0..=args.runs {
+        for (i, (_, cmd)) in contenders.iter_mut().enumerate() {
+            let (run, stdout) = once(cmd)?;
+            if round > 0 {
+                if tuna && i == 2 {
+                    let inner = String::from_utf8_lossy(&stdout).trim().parse::<f64>();
+                    tuna_inner.push(
+                        inner
+                            .with_context(|| format!("tuna's timing script printed {stdout:?}"))?,
+                    );
+                }
+                runs[i].push(run);
+            }
+        }
+    }
+    let medians: Vec<f64> = contenders
+        .iter()
+        .zip(&runs)
+        .map(|((label, _), runs)| report(label, mb, size, runs))
+        .collect();
+    if tuna {
+        let fn_runs: Vec<Run> = tuna_inner
+            .iter()
+            .zip(&runs[2])
+            .map(|(&s, r)| Run {
+                seconds: s,
+                cpu_seconds: s,
+                max_rss_bytes: r.max_rss_bytes,
+            })
+            .collect();
+        let tuna_fn = report(
+            "tuna read_import_profile (the function alone, timed inside python)",
+            mb,
+            size,
+            &fn_runs,
+        );
+        println!(
+            "ratio of medians: --format top is {:.1}x tuna's function ({:.1}x its process); --format json is {:.1}x tuna's function",
+            medians[0] / tuna_fn,
+            medians[0] / medians[2],
+            medians[1] / tuna_fn
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Concatenate the fixture logs until the file holds at least `target` bytes.
+fn build_log(path: &Path, target: u64) -> anyhow::Result<u64> {
+    let fixtures = project_root().join("tests/fixtures/importtime");
+    let mut chunk = Vec::new();
+    for name in LOGS {
+        let p = fixtures.join(name);
+        chunk.extend(std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?);
+    }
+    let mut f =
+        std::io::BufWriter::new(std::fs::File::create(path).context("creating the big log")?);
+    let mut written = 0u64;
+    while written < target {
+        f.write_all(&chunk).context("writing the big log")?;
+        written += chunk.len() as u64;
+    }
+    f.flush().context("writing the big log")?;
+    Ok(written)
+}
+
+/// Run `cmd` once: wall time from spawn to reaping, CPU time and peak RSS
+/// from `wait4` on that very child; returns its stdout too.
+fn once(cmd: &mut Command) -> anyhow::Result<(Run, Vec<u8>)> {
+    let stdout = tempfile::NamedTempFile::new().context("creating a temporary file")?;
+    let started = Instant::now();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(
+            stdout.reopen().context("opening the temporary file")?,
+        ))
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {cmd:?}"))?;
+    let (status, cpu_seconds, max_rss_bytes) = wait4(child.id())?;
+    let seconds = started.elapsed().as_secs_f64();
+    if status != 0 {
+        bail!("{cmd:?} failed (wait status {status})");
+    }
+    let out = std::fs::read(stdout.path()).context("reading the run's output")?;
+    Ok((
+        Run {
+            seconds,
+            cpu_seconds,
+            max_rss_bytes,
+        },
+        out,
+    ))
+}
+
+/// Reap `pid` with `wait4`: (wait status, user + system CPU seconds, peak
+/// RSS in bytes).
+fn wait4(pid: u32) -> anyhow::Result<(i32, f64, u64)> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: pid is our own unreaped child; the pointers are valid.
+        let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
+        if r == pid as libc::pid_t {
+            break;
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err).context("wait4 on the measured child");
+        }
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let cpu = secs(usage.ru_utime) + secs(usage.ru_stime);
+    // ru_maxrss is in kilobytes on Linux.
+    Ok((status, cpu, usage.ru_maxrss as u64 * 1024))
+}
+
+/// Print one contender's figures; returns its median throughput in MB/s.
+fn report(label: &str, mb: f64, size: u64, runs: &[Run]) -> f64 {
+    let mut rates: Vec<f64> = runs.iter().map(|r| mb / r.seconds).collect();
+    rates.sort_by(f64::total_cmp);
+    let median = median_of(&rates);
+    let mut cpu_rates: Vec<f64> = runs.iter().map(|r| mb / r.cpu_seconds.max(1e-9)).collect();
+    cpu_rates.sort_by(f64::total_cmp);
+    let rss = runs.iter().map(|r| r.max_rss_bytes).max().unwrap_or(0);
+    println!(
+        "{label}:\n  wall: median {median:.1} MB/s (min {:.1}, max {:.1}, {} runs); per CPU second: median {:.1} MB/s; peak RSS {:.1} MB = {:.2}x the file",
+        rates[0],
+        rates[rates.len() - 1],
+        rates.len(),
+        median_of(&cpu_rates),
+        rss as f64 / 1e6,
+        rss as f64 / size as f64
+    );
+    median
+}
+
+/// A Python with tuna importable: a cached venv in the temp directory,
+/// created and filled with pip on first use.
+fn tuna_python(python: &str) -> anyhow::Result<PathBuf> {
+    let venv = std::env::temp_dir().join("coldstart-bench-parser-tuna");
+    let py = venv.join("bin/python");
+    let has_tuna = |py: &Path| {
+        Command::new(py)
+            .args(["-c", "import tuna._import_profile"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if py.exists() && has_tuna(&py) {
+        return Ok(py);
+    }
+    let status = Command::new(python)
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .with_context(|| format!("running `{python} -m venv`"))?;
+    if !status.success() {
+        bail!("`{python} -m venv {}` failed", venv.display());
+    }
+    let out = Command::new(&py)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            TUNA,
+        ])
+        .output()
+        .context("running pip")?;
+    if !out.status.success() || !has_tuna(&py) {
+        bail!(
+            "could not install {TUNA} with pip: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(py)
+}
+
+/// Median of a sorted, non-empty slice.
+fn median_of(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_owned())
 }

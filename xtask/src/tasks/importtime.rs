@@ -2,7 +2,7 @@
 //! log, or a live command's, in one of several formats.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, Write};
+use std::io::{Read, Seek, Write};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
@@ -136,15 +136,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         None => Box::new(std::io::stdout().lock()),
     };
-    let mut w = BufWriter::with_capacity(1 << 16, &mut out);
+    // The renderers buffer their own output (in optimised code).
+    let w = &mut out;
     let title = format!("importtime: {source}");
     match args.format {
-        Format::Tree => report::importtime::tree_text(&log, &view, &mut w),
-        Format::Top => report::importtime::top_table(&log, &view, args.top, &mut w),
-        Format::Json => report::importtime::json_tree(&log, &view, &mut w),
-        Format::Collapsed => report::importtime::collapsed(&log, &view, &mut w),
-        Format::Svg => report::importtime::flamegraph_svg(&log, &view, &title, &mut w),
-        Format::Speedscope => report::importtime::speedscope(&log, &view, &title, &mut w),
+        Format::Tree => report::importtime::tree_text(&log, &view, w),
+        Format::Top => report::importtime::top_table(&log, &view, args.top, w),
+        Format::Json => report::importtime::json_tree(&log, &view, w),
+        Format::Collapsed => report::importtime::collapsed(&log, &view, w),
+        Format::Svg => report::importtime::flamegraph_svg(&log, &view, &title, w),
+        Format::Speedscope => report::importtime::speedscope(&log, &view, &title, w),
         Format::Snapshot => {
             let opts = SnapshotOptions {
                 first_party: args.first_party.clone(),
@@ -155,7 +156,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 },
                 ..SnapshotOptions::default()
             };
-            report::importtime::snapshot(&log, &view, &opts, &mut w)
+            report::importtime::snapshot(&log, &view, &opts, w)
         }
     }
     .context("writing the output")?;

@@ -3,6 +3,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::Serialize;
 
@@ -30,6 +31,28 @@ pub struct PackageTotal {
     /// Sum of the cumulative times of its topmost modules (those whose
     /// parent is not in the package), so nothing is counted twice.
     pub cumulative_us: i64,
+}
+
+/// FNV-1a: module names are short, and SipHash dominated the totals.
+#[derive(Debug)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
 }
 
 /// Whether `name` is the module `package` or one of its submodules
@@ -114,29 +137,46 @@ impl ImportLog {
     /// [`ImportLog::package_totals`]); a node's cumulative time counts when
     /// its parent is not in the same package.
     pub fn package_totals_among(&self, ids: impl IntoIterator<Item = NodeId>) -> Vec<PackageTotal> {
-        let mut map: HashMap<&str, PackageTotal> = HashMap::new();
+        // One hash per node: each node's package index is cached, so the
+        // parent comparison is an integer compare.
+        let mut index: HashMap<&str, u32, BuildHasherDefault<Fnv>> = HashMap::default();
+        let mut totals: Vec<PackageTotal> = Vec::new();
+        let mut package_of: Vec<u32> = vec![u32::MAX; self.nodes.len()];
+        let mut package = |id: NodeId, totals: &mut Vec<PackageTotal>| -> u32 {
+            let cached = package_of[id.index()];
+            if cached != u32::MAX {
+                return cached;
+            }
+            let top = top_level(self.name(id));
+            let p = *index.entry(top).or_insert_with(|| {
+                totals.push(PackageTotal {
+                    package: top.to_owned(),
+                    modules: 0,
+                    self_us: 0,
+                    cumulative_us: 0,
+                });
+                totals.len() as u32 - 1
+            });
+            package_of[id.index()] = p;
+            p
+        };
         for id in ids {
             let n = self.node(id);
             if n.kind != NodeKind::Entry {
                 continue;
             }
-            let top = top_level(self.name(id));
-            let t = map.entry(top).or_insert_with(|| PackageTotal {
-                package: top.to_owned(),
-                modules: 0,
-                self_us: 0,
-                cumulative_us: 0,
-            });
-            t.modules += 1;
-            t.self_us = t.self_us.saturating_add(n.self_us);
+            let p = package(id, &mut totals);
             let parent_same = self
                 .parent(id)
-                .is_some_and(|p| top_level(self.name(p)) == top);
+                .is_some_and(|q| package(q, &mut totals) == p);
+            let t = &mut totals[p as usize];
+            t.modules += 1;
+            t.self_us = t.self_us.saturating_add(n.self_us);
             if !parent_same {
                 t.cumulative_us = t.cumulative_us.saturating_add(n.cumulative_us);
             }
         }
-        let mut totals: Vec<PackageTotal> = map.into_values().collect();
+        totals.retain(|t| t.modules > 0);
         totals.sort_by(|a, b| {
             b.cumulative_us
                 .cmp(&a.cumulative_us)

@@ -1,13 +1,13 @@
 //! The JSON tree, written directly (no intermediate value), iteratively.
 
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 
 use importguard::importtime::{ImportLog, NodeId, NodeKind};
 
 use super::View;
 
 /// Write a JSON string, with a fast path for names that need no escaping.
-pub(crate) fn string(w: &mut dyn Write, s: &str) -> io::Result<()> {
+pub(crate) fn string<W: Write>(w: &mut W, s: &str) -> io::Result<()> {
     if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
         w.write_all(b"\"")?;
         w.write_all(s.as_bytes())?;
@@ -27,6 +27,12 @@ enum Step {
 /// `{"name", "self_us", "cumulative_us", "line", "children": [node]}` plus
 /// `"cached": "known" | "ambiguous"` for cached lines.
 pub fn json_tree(log: &ImportLog, view: &View, w: &mut dyn Write) -> io::Result<()> {
+    let mut w = BufWriter::with_capacity(1 << 16, w);
+    write_tree(log, view, &mut w)?;
+    w.flush()
+}
+
+fn write_tree<W: Write>(log: &ImportLog, view: &View, w: &mut W) -> io::Result<()> {
     let encoding = serde_json::to_string(&log.encoding()).map_err(io::Error::other)?;
     write!(
         w,

@@ -1,7 +1,7 @@
 //! The deterministic snapshot text: the same import structure gives the
 //! same text on any machine and Python version.
 
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 
 use importguard::importtime::query::top_level;
 use importguard::importtime::stdlib::is_stdlib;
@@ -114,6 +114,17 @@ pub fn snapshot(
     view: &View,
     opts: &SnapshotOptions,
     w: &mut dyn Write,
+) -> io::Result<()> {
+    let mut w = BufWriter::with_capacity(1 << 16, w);
+    write_snapshot(log, view, opts, &mut w)?;
+    w.flush()
+}
+
+fn write_snapshot(
+    log: &ImportLog,
+    view: &View,
+    opts: &SnapshotOptions,
+    w: &mut BufWriter<&mut dyn Write>,
 ) -> io::Result<()> {
     let class = |id: NodeId| {
         let name = log.name(id);

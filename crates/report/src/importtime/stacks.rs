@@ -2,7 +2,7 @@
 //! inferno) and speedscope JSON.
 
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 
 use importguard::importtime::{ImportLog, NodeId, NodeKind};
 
@@ -91,10 +91,12 @@ fn collapsed_lines(log: &ImportLog, view: &View) -> Vec<String> {
 /// weight (see the module docs), in import order; lines are prefixed with
 /// `session N;` when the view spans several sessions.
 pub fn collapsed(log: &ImportLog, view: &View, w: &mut dyn Write) -> io::Result<()> {
+    let mut w = BufWriter::with_capacity(1 << 16, w);
     for line in collapsed_lines(log, view) {
-        writeln!(w, "{line}")?;
+        w.write_all(line.as_bytes())?;
+        w.write_all(b"\n")?;
     }
-    Ok(())
+    w.flush()
 }
 
 /// A flame graph SVG (inferno; clickable to zoom, searchable), widths in
@@ -116,7 +118,9 @@ pub fn flamegraph_svg(
         let empty = ["(no import time in this view) 1"];
         return inferno::flamegraph::from_lines(&mut opt, empty.iter().copied(), w);
     }
-    inferno::flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), w)
+    let mut w = BufWriter::with_capacity(1 << 16, w);
+    inferno::flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), &mut w)?;
+    w.flush()
 }
 
 /// speedscope JSON (`https://www.speedscope.app/file-format-schema.json`):
@@ -165,6 +169,8 @@ pub fn speedscope(log: &ImportLog, view: &View, name: &str, w: &mut dyn Write) -
             })
         }).collect::<Vec<_>>(),
     });
-    serde_json::to_writer(&mut *w, &doc).map_err(io::Error::other)?;
-    writeln!(w)
+    let mut w = BufWriter::with_capacity(1 << 16, w);
+    serde_json::to_writer(&mut w, &doc).map_err(io::Error::other)?;
+    writeln!(w)?;
+    w.flush()
 }

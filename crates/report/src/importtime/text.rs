@@ -1,6 +1,6 @@
 //! The text tree and the top table.
 
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 
 use importguard::importtime::{ImportLog, Metric, NodeId, NodeKind};
 
@@ -24,7 +24,11 @@ fn prefix(out: &mut String, flags: &[bool], level: usize) {
     }
 }
 
-fn session_line(log: &ImportLog, w: &mut dyn Write, session: usize) -> io::Result<()> {
+fn session_line(
+    log: &ImportLog,
+    w: &mut BufWriter<&mut dyn Write>,
+    session: usize,
+) -> io::Result<()> {
     let s = &log.sessions()[session];
     let header = match s.header_line {
         Some(l) => format!("header at line {l}"),
@@ -56,6 +60,12 @@ fn session_line(log: &ImportLog, w: &mut dyn Write, session: usize) -> io::Resul
 /// view's total; children hidden by `min_us` are summarised in one line,
 /// children cut by the depth limit are counted after the name.
 pub fn tree_text(log: &ImportLog, view: &View, w: &mut dyn Write) -> io::Result<()> {
+    let mut w = BufWriter::with_capacity(1 << 16, w);
+    write_tree(log, view, &mut w)?;
+    w.flush()
+}
+
+fn write_tree(log: &ImportLog, view: &View, w: &mut BufWriter<&mut dyn Write>) -> io::Result<()> {
     let total = view.total_us(log);
     let columns = |w: &mut dyn Write| {
         writeln!(
@@ -160,6 +170,17 @@ pub fn tree_text(log: &ImportLog, view: &View, w: &mut dyn Write) -> io::Result<
 /// `n` top-level packages, over the view's subtrees; rows below `min_us`
 /// are left out.
 pub fn top_table(log: &ImportLog, view: &View, n: usize, w: &mut dyn Write) -> io::Result<()> {
+    let mut w = BufWriter::with_capacity(1 << 16, w);
+    write_top(log, view, n, &mut w)?;
+    w.flush()
+}
+
+fn write_top(
+    log: &ImportLog,
+    view: &View,
+    n: usize,
+    w: &mut BufWriter<&mut dyn Write>,
+) -> io::Result<()> {
     let total = view.total_us(log);
     let (mut entries, mut cached) = (0usize, 0usize);
     for id in view.all_nodes(log) {
