@@ -34,15 +34,18 @@ struct Worker {
 
 impl Worker {
     fn spawn(flags: &[&str]) -> Worker {
-        Worker::spawn_with(
+        Worker::spawn_on(
             Command::new(support::python()).args(["-m", "refworker"]),
+            &[],
             flags,
         )
     }
 
-    fn spawn_with(cmd: &mut Command, flags: &[&str]) -> Worker {
+    /// Spawns `cmd` with `flags`, `worker/` and then `extra` on PYTHONPATH.
+    fn spawn_on(cmd: &mut Command, extra: &[PathBuf], flags: &[&str]) -> Worker {
+        let paths = std::iter::once(support::worker_dir()).chain(extra.iter().cloned());
         cmd.args(flags)
-            .env("PYTHONPATH", support::worker_dir())
+            .env("PYTHONPATH", std::env::join_paths(paths).unwrap())
             .env_remove("PYTHONPROFILEIMPORTTIME")
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .stdin(Stdio::piped())
@@ -435,12 +438,21 @@ fn load_with_profile_gpu_names_the_missing_torch() {
 /// (a `sys.meta_path` finder placed first, which sees imports of packages
 /// that are not installed too) and dumps `sys.modules` at exit.
 fn imports_of(flags: &[&str], requests: &[Request]) -> (Vec<String>, Vec<String>) {
+    imports_on(&[], flags, requests)
+}
+
+/// [`imports_of`] with `extra` on PYTHONPATH.
+fn imports_on(
+    extra: &[PathBuf],
+    flags: &[&str],
+    requests: &[Request],
+) -> (Vec<String>, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let report: PathBuf = dir.path().join("imports.json");
     let mut cmd = Command::new(support::python());
     cmd.args(["-c", IMPORT_SPY])
         .env("REFWORKER_IMPORT_REPORT", &report);
-    let mut w = Worker::spawn_with(&mut cmd, flags);
+    let mut w = Worker::spawn_on(&mut cmd, extra, flags);
     w.ready();
     for req in requests {
         w.send(req);
@@ -572,4 +584,68 @@ fn stdout_carries_nothing_but_protocol_lines() {
     // ready + 5 replies + 1 error + ack, each classified as a message by recv.
     assert_eq!(seen, 8);
     assert!(stderr.contains("refworker["), "logs go to stderr: {stderr}");
+}
+
+/// Stand-in torch, transformers and stanza (marked as such in their
+/// `__init__.py`), so `load` can succeed without the real packages.
+fn standins() -> PathBuf {
+    support::fixtures().join("conformance").join("standins")
+}
+
+#[test]
+fn load_imports_the_profile_model_code_only_when_asked() {
+    let load = Request::new("load", Default::default());
+    // gpu: nothing heavy until load, then torch and transformers for real.
+    let (attempted, modules) = imports_on(&[standins()], DEFAULT_FLAGS, &[]);
+    assert_eq!(heavy(&attempted), Vec::<&str>::new());
+    assert_eq!(heavy(&modules), Vec::<&str>::new());
+    let (_, modules) = imports_on(&[standins()], DEFAULT_FLAGS, &[load.clone()]);
+    assert_eq!(heavy(&modules), ["torch", "transformers"]);
+    assert!(modules.iter().any(|m| m == "refworker.models.infer"));
+    // stanza: only stanza.
+    let (_, modules) = imports_on(&[standins()], &["--profile", "stanza"], &[load.clone()]);
+    assert_eq!(heavy(&modules), ["stanza"]);
+    // io: nothing heavy even after load.
+    let (attempted, _) = imports_on(&[standins()], &["--profile", "io"], &[load]);
+    assert_eq!(heavy(&attempted), Vec::<&str>::new());
+}
+
+#[test]
+fn load_answers_with_the_model_and_its_runtime() {
+    let mut cmd = Command::new(support::python());
+    cmd.args(["-m", "refworker"]);
+    let mut w = Worker::spawn_on(&mut cmd, &[standins()], DEFAULT_FLAGS);
+    w.ready();
+    let reply = w.call_json(json!({"op": "load"}));
+    let r = response(&reply);
+    assert_eq!(r["status"], "loaded", "{reply}");
+    assert_eq!(r["already_loaded"], false);
+    assert_eq!(r["model"], "refworker-echo-gpu");
+    assert_eq!(r["device"], "cpu");
+    assert_eq!(
+        r["runtime"],
+        json!({"torch": "0.0.0+standin", "transformers": "0.0.0+standin"})
+    );
+    assert!(r["load_ns"].as_u64().is_some());
+    // Once loaded, the model answers infer, --test-echo or not.
+    let reply = w.call_json(json!({"op": "infer", "text": "hi"}));
+    assert_eq!(response(&reply)["model"], "refworker-echo-gpu");
+    assert_eq!(response(&reply)["evidence"]["model"], "refworker-echo-gpu");
+    let Reply::Health(h) = w.call(&Request::health()) else {
+        panic!("health after load")
+    };
+    assert_eq!(h.response.extra["model_loaded"], true);
+    assert_eq!(w.finish().0.code(), Some(0));
+}
+
+#[test]
+fn device_detection_imports_torch_only_without_force_cpu() {
+    let (_, modules) = imports_on(&[standins()], &["--test-echo", "--profile", "gpu"], &[]);
+    assert_eq!(heavy(&modules), ["torch"], "probing CUDA imports torch");
+    let (attempted, _) = imports_on(&[standins()], &["--test-echo", "--profile", "stanza"], &[]);
+    assert_eq!(
+        heavy(&attempted),
+        Vec::<&str>::new(),
+        "only the gpu profile probes"
+    );
 }
