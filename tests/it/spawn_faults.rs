@@ -531,3 +531,74 @@ fn spawn_faults_missing_program() {
     assert_eq!(err.pid, 0);
     assert!(err.to_string().contains("no-such-interpreter"), "{err}");
 }
+
+// ---- faults after ready --------------------------------------------------
+
+fn misbehaving(mode: &str) -> Worker {
+    let mut cmd = worker_cmd("misbehaves_on_request.py");
+    cmd.arg(mode);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    w.wait_ready(READY).unwrap();
+    w
+}
+
+#[test]
+fn spawn_faults_request_timeout_runs_the_hook() {
+    let mut w = misbehaving("stall");
+    let pid = w.pid();
+    w.on_timeout(|p| Some(format!("dump of {p}")));
+    let timeout = Duration::from_secs(1);
+    let started = Instant::now();
+    let err = w.request(&Request::health(), timeout).unwrap_err();
+    within(started, timeout + SLACK);
+    assert!(
+        matches!(err.kind, ErrorKind::Timeout { after } if after == timeout),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Request("health".to_owned()));
+    assert_eq!(err.diagnostics, [format!("dump of {pid}")]);
+    assert!(err.stderr_tail.contains("stalling"), "{err}");
+    assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::Kill);
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_reply_for_another_op() {
+    let mut w = misbehaving("wrong-op");
+    let pid = w.pid();
+    let err = w.request(&Request::health(), REQUEST).unwrap_err();
+    assert!(
+        matches!(&err.kind, ErrorKind::UnexpectedReply { got } if got.contains("capabilities")),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Request("health".to_owned()));
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_crash_mid_request() {
+    let mut w = misbehaving("crash");
+    let pid = w.pid();
+    let err = w.request(&Request::health(), REQUEST).unwrap_err();
+    assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
+    assert_eq!(err.phase, Phase::Request("health".to_owned()));
+    assert_eq!(err.status, Some(ExitStatus::Code(3)));
+    assert!(err.stderr_tail.contains("MemoryError"), "{err}");
+    assert_group_gone(pid);
+}
+
+#[test]
+fn spawn_faults_noise_between_replies_is_kept_with_its_phase() {
+    let mut w = misbehaving("noisy-reply");
+    let pid = w.pid();
+    let x = w.request(&Request::health(), REQUEST).unwrap();
+    assert_eq!(x.reply.op(), "health");
+    let noise = w.noise();
+    assert_eq!(noise.len(), 1);
+    assert_eq!(noise[0].text, "loading weights 1/1");
+    assert_eq!(noise[0].phase, Phase::Request("health".to_owned()));
+    assert!(x.sent_at_ns < noise[0].read_at_ns && noise[0].read_at_ns <= x.received_at_ns);
+    let fin = w.shutdown(&policy()).unwrap();
+    assert_eq!(fin.noise.len(), 1);
+    assert_group_gone(pid);
+}

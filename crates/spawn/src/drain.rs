@@ -218,6 +218,23 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn tail_is_the_last_bytes_of_everything(
+            cap in 1usize..64,
+            chunks in proptest::collection::vec(proptest::collection::vec(0u8..=255, 0..100), 0..20),
+        ) {
+            let mut t = Tail::new(cap);
+            let all: Vec<u8> = chunks.concat();
+            for c in &chunks {
+                t.push(c);
+            }
+            let kept: Vec<u8> = t.buf.iter().copied().collect();
+            proptest::prop_assert_eq!(&kept[..], &all[all.len().saturating_sub(cap)..]);
+            proptest::prop_assert_eq!(t.total(), all.len() as u64);
+        }
+    }
+
     #[test]
     fn tail_text_starts_at_a_character_boundary() {
         let mut t = Tail::new(4);
