@@ -599,11 +599,15 @@ fn load_imports_the_profile_model_code_only_when_asked() {
     let (attempted, modules) = imports_on(&[standins()], DEFAULT_FLAGS, &[]);
     assert_eq!(heavy(&attempted), Vec::<&str>::new());
     assert_eq!(heavy(&modules), Vec::<&str>::new());
-    let (_, modules) = imports_on(&[standins()], DEFAULT_FLAGS, &[load.clone()]);
+    let (_, modules) = imports_on(&[standins()], DEFAULT_FLAGS, std::slice::from_ref(&load));
     assert_eq!(heavy(&modules), ["torch", "transformers"]);
     assert!(modules.iter().any(|m| m == "refworker.models.infer"));
     // stanza: only stanza.
-    let (_, modules) = imports_on(&[standins()], &["--profile", "stanza"], &[load.clone()]);
+    let (_, modules) = imports_on(
+        &[standins()],
+        &["--profile", "stanza"],
+        std::slice::from_ref(&load),
+    );
     assert_eq!(heavy(&modules), ["stanza"]);
     // io: nothing heavy even after load.
     let (attempted, _) = imports_on(&[standins()], &["--profile", "io"], &[load]);
