@@ -131,7 +131,6 @@ class Worker:
         self.out_fd = out_fd
         self.device = "cpu"
         self.model = None
-        self.requests = 0
 
     # -- output ---------------------------------------------------------
 
@@ -216,7 +215,6 @@ class Worker:
                 return 0
             if not line.strip():
                 continue  # blank lines are tolerated, not answered
-            self.requests += 1
             try:
                 req = self.parse(line)
                 reply = self.handle(req)
