@@ -49,6 +49,9 @@ pub enum Request {
     /// `{"op": "shutdown"}`.
     Shutdown { extra: Object },
     /// Any other op, with its fields (`{"op": "infer", "text": "..."}`).
+    /// Build requests with [`Request::new`]: an `Other` named `health` or
+    /// `shutdown` encodes like the typed variant but does not compare equal
+    /// to what decoding gives back.
     Other { op: String, extra: Object },
 }
 
