@@ -359,6 +359,19 @@ fn boundary_isolated_worker_is_judged_by_importtime_alone() {
 }
 
 #[test]
+fn boundary_worker_without_any_evidence_could_not_be_checked() {
+    // -I without -X importtime: neither the recorder nor importtime.
+    let (code, json) = run(
+        Some(""),
+        &["--processes", "1"],
+        &["-I", &fx("workers/isolatedworker.py")],
+    );
+    assert_eq!(code, 2, "{json:#}");
+    let err = target(&json)["processes"][0]["error"].as_str().unwrap();
+    assert!(err.starts_with("no import evidence"), "{err}");
+}
+
+#[test]
 fn boundary_real_transformers_fails_through_its_own_modules() {
     let py = support::venv_python();
     let path = pythonpath(&["workers"]);

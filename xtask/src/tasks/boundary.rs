@@ -510,6 +510,16 @@ fn check_process(t: &Target, policy: &Policy, block: bool, index: usize) -> Resu
             timeline: Some(&timeline),
         },
     );
+    let entries = log.as_ref().map_or(0, ImportLog::entry_count);
+    // A worker that ran but left no evidence at all was not checked.
+    let error = error.or_else(|| {
+        (!recording.ran() && entries == 0).then(|| {
+            "no import evidence: the import recorder did not run and stderr holds no importtime lines; \
+             the worker probably runs Python with -E or -I (which ignore PYTHONPATH and \
+             PYTHONPROFILEIMPORTTIME) or is not Python: add `-X importtime` to its command, or drop -E/-I"
+                .to_owned()
+        })
+    });
     Ok(ProcessReport {
         index,
         pid,
@@ -519,7 +529,7 @@ fn check_process(t: &Target, policy: &Policy, block: bool, index: usize) -> Resu
         stderr_tail,
         recorder: verdict.recorder,
         chained_sitecustomize: recording.chain.as_ref().and_then(|c| c.file.clone()),
-        importtime_entries: log.as_ref().map_or(0, ImportLog::entry_count),
+        importtime_entries: entries,
         verdict,
         log,
     })

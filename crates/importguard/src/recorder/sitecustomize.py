@@ -87,20 +87,33 @@ def _install():
         state["fd"] = open_record("%s.%d" % (path, os.getpid()), False)
 
     write = os.write
+    fstat = os.fstat
+
+    def identity(fd):
+        st = fstat(fd)
+        return (st.st_dev, st.st_ino)
+
+    state["id"] = identity(state["fd"])
 
     def emit(rec):
         fd = state["fd"]
         if fd < 0:
             return
         try:
+            # The worker may close every descriptor and open its own files:
+            # never write into a file that is not ours.
+            if identity(fd) != state["id"]:
+                state["fd"] = -1
+                return
             write(fd, (dumps(rec) + "\n").encode("utf-8", "replace"))
         except Exception:
-            pass
+            state["fd"] = -1
 
     def after_fork():
         try:
             state["pid"] = os.getpid()
             state["fd"] = open_record("%s.%d" % (path, state["pid"]), False)
+            state["id"] = identity(state["fd"])
             emit({"type": "start", "t_ns": _monotonic_ns(), "pid": state["pid"],
                   "forked": True, "version": _VERSION})
         except Exception:

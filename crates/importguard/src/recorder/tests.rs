@@ -213,6 +213,45 @@ mod live {
     }
 
     #[test]
+    fn threads_forks_and_a_closed_record_file_never_break_the_worker() {
+        let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();
+        let code = "import os, threading\n\
+                    t = threading.Thread(target=lambda: __import__('colorsys'))\n\
+                    t.start(); t.join()\n\
+                    pid = os.fork()\n\
+                    if pid == 0:\n    import wave\n    os._exit(0)\n\
+                    os.waitpid(pid, 0)\n\
+                    os.closerange(3, 1024)\n\
+                    g = open(__import__('sys').argv[1], 'w')\n\
+                    import fractions\n\
+                    g.close()\n\
+                    print('still fine')\n";
+        let theirs = tempfile::NamedTempFile::new().unwrap();
+        let out = run(&setup, None, &["-c", code, theirs.path().to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "still fine\n");
+        let written = std::fs::read_to_string(theirs.path()).unwrap();
+        assert_eq!(written, "", "the recorder wrote into the worker's own file");
+        let rec = setup.read().unwrap();
+        let colorsys = rec.imports.iter().find(|i| i.name == "colorsys").unwrap();
+        assert!(colorsys.thread.is_some(), "{colorsys:?}");
+        assert!(
+            !rec.imports.iter().any(|i| i.name == "wave"),
+            "the forked child writes its own file"
+        );
+        assert_eq!(rec.child_files.len(), 1);
+        let child = read(&rec.child_files[0]).unwrap();
+        assert!(child.start.as_ref().unwrap().forked);
+        assert!(child.imports.iter().any(|i| i.name == "wave"));
+        // After its descriptor was closed the recorder stays silent.
+        assert!(!rec.imports.iter().any(|i| i.name == "fractions"));
+    }
+
+    #[test]
     fn isolated_mode_leaves_no_start_record() {
         let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();
         let out = run(&setup, None, &["-I", "-c", "import colorsys"]);
