@@ -479,7 +479,7 @@ fn pick_vs(root: &Path, vs: &str, extra_env: &[(String, String)]) -> Result<Targ
         bail!("--vs is empty: give a target name or a command line");
     }
     let mut t = pick(root, None, &argv, extra_env)?;
-    t.name = "vs".to_owned();
+    t.name = "vs-command".to_owned();
     Ok(t)
 }
 
@@ -547,11 +547,15 @@ fn live_message(records: &[TrialRecord], variants: &[Variant]) -> String {
         .filter_map(|&v| {
             let (vals, _) = summary::series(records, Phase::Ready, v);
             let s = stats::summarize(&vals, &boot).ok()?;
-            Some(format!(
-                "{v} ready {} ± {}",
-                report::bench::fmt_ms(s.median),
-                report::bench::fmt_ms(s.median_ci.half_width())
-            ))
+            Some(if s.n < 2 {
+                format!("{v} ready {}", report::bench::fmt_ms(s.median))
+            } else {
+                format!(
+                    "{v} ready {} ± {}",
+                    report::bench::fmt_ms(s.median),
+                    report::bench::fmt_ms(s.median_ci.half_width())
+                )
+            })
         })
         .collect();
     let failed = records.iter().filter(|r| !r.outcome.is_correct()).count();
@@ -601,7 +605,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let a_target = pick(&root, args.target.as_deref(), &args.command, &args.env)?;
     if args.probe_check {
-        return probe_check(&root, a_target, &args);
+        return probe_check(a_target, &args);
     }
     let mut sides = vec![Prepared::new(Variant::A, a_target, &args)?];
     if let Some(vs) = &args.vs {
@@ -774,7 +778,7 @@ pub fn read_trials(path: &Path) -> Result<Vec<TrialRecord>> {
 
 /// `--probe-check`: bench's own trial and an independent Python probe,
 /// alternating on the same worker, compared by their median ready times.
-fn probe_check(root: &Path, target: Target, args: &Args) -> Result<ExitCode> {
+fn probe_check(target: Target, args: &Args) -> Result<ExitCode> {
     let side = Prepared::new(Variant::A, target, args)?;
     let rounds = args.trials.unwrap_or(20);
     let python = side
@@ -804,7 +808,8 @@ fn probe_check(root: &Path, target: Target, args: &Args) -> Result<ExitCode> {
         "cwd": side.target.cwd,
     });
     writeln!(stdin, "{cfg}").context("could not configure the probe")?;
-    let mut probe_ms = Vec::new();
+    // Per measured round: (bench's ready ms, the probe's ready ms).
+    let mut pairs: Vec<(f64, f64)> = Vec::new();
     let mut records = Vec::new();
     install_ctrlc()?;
     for i in 0..(args.warmup + rounds) {
@@ -825,52 +830,68 @@ fn probe_check(root: &Path, target: Target, args: &Args) -> Result<ExitCode> {
             Ok((v["ok"] == true).then(|| v["ready_s"].as_f64().unwrap_or(f64::NAN) * 1e3))
         };
         let one_bench = || run_trial(&side, records.len(), i, kind);
-        let (rec, p) = if i % 2 == 0 {
+        // Alternate who goes first, as in an interleaved run.
+        let (rec, probe) = if i % 2 == 0 {
             let r = one_bench();
             (r, one_probe()?)
         } else {
             let p = one_probe()?;
             (one_bench(), p)
         };
-        records.push(rec);
-        if kind == TrialKind::Measured {
-            match p {
-                Some(ms) => probe_ms.push(ms),
-                None => eprintln!("probe trial {i} failed"),
+        let bench = rec
+            .outcome
+            .is_correct()
+            .then(|| Phase::Ready.per_trial_ns(&rec).map(summary::ms))
+            .flatten();
+        match (kind, bench, probe) {
+            (TrialKind::Measured, Some(b), Some(p)) => pairs.push((b, p)),
+            (TrialKind::Measured, _, _) => {
+                eprintln!("round {i}: a trial failed; the round is left out")
             }
+            _ => {}
         }
+        records.push(rec);
     }
     drop(stdin);
     let _ = child.wait();
     let boot = Bootstrap::default();
-    let (bench_ms, _) = summary::series(&records, Phase::Ready, Variant::A);
-    let b = stats::summarize(&bench_ms, &boot).context("no correct bench trial")?;
-    let p = stats::summarize(&probe_ms, &boot).context("no correct probe trial")?;
-    let cmp = phases::compare::unpaired(&probe_ms, &bench_ms, &boot, 0.05)
+    let (bench_ms, probe_ms): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+    let b =
+        stats::summarize(&bench_ms, &boot).context("no round where both trials were correct")?;
+    let p =
+        stats::summarize(&probe_ms, &boot).context("no round where both trials were correct")?;
+    let cmp = phases::compare::paired(&probe_ms, &bench_ms, &boot, 0.05)
         .context("could not compare bench and probe")?;
+    let diffs: Vec<f64> = pairs.iter().map(|(b, p)| b - p).collect();
+    let diff = stats::summarize(&diffs, &boot).context("no paired rounds")?;
     let fmt = report::bench::fmt_ms;
     println!("worker: {}", side.info.display);
+    let line = |who: &str, s: &phases::Stats| {
+        println!(
+            "{who} median ready {} [{}, {}] over {} rounds",
+            fmt(s.median),
+            fmt(s.median_ci.lo),
+            fmt(s.median_ci.hi),
+            s.n
+        )
+    };
+    line("bench", &b);
+    line("probe", &p);
     println!(
-        "bench  median ready {} [{}, {}] over {} trials",
-        fmt(b.median),
-        fmt(b.median_ci.lo),
-        fmt(b.median_ci.hi),
-        b.n
+        "(probe: Python subprocess + readline + time.monotonic in {python}, alternating with bench on the same worker)"
     );
     println!(
-        "probe  median ready {} [{}, {}] over {} trials (Python subprocess + readline + time.monotonic, run by {python})",
-        fmt(p.median),
-        fmt(p.median_ci.lo),
-        fmt(p.median_ci.hi),
-        p.n
+        "per-round difference bench - probe: median {} [{}, {}]",
+        fmt(diff.median),
+        fmt(diff.median_ci.lo),
+        fmt(diff.median_ci.hi)
     );
     let within = (cmp.ratio - 1.0).abs() <= 0.05;
     println!(
-        "bench / probe = {} ({} the 5% agreement bound)",
+        "ratio of medians bench / probe (paired by round) = {} ({} 5% of each other)",
         report::bench::fmt_ratio(&cmp),
-        if within { "within" } else { "outside" }
+        if within { "within" } else { "not within" }
     );
-    let _ = root;
     Ok(if within {
         ExitCode::SUCCESS
     } else {
