@@ -717,6 +717,19 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .context("could not summarise the trials")?;
     write_outputs(&dir, &summary, &records)?;
     print!("{}", report::bench::terminal::render(&summary));
+    if let Some((r, check, message)) = records.iter().find_map(|r| match &r.outcome {
+        Outcome::Failed { check, message } if *check != Check::Interrupted => {
+            Some((r, check, message))
+        }
+        _ => None,
+    }) {
+        eprintln!(
+            "\nfirst failure, trial {} ({}, check `{}`):\n{message}",
+            r.trial,
+            r.variant,
+            check.as_str()
+        );
+    }
     println!("\nwritten to {}", dir.display());
     Ok(if was_interrupted {
         ExitCode::from(130)
