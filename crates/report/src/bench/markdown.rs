@@ -251,3 +251,18 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod snapshots {
+    use crate::bench::fixture;
+
+    /// The whole `summary.md` and terminal table of a small fixed run
+    /// (seeded bootstrap: the intervals are reproducible).
+    #[test]
+    fn summary_md_and_table_of_a_fixed_run() {
+        let recs = fixture::records(true);
+        let s = fixture::summary(&recs);
+        insta::assert_snapshot!("summary_md", super::render(&s));
+        insta::assert_snapshot!("terminal", crate::bench::terminal::render(&s));
+    }
+}
