@@ -602,3 +602,32 @@ fn spawn_faults_noise_between_replies_is_kept_with_its_phase() {
     assert_eq!(fin.noise.len(), 1);
     assert_group_gone(pid);
 }
+
+#[test]
+fn spawn_faults_helper_that_left_the_group_keeps_stdout_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("helper.pid");
+    let mut cmd = worker_cmd("grandchild_holds_stdout.py");
+    cmd.arg("escape").arg(&pid_file);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    let pid = w.pid();
+    // Far longer than the harness needs: the kind below shows it did not
+    // wait for this timeout, though stdout never reached EOF.
+    let err = w.wait_ready(Duration::from_secs(30)).unwrap_err();
+    assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
+    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.status, Some(ExitStatus::Code(1)));
+    assert_group_gone(pid);
+    drop(w);
+
+    // The helper is outside the worker's reach, alive, and was re-parented
+    // to this process (the harness is a child subreaper): end and reap it.
+    let helper: i32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+    // SAFETY: plain syscalls on a pid this process is the parent of.
+    unsafe {
+        assert_eq!(libc::kill(helper, libc::SIGKILL), 0, "the helper was alive");
+        let mut status = 0;
+        assert_eq!(libc::waitpid(helper, &mut status, 0), helper, "{}", ps());
+    }
+    assert_process_gone(helper as u32);
+}

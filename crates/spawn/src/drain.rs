@@ -27,6 +27,9 @@ pub(crate) enum Event {
     Frame(Frame),
     Eof,
     Failed(io::Error),
+    /// Sent by the waiter once the leader is reaped: if no EOF follows
+    /// soon, a process outside the group holds stdout open.
+    LeaderExited,
 }
 
 /// A thread whose end can be awaited with a deadline: the thread holds the
@@ -67,12 +70,13 @@ impl Watched {
 pub(crate) fn spawn_stdout<R: Read + Send + 'static>(
     pid: u32,
     stdout: R,
-) -> io::Result<(Watched, Receiver<Event>)> {
+) -> io::Result<(Watched, Receiver<Event>, SyncSender<Event>)> {
     let (tx, rx) = mpsc::sync_channel(FRAME_BACKLOG);
+    let notify = tx.clone();
     let watched = Watched::spawn(format!("spawn-stdout-{pid}"), move || {
         read_frames(stdout, &tx)
     })?;
-    Ok((watched, rx))
+    Ok((watched, rx, notify))
 }
 
 fn read_frames<R: Read>(stdout: R, tx: &SyncSender<Event>) {

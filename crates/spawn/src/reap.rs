@@ -6,10 +6,11 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 use std::time::Duration;
 
+use crate::drain::Event;
 use crate::group;
 use crate::monotonic_ns;
 
@@ -144,7 +145,14 @@ pub(crate) struct ExitInfo {
 /// `leader_exited` is set as soon as the kernel reports the leader's exit,
 /// before the rest of the group is killed and reaped: from then on the
 /// harness has nothing left to signal.
-pub(crate) fn spawn_waiter(pid: i32) -> io::Result<(Receiver<ExitInfo>, Arc<AtomicBool>)> {
+///
+/// `notify` (the stdout channel) gets [`Event::LeaderExited`] after the
+/// report, so a harness waiting for a line learns of the exit even when a
+/// process outside the group keeps stdout open.
+pub(crate) fn spawn_waiter(
+    pid: i32,
+    notify: SyncSender<Event>,
+) -> io::Result<(Receiver<ExitInfo>, Arc<AtomicBool>)> {
     let (tx, rx) = mpsc::channel();
     let leader_exited = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&leader_exited);
@@ -154,6 +162,7 @@ pub(crate) fn spawn_waiter(pid: i32) -> io::Result<(Receiver<ExitInfo>, Arc<Atom
             let info = wait_kill_reap(pid, &flag);
             group::unregister(pid);
             let _ = tx.send(info);
+            let _ = notify.send(Event::LeaderExited);
         })?;
     Ok((rx, leader_exited))
 }

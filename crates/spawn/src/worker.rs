@@ -22,6 +22,10 @@ use crate::{Command, group, monotonic_ns};
 /// After stdout ended, how long the worker is given at least to exit on its
 /// own (so the error carries its real exit status) before it is killed.
 const EXIT_AFTER_EOF: Duration = Duration::from_millis(500);
+/// After the leader exited, how long stdout may stay silent before the
+/// harness stops waiting for its EOF (a process that left the group holds
+/// it open).
+const STDOUT_AFTER_EXIT: Duration = Duration::from_millis(500);
 /// How long the end of a worker waits for its reader threads once the
 /// group is gone; a thread still blocked then (on a pipe held by a process
 /// that left the group) is detached.
@@ -148,6 +152,8 @@ pub struct Worker {
     stdin: Option<ChildStdin>,
     frames: Option<Receiver<Event>>,
     stdout_eof: bool,
+    /// The stdout channel reported the leader's exit.
+    exit_seen: bool,
     exit_rx: Receiver<ExitInfo>,
     /// Set by the waiter the moment the leader exits.
     leader_exited: Arc<AtomicBool>,
@@ -243,8 +249,8 @@ impl Worker {
         let tail = Arc::new(Mutex::new(Tail::new(cmd.stderr_tail_bytes)));
         let threads = (|| {
             let stderr_thread = drain::spawn_stderr(pid, stderr, Arc::clone(&tail), file)?;
-            let (stdout_thread, frames) = drain::spawn_stdout(pid, stdout)?;
-            let (exit_rx, leader_exited) = reap::spawn_waiter(pid as i32)?;
+            let (stdout_thread, frames, notify) = drain::spawn_stdout(pid, stdout)?;
+            let (exit_rx, leader_exited) = reap::spawn_waiter(pid as i32, notify)?;
             Ok::<_, io::Error>((stderr_thread, stdout_thread, frames, exit_rx, leader_exited))
         })();
         let (stderr_thread, stdout_thread, frames, exit_rx, leader_exited) = match threads {
@@ -267,6 +273,7 @@ impl Worker {
             stdin: Some(stdin),
             frames: Some(frames),
             stdout_eof: false,
+            exit_seen: false,
             exit_rx,
             leader_exited,
             exit: None,
@@ -542,13 +549,26 @@ impl Worker {
         timeout: Duration,
         phase: &Phase,
     ) -> Result<(Message, u64), ErrorKind> {
+        // Once the leader exited, stdout must keep making progress.
+        let mut quiet_until = self.exit_seen.then(|| Instant::now() + STDOUT_AFTER_EXIT);
         loop {
             let Some(frames) = self.frames.as_ref().filter(|_| !self.stdout_eof) else {
                 return Err(ErrorKind::ExitedEarly);
             };
-            let left = deadline.saturating_duration_since(Instant::now());
+            let until = quiet_until.map_or(deadline, |q| q.min(deadline));
+            let left = until.saturating_duration_since(Instant::now());
             let frame = match frames.recv_timeout(left) {
-                Ok(Event::Frame(frame)) => frame,
+                Ok(Event::LeaderExited) => {
+                    self.exit_seen = true;
+                    quiet_until = Some(Instant::now() + STDOUT_AFTER_EXIT);
+                    continue;
+                }
+                Ok(Event::Frame(frame)) => {
+                    if quiet_until.is_some() {
+                        quiet_until = Some(Instant::now() + STDOUT_AFTER_EXIT);
+                    }
+                    frame
+                }
                 Ok(Event::Eof) | Err(RecvTimeoutError::Disconnected) => {
                     self.stdout_eof = true;
                     return Err(ErrorKind::ExitedEarly);
@@ -558,6 +578,12 @@ impl Worker {
                     return Err(ErrorKind::Io(e));
                 }
                 Err(RecvTimeoutError::Timeout) => {
+                    if quiet_until.is_some_and(|q| q < deadline) {
+                        // The leader is gone and stdout went quiet without
+                        // an EOF: someone outside the group holds it.
+                        self.stdout_eof = true;
+                        return Err(ErrorKind::ExitedEarly);
+                    }
                     return Err(ErrorKind::Timeout { after: timeout });
                 }
             };
