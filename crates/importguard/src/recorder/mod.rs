@@ -302,7 +302,15 @@ pub struct ImportAttempt {
     /// first-party line that started it), when it is not `by` itself.
     #[serde(default)]
     pub first_party: Option<Frame>,
-    /// The modules whose top-level code was running, outermost first.
+    /// How many modules' top-level code was running (the import nesting).
+    #[serde(default)]
+    pub depth: u32,
+    /// The innermost module whose top-level code was running, if any: the
+    /// importing module, from which a chain can be rebuilt link by link.
+    #[serde(default)]
+    pub parent: Option<String>,
+    /// For a forbidden name: all the modules whose top-level code was
+    /// running, outermost first (empty for other names, to keep records small).
     #[serde(default)]
     pub stack: Vec<String>,
     /// Set when the attempt came from a thread other than the main one.

@@ -34,6 +34,8 @@ _ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\t")
 def _dumps(v):
     """JSON for the few types the records hold (no json import: it pulls in re)."""
     if isinstance(v, str):
+        if v.isprintable() and '"' not in v and "\\" not in v:
+            return '"' + v + '"'
         return '"' + v.translate(_ESCAPES) + '"'
     if v is None:
         return "null"
@@ -203,12 +205,19 @@ def _install():
                     if code.co_name == "<module>":
                         stack.append(f.f_globals.get("__name__", "?"))
                     f = f.f_back
-                stack.reverse()
                 if by is not None:
                     rec["by"] = where(by)
                 if first_party is not None and first_party is not by:
                     rec["first_party"] = where(first_party)
-                rec["stack"] = stack
+                # Nesting: how many modules' top-level code was running and
+                # the innermost one; the whole stack only where a verdict
+                # needs it (forbidden names), to keep records small.
+                rec["depth"] = len(stack)
+                if stack:
+                    rec["parent"] = stack[0]
+                if want_origin:
+                    stack.reverse()
+                    rec["stack"] = stack
                 if tid != main_thread:
                     rec["thread"] = tid
                 if state["pid"] != os.getpid():

@@ -205,7 +205,14 @@ mod live {
             (colorsys.found, colorsys.by.as_ref().unwrap().line),
             (Some(true), 12)
         );
-        assert_eq!(colorsys.stack, ["__main__"]);
+        assert_eq!(
+            (colorsys.depth, colorsys.parent.as_deref()),
+            (1, Some("__main__"))
+        );
+        assert!(
+            colorsys.stack.is_empty(),
+            "the whole stack only for forbidden names"
+        );
         let exit = rec.exit.as_ref().unwrap();
         assert!(exit.modules.iter().any(|m| m == "colorsys"));
         assert!(!exit.modules.iter().any(|m| m == "fakeforbidden"));
