@@ -229,6 +229,10 @@ def _install():
                 rec["found"] = None
                 rec["blocked"] = True
                 emit(rec)
+                if rec.get("probe"):
+                    # An availability probe is told "not installed", so the
+                    # library takes its path for a missing package.
+                    return None
                 pattern = matches(name, forbid)
                 raise ModuleNotFoundError(
                     "coldstart import policy: `%s` is forbidden in this worker "

@@ -163,7 +163,9 @@ mod live {
                     assert not any('coldstart-recorder' in p for p in sys.path), sys.path\n\
                     try:\n    import fakeforbidden.sub\nexcept ImportError as e:\n    print(e)\n\
                     try:\n    import surely_not_installed_xyz\nexcept ImportError:\n    pass\n\
-                    importlib.import_module('colorsys')\n";
+                    importlib.import_module('colorsys')\n\
+                    import importlib.util\n\
+                    assert importlib.util.find_spec('fakeforbidden') is None\n";
         let out = run(&setup, Some(pre.path()), &["-c", code]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
@@ -197,6 +199,8 @@ mod live {
                 .unwrap_or_else(|| panic!("{n} not recorded: {rec:?}"))
         };
         assert!(find("fakeforbidden").blocked);
+        let probe = rec.imports.iter().find(|i| i.name == "fakeforbidden" && i.probe).unwrap();
+        assert!(probe.blocked, "a blocked probe is told `not installed`, not raised at");
         let missing = find("surely_not_installed_xyz");
         assert_eq!(missing.found, Some(false));
         assert_eq!(missing.by.as_ref().unwrap().to_string(), "<string>:9");
