@@ -12,6 +12,7 @@
 //! worker that could not be checked, an I/O error).
 
 mod config;
+mod pyspy;
 mod tasks;
 
 use std::process::ExitCode;

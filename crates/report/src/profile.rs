@@ -1,0 +1,274 @@
+//! Sampled profiles (py-spy's collapsed stacks): a flame graph SVG,
+//! speedscope JSON and a table of the top frames by sampled time.
+//!
+//! The input is already-parsed stacks, `(frames root first, sample count)`;
+//! this module formats them and reads no file.
+
+use std::collections::HashMap;
+use std::io::{self, BufWriter, Write};
+
+/// One distinct stack and how many samples landed on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampledStack {
+    /// Frames from the root (process or thread) to the leaf.
+    pub frames: Vec<String>,
+    pub samples: u64,
+}
+
+/// Reads collapsed-stack lines (`a;b;c 12`, the format of py-spy's `raw`
+/// output and of flamegraph tools). Lines that are not of that shape are
+/// returned as problems with their 1-based line number, never dropped
+/// silently.
+pub fn parse_collapsed(text: &str) -> (Vec<SampledStack>, Vec<(usize, String)>) {
+    let mut stacks = Vec::new();
+    let mut problems = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            continue;
+        }
+        let parsed = line
+            .rsplit_once(' ')
+            .and_then(|(stack, n)| Some((stack, n.parse::<u64>().ok()?)));
+        match parsed {
+            Some((stack, samples)) if !stack.is_empty() => stacks.push(SampledStack {
+                frames: stack.split(';').map(str::to_owned).collect(),
+                samples,
+            }),
+            _ => problems.push((i + 1, line.to_owned())),
+        }
+    }
+    (stacks, problems)
+}
+
+/// A clickable flame graph SVG (inferno) with widths in samples.
+pub fn flamegraph_svg(stacks: &[SampledStack], title: &str, w: &mut dyn Write) -> io::Result<()> {
+    let mut opt = inferno::flamegraph::Options::default();
+    opt.title = title.to_owned();
+    opt.count_name = "samples".to_owned();
+    opt.hash = true;
+    let lines: Vec<String> = stacks
+        .iter()
+        .filter(|s| s.samples > 0)
+        .map(|s| format!("{} {}", s.frames.join(";"), s.samples))
+        .collect();
+    let mut w = BufWriter::new(w);
+    if lines.is_empty() {
+        let empty = ["(no samples: the worker was idle or ended before the first sample) 1"];
+        inferno::flamegraph::from_lines(&mut opt, empty.iter().copied(), &mut w)?;
+    } else {
+        inferno::flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), &mut w)?;
+    }
+    w.flush()
+}
+
+/// speedscope JSON: one `sampled` profile, weights in samples.
+pub fn speedscope(stacks: &[SampledStack], name: &str, w: &mut dyn Write) -> io::Result<()> {
+    let mut frames: Vec<&str> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    let mut samples = Vec::with_capacity(stacks.len());
+    let mut weights = Vec::with_capacity(stacks.len());
+    for s in stacks {
+        let ids: Vec<usize> = s
+            .frames
+            .iter()
+            .map(|f| {
+                *index.entry(f.as_str()).or_insert_with(|| {
+                    frames.push(f.as_str());
+                    frames.len() - 1
+                })
+            })
+            .collect();
+        samples.push(ids);
+        weights.push(s.samples);
+    }
+    let total: u64 = weights.iter().sum();
+    let doc = serde_json::json!({
+        "$schema": "https://www.speedscope.app/file-format-schema.json",
+        "shared": { "frames": frames.iter().map(|f| serde_json::json!({ "name": f })).collect::<Vec<_>>() },
+        "profiles": [{
+            "type": "sampled",
+            "name": name,
+            "unit": "none",
+            "startValue": 0,
+            "endValue": total,
+            "samples": samples,
+            "weights": weights,
+        }],
+        "name": name,
+        "exporter": concat!("coldstart ", env!("CARGO_PKG_VERSION")),
+    });
+    serde_json::to_writer(&mut *w, &doc)?;
+    w.write_all(b"\n")
+}
+
+/// One frame's share of the samples.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameTotal {
+    pub frame: String,
+    /// Samples where this frame was the leaf (on CPU itself).
+    pub self_samples: u64,
+    /// Samples where this frame was anywhere on the stack (counted once per
+    /// stack even under recursion).
+    pub total_samples: u64,
+}
+
+/// Frames ranked by self samples, then total samples, then name; the root
+/// frames of process and thread labels (`process 12:...`, `thread ...`) are
+/// left out of the ranking.
+pub fn top_frames(stacks: &[SampledStack], n: usize) -> Vec<FrameTotal> {
+    let mut by: HashMap<&str, (u64, u64)> = HashMap::new();
+    for s in stacks {
+        let mut seen: Vec<&str> = Vec::new();
+        for (i, f) in s.frames.iter().enumerate() {
+            if is_label(f) {
+                continue;
+            }
+            let e = by.entry(f.as_str()).or_default();
+            if !seen.contains(&f.as_str()) {
+                e.1 += s.samples;
+                seen.push(f.as_str());
+            }
+            if i + 1 == s.frames.len() {
+                e.0 += s.samples;
+            }
+        }
+    }
+    let mut out: Vec<FrameTotal> = by
+        .into_iter()
+        .map(|(frame, (self_samples, total_samples))| FrameTotal {
+            frame: frame.to_owned(),
+            self_samples,
+            total_samples,
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.self_samples
+            .cmp(&a.self_samples)
+            .then(b.total_samples.cmp(&a.total_samples))
+            .then(a.frame.cmp(&b.frame))
+    });
+    out.truncate(n);
+    out
+}
+
+fn is_label(frame: &str) -> bool {
+    frame.starts_with("process ") || frame.starts_with("thread ")
+}
+
+/// The top-frames table as text: self and total samples with their share
+/// of all samples and the time they stand for at `rate_hz`.
+pub fn top_table(
+    stacks: &[SampledStack],
+    n: usize,
+    rate_hz: u32,
+    w: &mut dyn Write,
+) -> io::Result<()> {
+    let all: u64 = stacks.iter().map(|s| s.samples).sum();
+    writeln!(
+        w,
+        "{all} samples at {rate_hz} Hz (about {:.0} ms on CPU)",
+        all as f64 * 1000.0 / rate_hz.max(1) as f64
+    )?;
+    writeln!(
+        w,
+        "{:>8} {:>6} {:>8} {:>6}  frame",
+        "self", "%", "total", "%"
+    )?;
+    let pct = |x: u64| {
+        if all == 0 {
+            0.0
+        } else {
+            x as f64 * 100.0 / all as f64
+        }
+    };
+    for f in top_frames(stacks, n) {
+        writeln!(
+            w,
+            "{:>8} {:>5.1}% {:>8} {:>5.1}%  {}",
+            f.self_samples,
+            pct(f.self_samples),
+            f.total_samples,
+            pct(f.total_samples),
+            f.frame
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stacks(text: &str) -> Vec<SampledStack> {
+        let (s, problems) = parse_collapsed(text);
+        assert!(problems.is_empty(), "{problems:?}");
+        s
+    }
+
+    #[test]
+    fn parses_collapsed_lines_and_reports_bad_ones() {
+        let (s, problems) = parse_collapsed(
+            "process 1:\"py\";<module> (a.py:1);f (a.py:3) 7\n\ngarbage\nx;y notanumber\n",
+        );
+        assert_eq!(s.len(), 1);
+        assert_eq!(
+            s[0].frames,
+            ["process 1:\"py\"", "<module> (a.py:1)", "f (a.py:3)"]
+        );
+        assert_eq!(s[0].samples, 7);
+        assert_eq!(
+            problems,
+            [(3, "garbage".to_owned()), (4, "x;y notanumber".to_owned())]
+        );
+    }
+
+    #[test]
+    fn frames_with_spaces_keep_them() {
+        let s = stacks("<module> (my app/x.py:1);g (y.py:2) 3\n");
+        assert_eq!(s[0].frames[0], "<module> (my app/x.py:1)");
+        assert_eq!(s[0].samples, 3);
+    }
+
+    #[test]
+    fn top_frames_count_self_at_the_leaf_and_total_once_per_stack() {
+        let s = stacks("process 1;main;f;f 4\nprocess 1;main;g 6\nprocess 1;main 1\n");
+        let top = top_frames(&s, 10);
+        let get = |name: &str| top.iter().find(|f| f.frame == name).unwrap().clone();
+        assert_eq!(get("g").self_samples, 6);
+        assert_eq!(get("f").self_samples, 4);
+        assert_eq!(get("f").total_samples, 4, "recursion counts a stack once");
+        assert_eq!(get("main").total_samples, 11);
+        assert_eq!(get("main").self_samples, 1);
+        assert!(top.iter().all(|f| !f.frame.starts_with("process ")));
+        assert_eq!(top[0].frame, "g");
+    }
+
+    #[test]
+    fn speedscope_is_a_sampled_profile_with_shared_frames() {
+        let s = stacks("a;b 2\na;c 3\n");
+        let mut out = Vec::new();
+        speedscope(&s, "w", &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["shared"]["frames"].as_array().unwrap().len(), 3);
+        assert_eq!(v["profiles"][0]["type"], "sampled");
+        assert_eq!(
+            v["profiles"][0]["samples"],
+            serde_json::json!([[0, 1], [0, 2]])
+        );
+        assert_eq!(v["profiles"][0]["weights"], serde_json::json!([2, 3]));
+        assert_eq!(v["profiles"][0]["endValue"], 5);
+    }
+
+    #[test]
+    fn flamegraph_names_the_frames_and_survives_no_samples() {
+        let mut out = Vec::new();
+        flamegraph_svg(&stacks("main;burn_cpu (w.py:3) 9\n"), "start-up", &mut out).unwrap();
+        let svg = String::from_utf8(out).unwrap();
+        assert!(svg.contains("burn_cpu (w.py:3)"));
+        assert!(svg.contains("start-up"));
+        let mut out = Vec::new();
+        flamegraph_svg(&[], "empty", &mut out).unwrap();
+        assert!(String::from_utf8(out).unwrap().contains("no samples"));
+    }
+}
