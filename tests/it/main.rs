@@ -3,5 +3,7 @@
 mod bench;
 mod boundary;
 mod conformance;
+mod importtime;
+mod pyspy;
 mod spawn_faults;
 mod support;

@@ -99,27 +99,33 @@ pub fn collapsed(log: &ImportLog, view: &View, w: &mut dyn Write) -> io::Result<
     w.flush()
 }
 
-/// A flame graph SVG (inferno; clickable to zoom, searchable), widths in
-/// microseconds of self time.
+/// A flame chart SVG (inferno; clickable to zoom, searchable): each
+/// module's width is its time in microseconds (self time plus its
+/// children's), in import order from left to right.
 pub fn flamegraph_svg(
     log: &ImportLog,
     view: &View,
     title: &str,
     w: &mut dyn Write,
 ) -> io::Result<()> {
+    // A flame chart: stacks stay in import order (depth first, a parent
+    // before its children), so adjacent stacks share their common frames
+    // and the x axis reads as the order in which modules were imported.
     let lines = collapsed_lines(log, view);
     let mut opt = inferno::flamegraph::Options::default();
     opt.title = title.to_owned();
     opt.count_name = "us".to_owned();
     opt.name_type = "Module:".to_owned();
     opt.hash = true;
+    opt.flame_chart = true;
     if lines.is_empty() {
         // inferno refuses empty input; say so in the picture instead.
         let empty = ["(no import time in this view) 1"];
         return inferno::flamegraph::from_lines(&mut opt, empty.iter().copied(), w);
     }
     let mut w = BufWriter::with_capacity(1 << 16, w);
-    inferno::flamegraph::from_lines(&mut opt, lines.iter().map(String::as_str), &mut w)?;
+    // inferno's flame chart reverses its input (it expects newest first).
+    inferno::flamegraph::from_lines(&mut opt, lines.iter().rev().map(String::as_str), &mut w)?;
     w.flush()
 }
 
