@@ -321,7 +321,8 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
                 .find(|m| policy.forbids(m))
                 .and_then(|m| root_of.get(m.as_str()).copied())
                 .or_else(|| parents(&a.name).find_map(|p| root_of.get(p).copied()));
-            let (status, detail, lazy) = attempt_status(a, final_modules.as_ref());
+            let (status, detail, lazy) =
+                attempt_status(a, final_modules.as_ref(), r.exit.as_ref().map(|e| e.t_ns));
             match owner {
                 Some(i) => {
                     root_of.insert(&a.name, i);
@@ -534,6 +535,7 @@ type FinalModules<'a> = (HashSet<&'a str>, HashSet<&'a str>);
 fn attempt_status(
     a: &ImportAttempt,
     final_modules: Option<&FinalModules<'_>>,
+    exit_t_ns: Option<u64>,
 ) -> (Status, Option<String>, bool) {
     if a.blocked {
         return (
@@ -551,6 +553,9 @@ fn attempt_status(
     }
     match final_modules {
         None => (Status::Loaded, None, false),
+        // Asked for after the exit snapshot (interpreter finalisation): the
+        // snapshot cannot tell.
+        Some(_) if exit_t_ns.is_some_and(|t| a.t_ns > t) => (Status::Loaded, None, false),
         Some((modules, lazy)) => {
             if lazy.contains(a.name.as_str()) {
                 (Status::Loaded, None, true)

@@ -324,6 +324,21 @@ fn blocked_failed_lazy_probed_and_submodule_attempts_are_told_apart() {
 }
 
 #[test]
+fn an_attempt_after_the_exit_snapshot_is_not_called_failed() {
+    // exit is at t=99 in `recording`.
+    let rec = recording(vec![attempt("torch", 150, &[])], Some((&["sys"], &[])));
+    let v = judge(
+        &policy(),
+        &Evidence {
+            importtime: None,
+            recording: Some(&rec),
+            timeline: None,
+        },
+    );
+    assert_eq!(v.violations[0].status, Status::Loaded);
+}
+
+#[test]
 fn no_exit_record_means_found_is_loaded_and_a_note_says_why() {
     let rec = recording(vec![attempt("torch", 1, &[])], None);
     let v = judge(
