@@ -28,7 +28,9 @@
 
 pub mod clock;
 pub mod compare;
+pub mod memory;
 pub mod record;
+pub mod serve;
 pub mod stats;
 pub mod summary;
 pub mod warn;
