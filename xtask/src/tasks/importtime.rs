@@ -3,9 +3,10 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, Write};
-use std::os::fd::AsFd;
-use std::path::PathBuf;
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use importguard::importtime::{self, ImportLog};
@@ -74,7 +75,7 @@ pub struct Args {
 const WARNINGS_SHOWN: usize = 20;
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let (bytes, source) = match (&args.log, args.command.is_empty()) {
+    let (log, source) = match (&args.log, args.command.is_empty()) {
         (Some(_), false) => bail!("give either a log file or a command after `--`, not both"),
         (None, true) => bail!(
             "give a log file, `-` for stdin, or a command after `--` (for example `-- python3 -c 'import json'`)"
@@ -85,15 +86,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .lock()
                 .read_to_end(&mut buf)
                 .context("reading the log from stdin")?;
-            (buf, "stdin".to_owned())
+            (importtime::parse_owned(buf), "stdin".to_owned())
         }
-        (Some(path), true) => {
-            let buf = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-            (buf, path.display().to_string())
-        }
-        (None, false) => (run_command(&args.command)?, args.command.join(" ")),
+        (Some(path), true) => (read_log(path)?, path.display().to_string()),
+        (None, false) => (
+            importtime::parse_owned(run_command(&args.command)?),
+            args.command.join(" "),
+        ),
     };
-    let log = importtime::parse_owned(bytes);
     if !log.is_importtime() {
         eprintln!(
             "error: {source} is not an importtime log: none of its {} lines is an `import time:` header or entry; \
@@ -162,6 +162,71 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     .context("writing the output")?;
     w.flush().context("writing the output")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Read and parse a log file: mapped into memory when it is a regular,
+/// non-empty file (no copy, no allocation for the bytes), read otherwise.
+fn read_log(path: &Path) -> anyhow::Result<ImportLog> {
+    let file = File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    if let Some(mapped) = Mapped::new(&file) {
+        return Ok(importtime::parse_shared(Arc::new(mapped)));
+    }
+    let mut buf = Vec::new();
+    (&file)
+        .read_to_end(&mut buf)
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(importtime::parse_owned(buf))
+}
+
+/// A read-only private mapping of a whole file.
+struct Mapped {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and owned by this value alone.
+unsafe impl Send for Mapped {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    fn new(file: &File) -> Option<Mapped> {
+        let meta = file.metadata().ok()?;
+        let len = usize::try_from(meta.len()).ok()?;
+        if !meta.is_file() || len == 0 {
+            return None;
+        }
+        // SAFETY: a fresh read-only private mapping of an open file; the
+        // result is checked. (Like every tool that maps files, this assumes
+        // the log is not truncated while it is being read.)
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        (ptr != libc::MAP_FAILED).then_some(Mapped { ptr, len })
+    }
+}
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: ptr..ptr+len is a live mapping for as long as self lives.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what `new` mapped, once.
+        unsafe {
+            libc::munmap(self.ptr, self.len);
+        }
+    }
 }
 
 fn print_warnings(log: &ImportLog, source: &str, all: bool) {

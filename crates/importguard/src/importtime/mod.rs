@@ -20,11 +20,11 @@ pub mod query;
 pub mod stdlib;
 mod tree;
 
-pub use parse::{parse, parse_owned};
+pub use parse::{parse, parse_owned, parse_shared};
 pub use query::{Metric, PackageTotal};
 pub use tree::{
     Children, Descendants, Encoding, ImportLog, LineClass, Node, NodeId, NodeKind, Session,
-    TextLine,
+    SharedBytes, TextLine,
 };
 
 use serde::Serialize;

@@ -2,7 +2,8 @@
 //! tree rebuild, in one pass over the input.
 
 use super::tree::{
-    Encoding, ImportLog, LineClass, NONE, Node, NodeId, NodeKind, Session, TextLine,
+    Encoding, ImportLog, LineClass, NONE, Node, NodeId, NodeKind, Session, SharedBytes, Text,
+    TextLine,
 };
 use super::{Warning, WarningKind};
 
@@ -18,7 +19,28 @@ pub fn parse(bytes: &[u8]) -> ImportLog {
 /// valid UTF-8 input).
 pub fn parse_owned(bytes: Vec<u8>) -> ImportLog {
     let (text, encoding, invalid) = decode(bytes);
-    let mut b = Builder::new(text.as_bytes());
+    build(Text::Owned(text), encoding, invalid)
+}
+
+/// Parse shared bytes (for example a file mapped in memory) without
+/// copying them when they are UTF-8 already; other encodings are decoded
+/// into an owned copy.
+pub fn parse_shared(bytes: SharedBytes) -> ImportLog {
+    let raw = (*bytes).as_ref();
+    let plain = !raw.starts_with(&[0xFF, 0xFE])
+        && !raw.starts_with(&[0xFE, 0xFF])
+        && !raw.starts_with(&[0xEF, 0xBB, 0xBF])
+        && !looks_utf16le(raw)
+        && std::str::from_utf8(raw).is_ok();
+    if plain {
+        build(Text::Shared(bytes), Encoding::Utf8, false)
+    } else {
+        parse_owned(raw.to_vec())
+    }
+}
+
+fn build(text: Text, encoding: Encoding, invalid: bool) -> ImportLog {
+    let mut b = Builder::new(text.bytes());
     if invalid {
         b.warnings.push(Warning {
             line: None,
@@ -54,6 +76,11 @@ pub fn parse_owned(bytes: Vec<u8>) -> ImportLog {
     }
 }
 
+/// UTF-16 LE without a BOM: ASCII text with a zero after every byte.
+fn looks_utf16le(b: &[u8]) -> bool {
+    b.len() >= 4 && b[0] != 0 && b[1] == 0 && b[2] != 0 && b[3] == 0
+}
+
 /// Decode the input to UTF-8: a UTF-16 BOM (or the zero bytes of UTF-16 LE
 /// text) selects UTF-16; a UTF-8 BOM is dropped; invalid sequences are
 /// replaced and reported.
@@ -66,7 +93,7 @@ fn decode(mut bytes: Vec<u8>) -> (String, Encoding, bool) {
         let (s, bad) = decode_utf16(&bytes[2..], u16::from_be_bytes);
         return (s, Encoding::Utf16Be, bad);
     }
-    if bytes.len() >= 4 && bytes[0] != 0 && bytes[1] == 0 && bytes[2] != 0 && bytes[3] == 0 {
+    if looks_utf16le(&bytes) {
         let (s, bad) = decode_utf16(&bytes, u16::from_le_bytes);
         return (s, Encoding::Utf16Le, bad);
     }

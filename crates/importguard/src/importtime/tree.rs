@@ -1,8 +1,55 @@
 //! The log model: lines, sessions and the node arena.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use super::Warning;
+
+/// Bytes a log can be parsed from without copying (a file mapped in
+/// memory, a shared buffer).
+pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// The decoded input: owned, or shared bytes found to be UTF-8 already.
+#[derive(Clone)]
+pub(crate) enum Text {
+    Owned(String),
+    Shared(SharedBytes),
+}
+
+impl Text {
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Text::Owned(s) => s.as_bytes(),
+            Text::Shared(b) => (**b).as_ref(),
+        }
+    }
+
+    /// A range of the text as `str`. Shared bytes were validated when the
+    /// log was parsed; they are checked again per slice (names are short)
+    /// rather than trusted, and a slice that is not UTF-8 reads as empty.
+    pub(crate) fn slice(&self, start: usize, len: usize) -> &str {
+        match self {
+            Text::Owned(s) => &s[start..start + len],
+            Text::Shared(b) => {
+                let bytes = (**b).as_ref();
+                bytes
+                    .get(start..start + len)
+                    .and_then(|r| std::str::from_utf8(r).ok())
+                    .unwrap_or("")
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Text::Owned(s) => write!(f, "Owned({} bytes)", s.len()),
+            Text::Shared(b) => write!(f, "Shared({} bytes)", (**b).as_ref().len()),
+        }
+    }
+}
 
 /// Index of a node in [`ImportLog::nodes`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -124,7 +171,7 @@ pub struct Session {
 /// and warnings.
 #[derive(Debug, Clone)]
 pub struct ImportLog {
-    pub(crate) text: String,
+    pub(crate) text: Text,
     pub(crate) encoding: Encoding,
     pub(crate) classes: Vec<LineClass>,
     pub(crate) nodes: Vec<Node>,
@@ -136,7 +183,8 @@ pub struct ImportLog {
 impl ImportLog {
     /// The decoded input (UTF-8).
     pub fn text(&self) -> &str {
-        &self.text
+        let bytes = self.text.bytes();
+        self.text.slice(0, bytes.len())
     }
 
     /// The detected input encoding.
@@ -167,8 +215,7 @@ impl ImportLog {
     /// A node's module name.
     pub fn name(&self, id: NodeId) -> &str {
         let n = &self.nodes[id.index()];
-        let start = n.name_start as usize;
-        &self.text[start..start + n.name_len as usize]
+        self.text.slice(n.name_start as usize, n.name_len as usize)
     }
 
     /// A node's parent, or `None` for a root.
@@ -206,8 +253,7 @@ impl ImportLog {
 
     /// The content of a text line (without its line end).
     pub fn text_of(&self, line: &TextLine) -> &str {
-        let start = line.start as usize;
-        &self.text[start..start + line.len as usize]
+        self.text.slice(line.start as usize, line.len as usize)
     }
 
     /// The sessions, one per header (plus one for entries before any header).
