@@ -135,6 +135,16 @@ fn boundary_eager_re_export_fails_with_its_chain_and_line() {
     );
     assert!(torch["cumulative_us"].as_i64().is_some());
     assert_eq!(strings(&torch["beneath"]), ["torch._C"]);
+    // The re-export in the package's __init__.py is named as the link it is.
+    let reexport = &torch["chain_lines"][1];
+    assert!(
+        reexport["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("workers/eagerworker/__init__.py"),
+        "{torch:#}"
+    );
+    assert_eq!(reexport["line"], 5);
     let tf = violation(&json, "transformers");
     origin_is(tf, "workers/eagerworker/model.py", 4);
 
@@ -166,6 +176,7 @@ fn boundary_eager_re_export_fails_with_its_chain_and_line() {
         "{text}"
     );
     assert!(text.contains("phase: start-up"), "{text}");
+    assert!(text.contains("eagerworker.model  imported at tests/fixtures/boundary/workers/eagerworker/__init__.py:5"), "{text}");
     assert!(text.contains("slowest imports (cumulative):"), "{text}");
 }
 

@@ -30,6 +30,7 @@
 //!     "violations": [ {                       // merged over processes, first seen first
 //!        "module": str, "pattern": str, "status": "loaded" | "attempted" | "blocked",
 //!        "detail": str (optional), "chain": [str], "chain_source": "importtime" | "recorder",
+//!        "chain_lines": [{"file", "line", "func"} | null],  // per chain element: who imported it
 //!        "origin": {"file", "line", "func"} | null, "importer": {"file", "line", "func"} | null,
 //!        "phase": {"phase": "startup" | "after_ready" | "shutdown"}
 //!               | {"phase": "request", "op": str, "index": int} | null,
@@ -641,6 +642,22 @@ fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
             if v.of == 1 { "" } else { "es" }
         );
         let _ = writeln!(out, "    chain: {}", x.chain.join(" -> "));
+        // The line behind each link, where the recorder saw it (not the
+        // interpreter's own frozen code, such as runpy for `-m`).
+        let width = x.chain.iter().map(String::len).max().unwrap_or(0);
+        for (m, f) in x.chain.iter().zip(&x.chain_lines) {
+            if let Some(f) = f
+                .as_ref()
+                .filter(|f| !f.file.starts_with('<') || f.file == "<string>")
+            {
+                let _ = writeln!(
+                    out,
+                    "      {m:width$}  imported at {}:{}",
+                    show_path(&f.file, cwd),
+                    f.line
+                );
+            }
+        }
         match &x.origin {
             Some(o) => {
                 let _ = writeln!(
@@ -884,6 +901,19 @@ mod tests {
             detail: None,
             chain: vec!["app".into(), "app.model".into(), "torch".into()],
             chain_source: verdict::ChainSource::Importtime,
+            chain_lines: vec![
+                None,
+                Some(importguard::recorder::Frame {
+                    file: "/src/app/__init__.py".into(),
+                    line: 1,
+                    func: "<module>".into(),
+                }),
+                Some(importguard::recorder::Frame {
+                    file: "/src/app/model.py".into(),
+                    line: 3,
+                    func: "<module>".into(),
+                }),
+            ],
             origin: Some(importguard::recorder::Frame {
                 file: "/src/app/model.py".into(),
                 line: 3,
@@ -926,7 +956,8 @@ mod tests {
         assert_eq!(
             out,
             "FAIL  app (command line): 0 processes, ready in 12.3 ms (median), 1 violation\n      \
-             forbidden: torch\n\n  torch loaded, in 2/3 processes\n    chain: app -> app.model -> torch\n    \
+             forbidden: torch\n\n  torch loaded, in 2/3 processes\n    chain: app -> app.model -> torch\n      \
+             app.model  imported at app/__init__.py:1\n      torch      imported at app/model.py:3\n    \
              from:  app/model.py:3 (in <module>)\n    phase: health request #1\n    cost:  1.5 ms cumulative\n    \
              then:  torch._C\n\n"
         );

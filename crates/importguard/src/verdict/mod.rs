@@ -152,6 +152,10 @@ pub struct Violation {
     pub chain: Vec<String>,
     /// Where the chain came from.
     pub chain_source: ChainSource,
+    /// For each module of the chain, the line that imported it (recorder;
+    /// `None` where it has no record), so a re-export in a package
+    /// `__init__.py` shows as the line it is.
+    pub chain_lines: Vec<Option<Frame>>,
     /// The first-party source line that started it (recorder).
     pub origin: Option<Frame>,
     /// The line that asked for the module itself (recorder).
@@ -359,6 +363,22 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
         }
     }
 
+    // Who imported each module (its first real attempt), for chain lines.
+    let mut imported_by: HashMap<&str, &Frame> = HashMap::new();
+    if let Some(r) = recording {
+        for a in r.imports.iter().filter(|a| !a.probe) {
+            if let Some(by) = &a.by {
+                imported_by.entry(a.name.as_str()).or_insert(by);
+            }
+        }
+    }
+    let lines_of = |chain: &[String]| -> Vec<Option<Frame>> {
+        chain
+            .iter()
+            .map(|m| imported_by.get(m.as_str()).map(|f| (*f).clone()))
+            .collect()
+    };
+
     // importtime's roots: forbidden nodes with no forbidden ancestor and no
     // forbidden parent package seen before them.
     let mut it_roots: Vec<NodeId> = Vec::new();
@@ -449,6 +469,7 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
             pattern: pattern_of(policy, name),
             status: root.status,
             detail: root.detail.clone(),
+            chain_lines: lines_of(&chain),
             chain,
             chain_source,
             origin: root.first.origin().cloned(),
@@ -476,12 +497,14 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
             }) {
                 continue;
             }
+            let chain = chain_names(id);
             violations.push(Violation {
                 module: name.to_owned(),
                 pattern: pattern_of(policy, name),
                 status: Status::Loaded,
                 detail: None,
-                chain: chain_names(id),
+                chain_lines: lines_of(&chain),
+                chain,
                 chain_source: ChainSource::Importtime,
                 origin: None,
                 importer: None,

@@ -88,6 +88,20 @@ fn an_eager_re_export_is_loaded_at_start_up_with_its_chain_line_and_cost() {
     assert_eq!(torch.chain, ["eagerworker", "eagerworker.model", "torch"]);
     assert_eq!(torch.chain_source, ChainSource::Importtime);
     assert_eq!(origin(torch), "workers/eagerworker/model.py:3");
+    let lines: Vec<String> = torch
+        .chain_lines
+        .iter()
+        .map(|f| {
+            f.as_ref().map_or("-".to_owned(), |f| {
+                format!("{}:{}", f.file.rsplit('/').next().unwrap(), f.line)
+            })
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        ["<frozen runpy>:112", "__init__.py:5", "model.py:3"],
+        "the re-export line is named"
+    );
     assert_eq!(torch.phase, Some(Phase::Startup));
     assert_eq!(torch.cumulative_us, Some(292));
     assert_eq!(torch.beneath, ["torch._C"]);
