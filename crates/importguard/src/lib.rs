@@ -1,9 +1,10 @@
 //! importguard: the evidence behind every import-boundary verdict.
 //!
 //! Owns the `-X importtime` parser, its log model and trees, and queries on
-//! them ([`importtime`]), and the import recorder ([`recorder`]). It
-//! deliberately does not render anything for people (that is `report`) nor
-//! start processes (that is `spawn`).
+//! them ([`importtime`]); the import recorder ([`recorder`]); and the
+//! forbidden-module policy and its verdicts ([`verdict`]). It deliberately
+//! does not render anything for people (that is `report`) nor start
+//! processes (that is `spawn`).
 
 pub mod importtime;
 pub mod recorder;

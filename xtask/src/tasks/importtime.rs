@@ -58,6 +58,10 @@ pub struct Args {
     /// Rows per table in the top format.
     #[arg(long, default_value_t = 20)]
     pub top: usize,
+    /// What the snapshot format shows in full instead of one line:
+    /// `startup` (the interpreter start-up block), `stdlib`, `third-party`.
+    #[arg(long, value_name = "PARTS", value_delimiter = ',', value_parser = ["startup", "stdlib", "third-party"])]
+    pub expand: Vec<String>,
     /// Show times in coarse buckets in the snapshot format instead of none.
     #[arg(long)]
     pub bucket_times: bool,
@@ -149,6 +153,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Snapshot => {
             let opts = SnapshotOptions {
                 first_party: args.first_party.clone(),
+                collapse_startup: !args.expand.iter().any(|e| e == "startup"),
+                collapse_stdlib: !args.expand.iter().any(|e| e == "stdlib"),
+                collapse_third_party: !args.expand.iter().any(|e| e == "third-party"),
                 times: if args.bucket_times {
                     SnapshotTimes::Bucketed
                 } else {

@@ -818,6 +818,20 @@ mod tests {
     }
 
     #[test]
+    fn shared_bytes_parse_like_owned_ones() {
+        let text = format!("{H}import time: 1 | 1 |   b\nimport time: 1 | 2 | a\n");
+        let shared = parse_shared(std::sync::Arc::new(text.clone().into_bytes()));
+        assert_eq!(outline(&shared), outline(&parse(text.as_bytes())));
+        assert_eq!(shared.text(), text);
+        // UTF-16 input cannot be shared as it is: it is decoded into a copy.
+        let mut utf16 = vec![0xFF, 0xFE];
+        utf16.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+        let decoded = parse_shared(std::sync::Arc::new(utf16));
+        assert_eq!(decoded.encoding(), Encoding::Utf16Le);
+        assert_eq!(outline(&decoded), outline(&shared));
+    }
+
+    #[test]
     fn not_a_log() {
         let log = parse(b"hello\nworld\n");
         assert!(!log.is_importtime());
