@@ -34,11 +34,12 @@
 //!   after the grace period SIGKILL to the group. Each step's stamp is kept
 //!   in a [`ShutdownTimeline`]. -> **Ended**, with a [`Finished`] record,
 //!   `Ok` only for the exact handshake (ack, exit in time, code 0).
-//! - **Ended**: the leader is reaped with `wait4` (exit status and the
-//!   child's own rusage: user and system CPU time, peak RSS), whatever was
-//!   left of its group was killed, the group is gone, the reader threads are
-//!   joined (or, if a process that left the group still holds a pipe,
-//!   detached after a bounded wait, never awaited forever).
+//! - **Ended**: the leader is reaped with `wait4` on its pid (exit status
+//!   and that child's rusage: user and system CPU time, peak RSS; never
+//!   `RUSAGE_CHILDREN`), whatever was left of its group was killed and
+//!   reaped, the group is gone, the reader threads are joined (or, if a
+//!   process that left the group still holds a pipe, detached after a
+//!   bounded wait, never awaited forever).
 //!
 //! From any state, the harness can end a worker at once: [`Worker::kill`]
 //! (SIGKILL to the group), [`Worker::terminate_with`] (SIGTERM, grace,
@@ -49,10 +50,18 @@
 //! (the zombie leader keeps the group id from being reused meanwhile).
 //!
 //! To reap those orphans at once (rather than leave zombies until init
-//! collects them), the first spawn makes the harness process a child
-//! subreaper (`PR_SET_CHILD_SUBREAPER`, Linux): processes orphaned inside a
-//! worker's group are re-parented to the harness and reaped by the worker's
-//! waiter thread.
+//! collects them, which can take seconds), the first spawn makes the
+//! harness process a child subreaper (`PR_SET_CHILD_SUBREAPER`, Linux):
+//! processes orphaned inside a worker's group are re-parented to the
+//! harness and reaped by the worker's waiter thread. (A process that left
+//! the group and outlives its worker is re-parented to the harness too; it
+//! is not the crate's to kill, and if it dies before the harness exits it
+//! stays a zombie until then.)
+//!
+//! Waiting for a line also ends when the leader has exited and stdout then
+//! stays quiet for half a second without reaching EOF (a process that left
+//! the group holds it open): that is [`ErrorKind::ExitedEarly`], not a
+//! timeout.
 //!
 //! A timeout runs the [`Worker::on_timeout`] hook first (given the pid, it
 //! returns diagnostic text such as a stack dump), then ends the worker.
