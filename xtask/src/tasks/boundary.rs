@@ -73,6 +73,29 @@ use crate::config::{self, Target};
 /// JSON schema name and version.
 pub const SCHEMA: &str = "coldstart.import-boundary/1";
 
+/// The recorders' private folders in use, for the Ctrl-C handler.
+static LIVE_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Keeps a recorder folder listed in [`LIVE_DIRS`] while it exists.
+struct Listed(PathBuf);
+
+impl Listed {
+    fn new(dir: &Path) -> Listed {
+        if let Ok(mut dirs) = LIVE_DIRS.lock() {
+            dirs.push(dir.to_path_buf());
+        }
+        Listed(dir.to_path_buf())
+    }
+}
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        if let Ok(mut dirs) = LIVE_DIRS.lock() {
+            dirs.retain(|d| d != &self.0);
+        }
+    }
+}
+
 /// How many slowest imports the report lists.
 const SLOWEST: usize = 5;
 
@@ -133,6 +156,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // Ctrl-C: no worker may outlive the tool.
     let _ = ctrlc::set_handler(|| {
         spawn::kill_all();
+        // exit() runs no destructors: remove the recorders' folders here.
+        if let Ok(dirs) = LIVE_DIRS.lock() {
+            for d in dirs.iter() {
+                let _ = std::fs::remove_dir_all(d);
+            }
+        }
         std::process::exit(130);
     });
     let root = super::project_root();
@@ -445,6 +474,7 @@ fn check_process(t: &Target, policy: &Policy, block: bool, index: usize) -> Resu
         .or_else(|| std::env::var_os("PYTHONPATH"));
     let setup = Recorder::prepare(&policy.recorder_policy(block), pythonpath.as_deref())
         .context("could not prepare the import recorder")?;
+    let _listed = Listed::new(setup.dir());
     let stderr_path = setup.dir().join("stderr.log");
 
     let mut cmd = spawn::Command::new(&t.command[0]);
