@@ -113,8 +113,11 @@ def _install():
 
     def after_fork():
         try:
+            inherited = state["fd"]
             state["pid"] = os.getpid()
             state["fd"] = open_record("%s.%d" % (path, state["pid"]), False)
+            if inherited >= 0:
+                os.close(inherited)
             state["id"] = identity(state["fd"])
             emit({"type": "start", "t_ns": _monotonic_ns(), "pid": state["pid"],
                   "forked": True, "version": _VERSION})
@@ -130,8 +133,9 @@ def _install():
         emit({"type": "error", "t_ns": _monotonic_ns(), "where": where,
               "error": "%s: %s" % (type(exc).__name__, exc)})
 
-    # Where the import machinery and the standard library live, so "who asked"
-    # skips them and "first party" skips them and installed packages too.
+    # Where the import machinery and the standard library live: "who asked"
+    # skips the machinery; "first party" also skips the standard library and
+    # the forbidden packages' own code.
     stdlib = os.path.dirname(os.__file__) + os.sep
     recorder_file = os.path.abspath(__file__)
 
