@@ -42,6 +42,7 @@
 //!        "index": int, "pid": int | null, "ready_ms": number | null,
 //!        "exit": str | null, "error": str | null, "stderr_tail": str | null,
 //!        "recorder": "ran" | "did_not_run" | "not_used", "chained_sitecustomize": str | null,
+//!        "child_interpreters": int,           // children that ran the recorder (not judged)
 //!        "importtime_entries": int,
 //!        "verdict": { "violations": [...as above, without processes/of/median...],
 //!                     "allowed": [{"module", "pattern", "allowed_by", "reason"}],
@@ -339,6 +340,9 @@ struct ProcessReport {
     stderr_tail: Option<String>,
     recorder: RecorderState,
     chained_sitecustomize: Option<String>,
+    /// Child interpreters (fork, subprocess) that ran the recorder too;
+    /// their records are kept apart and not judged.
+    child_interpreters: usize,
     importtime_entries: usize,
     verdict: ProcessVerdict,
     #[serde(skip)]
@@ -403,6 +407,7 @@ fn judge_log(args: &Args, path: &Path) -> Result<TargetReport> {
             stderr_tail: None,
             recorder: RecorderState::NotUsed,
             chained_sitecustomize: None,
+            child_interpreters: 0,
             importtime_entries: log.entry_count(),
             verdict: v,
             log: None,
@@ -560,6 +565,7 @@ fn check_process(t: &Target, policy: &Policy, block: bool, index: usize) -> Resu
         stderr_tail,
         recorder: verdict.recorder,
         chained_sitecustomize: recording.chain.as_ref().and_then(|c| c.file.clone()),
+        child_interpreters: recording.child_files.len(),
         importtime_entries: entries,
         verdict,
         log,
@@ -745,6 +751,12 @@ fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
         }
         for l in &p.verdict.probed {
             extra.insert(format!("probed for, not imported: {l}"), ());
+        }
+        if p.child_interpreters > 0 {
+            extra.insert(
+                "note: child interpreters (fork, subprocess) ran too; only the worker's own imports are judged by the recorder, importtime lines of children on the same stderr count".to_owned(),
+                (),
+            );
         }
         if let Some(c) = &p.chained_sitecustomize {
             extra.insert(
