@@ -898,6 +898,21 @@ mod tests {
     }
 
     #[test]
+    fn kill_all_from_another_thread_unblocks_a_waiting_harness() {
+        let _serial = serial();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 100"]);
+        let mut w = Worker::spawn(&cmd).unwrap();
+        // What a Ctrl-C handler does, on its own thread.
+        let ctrl_c = std::thread::spawn(crate::kill_all);
+        let err = w.wait_ready(Duration::from_secs(60)).unwrap_err();
+        ctrl_c.join().unwrap();
+        assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
+        assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGKILL)));
+        assert!(!group_exists(w.pid()));
+    }
+
+    #[test]
     fn a_missing_program_is_a_spawn_error() {
         let _serial = serial();
         let err = Worker::spawn(&Command::new("/nonexistent/coldstart-worker")).unwrap_err();
