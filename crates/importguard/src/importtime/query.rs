@@ -92,19 +92,24 @@ impl ImportLog {
             .filter(move |&id| in_package(self.name(id), package))
     }
 
-    /// The topmost nodes of `package`: matches with no matching ancestor.
+    /// The topmost nodes of `package`: matches with no matching ancestor,
+    /// in line order. Linear in the log's size at any nesting depth.
     pub fn find_package_roots(&self, package: &str) -> Vec<NodeId> {
-        self.find_package(package)
-            .filter(|&id| {
-                let mut p = self.parent(id);
-                while let Some(q) = p {
-                    if in_package(self.name(q), package) {
-                        return false;
-                    }
-                    p = self.parent(q);
-                }
-                true
-            })
+        let n = self.nodes.len();
+        let matches: Vec<bool> = (0..n as u32)
+            .map(|i| in_package(self.name(NodeId(i)), package))
+            .collect();
+        // A parent comes after its children in the arena, so walking down
+        // from the end sees every ancestor before its descendants.
+        let mut under_match = vec![false; n];
+        for i in (0..n).rev() {
+            if let Some(p) = self.parent(NodeId(i as u32)) {
+                under_match[i] = matches[p.index()] || under_match[p.index()];
+            }
+        }
+        (0..n)
+            .filter(|&i| matches[i] && !under_match[i])
+            .map(|i| NodeId(i as u32))
             .collect()
     }
 
