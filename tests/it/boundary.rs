@@ -288,6 +288,23 @@ fn boundary_log_judges_a_recorded_importtime_log() {
     assert_eq!(torch["origin"], Value::Null, "no recorder behind a log");
     assert_eq!(target(&json)["processes"][0]["recorder"], "not_used");
 
+    let out = support::xtask()
+        .args(["import-boundary", "--tree", "--log"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("from:  unknown (no recorder evidence)"),
+        "{text}"
+    );
+    let tree = &text[text.find("import tree:").expect("--tree prints the tree")..];
+    assert!(
+        tree.contains("eagerworker.model") && tree.contains("torch._C"),
+        "{tree}"
+    );
+
     let clean = dir().join("logs/clean.importtime.log");
     assert_eq!(boundary(None, &["--log", clean.to_str().unwrap()]).0, 0);
 

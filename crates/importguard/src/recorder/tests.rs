@@ -199,8 +199,15 @@ mod live {
                 .unwrap_or_else(|| panic!("{n} not recorded: {rec:?}"))
         };
         assert!(find("fakeforbidden").blocked);
-        let probe = rec.imports.iter().find(|i| i.name == "fakeforbidden" && i.probe).unwrap();
-        assert!(probe.blocked, "a blocked probe is told `not installed`, not raised at");
+        let probe = rec
+            .imports
+            .iter()
+            .find(|i| i.name == "fakeforbidden" && i.probe)
+            .unwrap();
+        assert!(
+            probe.blocked,
+            "a blocked probe is told `not installed`, not raised at"
+        );
         let missing = find("surely_not_installed_xyz");
         assert_eq!(missing.found, Some(false));
         assert_eq!(missing.by.as_ref().unwrap().to_string(), "<string>:9");
@@ -268,5 +275,76 @@ mod live {
         let out = run(&setup, None, &["-I", "-c", "import colorsys"]);
         assert!(out.status.success());
         assert!(!setup.read().unwrap().ran());
+    }
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn frame() -> impl Strategy<Value = Option<Frame>> {
+        proptest::option::of(
+            ("[ -~]{0,20}", 1u32..5000, "[a-z_<>]{1,10}").prop_map(|(file, line, func)| Frame {
+                file,
+                line,
+                func,
+            }),
+        )
+    }
+
+    fn attempt() -> impl Strategy<Value = ImportAttempt> {
+        (
+            "[a-z_][a-z0-9_.]{0,20}",
+            any::<u64>(),
+            proptest::option::of(any::<bool>()),
+            any::<bool>(),
+            any::<bool>(),
+            frame(),
+            frame(),
+            proptest::collection::vec("[a-z_.]{1,8}", 0..4),
+        )
+            .prop_map(
+                |(name, t_ns, found, blocked, probe, by, first_party, stack)| ImportAttempt {
+                    name,
+                    t_ns,
+                    found,
+                    blocked,
+                    probe,
+                    depth: stack.len() as u32,
+                    parent: stack.last().cloned(),
+                    by,
+                    first_party,
+                    stack,
+                    thread: None,
+                    error: None,
+                },
+            )
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_parse_without_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let rec = Recording::parse(&bytes);
+            prop_assert!(rec.imports.len() <= bytes.len());
+        }
+
+        #[test]
+        fn records_round_trip_and_a_cut_keeps_the_whole_lines(
+            attempts in proptest::collection::vec(attempt(), 1..8),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let mut text = String::new();
+            for a in &attempts {
+                text.push_str(&serde_json::to_string(&Record::Import(a.clone())).unwrap());
+                text.push('\n');
+            }
+            prop_assert_eq!(&Recording::parse(text.as_bytes()).imports, &attempts);
+            // A crash cuts the file anywhere: every line before the cut survives.
+            let at = cut.index(text.len());
+            let whole = text[..at].matches('\n').count();
+            let rec = Recording::parse(&text.as_bytes()[..at]);
+            prop_assert_eq!(&rec.imports[..whole], &attempts[..whole]);
+            prop_assert!(rec.imports.len() <= whole + 1);
+        }
     }
 }
