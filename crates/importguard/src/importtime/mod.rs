@@ -27,8 +27,8 @@ mod tree;
 pub use parse::{parse, parse_owned, parse_shared};
 pub use query::{Metric, PackageTotal};
 pub use tree::{
-    Children, Descendants, Encoding, ImportLog, LineClass, Node, NodeId, NodeKind, Session,
-    SharedBytes, TextLine,
+    Children, Descendants, Encoding, ImportLog, LineClass, Node, NodeId, NodeKind, NodeView,
+    Session, SharedBytes, TextLine,
 };
 
 use serde::Serialize;

@@ -270,6 +270,11 @@ import time:        40 |         40 | json
         let log = parse(LOG.as_bytes());
         let c = log.find_module("torch._C").next().unwrap();
         assert_eq!(log.chain_names(c), "torch > torch.nn > torch._C");
+        let json = serde_json::to_value(log.view(c)).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"name": "torch._C", "self_us": 10, "cumulative_us": 10, "line": 2, "depth": 2, "kind": "entry", "session": 0})
+        );
     }
 
     #[test]

@@ -135,6 +135,25 @@ impl Node {
     }
 }
 
+/// A node with its name, for serialization (`ImportLog::view`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeView<'a> {
+    /// Module name.
+    pub name: &'a str,
+    /// Self time in microseconds.
+    pub self_us: i64,
+    /// Cumulative time in microseconds.
+    pub cumulative_us: i64,
+    /// 1-based line number.
+    pub line: u32,
+    /// Printed (or placed) depth.
+    pub depth: u16,
+    /// Entry or cached.
+    pub kind: NodeKind,
+    /// Session index.
+    pub session: usize,
+}
+
 /// A text line (anything but a header or an entry).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextLine {
@@ -216,6 +235,20 @@ impl ImportLog {
     pub fn name(&self, id: NodeId) -> &str {
         let n = &self.nodes[id.index()];
         self.text.slice(n.name_start as usize, n.name_len as usize)
+    }
+
+    /// A node with its name and session, ready to serialize.
+    pub fn view(&self, id: NodeId) -> NodeView<'_> {
+        let n = &self.nodes[id.index()];
+        NodeView {
+            name: self.name(id),
+            self_us: n.self_us,
+            cumulative_us: n.cumulative_us,
+            line: n.line,
+            depth: n.depth,
+            kind: n.kind,
+            session: self.session_of(id),
+        }
     }
 
     /// A node's parent, or `None` for a root.
