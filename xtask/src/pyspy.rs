@@ -221,3 +221,11 @@ fn run_with_timeout(mut cmd: Command, timeout: Duration) -> std::io::Result<Outp
         stderr,
     })
 }
+
+/// Arms `worker` so that a ready or request timeout puts the worker's
+/// Python stacks (or the reason there are none, or how to get py-spy) into
+/// the error, before the worker is killed.
+pub fn arm_timeout_dump(worker: &mut spawn::Worker, target: &Target, root: &Path) {
+    let spy = locate(target, root);
+    worker.on_timeout(move |pid| Some(timeout_diagnostic(spy.as_ref(), pid)));
+}

@@ -498,6 +498,7 @@ fn check_process(t: &Target, policy: &Policy, block: bool, index: usize) -> Resu
     let mut ready_ms = None;
     let outcome: std::result::Result<spawn::Finished, spawn::Error> = (|| {
         let mut w = spawn::Worker::spawn(&cmd)?;
+        crate::pyspy::arm_timeout_dump(&mut w, t, &crate::tasks::project_root());
         pid = Some(w.pid());
         timeline.spawned_at_ns = Some(w.spawned_at_ns());
         let ready = w.wait_ready(t.ready_timeout)?;

@@ -182,8 +182,7 @@ fn record(
     // py-spy's own progress lines go to stderr, beside the worker's.
     let mut worker = spawn::Worker::spawn(&cmd)
         .with_context(|| format!("could not start py-spy ({})", spy.path.display()))?;
-    let dump_with = spy.clone();
-    worker.on_timeout(move |pid| Some(pyspy::timeout_diagnostic(Some(&dump_with), pid)));
+    pyspy::arm_timeout_dump(&mut worker, target, &project_root());
     let ready = worker
         .wait_ready(target.ready_timeout)
         .map_err(|e| anyhow::anyhow!("{e}"))
