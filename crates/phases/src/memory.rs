@@ -8,8 +8,12 @@
 //! Definitions:
 //! - **traced current / peak**: `tracemalloc.get_traced_memory()`, the bytes
 //!   of live Python allocations (objects, buffers, anything through
-//!   `PyMem_*`/`PyObject_*`) and the most there ever were since tracing began
-//!   (from interpreter start when the worker honoured `PYTHONTRACEMALLOC`).
+//!   `PyMem_*`/`PyObject_*`) and the most there were since the previous
+//!   reading (at ready: since tracing began, from interpreter start when the
+//!   worker honoured `PYTHONTRACEMALLOC`). Listing the allocation sites at a
+//!   reading allocates in the worker; the peak is reset after it, and what
+//!   it left (`*_after_reading_bytes`) is the base of the next phase's
+//!   growth.
 //! - **RSS**: `VmRSS` of `/proc/self/status`, read by the worker in the same
 //!   handler, right after the traced figures; **HWM** is `VmHWM`, the peak
 //!   resident set so far. **peak RSS** is `ru_maxrss` from `wait4` on the
@@ -53,6 +57,8 @@ pub struct MemoryPoint {
     /// The worker's monotonic stamp of the reading.
     pub t_ns: u64,
     pub traced_current_bytes: u64,
+    /// The most traced memory since the previous reading (at the first,
+    /// since tracing began).
     pub traced_peak_bytes: u64,
     /// What tracemalloc's own traces take (resident, not traced).
     pub tracemalloc_overhead_bytes: u64,
@@ -60,6 +66,12 @@ pub struct MemoryPoint {
     pub rss_bytes: Option<u64>,
     /// `VmHWM`, the resident peak so far.
     pub hwm_bytes: Option<u64>,
+    /// Traced memory and `VmRSS` once the reading's own work (listing the
+    /// allocation sites) was done: the base for what the next phase added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced_after_reading_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_after_reading_bytes: Option<u64>,
 }
 
 impl MemoryPoint {
@@ -147,13 +159,21 @@ pub fn reading(points: &[MemoryPoint]) -> String {
     };
     if let Some(after) = points.iter().find(|p| p.at == Moment::AfterServe) {
         if let Some(rss_after) = after.rss_bytes {
-            let d_rss = rss_after as i64 - rss as i64;
-            let d_traced = after.traced_current_bytes as i64 - traced as i64;
+            let base_rss = ready.rss_after_reading_bytes.unwrap_or(rss);
+            let base_traced = ready.traced_after_reading_bytes.unwrap_or(traced);
+            let d_rss = rss_after as i64 - base_rss as i64;
+            let d_traced = after.traced_current_bytes as i64 - base_traced as i64;
             line.push_str(&format!(
                 "; over the serve phase RSS moved {} and traced memory {}",
                 signed_mib(d_rss),
                 signed_mib(d_traced)
             ));
+            if base_rss != rss {
+                line.push_str(&format!(
+                    " (from after the ready reading, whose own site listing moved RSS {})",
+                    signed_mib(base_rss as i64 - rss as i64)
+                ));
+            }
         }
     }
     line
@@ -179,6 +199,8 @@ mod tests {
             tracemalloc_overhead_bytes: 2 * MIB,
             rss_bytes: rss,
             hwm_bytes: rss,
+            traced_after_reading_bytes: None,
+            rss_after_reading_bytes: None,
         }
     }
 
@@ -207,6 +229,19 @@ mod tests {
         );
         assert!(
             r.ends_with("; over the serve phase RSS moved +10.0 MiB and traced memory -2.0 MiB"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn the_serve_phase_grows_from_what_the_ready_reading_left() {
+        let mut ready = point(Moment::Ready, 4 * MIB, Some(40 * MIB));
+        ready.rss_after_reading_bytes = Some(46 * MIB);
+        ready.traced_after_reading_bytes = Some(5 * MIB);
+        let after = point(Moment::AfterServe, 5 * MIB, Some(47 * MIB));
+        let r = reading(&[ready, after]);
+        assert!(
+            r.ends_with("; over the serve phase RSS moved +1.0 MiB and traced memory +0.0 MiB (from after the ready reading, whose own site listing moved RSS +6.0 MiB)"),
             "{r}"
         );
     }
