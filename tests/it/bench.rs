@@ -135,10 +135,12 @@ fn bench_detects_a_fixed_startup_delay() {
 fn bench_a_against_itself_is_not_significant() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let argv = standin_argv(&[]);
+    // A fixed 20 ms of start-up work on both sides keeps the relative
+    // spread down on a loaded machine; 30 rounds keep the interval narrow.
+    let argv = standin_argv(&["--delay-ms", "20"]);
     let o = bench(
         &out,
-        &["--warmup", "1", "--trials", "20", "--vs", &quoted(&argv)],
+        &["--warmup", "1", "--trials", "30", "--vs", &quoted(&argv)],
         &argv,
     );
     assert_eq!(o.status.code(), Some(0));
