@@ -290,3 +290,46 @@ fn memory_view_says_when_its_bootstrap_cannot_run() {
         "{failures}"
     );
 }
+
+#[test]
+fn serve_checks_every_reply_and_a_wrong_one_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    // A payload not echoed: counted, the phase goes on.
+    let out = dir.path().join("echo");
+    let o = bench(
+        &out,
+        &[
+            "--requests",
+            "20",
+            "--request",
+            r#"{"op": "infer", "text": "x"}"#,
+        ],
+        &argv(&["--bad-echo-at", "5"]),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let s = serve_of(&out);
+    assert_eq!(
+        (s["ok"].as_u64(), s["wrong_replies"].as_u64()),
+        (Some(19), Some(1))
+    );
+    assert_eq!(s["ended_early"], Value::Null);
+    let recs = requests(&out);
+    assert_eq!(recs[4].outcome.as_str(), "wrong_reply");
+
+    // A reply for another op: the worker is ended, the phase stops there.
+    let out = dir.path().join("op");
+    let o = bench(&out, &["--requests", "20"], &argv(&["--wrong-op-at", "8"]));
+    assert_eq!(o.status.code(), Some(1));
+    let s = serve_of(&out);
+    assert_eq!(
+        (s["ok"].as_u64(), s["wrong_replies"].as_u64()),
+        (Some(7), Some(1))
+    );
+    assert!(
+        s["ended_early"].as_str().unwrap().contains("bogus"),
+        "{s:#}"
+    );
+    let recs = requests(&out);
+    assert_eq!(recs.len(), 8);
+    assert_eq!(recs[7].outcome.as_str(), "wrong_reply");
+}

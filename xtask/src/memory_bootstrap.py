@@ -7,12 +7,13 @@
 # PYTHONTRACEMALLOC=1; if that was ignored, this starts it here and says so).
 # It writes JSON lines, one write each, to the file named by COLDSTART_MEMORY:
 #   start     this bootstrap ran: pid, whether tracing began at interpreter start
-#   snapshot  on SIGUSR1 or SIGUSR2 (sent by the harness): traced current and peak, the
-#             tracer's own overhead, VmRSS and VmHWM read at the same moment,
-#             with SIGUSR1 the top allocation sites by file:line; then, since listing the
-#             sites allocates, the traced memory and VmRSS left after it, and
-#             the traced peak is reset (so each reading's peak is the most
-#             since the previous reading, never this bootstrap's own work)
+#   snapshot  on SIGUSR1 or SIGUSR2 (sent by the harness): traced current
+#             and peak, the tracer's own overhead, VmRSS and VmHWM read at
+#             the same moment; with SIGUSR1 also the top allocation sites by
+#             file:line. Listing them allocates, so the record also has the
+#             traced memory and VmRSS left afterwards, and the traced peak is
+#             reset: each reading's peak is the most since the previous one,
+#             never this bootstrap's own work.
 #   exit      the same figures at interpreter exit (atexit)
 #   error     anything that went wrong in here (swallowed, never raised)
 #

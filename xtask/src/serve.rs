@@ -242,6 +242,8 @@ fn clip(s: &str) -> String {
 pub struct Served {
     pub records: Vec<RequestRecord>,
     pub error: Option<spawn::Error>,
+    /// `stop` said yes before every request was written.
+    pub stopped: bool,
 }
 
 /// What became of requests still owed when the worker ended with `e`: the
@@ -273,7 +275,15 @@ fn short_error(e: &spawn::Error) -> String {
 }
 
 /// Runs the serve phase on a worker after its ready line.
-pub fn serve(w: &mut spawn::Worker, variant: Variant, plan: &Plan) -> Served {
+/// `stop` is asked before each write: once it says yes (Ctrl-C), no more
+/// requests are written, the replies owed are still read, and the requests
+/// not written yet are left out of the run.
+pub fn serve(
+    w: &mut spawn::Worker,
+    variant: Variant,
+    plan: &Plan,
+    stop: &dyn Fn() -> bool,
+) -> Served {
     let n = plan.load.requests();
     let requests: Vec<Request> = (0..n).map(|i| plan.request(i)).collect();
     let mut records: Vec<RequestRecord> = Vec::with_capacity(n);
@@ -286,8 +296,16 @@ pub fn serve(w: &mut spawn::Worker, variant: Variant, plan: &Plan) -> Served {
         }
     }
     let mut next = 0;
+    let mut stopped = false;
     loop {
+        if !stopped && stop() {
+            stopped = true;
+            if let Load::Open { .. } = plan.load {
+                records.truncate(next);
+            }
+        }
         match plan.load {
+            Load::Closed { .. } if stopped => {}
             Load::Closed { .. } => {
                 if next == n {
                     break;
@@ -300,7 +318,8 @@ pub fn serve(w: &mut spawn::Worker, variant: Variant, plan: &Plan) -> Served {
             }
             Load::Open { .. } => {
                 let now = spawn::monotonic_ns();
-                if next < n && pending.is_empty() && records[next].scheduled_at_ns > now {
+                if next < records.len() && pending.is_empty() && records[next].scheduled_at_ns > now
+                {
                     // Nothing owed: sleep until the next request is due.
                     std::thread::sleep(Duration::from_nanos(records[next].scheduled_at_ns - now));
                 }
@@ -323,12 +342,13 @@ pub fn serve(w: &mut spawn::Worker, variant: Variant, plan: &Plan) -> Served {
                     return Served {
                         records,
                         error: Some(e),
+                        stopped,
                     };
                 }
             }
         }
         let Some(&oldest) = pending.front() else {
-            if next == n {
+            if next == n || stopped {
                 break;
             }
             continue;
@@ -344,6 +364,7 @@ pub fn serve(w: &mut spawn::Worker, variant: Variant, plan: &Plan) -> Served {
                 return Served {
                     records,
                     error: Some(e),
+                    stopped,
                 };
             }
         }
@@ -351,6 +372,7 @@ pub fn serve(w: &mut spawn::Worker, variant: Variant, plan: &Plan) -> Served {
     Served {
         records,
         error: None,
+        stopped,
     }
 }
 
@@ -408,10 +430,18 @@ pub fn run_serve(
     plan: &Plan,
     log: &mut RequestLog,
     boot: &Bootstrap,
+    stop: &dyn Fn() -> bool,
 ) -> Result<(ServeStats, Vec<RequestRecord>)> {
     let mut w = spawn_ready(cmd, target)?;
-    let served = serve(&mut w, variant, plan);
+    let served = serve(&mut w, variant, plan, stop);
     let mut ended = served.error.as_ref().map(|e| e.to_string());
+    if served.stopped && ended.is_none() {
+        ended = Some(format!(
+            "interrupted: {} of {} requests sent",
+            served.records.len(),
+            plan.load.requests()
+        ));
+    }
     if served.error.is_none() {
         if let Err(e) = w.shutdown(&policy(target)) {
             ended = Some(format!("after the serve phase: {e}"));
@@ -438,6 +468,7 @@ pub fn run_memory(
     cmd: &spawn::Command,
     variant: Variant,
     plan: Option<&Plan>,
+    stop: &dyn Fn() -> bool,
 ) -> Result<MemoryView> {
     let dir = tempfile::Builder::new()
         .prefix("coldstart-memory-")
@@ -521,7 +552,7 @@ pub fn run_memory(
     }
     let mut ended = None;
     if let Some(plan) = plan {
-        let served = serve(&mut w, variant, plan);
+        let served = serve(&mut w, variant, plan, stop);
         match served.error {
             Some(e) => ended = Some(e),
             None => match snapshot(Moment::AfterServe)? {
@@ -684,6 +715,16 @@ impl Extras {
         Ok(json)
     }
 
+    /// Whether anything went wrong beyond rejections: a view that could
+    /// not run, a wrong reply, a serve phase that ended early.
+    pub fn failed(&self) -> bool {
+        !self.failures.is_empty()
+            || self
+                .serve
+                .iter()
+                .any(|s| s.wrong_replies > 0 || s.ended_early.is_some())
+    }
+
     /// The Markdown sections for `summary.md` and the terminal.
     pub fn markdown(&self) -> String {
         let mut md = report::bench::serve::markdown(&self.serve, &self.memory);
@@ -722,6 +763,7 @@ pub fn run_extras(
     args: &ServeArgs,
     dir: &Path,
     boot: &Bootstrap,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Extras> {
     let mut extras = Extras::default();
     let load = args.load()?;
@@ -730,6 +772,9 @@ pub fn run_extras(
         None => None,
     };
     for side in sides {
+        if stop() {
+            break;
+        }
         let plan = match load {
             Some(load) => Some(Plan::new(load, args.request.as_deref(), side.target)?),
             None => None,
@@ -741,7 +786,7 @@ pub fn run_extras(
                 plan.load.describe(),
                 plan.describe()
             );
-            match run_serve(side.target, side.cmd, side.variant, plan, log, boot) {
+            match run_serve(side.target, side.cmd, side.variant, plan, log, boot, stop) {
                 Ok((s, records)) => {
                     extras.serve.push(s);
                     extras.requests.extend(records);
@@ -756,7 +801,7 @@ pub fn run_extras(
                 "memory view ({}): a separate untimed worker with tracemalloc",
                 side.variant
             );
-            match run_memory(side.target, side.cmd, side.variant, plan.as_ref()) {
+            match run_memory(side.target, side.cmd, side.variant, plan.as_ref(), stop) {
                 Ok(m) => extras.memory.push(m),
                 Err(e) => extras
                     .failures

@@ -714,4 +714,53 @@ mod tests {
             r#"{"mode":"open","rate_per_s":5.0,"duration_s":2.0,"requests":10}"#
         );
     }
+
+    mod props {
+        use super::super::*;
+        use proptest::prelude::*;
+
+        fn quick() -> Bootstrap {
+            Bootstrap {
+                resamples: 300,
+                ..Bootstrap::default()
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(48))]
+
+            #[test]
+            fn intervals_hold_their_percentile_and_ignore_order(
+                mut xs in prop::collection::vec(0.0f64..1e4, 1..80),
+            ) {
+                let l = latency_stats(&xs, &quick()).unwrap().unwrap();
+                prop_assert!(l.median_ci.contains(l.median));
+                prop_assert!(l.p90_ci.contains(l.p90));
+                prop_assert!(l.p99_ci.contains(l.p99));
+                prop_assert!(l.median <= l.p90 && l.p90 <= l.p99 && l.p99 <= l.max);
+                xs.reverse();
+                prop_assert_eq!(latency_stats(&xs, &quick()).unwrap().unwrap(), l);
+            }
+
+            #[test]
+            fn in_flight_lies_between_one_and_the_requests_sent(
+                spans in prop::collection::vec((0u64..1000, 0u64..1000, any::<bool>()), 1..40),
+            ) {
+                let rs: Vec<RequestRecord> = spans
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(sent, took, answered))| {
+                        let mut r = RequestRecord::scheduled(Variant::A, i, sent);
+                        r.sent_at_ns = Some(sent);
+                        if answered {
+                            r.answered(sent + took, RequestOutcome::Ok);
+                        }
+                        r
+                    })
+                    .collect();
+                let m = max_in_flight(&rs);
+                prop_assert!(m >= 1 && m <= rs.len());
+            }
+        }
+    }
 }

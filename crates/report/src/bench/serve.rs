@@ -330,7 +330,10 @@ pub fn svg_panels(
                     bx(rss),
                     bx(p.traced_current_bytes as f64),
                     colour(m.variant),
-                    LEFT + bx(rss.max(p.traced_current_bytes as f64)) + 6.0,
+                    LEFT + bx(rss
+                        .max(p.traced_current_bytes as f64)
+                        .max(m.peak_rss_bytes.unwrap_or(0) as f64))
+                        + 6.0,
                     y + 12.0,
                     mib(p.traced_current_bytes),
                     p.rss_bytes.map_or("-".to_owned(), mib)
