@@ -282,3 +282,85 @@ fn compare_of_saved_runs_gives_the_verdicts() {
     );
     assert_eq!(code, Some(0));
 }
+
+#[test]
+fn bench_concurrency_times_a_pool_of_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = bench(
+        &out,
+        &[
+            "--warmup",
+            "0",
+            "--trials",
+            "2",
+            "--concurrency",
+            "3",
+            "--health",
+            "2",
+        ],
+        &standin_argv(&[]),
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let recs = trials(&out);
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        assert_eq!(r.workers.len(), 3);
+        assert_eq!(r.phases.health_ns.len(), 6, "2 round trips x 3 workers");
+        let first_spawn = r.workers.iter().map(|w| w.marks.spawned_ns).min().unwrap();
+        let last_ready = r
+            .workers
+            .iter()
+            .map(|w| w.marks.ready_read_ns.unwrap())
+            .max()
+            .unwrap();
+        assert_eq!(r.phases.ready_ns, Some(last_ready - first_spawn));
+        let pids: std::collections::HashSet<_> = r.workers.iter().map(|w| w.pid).collect();
+        assert_eq!(pids.len(), 3, "three distinct workers");
+    }
+    let s = summary(&out);
+    assert_eq!(s["configuration"]["concurrency"], 3);
+    assert_eq!(s["phases"]["health"]["a"]["n"], 12);
+}
+
+#[test]
+fn bench_precision_stops_between_the_bounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = bench(
+        &out,
+        &[
+            "--warmup",
+            "0",
+            "--precision",
+            "50%",
+            "--min-trials",
+            "3",
+            "--max-trials",
+            "6",
+        ],
+        &standin_argv(&[]),
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let s = summary(&out);
+    assert_eq!(s["configuration"]["precision"], 0.5);
+    assert_eq!(s["configuration"]["trials"], Value::Null);
+    let ready = &s["phases"]["ready"]["a"];
+    let n = ready["n"].as_u64().unwrap();
+    assert!((3..=6).contains(&n), "{n}");
+    let half = (ready["median_ci"]["hi"].as_f64().unwrap()
+        - ready["median_ci"]["lo"].as_f64().unwrap())
+        / 2.0;
+    let reached = half / ready["median"].as_f64().unwrap() <= 0.5;
+    let warned = s["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["kind"] == "too_few_trials");
+    // Either it stopped early because it was precise enough, or it ran to
+    // --max-trials and says the precision was not reached.
+    assert!(
+        (n < 6 && reached) || (n == 6 && (reached || warned)),
+        "n {n}, half-width {half}, {s}"
+    );
+}

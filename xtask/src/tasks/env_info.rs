@@ -271,6 +271,48 @@ mod tests {
         assert_eq!(parse_pressure("garbage"), None);
     }
 
+    /// The real interpreter behind `python3`, as the tests' support finds it.
+    fn real_python() -> PathBuf {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("python3 runs");
+        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    }
+
+    #[test]
+    fn a_shim_script_is_flagged_and_the_real_interpreter_is_not() {
+        let real = real_python();
+        let dir = tempfile::tempdir().unwrap();
+        let shim = dir.path().join("python3");
+        std::fs::write(
+            &shim,
+            format!("#!/bin/sh\nexec {} \"$@\"\n", real.display()),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let env: BTreeMap<String, String> =
+            [("PATH".to_owned(), dir.path().display().to_string())].into();
+        let info = python_info("python3", &env, dir.path());
+        assert!(info.shim, "{info:?}");
+        assert_eq!(info.resolved.as_deref(), Some(shim.to_str().unwrap()));
+        assert_eq!(
+            std::fs::canonicalize(info.executable.as_deref().unwrap()).unwrap(),
+            std::fs::canonicalize(&real).unwrap()
+        );
+        assert!(info.note.unwrap().contains("script"));
+        assert_eq!(info.implementation.as_deref(), Some("cpython"));
+        assert!(info.version.unwrap().starts_with('3'));
+
+        let direct = python_info(real.to_str().unwrap(), &BTreeMap::new(), dir.path());
+        assert!(!direct.shim, "{direct:?}");
+        assert!(direct.free_threaded.is_some());
+
+        let gone = python_info("python9.99", &env, dir.path());
+        assert!(gone.note.unwrap().contains("not found"));
+    }
+
     #[test]
     fn python_names() {
         for yes in [
