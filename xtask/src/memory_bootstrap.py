@@ -8,12 +8,12 @@
 # It writes JSON lines, one write each, to the file named by COLDSTART_MEMORY:
 #   start     this bootstrap ran: pid, whether tracing began at interpreter start
 #   snapshot  on SIGUSR1 or SIGUSR2 (sent by the harness): traced current
-#             and peak, the tracer's own overhead, VmRSS and VmHWM read at
-#             the same moment; with SIGUSR1 also the top allocation sites by
-#             file:line. Listing them allocates, so the record also has the
-#             traced memory and VmRSS left afterwards, and the traced peak is
-#             reset: each reading's peak is the most since the previous one,
-#             never this bootstrap's own work.
+#             and peak (the peak is then reset: each reading's peak is the
+#             most since the previous one), the tracer's own overhead, VmRSS
+#             and VmHWM read at the same moment; with SIGUSR1 also the top
+#             allocation sites by file:line, listed by a forked copy of the
+#             worker (listing allocates megabytes the worker should not keep;
+#             where fork fails, in place, with what that left recorded)
 #   exit      the same figures at interpreter exit (atexit)
 #   error     anything that went wrong in here (swallowed, never raised)
 #
@@ -82,15 +82,17 @@ def _install():
     pid = os.getpid()
     state = {"seq": 0}
 
-    def emit(rec):
-        if os.getpid() != pid:
-            return  # a forked child: not the worker we measure
+    def write(rec):
         try:
             os.write(fd, (_dumps(rec) + "\n").encode("utf-8", "replace"))
         except Exception:
             pass
 
-    def figures(kind, with_top):
+    def emit(rec):
+        if os.getpid() == pid:  # not a child the worker forked
+            write(rec)
+
+    def figures(kind):
         # The figures first, before anything here allocates.
         current, peak = _tracemalloc.get_traced_memory()
         t_ns = time.monotonic_ns()
@@ -104,8 +106,6 @@ def _install():
             "rss": rss,
             "hwm": hwm,
         }
-        if with_top:
-            rec["top"] = top_sites()
         return rec
 
     def top_sites():
@@ -123,26 +123,55 @@ def _install():
         ranked = sorted(sites.items(), key=lambda kv: kv[1][0], reverse=True)[:top_n]
         return [{"file": k[0], "line": k[1], "size": v[0], "count": v[1]} for k, v in ranked]
 
+    def list_elsewhere(rec):
+        """Lists the allocation sites in a grandchild (a copy of this
+        process's memory and traces) that writes the record: listing
+        allocates megabytes, which the worker then never holds, and the
+        worker never waits for that copy, so its wait4 peak RSS stays its
+        own. False when fork is not possible."""
+        try:
+            child = os.fork()
+        except Exception:
+            return False
+        if child == 0:
+            try:
+                if os.fork() == 0:
+                    try:
+                        rec["top"] = top_sites()
+                        rec["listed_in"] = "a forked copy"
+                        write(rec)
+                    finally:
+                        os._exit(0)
+            finally:
+                os._exit(0)
+        os.waitpid(child, 0)
+        return True
+
     def on_signal(signum, frame):
         try:
             state["seq"] += 1
-            rec = figures("snapshot", signum == _signal.SIGUSR1)
+            rec = figures("snapshot")
             rec["seq"] = state["seq"]
-            # The listing allocated: say what is left of it, and restart
-            # the peak so the next reading does not count this one's work.
+            # Each reading's peak is the most since the previous reading.
             reset = getattr(_tracemalloc, "reset_peak", None)
             if reset is not None:
                 reset()
             rec["peak_reset"] = reset is not None
-            rec["traced_after"] = _tracemalloc.get_traced_memory()[0]
-            rec["rss_after"] = _status()[0]
+            if signum == _signal.SIGUSR1:
+                if list_elsewhere(rec):
+                    return
+                # No fork here: list in place, and say what that left.
+                rec["top"] = top_sites()
+                rec["listed_in"] = "the worker"
+                rec["traced_after"] = _tracemalloc.get_traced_memory()[0]
+                rec["rss_after"] = _status()[0]
             emit(rec)
         except Exception as exc:
             emit({"type": "error", "where": "snapshot", "error": "%s: %s" % (type(exc).__name__, exc)})
 
     def at_exit():
         try:
-            emit(figures("exit", False))
+            emit(figures("exit"))
         except Exception as exc:
             emit({"type": "error", "where": "exit", "error": "%s: %s" % (type(exc).__name__, exc)})
 

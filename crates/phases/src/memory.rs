@@ -10,10 +10,11 @@
 //!   of live Python allocations (objects, buffers, anything through
 //!   `PyMem_*`/`PyObject_*`) and the most there were since the previous
 //!   reading (at ready: since tracing began, from interpreter start when the
-//!   worker honoured `PYTHONTRACEMALLOC`). Listing the allocation sites at a
-//!   reading allocates in the worker; the peak is reset after it, and what
-//!   it left (`*_after_reading_bytes`) is the base of the next phase's
-//!   growth.
+//!   worker honoured `PYTHONTRACEMALLOC`).
+//! - **top allocation sites**: listed by a forked copy of the worker, since
+//!   listing allocates megabytes; where fork fails the worker lists them
+//!   itself and what that left (`*_after_reading_bytes`) is the base of the
+//!   next phase's growth.
 //! - **RSS**: `VmRSS` of `/proc/self/status`, read by the worker in the same
 //!   handler, right after the traced figures; **HWM** is `VmHWM`, the peak
 //!   resident set so far. **peak RSS** is `ru_maxrss` from `wait4` on the

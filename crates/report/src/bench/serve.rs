@@ -116,7 +116,7 @@ pub fn markdown(serve: &[ServeStats], memory: &[MemoryView]) -> String {
         );
         let _ = writeln!(
             o,
-            "| moment | traced current | traced peak | RSS | untraced (RSS - traced - tracer) | tracemalloc's own | RSS high-water |"
+            "| moment | traced current | traced peak (since the row above) | RSS | untraced (RSS - traced - tracer) | tracemalloc's own | RSS high-water |"
         );
         let _ = writeln!(o, "|---|---|---|---|---|---|---|");
         let opt = |b: Option<u64>| b.map_or("-".to_owned(), mib);
