@@ -243,15 +243,19 @@ pub fn parse(text: &str, root: &Path) -> Result<Vec<Target>> {
     Ok(out)
 }
 
-/// How a task picks its targets: `-- CMD...` wins, then `--target NAME`
-/// from the config, then every target of the config, then the built-in
-/// default.
+/// How a task picks its targets: `-- CMD...` wins (run in the current
+/// directory), then `--target NAME` from the config, then every target of
+/// the config, then the built-in default (both run from the workspace root,
+/// or the target's `cwd`).
 pub fn resolve(root: &Path, target: Option<&str>, command: &[String]) -> Result<Vec<Target>> {
     if !command.is_empty() {
         if target.is_some() {
             bail!("give either --target or a command after `--`, not both");
         }
-        return Ok(vec![Target::ad_hoc(root, command.to_vec(), "command")]);
+        // A command line runs where the user typed it, like any command.
+        let here = std::env::current_dir()
+            .context("could not read the current directory to run the command in")?;
+        return Ok(vec![Target::ad_hoc(&here, command.to_vec(), "command")]);
     }
     let configured = load(root)?;
     match (target, configured) {

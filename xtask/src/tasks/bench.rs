@@ -354,6 +354,8 @@ fn run_worker(p: &Prepared) -> WorkerRecord {
             return rec;
         }
     };
+    // Only a trial that already failed (a timeout) is ever dumped.
+    crate::pyspy::arm_timeout_dump(&mut w, &p.target, &crate::tasks::project_root());
     rec.pid = Some(w.pid());
     rec.marks.spawned_ns = w.spawned_at_ns();
     match w.wait_ready(p.target.ready_timeout) {
