@@ -148,6 +148,28 @@ impl Target {
         self
     }
 
+    /// The worker command for `spawn`: the argv, the target's environment
+    /// on top of the inherited one, and its working directory. Callers add
+    /// what their task needs (importtime, the recorder, a stderr file).
+    pub fn spawn_command(&self) -> spawn::Command {
+        let mut cmd = spawn::Command::new(&self.command[0]);
+        cmd.args(&self.command[1..]).current_dir(&self.cwd);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// How long the worker's polite end may take: the shutdown timeout for
+    /// the ack and again for the exit, then the grace after SIGTERM.
+    pub fn shutdown_policy(&self) -> spawn::ShutdownPolicy {
+        spawn::ShutdownPolicy {
+            ack_timeout: self.shutdown_timeout,
+            exit_timeout: self.shutdown_timeout,
+            grace: self.grace,
+        }
+    }
+
     /// The command as a person would type it, for messages.
     pub fn display_command(&self) -> String {
         self.command

@@ -482,11 +482,7 @@ fn check_process(t: &Target, policy: &Policy, block: bool, index: usize) -> Resu
     let _listed = Listed::new(setup.dir());
     let stderr_path = setup.dir().join("stderr.log");
 
-    let mut cmd = spawn::Command::new(&t.command[0]);
-    cmd.args(&t.command[1..]).current_dir(&t.cwd);
-    for (k, v) in &t.env {
-        cmd.env(k, v);
-    }
+    let mut cmd = t.spawn_command();
     for (k, v) in setup.env() {
         cmd.env(k, v);
     }
@@ -514,12 +510,7 @@ fn check_process(t: &Target, policy: &Policy, block: bool, index: usize) -> Resu
             w.request(&Request::health(), t.request_timeout)?;
         }
         timeline.shutdown_sent_at_ns = Some(spawn::monotonic_ns());
-        let policy = spawn::ShutdownPolicy {
-            ack_timeout: t.shutdown_timeout,
-            exit_timeout: t.shutdown_timeout,
-            grace: t.grace,
-        };
-        w.shutdown(&policy)
+        w.shutdown(&t.shutdown_policy())
     })();
 
     let (exit, error, stderr_tail) = match &outcome {
@@ -809,22 +800,14 @@ fn bench(args: &Args, t: &Target, rounds: usize) -> Result<ExitCode> {
                 bail!("the worker could not be checked: {e}");
             }
         } else {
-            let mut cmd = spawn::Command::new(&t.command[0]);
-            cmd.args(&t.command[1..]).current_dir(&t.cwd);
-            for (k, v) in &t.env {
-                cmd.env(k, v);
-            }
+            let cmd = t.spawn_command();
             let run = || -> std::result::Result<(), spawn::Error> {
                 let mut w = spawn::Worker::spawn(&cmd)?;
                 w.wait_ready(t.ready_timeout)?;
                 for _ in 0..t.health {
                     w.request(&Request::health(), t.request_timeout)?;
                 }
-                w.shutdown(&spawn::ShutdownPolicy {
-                    ack_timeout: t.shutdown_timeout,
-                    exit_timeout: t.shutdown_timeout,
-                    grace: t.grace,
-                })?;
+                w.shutdown(&t.shutdown_policy())?;
                 Ok(())
             };
             run().map_err(|e| anyhow::anyhow!("the worker's lifecycle failed: {e}"))?;

@@ -195,12 +195,9 @@ fn record(
             .map_err(|e| anyhow::anyhow!("{e}"))
             .with_context(|| format!("health round trip {} of {health} failed", k + 1))?;
     }
-    let policy = spawn::ShutdownPolicy {
-        ack_timeout: target.shutdown_timeout,
-        // py-spy writes its file after the worker exits: give it time.
-        exit_timeout: target.shutdown_timeout + Duration::from_secs(10),
-        grace: target.grace,
-    };
+    let mut policy = target.shutdown_policy();
+    // py-spy writes its file after the worker exits: give it time.
+    policy.exit_timeout += Duration::from_secs(10);
     let finished = worker
         .shutdown(&policy)
         .map_err(|e| anyhow::anyhow!("{e}"))
