@@ -513,13 +513,20 @@ fn check_process(t: &Target, policy: &Policy, block: bool, index: usize) -> Resu
         w.shutdown(&t.shutdown_policy())
     })();
 
-    let (exit, error, stderr_tail) = match &outcome {
+    let (exit, error, stderr_tail) = match outcome {
         Ok(f) => (Some(f.status.to_string()), None, None),
-        Err(e) => (
-            e.status.as_ref().map(ToString::to_string),
-            Some(without_importtime(&e.to_string())),
-            Some(stderr_tail(&stderr_path).unwrap_or_else(|| without_importtime(&e.stderr_tail))),
-        ),
+        Err(mut e) => {
+            // The worker's own lines, from the whole stderr file: the
+            // in-memory tail may hold nothing but importtime lines.
+            let own =
+                stderr_tail(&stderr_path).unwrap_or_else(|| without_importtime(&e.stderr_tail));
+            e.stderr_tail = own.clone();
+            (
+                e.status.as_ref().map(ToString::to_string),
+                Some(without_importtime(&e.to_string())),
+                Some(own),
+            )
+        }
     };
 
     let recording: Recording = setup.read().context("could not read the import records")?;
