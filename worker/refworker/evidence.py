@@ -46,11 +46,11 @@ class Evidence:
         }
 
 
-def echo(text, task, lang):
-    """The evidence an echo gives without any model: one span over the whole text."""
+def echo(text, task, lang, model="echo"):
+    """The evidence an echo gives: one span over the whole text, said by ``model``."""
     return Evidence(
         task=task,
         lang=lang,
-        model="echo",
+        model=model,
         spans=(Span(start=0, end=len(text), label="ECHO", text=text),),
     )
