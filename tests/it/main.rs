@@ -5,5 +5,6 @@ mod boundary;
 mod conformance;
 mod importtime;
 mod pyspy;
+mod serve;
 mod spawn_faults;
 mod support;

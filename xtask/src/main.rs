@@ -13,6 +13,7 @@
 
 mod config;
 mod pyspy;
+mod serve;
 mod tasks;
 
 use std::process::ExitCode;

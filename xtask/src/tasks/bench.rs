@@ -99,6 +99,10 @@ pub struct Args {
     /// The worker command, instead of a target.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
+    /// After the trials: a serve phase (--requests, --rate, --duration,
+    /// --request) and a memory view (--memory), each on a fresh worker.
+    #[command(flatten)]
+    serve: crate::serve::ServeArgs,
 }
 
 fn parse_share(s: &str) -> Result<f64, String> {
@@ -609,6 +613,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.probe_check {
         return probe_check(a_target, &args);
     }
+    crate::serve::check(&args.serve, &a_target)?;
     let mut sides = vec![Prepared::new(Variant::A, a_target, &args)?];
     if let Some(vs) = &args.vs {
         sides.push(Prepared::new(
@@ -702,6 +707,24 @@ pub fn run(args: Args) -> Result<ExitCode> {
     bar.finish_and_clear();
     spawn::kill_all();
     let was_interrupted = interrupted();
+    // The serve phase and memory view: fresh workers after the timed
+    // trials, never part of them.
+    let extras = if args.serve.wanted() && !was_interrupted {
+        let serve_sides: Vec<crate::serve::Side<'_>> = sides
+            .iter()
+            .map(|s| crate::serve::Side {
+                variant: s.variant,
+                target: &s.target,
+                cmd: &s.cmd,
+            })
+            .collect();
+        let extras =
+            crate::serve::run_extras(&serve_sides, &args.serve, &dir, &boot, &interrupted)?;
+        spawn::kill_all();
+        extras
+    } else {
+        crate::serve::Extras::default()
+    };
 
     let environment = Environment {
         tool: env_info::tool(&root),
@@ -717,8 +740,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
     };
     let summary = RunSummary::build(&records, environment, config, was_interrupted, loop_wall_s)
         .context("could not summarise the trials")?;
-    write_outputs(&dir, &summary, &records)?;
+    write_outputs(&dir, &summary, &records, &extras)?;
     print!("{}", report::bench::terminal::render(&summary));
+    let serve_text = extras.markdown();
+    if !serve_text.is_empty() {
+        print!("\n{serve_text}");
+    }
     if let Some((r, check, message)) = records.iter().find_map(|r| match &r.outcome {
         Outcome::Failed { check, message } if *check != Check::Interrupted => {
             Some((r, check, message))
@@ -735,28 +762,36 @@ pub fn run(args: Args) -> Result<ExitCode> {
     println!("\nwritten to {}", dir.display());
     Ok(if was_interrupted {
         ExitCode::from(130)
-    } else if summary.trials.failed > 0 {
+    } else if summary.trials.failed > 0 || extras.failed() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
 }
 
-fn write_outputs(dir: &Path, summary: &RunSummary, records: &[TrialRecord]) -> Result<()> {
+fn write_outputs(
+    dir: &Path,
+    summary: &RunSummary,
+    records: &[TrialRecord],
+    extras: &crate::serve::Extras,
+) -> Result<()> {
     let write = |name: &str, text: String| {
         let path = dir.join(name);
         std::fs::write(&path, text).with_context(|| format!("could not write {}", path.display()))
     };
-    let mut json =
-        serde_json::to_string_pretty(summary).context("the summary did not serialise")?;
-    json.push('\n');
-    write("summary.json", json)?;
-    write("summary.md", report::bench::markdown::render(summary))?;
+    write("summary.json", extras.summary_json(summary)?)?;
+    write(
+        "summary.md",
+        report::bench::markdown::render(summary) + &extras.markdown(),
+    )?;
     write(
         "hyperfine.json",
         report::bench::hyperfine::render(summary, records),
     )?;
-    write("phases.svg", report::bench::svg::render(summary, records))?;
+    write(
+        "phases.svg",
+        extras.svg(&report::bench::svg::render(summary, records)),
+    )?;
     Ok(())
 }
 

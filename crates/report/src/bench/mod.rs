@@ -8,6 +8,7 @@
 
 pub mod hyperfine;
 pub mod markdown;
+pub mod serve;
 pub mod svg;
 pub mod terminal;
 
