@@ -19,6 +19,12 @@
 //! - [`summary`]: the run summary (`summary.json`): environment,
 //!   configuration, counts and failure rate, per-phase statistics, ratios.
 //! - [`warn`]: pyperf-style warnings about noisy or thin runs.
+//! - [`serve`]: the serve phase after ready: one record per request
+//!   (latency from its scheduled send, outcome) and the statistics of a
+//!   closed or open loop (throughput, latency percentiles with CIs,
+//!   rejections, most in flight).
+//! - [`memory`]: the memory view: Python-traced memory beside RSS at the
+//!   same moments, allocation sites, and a one-line reading.
 //!
 //! What it deliberately does not own: starting processes or reading the
 //! protocol (`spawn`), reading `/proc` or asking an interpreter about

@@ -1,6 +1,7 @@
 //! Renderers for `cargo xtask bench` and `cargo xtask compare`: the
 //! terminal table, `summary.md`, a hyperfine-compatible `hyperfine.json`,
-//! and `phases.svg` (a hand-written strip plot of every trial).
+//! and `phases.svg` (a hand-written strip plot of every trial); [`serve`]
+//! adds the serve phase and memory view sections and panels.
 //!
 //! Inputs are `phases`' types: a [`RunSummary`](phases::RunSummary) and
 //! the trial records it was built from. Nothing here measures or computes
