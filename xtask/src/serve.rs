@@ -320,8 +320,8 @@ pub fn serve(
                 let now = spawn::monotonic_ns();
                 if next < records.len() && pending.is_empty() && records[next].scheduled_at_ns > now
                 {
-                    // Nothing owed: sleep until the next request is due.
-                    std::thread::sleep(Duration::from_nanos(records[next].scheduled_at_ns - now));
+                    // Nothing owed: wait until the next request is due.
+                    wait_until(records[next].scheduled_at_ns, now);
                 }
             }
         }
@@ -373,6 +373,22 @@ pub fn serve(
         records,
         error: None,
         stopped,
+    }
+}
+
+/// How close to a due time the open loop stops sleeping and yields in a
+/// loop instead: a sleep wakes tens of microseconds late, and that
+/// lateness would count in every request's latency.
+const SPIN_NS: u64 = 200_000;
+
+/// Returns at `due` (monotonic ns), given the time `now`: sleeps until
+/// [`SPIN_NS`] before it, then yields the CPU until it is reached.
+fn wait_until(due: u64, now: u64) {
+    if due > now + SPIN_NS {
+        std::thread::sleep(Duration::from_nanos(due - now - SPIN_NS));
+    }
+    while spawn::monotonic_ns() < due {
+        std::thread::yield_now();
     }
 }
 
