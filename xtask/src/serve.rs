@@ -429,14 +429,6 @@ fn spawn_ready(cmd: &spawn::Command, target: &Target) -> Result<spawn::Worker> {
     Ok(w)
 }
 
-fn policy(target: &Target) -> spawn::ShutdownPolicy {
-    spawn::ShutdownPolicy {
-        ack_timeout: target.shutdown_timeout,
-        exit_timeout: target.shutdown_timeout,
-        grace: target.grace,
-    }
-}
-
 /// The serve phase of one fresh worker (not one of the timed trials): spawn,
 /// ready, serve, shutdown; every record appended to `log`.
 pub fn run_serve(
@@ -459,7 +451,7 @@ pub fn run_serve(
         ));
     }
     if served.error.is_none() {
-        if let Err(e) = w.shutdown(&policy(target)) {
+        if let Err(e) = w.shutdown(&target.shutdown_policy()) {
             ended = Some(format!("after the serve phase: {e}"));
         }
     }
@@ -585,7 +577,7 @@ pub fn run_memory(
             ));
             e.finished.as_deref().and_then(|f| f.rusage)
         }
-        None => match w.shutdown(&policy(target)) {
+        None => match w.shutdown(&target.shutdown_policy()) {
             Ok(f) => f.rusage,
             Err(e) => {
                 problems.push(format!(
