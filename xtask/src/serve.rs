@@ -186,14 +186,14 @@ impl Plan {
     /// Judges a reply to request `index`.
     pub fn check(&self, index: usize, reply: &Reply) -> RequestOutcome {
         let obj = reply.to_object();
-        if let Some(id) = obj.get("id") {
-            if id.as_u64() != Some(index as u64) {
-                return RequestOutcome::WrongReply {
-                    problem: format!(
-                        "the reply carries id {id} where {index} was due: a reply out of order or for another request"
-                    ),
-                };
-            }
+        if let Some(id) = obj.get("id")
+            && id.as_u64() != Some(index as u64)
+        {
+            return RequestOutcome::WrongReply {
+                problem: format!(
+                    "the reply carries id {id} where {index} was due: a reply out of order or for another request"
+                ),
+            };
         }
         match reply {
             Reply::Error(e) => {
@@ -450,10 +450,10 @@ pub fn run_serve(
             plan.load.requests()
         ));
     }
-    if served.error.is_none() {
-        if let Err(e) = w.shutdown(&target.shutdown_policy()) {
-            ended = Some(format!("after the serve phase: {e}"));
-        }
+    if served.error.is_none()
+        && let Err(e) = w.shutdown(&target.shutdown_policy())
+    {
+        ended = Some(format!("after the serve phase: {e}"));
     }
     log.append(&served.records)?;
     let stats = ServeStats::of(

@@ -158,23 +158,23 @@ pub fn reading(points: &[MemoryPoint]) -> String {
             mib(overhead)
         )
     };
-    if let Some(after) = points.iter().find(|p| p.at == Moment::AfterServe) {
-        if let Some(rss_after) = after.rss_bytes {
-            let base_rss = ready.rss_after_reading_bytes.unwrap_or(rss);
-            let base_traced = ready.traced_after_reading_bytes.unwrap_or(traced);
-            let d_rss = rss_after as i64 - base_rss as i64;
-            let d_traced = after.traced_current_bytes as i64 - base_traced as i64;
+    if let Some(after) = points.iter().find(|p| p.at == Moment::AfterServe)
+        && let Some(rss_after) = after.rss_bytes
+    {
+        let base_rss = ready.rss_after_reading_bytes.unwrap_or(rss);
+        let base_traced = ready.traced_after_reading_bytes.unwrap_or(traced);
+        let d_rss = rss_after as i64 - base_rss as i64;
+        let d_traced = after.traced_current_bytes as i64 - base_traced as i64;
+        line.push_str(&format!(
+            "; over the serve phase RSS moved {} and traced memory {}",
+            signed_mib(d_rss),
+            signed_mib(d_traced)
+        ));
+        if base_rss != rss {
             line.push_str(&format!(
-                "; over the serve phase RSS moved {} and traced memory {}",
-                signed_mib(d_rss),
-                signed_mib(d_traced)
+                " (from after the ready reading, whose own site listing moved RSS {})",
+                signed_mib(base_rss as i64 - rss as i64)
             ));
-            if base_rss != rss {
-                line.push_str(&format!(
-                    " (from after the ready reading, whose own site listing moved RSS {})",
-                    signed_mib(base_rss as i64 - rss as i64)
-                ));
-            }
         }
     }
     line

@@ -459,15 +459,14 @@ impl ServeStats {
     /// Warnings a reader should see next to the figures.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if let (Load::Open { rate_per_s, .. }, Some(t)) = (self.load, self.trend) {
-            if t.growth().is_some_and(|g| g > 2.0)
-                && t.last_third_median_ms - t.first_third_median_ms > 1.0
-            {
-                out.push(format!(
+        if let (Load::Open { rate_per_s, .. }, Some(t)) = (self.load, self.trend)
+            && t.growth().is_some_and(|g| g > 2.0)
+            && t.last_third_median_ms - t.first_third_median_ms > 1.0
+        {
+            out.push(format!(
                     "latency grew all run (median {:.1} ms in the first third, {:.1} ms in the last): the offered {rate_per_s}/s is above what the worker serves ({:.1}/s completed)",
                     t.first_third_median_ms, t.last_third_median_ms, self.throughput_per_s
                 ));
-            }
         }
         if self.rejections > 0 {
             out.push(format!(

@@ -175,10 +175,10 @@ fn drain_stderr<R: Read>(mut stderr: R, tail: &Mutex<Tail>, mut file: Option<(Fi
         };
         let bytes = &chunk[..n];
         let mut failed = None;
-        if let Some((f, path)) = &mut file {
-            if let Err(e) = f.write_all(bytes) {
-                failed = Some(format!("writing the stderr copy to {path} failed: {e}"));
-            }
+        if let Some((f, path)) = &mut file
+            && let Err(e) = f.write_all(bytes)
+        {
+            failed = Some(format!("writing the stderr copy to {path} failed: {e}"));
         }
         let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
         t.push(bytes);
@@ -189,11 +189,11 @@ fn drain_stderr<R: Read>(mut stderr: R, tail: &Mutex<Tail>, mut file: Option<(Fi
             file = None;
         }
     }
-    if let Some((f, path)) = &mut file {
-        if let Err(e) = f.flush().and_then(|()| f.sync_data()) {
-            let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
-            t.file_error = Some(format!("flushing the stderr copy to {path} failed: {e}"));
-        }
+    if let Some((f, path)) = &mut file
+        && let Err(e) = f.flush().and_then(|()| f.sync_data())
+    {
+        let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
+        t.file_error = Some(format!("flushing the stderr copy to {path} failed: {e}"));
     }
 }
 

@@ -619,10 +619,10 @@ impl Worker {
     }
 
     fn run_hook(&mut self) {
-        if let Some(hook) = self.on_timeout.as_mut() {
-            if let Some(text) = hook(self.pid) {
-                self.diagnostics.push(text);
-            }
+        if let Some(hook) = self.on_timeout.as_mut()
+            && let Some(text) = hook(self.pid)
+        {
+            self.diagnostics.push(text);
         }
     }
 

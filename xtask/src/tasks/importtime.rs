@@ -126,12 +126,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let view = View::new(&log, session, args.focus.as_deref())
         .with_min_ms(args.min_ms)
         .with_max_depth(args.depth);
-    if let Some(pkg) = &args.focus {
-        if view.roots.is_empty() {
-            bail!(
-                "no module of package `{pkg}` in this log; check the name (matching is exact per dotted part)"
-            );
-        }
+    if let Some(pkg) = &args.focus
+        && view.roots.is_empty()
+    {
+        bail!(
+            "no module of package `{pkg}` in this log; check the name (matching is exact per dotted part)"
+        );
     }
 
     let mut out: Box<dyn Write> = match &args.output {

@@ -111,7 +111,7 @@ fn decode(mut bytes: Vec<u8>) -> (String, Encoding, bool) {
 }
 
 fn decode_utf16(bytes: &[u8], unit: fn([u8; 2]) -> u16) -> (String, bool) {
-    let mut bad = bytes.len() % 2 != 0;
+    let mut bad = !bytes.len().is_multiple_of(2);
     let units = bytes.chunks_exact(2).map(|c| unit([c[0], c[1]]));
     let mut out = String::with_capacity(bytes.len() / 2);
     for r in char::decode_utf16(units) {
@@ -551,7 +551,7 @@ impl<'a> Builder<'a> {
         let id = self.nodes.len() as u32;
         let (depth, lo, kind) = if spaces > 0 {
             let total = spaces + name_len;
-            if total % 2 != 0 {
+            if !total.is_multiple_of(2) {
                 self.warn(
                     line_no,
                     WarningKind::OddIndent {

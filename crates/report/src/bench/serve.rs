@@ -132,16 +132,16 @@ pub fn markdown(serve: &[ServeStats], memory: &[MemoryView]) -> String {
                 mib(p.tracemalloc_overhead_bytes),
                 opt(p.hwm_bytes)
             );
-            if let (Some(t), Some(r)) = (p.traced_after_reading_bytes, p.rss_after_reading_bytes) {
-                if Some(r) != p.rss_bytes || t != p.traced_current_bytes {
-                    let _ = writeln!(
-                        o,
-                        "| {} after listing the sites (the reading's own cost) | {} | - | {} | - | - | - |",
-                        p.at.words(),
-                        mib(t),
-                        mib(r)
-                    );
-                }
+            if let (Some(t), Some(r)) = (p.traced_after_reading_bytes, p.rss_after_reading_bytes)
+                && (Some(r) != p.rss_bytes || t != p.traced_current_bytes)
+            {
+                let _ = writeln!(
+                    o,
+                    "| {} after listing the sites (the reading's own cost) | {} | - | {} | - | - | - |",
+                    p.at.words(),
+                    mib(t),
+                    mib(r)
+                );
             }
         }
         let _ = writeln!(o, "\npeak RSS (wait4): {}\n", opt(m.peak_rss_bytes));

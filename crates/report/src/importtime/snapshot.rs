@@ -144,10 +144,10 @@ fn write_snapshot(
         if class(id) == Class::FirstParty {
             has_fp[i] = true;
         }
-        if has_fp[i] {
-            if let Some(p) = log.parent(id) {
-                has_fp[p.index()] = true;
-            }
+        if has_fp[i]
+            && let Some(p) = log.parent(id)
+        {
+            has_fp[p.index()] = true;
         }
     }
     let collapses = |id: NodeId| {
