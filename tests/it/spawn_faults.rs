@@ -631,3 +631,31 @@ fn spawn_faults_helper_that_left_the_group_keeps_stdout_open() {
     }
     assert_process_gone(helper as u32);
 }
+
+#[test]
+fn a_worker_that_stops_reading_stdin_makes_a_write_time_out() {
+    let mut cmd = worker_cmd("stops_reading.py");
+    cmd.write_timeout(Duration::from_millis(500));
+    let mut w = Worker::spawn(&cmd).expect("spawning a stand-in worker");
+    let pgid = w.pid();
+    w.wait_ready(READY).expect("ready");
+    let mut extra = Object::new();
+    extra.insert("text".to_owned(), "x".repeat(16 * 1024).into());
+    let req = Request::new("infer", extra);
+    // The pipe holds 64 KiB by default (at most 1 MiB): a few hundred
+    // 16 KiB lines must overflow any pipe; the write that finds it full
+    // waits for the bound, then fails.
+    let started = Instant::now();
+    let err = (0..200)
+        .find_map(|_| w.send(&req).err())
+        .expect("a worker that never reads cannot take 3 MiB of requests");
+    within(started, Duration::from_millis(500) + SLACK);
+    assert!(
+        matches!(err.kind, ErrorKind::Timeout { after } if after == Duration::from_millis(500)),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Request("infer".to_owned()));
+    assert!(err.expected.contains("stopped reading its stdin"), "{err}");
+    drop(w);
+    assert_group_gone(pgid);
+}

@@ -3,11 +3,15 @@
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The default bound of the in-memory stderr tail: 64 KiB.
 pub const DEFAULT_STDERR_TAIL_BYTES: usize = 64 * 1024;
 /// The default number of noise lines tolerated on stdout over a worker's life.
 pub const DEFAULT_MAX_NOISE_LINES: usize = 100;
+
+/// How long writing one line to a worker's stdin may block, by default.
+pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A worker's command line. No shell is involved: the program is executed
 /// directly with these arguments.
@@ -22,6 +26,7 @@ pub struct Command {
     pub(crate) stderr_file: Option<PathBuf>,
     pub(crate) stderr_tail_bytes: usize,
     pub(crate) max_noise_lines: usize,
+    pub(crate) write_timeout: Duration,
 }
 
 impl Command {
@@ -35,6 +40,7 @@ impl Command {
             stderr_file: None,
             stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
             max_noise_lines: DEFAULT_MAX_NOISE_LINES,
+            write_timeout: DEFAULT_WRITE_TIMEOUT,
         }
     }
 
@@ -92,6 +98,14 @@ impl Command {
     /// protocol error.
     pub fn max_noise_lines(&mut self, lines: usize) -> &mut Self {
         self.max_noise_lines = lines;
+        self
+    }
+
+    /// How long writing one request line to the worker's stdin may block
+    /// (default 10 s): a worker that stops reading while requests pile up
+    /// in the pipe is a timeout, never a harness stuck in `write`.
+    pub fn write_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.write_timeout = timeout;
         self
     }
 

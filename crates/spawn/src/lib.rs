@@ -84,7 +84,9 @@ mod group;
 mod reap;
 mod worker;
 
-pub use command::{Command, DEFAULT_MAX_NOISE_LINES, DEFAULT_STDERR_TAIL_BYTES};
+pub use command::{
+    Command, DEFAULT_MAX_NOISE_LINES, DEFAULT_STDERR_TAIL_BYTES, DEFAULT_WRITE_TIMEOUT,
+};
 pub use error::{Error, ErrorDetail, ErrorKind, Phase};
 pub use group::{kill_all, live_groups};
 pub use phases::clock::monotonic_ns;

@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::process::ChildStdin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
@@ -150,6 +151,8 @@ pub struct Worker {
     spawned_at_ns: u64,
     max_noise: usize,
     stdin: Option<ChildStdin>,
+    /// How long one line's write to stdin may block (stdin is non-blocking).
+    write_timeout: Duration,
     frames: Option<Receiver<Event>>,
     stdout_eof: bool,
     /// The stdout channel reported the leader's exit.
@@ -244,6 +247,14 @@ impl Worker {
         group::register(pid as i32);
 
         let stdin = child.stdin.take().expect("stdin is piped");
+        // Writes are bounded by `write_timeout`: the pipe is non-blocking
+        // and a full pipe is waited on with poll(2).
+        if let Err(e) = set_nonblocking(&stdin) {
+            let _ = group::killpg(pid as i32, libc::SIGKILL);
+            let _ = child.wait();
+            group::unregister(pid as i32);
+            return Err(spawn_error(cmd, e));
+        }
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
         let tail = Arc::new(Mutex::new(Tail::new(cmd.stderr_tail_bytes)));
@@ -270,6 +281,7 @@ impl Worker {
             pid,
             spawned_at_ns,
             max_noise: cmd.max_noise_lines,
+            write_timeout: cmd.write_timeout,
             stdin: Some(stdin),
             frames: Some(frames),
             stdout_eof: false,
@@ -371,10 +383,17 @@ impl Worker {
         let line = encode(req);
         let stdin = self.stdin.as_mut().expect("checked above");
         let sent_at_ns = monotonic_ns();
-        match stdin.write_all(&line).and_then(|()| stdin.flush()) {
+        match write_line(stdin, &line, self.write_timeout) {
             Ok(()) => {
                 self.pending.push_back(op);
                 Ok(sent_at_ns)
+            }
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                let kind = ErrorKind::Timeout {
+                    after: self.write_timeout,
+                };
+                let expected = format!("{expected}: the worker stopped reading its stdin");
+                Err(self.fail(kind, phase, expected, Instant::now()))
             }
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
                 let deadline = Instant::now() + EXIT_AFTER_EOF;
@@ -452,13 +471,15 @@ impl Worker {
         let line = encode(&Request::shutdown());
         if let Some(stdin) = self.stdin.as_mut() {
             let at = monotonic_ns();
-            match stdin.write_all(&line).and_then(|()| stdin.flush()) {
+            match write_line(stdin, &line, self.write_timeout) {
                 Ok(()) => self.timeline.sent_at_ns = Some(at),
                 Err(e) => {
-                    let kind = if e.kind() == io::ErrorKind::BrokenPipe {
-                        ErrorKind::ExitedEarly
-                    } else {
-                        ErrorKind::Io(e)
+                    let kind = match e.kind() {
+                        io::ErrorKind::BrokenPipe => ErrorKind::ExitedEarly,
+                        io::ErrorKind::TimedOut => ErrorKind::Timeout {
+                            after: self.write_timeout,
+                        },
+                        _ => ErrorKind::Io(e),
                     };
                     problem = Some((kind, Phase::Shutdown, ack.to_owned()));
                 }
@@ -820,6 +841,59 @@ fn parse_vm_rss(status: &str) -> Option<u64> {
         Some("kB") => Some(n * 1024),
         _ => None,
     }
+}
+
+/// Puts the worker's stdin pipe in non-blocking mode, so a write can be
+/// bounded in time.
+fn set_nonblocking(stdin: &ChildStdin) -> io::Result<()> {
+    let fd = stdin.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own; F_GETFL/F_SETFL touch only its flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Writes the whole line to the non-blocking stdin, waiting with poll(2)
+/// while the pipe is full; `TimedOut` when it stays full past `timeout`.
+fn write_line(stdin: &mut ChildStdin, mut line: &[u8], timeout: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + timeout;
+    while !line.is_empty() {
+        match stdin.write(line) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => line = &line[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::ErrorKind::TimedOut.into());
+                }
+                let mut pfd = libc::pollfd {
+                    fd: stdin.as_raw_fd(),
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+                // SAFETY: one valid pollfd for a descriptor we own.
+                let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
+                if rc < 0 {
+                    let err = io::Error::last_os_error();
+                    if err.kind() != io::ErrorKind::Interrupted {
+                        return Err(err);
+                    }
+                }
+                // rc == 0 loops back to the deadline check; POLLERR or
+                // POLLHUP makes the next write fail with EPIPE.
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
