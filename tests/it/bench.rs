@@ -40,7 +40,7 @@ fn quoted(argv: &[String]) -> String {
 /// Quick statistics: fewer resamples keep the tests fast.
 const QUICK: &[&str] = &["--resamples", "2000"];
 
-fn bench(out: &Path, flags: &[&str], argv: &[String]) -> std::process::Output {
+pub(crate) fn bench(out: &Path, flags: &[&str], argv: &[String]) -> std::process::Output {
     let mut cmd = support::xtask();
     cmd.arg("bench")
         .arg("--out")
@@ -58,7 +58,7 @@ fn bench(out: &Path, flags: &[&str], argv: &[String]) -> std::process::Output {
     output
 }
 
-fn summary(out: &Path) -> Value {
+pub(crate) fn summary(out: &Path) -> Value {
     let text = std::fs::read_to_string(out.join("summary.json")).expect("summary.json");
     serde_json::from_str(&text).expect("summary.json is JSON")
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use phases::serve::RequestRecord;
 use serde_json::Value;
 
+use crate::bench::summary;
 use crate::support;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -30,26 +31,9 @@ fn argv(extra: &[&str]) -> Vec<String> {
 
 /// One timed trial (the serve phase and memory view come after it).
 fn bench(out: &Path, flags: &[&str], argv: &[String]) -> std::process::Output {
-    let mut cmd = support::xtask();
-    cmd.arg("bench")
-        .arg("--out")
-        .arg(out)
-        .args(["--resamples", "2000", "--warmup", "0", "--trials", "1"])
-        .args(flags)
-        .arg("--")
-        .args(argv);
-    let output = cmd.output().expect("running cargo xtask bench");
-    eprintln!(
-        "--- stdout ---\n{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn summary(out: &Path) -> Value {
-    let text = std::fs::read_to_string(out.join("summary.json")).expect("summary.json");
-    serde_json::from_str(&text).expect("summary.json is JSON")
+    let one_trial = ["--warmup", "0", "--trials", "1"];
+    let all: Vec<&str> = one_trial.iter().chain(flags).copied().collect();
+    crate::bench::bench(out, &all, argv)
 }
 
 /// The serve statistics of variant A.

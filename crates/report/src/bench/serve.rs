@@ -16,6 +16,7 @@ use phases::serve::{RequestOutcome, RequestRecord, ServeStats};
 use phases::stats::Interval;
 use phases::summary::ms;
 
+use super::svg::{LEFT, RIGHT, WIDTH, colour, esc};
 use super::{fmt_ms, fmt_pct};
 
 fn ci(v: f64, i: &Interval) -> String {
@@ -180,25 +181,8 @@ fn kib(bytes: u64) -> String {
     }
 }
 
-const WIDTH: f64 = 960.0;
-const LEFT: f64 = 150.0;
-const RIGHT: f64 = 40.0;
 const PLOT_H: f64 = 180.0;
 const BAR_H: f64 = 16.0;
-
-fn colour(v: Variant) -> &'static str {
-    match v {
-        Variant::A => "#1f77b4",
-        Variant::B => "#ff7f0e",
-    }
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// SVG elements (no `<svg>` root) for the serve and memory panels, drawn
 /// from `y0` down; returns them and the height they take.

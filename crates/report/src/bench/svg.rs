@@ -18,21 +18,21 @@ use phases::summary::{RunSummary, ms, variants};
 
 use super::fmt_ms;
 
-const WIDTH: f64 = 960.0;
-const LEFT: f64 = 150.0;
-const RIGHT: f64 = 40.0;
+pub(super) const WIDTH: f64 = 960.0;
+pub(super) const LEFT: f64 = 150.0;
+pub(super) const RIGHT: f64 = 40.0;
 const LANE: f64 = 34.0;
 const PANEL_PAD: f64 = 44.0;
 const TOP: f64 = 56.0;
 
-fn colour(v: Variant) -> &'static str {
+pub(super) fn colour(v: Variant) -> &'static str {
     match v {
         Variant::A => "#1f77b4",
         Variant::B => "#ff7f0e",
     }
 }
 
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
