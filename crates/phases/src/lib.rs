@@ -16,9 +16,16 @@
 //!   interval, paired for interleaved runs and unpaired for two saved runs,
 //!   and the verdict (faster, slower, no significant difference within a
 //!   noise threshold).
-//! - [`summary`]: the run summary (`summary.json`): environment,
-//!   configuration, counts and failure rate, per-phase statistics, ratios.
+//! - [`phase`]: the timed phases, the samples each trial gives for them,
+//!   and one phase's statistics.
+//! - [`run`]: the environment, configuration and counts of a run.
+//! - [`summary`]: the run summary (`summary.json`): the above, per-phase
+//!   statistics and ratios, resources, warnings, and the serve phases and
+//!   memory views of the run. It builds on `phase`, `run` and `warn`;
+//!   `warn` builds on `phase` and `run` alone.
 //! - [`warn`]: pyperf-style warnings about noisy or thin runs.
+//! - [`jsonl`]: the one reader and writer of the records as JSON lines
+//!   (`trials.jsonl`, `requests.jsonl`).
 //! - [`serve`]: the serve phase after ready: one record per request
 //!   (latency from its scheduled send, outcome) and the statistics of a
 //!   closed or open loop (throughput, latency percentiles with CIs,
@@ -28,24 +35,28 @@
 //!
 //! What it deliberately does not own: starting processes or reading the
 //! protocol (`spawn`), reading `/proc` or asking an interpreter about
-//! itself (xtask), and rendering for people (`report`). Everything here is
+//! itself (`harness`), and rendering for people (`report`). Everything here is
 //! pure data and arithmetic, so every figure can be recomputed from the
 //! records by hand.
 
 pub mod clock;
 pub mod compare;
+pub mod jsonl;
 pub mod memory;
+pub mod phase;
 pub mod record;
+pub mod run;
 pub mod serve;
 pub mod stats;
 pub mod summary;
 pub mod warn;
 
 pub use compare::{Comparison, DEFAULT_NOISE_THRESHOLD, Verdict};
+pub use phase::Phase;
 pub use record::{
-    Check, ExitStatus, Marks, Outcome, PhaseDurations, RoundTrip, TrialKind, TrialRecord, Usage,
-    Variant, WorkerRecord,
+    Check, Escalation, ExitStatus, Marks, Outcome, PhaseDurations, RoundTrip, TrialKind,
+    TrialRecord, Usage, Variant, WorkerRecord,
 };
 pub use stats::{Bootstrap, Interval, Outlier, Stats, StatsError};
-pub use summary::{Phase, RunSummary};
+pub use summary::RunSummary;
 pub use warn::{Warning, WarningKind};

@@ -40,14 +40,19 @@ impl std::fmt::Display for Variant {
     }
 }
 
-/// How a worker process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How a worker process ended: the one exit status of the workspace
+/// (`spawn` reports it, the records keep it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ExitStatus {
     /// Exited with this code.
     Code(i32),
-    /// Killed by this signal.
+    /// Ended by this signal.
     Signal(i32),
+    /// The status could not be collected: something else in the harness's
+    /// process reaped the child (for example `SIGCHLD` set to `SIG_IGN`).
+    Unknown,
 }
 
 impl ExitStatus {
@@ -56,22 +61,61 @@ impl ExitStatus {
         self == ExitStatus::Code(0)
     }
 
-    /// The code hyperfine would report: the exit code, or 128 + signal.
-    pub fn shell_code(self) -> i32 {
+    /// The code hyperfine would report: the exit code, or 128 + signal;
+    /// `None` when unknown.
+    pub fn shell_code(self) -> Option<i32> {
         match self {
-            ExitStatus::Code(c) => c,
-            ExitStatus::Signal(s) => 128 + s,
+            ExitStatus::Code(c) => Some(c),
+            ExitStatus::Signal(s) => Some(128 + s),
+            ExitStatus::Unknown => None,
         }
     }
+}
+
+/// The conventional name of a Linux signal (`SIGKILL`), or `signal N`.
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        10 => "SIGUSR1",
+        11 => "SIGSEGV",
+        12 => "SIGUSR2",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => return format!("signal {sig}"),
+    };
+    name.to_owned()
 }
 
 impl std::fmt::Display for ExitStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ExitStatus::Code(c) => write!(f, "exit code {c}"),
-            ExitStatus::Signal(s) => write!(f, "signal {s}"),
+            ExitStatus::Signal(s) => write!(f, "killed by {} ({s})", signal_name(*s)),
+            ExitStatus::Unknown => f.write_str("unknown exit status (reaped elsewhere)"),
         }
     }
+}
+
+/// How a worker had to be ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Escalation {
+    /// It exited on its own.
+    #[default]
+    None,
+    /// SIGTERM to its group ended it.
+    Term,
+    /// SIGKILL to its group ended it.
+    Kill,
 }
 
 /// The check a failed trial did not pass.
@@ -169,7 +213,7 @@ pub struct WorkerRecord {
     pub rss_at_ready_bytes: Option<u64>,
     pub exit: Option<ExitStatus>,
     /// How the process had to be ended: `none`, `term`, `kill`.
-    pub escalation: String,
+    pub escalation: Escalation,
     /// stdout lines that were not protocol messages.
     pub noise_lines: usize,
     pub outcome: Outcome,
@@ -307,7 +351,7 @@ impl TrialRecord {
         let codes: Option<Vec<i32>> = self
             .workers
             .iter()
-            .map(|w| w.exit.map(ExitStatus::shell_code))
+            .map(|w| w.exit.and_then(ExitStatus::shell_code))
             .collect();
         codes.map(|c| c.into_iter().find(|&c| c != 0).unwrap_or(0))
     }
@@ -339,7 +383,7 @@ mod tests {
             }),
             rss_at_ready_bytes: Some(900),
             exit: Some(ExitStatus::Code(0)),
-            escalation: "none".into(),
+            escalation: Escalation::None,
             noise_lines: 0,
             outcome: Outcome::Correct,
         }

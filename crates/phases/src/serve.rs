@@ -37,9 +37,9 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
+use crate::phase::ms;
 use crate::record::Variant;
 use crate::stats::{self, Bootstrap, Interval, StatsError, percentile_sorted};
-use crate::summary::ms;
 
 /// How requests were offered.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

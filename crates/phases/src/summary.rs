@@ -8,388 +8,22 @@
 //! Durations in this file are milliseconds (`unit`), converted from the
 //! records' nanoseconds.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
-use crate::compare::{self, Comparison};
+use crate::compare;
+use crate::memory::MemoryView;
 use crate::record::{TrialKind, TrialRecord, Variant};
-use crate::stats::{self, Bootstrap, Stats, StatsError};
+use crate::serve::ServeStats;
+use crate::stats::{self, Bootstrap, StatsError};
 use crate::warn::{self, Warning};
+
+pub use crate::phase::{Phase, PhaseSummary, SeriesSummary, ms, pairs, series};
+pub use crate::run::{
+    Configuration, Counts, Environment, Load, Pressure, PythonInfo, TargetInfo, Tool,
+};
 
 /// The `schema` of `summary.json`.
 pub const SCHEMA: &str = "coldstart-bench-summary/1";
-
-/// A phase of a worker's life, as named in every output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Phase {
-    /// spawn -> ready line read.
-    Ready,
-    /// one health round trip.
-    Health,
-    /// shutdown sent -> acknowledgement read.
-    ShutdownAck,
-    /// acknowledgement -> process reaped.
-    Exit,
-    /// spawn -> process reaped.
-    Total,
-    /// the worker's ready `t_ns` -> the harness's read.
-    PipeLatency,
-}
-
-impl Phase {
-    /// Every phase, in the order of a worker's life (pipe latency last).
-    pub const ALL: [Phase; 6] = [
-        Phase::Ready,
-        Phase::Health,
-        Phase::ShutdownAck,
-        Phase::Exit,
-        Phase::Total,
-        Phase::PipeLatency,
-    ];
-
-    /// `ready`, `health`, `shutdown-ack`, `exit`, `total`, `pipe-latency`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::Ready => "ready",
-            Phase::Health => "health",
-            Phase::ShutdownAck => "shutdown-ack",
-            Phase::Exit => "exit",
-            Phase::Total => "total",
-            Phase::PipeLatency => "pipe-latency",
-        }
-    }
-
-    /// Parses a name as printed by [`Phase::name`].
-    pub fn from_name(name: &str) -> Option<Phase> {
-        Phase::ALL.into_iter().find(|p| p.name() == name)
-    }
-
-    /// Whether the noise warnings apply to a phase with this median (ms):
-    /// phases of a millisecond or more. Shorter ones (a health round trip,
-    /// an acknowledgement, the pipe latency: tens of microseconds) are
-    /// dominated by scheduler wake-ups; their spread is reported, not
-    /// warned about.
-    pub fn warns_on_noise(self, median_ms: f64) -> bool {
-        median_ms >= 1.0
-    }
-
-    /// Every sample of this phase in a trial, in ns (several for `health`).
-    pub fn samples_ns(self, r: &TrialRecord) -> Vec<f64> {
-        let p = &r.phases;
-        let one = |v: Option<u64>| v.map(|x| x as f64).into_iter().collect();
-        match self {
-            Phase::Ready => one(p.ready_ns),
-            Phase::Health => p.health_ns.iter().map(|&x| x as f64).collect(),
-            Phase::ShutdownAck => one(p.shutdown_ack_ns),
-            Phase::Exit => one(p.exit_ns),
-            Phase::Total => one(p.total_ns),
-            Phase::PipeLatency => p.pipe_latency_ns.map(|x| x as f64).into_iter().collect(),
-        }
-    }
-
-    /// One value per trial for pairing, in ns: the median of the trial's
-    /// samples (matters only for `health`, which has several).
-    pub fn per_trial_ns(self, r: &TrialRecord) -> Option<f64> {
-        stats::median(&self.samples_ns(r))
-    }
-}
-
-impl std::fmt::Display for Phase {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// ns -> ms.
-pub fn ms(ns: f64) -> f64 {
-    ns / 1e6
-}
-
-/// The samples that enter the statistics: measured, correct trials of one
-/// variant. Each sample comes with the index of its trial.
-pub fn series(records: &[TrialRecord], phase: Phase, variant: Variant) -> (Vec<f64>, Vec<usize>) {
-    let mut values = Vec::new();
-    let mut trials = Vec::new();
-    for r in records
-        .iter()
-        .filter(|r| r.kind == TrialKind::Measured && r.variant == variant && r.outcome.is_correct())
-    {
-        for v in phase.samples_ns(r) {
-            values.push(ms(v));
-            trials.push(r.trial);
-        }
-    }
-    (values, trials)
-}
-
-/// A/B pairs by round, in ms: rounds where both trials are measured and
-/// correct and have the phase.
-pub fn pairs(records: &[TrialRecord], phase: Phase) -> (Vec<f64>, Vec<f64>) {
-    let mut by_round: BTreeMap<usize, (Option<f64>, Option<f64>)> = BTreeMap::new();
-    for r in records
-        .iter()
-        .filter(|r| r.kind == TrialKind::Measured && r.outcome.is_correct())
-    {
-        if let Some(v) = phase.per_trial_ns(r) {
-            let slot = by_round.entry(r.round).or_default();
-            match r.variant {
-                Variant::A => slot.0 = Some(ms(v)),
-                Variant::B => slot.1 = Some(ms(v)),
-            }
-        }
-    }
-    by_round
-        .into_values()
-        .filter_map(|(a, b)| Some((a?, b?)))
-        .unzip()
-}
-
-/// The statistics of one variant for one phase.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SeriesSummary {
-    #[serde(flatten)]
-    pub stats: Stats,
-    /// The trial (`trial` in `trials.jsonl`) of each labelled outlier.
-    pub outlier_trials: Vec<usize>,
-}
-
-impl SeriesSummary {
-    /// Summarises a series; `None` when it is empty.
-    pub fn of(
-        values: &[f64],
-        trials: &[usize],
-        boot: &Bootstrap,
-    ) -> Result<Option<Self>, StatsError> {
-        if values.is_empty() {
-            return Ok(None);
-        }
-        let stats = stats::summarize(values, boot)?;
-        let outlier_trials = stats.outliers.iter().map(|o| trials[o.index]).collect();
-        Ok(Some(SeriesSummary {
-            stats,
-            outlier_trials,
-        }))
-    }
-}
-
-/// One phase's statistics in `summary.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PhaseSummary {
-    #[serde(skip)]
-    pub phase: Option<Phase>,
-    /// Always `ms`.
-    pub unit: String,
-    /// Variant A (the only one without `--vs`); `null` when no correct
-    /// measured trial has this phase.
-    pub a: Option<SeriesSummary>,
-    /// Variant B with `--vs`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub b: Option<SeriesSummary>,
-    /// B/A paired by round, with `--vs`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ratio: Option<Comparison>,
-}
-
-impl PhaseSummary {
-    /// The phase (set when built or read back).
-    pub fn phase(&self) -> Phase {
-        self.phase
-            .expect("set on construction and on deserialisation")
-    }
-
-    pub fn variant(&self, v: Variant) -> Option<&SeriesSummary> {
-        match v {
-            Variant::A => self.a.as_ref(),
-            Variant::B => self.b.as_ref(),
-        }
-    }
-}
-
-/// The tool that produced the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Tool {
-    pub name: String,
-    pub version: String,
-    /// `git rev-parse HEAD` of the workspace, when it is a git checkout.
-    pub git_revision: Option<String>,
-    /// Whether the work tree had uncommitted changes.
-    pub git_dirty: Option<bool>,
-}
-
-/// `/proc/pressure/cpu` at one moment.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Pressure {
-    /// Share of the last 10 s some task waited for a CPU, in percent.
-    pub some_avg10: f64,
-    pub some_avg60: f64,
-    /// Cumulative stall time, microseconds.
-    pub some_total_us: u64,
-}
-
-/// The machine at one moment.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Load {
-    /// 1, 5 and 15 minute load averages.
-    pub loadavg: Option<[f64; 3]>,
-    pub pressure: Option<Pressure>,
-}
-
-/// What the interpreter behind a target's `command[0]` really is.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PythonInfo {
-    /// `command[0]` as given.
-    pub requested: String,
-    /// `command[0]` resolved on PATH.
-    pub resolved: Option<String>,
-    /// `sys.executable` as the interpreter reports it.
-    pub executable: Option<String>,
-    pub version: Option<String>,
-    /// `cpython`, `pypy`, ...
-    pub implementation: Option<String>,
-    /// Built without the GIL (`Py_GIL_DISABLED`).
-    pub free_threaded: Option<bool>,
-    /// `command[0]` is not the interpreter itself (a pyenv-style shim that
-    /// starts a second process on every spawn).
-    pub shim: bool,
-    /// Why it counts as a shim, or why the interpreter could not be asked.
-    pub note: Option<String>,
-}
-
-/// One benchmarked command.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TargetInfo {
-    pub variant: Variant,
-    pub name: String,
-    /// `coldstart.toml`, `built-in default` or `command line`.
-    pub origin: String,
-    pub command: Vec<String>,
-    /// The command as a person would type it.
-    pub display: String,
-    /// Set on top of the inherited environment.
-    pub env: BTreeMap<String, String>,
-    /// Removed from the inherited environment (e.g. PYTHONPROFILEIMPORTTIME).
-    pub env_removed: Vec<String>,
-    pub cwd: String,
-    /// Absent when `command[0]` does not look like a Python interpreter.
-    pub python: Option<PythonInfo>,
-}
-
-/// Where and when the run happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Environment {
-    pub tool: Tool,
-    /// RFC 3339, UTC.
-    pub started_at: String,
-    pub started_unix_ms: u64,
-    /// Wall time of the whole run, seconds.
-    pub duration_s: f64,
-    pub cpu_model: Option<String>,
-    pub cpu_count: usize,
-    pub kernel: Option<String>,
-    pub at_start: Load,
-    pub at_end: Load,
-    pub targets: Vec<TargetInfo>,
-}
-
-impl Environment {
-    /// Share of the run's wall time in which some task waited for a CPU,
-    /// from the `/proc/pressure/cpu` totals at start and end.
-    pub fn cpu_stall_fraction(&self) -> Option<f64> {
-        let (a, b) = (self.at_start.pressure?, self.at_end.pressure?);
-        (self.duration_s > 0.0)
-            .then(|| b.some_total_us.saturating_sub(a.some_total_us) as f64 / 1e6 / self.duration_s)
-    }
-
-    pub fn target(&self, v: Variant) -> Option<&TargetInfo> {
-        self.targets.iter().find(|t| t.variant == v)
-    }
-}
-
-/// How the run was asked for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Configuration {
-    pub warmup: usize,
-    /// Fixed measured trials per variant (absent with `--precision`).
-    pub trials: Option<usize>,
-    /// Stop when the median ready time's CI half-width is within this
-    /// fraction of the median.
-    pub precision: Option<f64>,
-    pub min_trials: usize,
-    pub max_trials: usize,
-    /// Health round trips per worker per trial.
-    pub health: usize,
-    /// Workers started at once per trial.
-    pub concurrency: usize,
-    /// A and B interleaved (`--vs`).
-    pub interleaved: bool,
-    pub bootstrap: Bootstrap,
-    pub noise_threshold: f64,
-    pub ready_timeout_s: f64,
-    pub request_timeout_s: f64,
-    pub shutdown_timeout_s: f64,
-    pub grace_s: f64,
-}
-
-/// What ran and what failed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Counts {
-    /// Every trial run, warm-ups included.
-    pub run: usize,
-    pub warmup: usize,
-    pub measured: usize,
-    /// Failed trials, warm-ups included (a trial cut short by Ctrl-C is
-    /// kept and marked `interrupted`, not counted here).
-    pub failed: usize,
-    /// `failed / run`.
-    pub failure_rate: f64,
-    /// Failed trials by the check they failed.
-    pub failed_by_check: BTreeMap<String, usize>,
-    /// The run was stopped by Ctrl-C; what finished is summarised.
-    pub interrupted: bool,
-}
-
-impl Counts {
-    pub fn of(records: &[TrialRecord], interrupted: bool) -> Counts {
-        let mut failed_by_check = BTreeMap::new();
-        for r in records {
-            // A trial cut short by the user (Ctrl-C) is kept and marked,
-            // but it is not the worker's failure.
-            match &r.outcome {
-                crate::record::Outcome::Failed { check, .. }
-                    if *check != crate::record::Check::Interrupted =>
-                {
-                    *failed_by_check
-                        .entry(check.as_str().to_owned())
-                        .or_insert(0) += 1;
-                }
-                _ => {}
-            }
-        }
-        let failed = failed_by_check.values().sum();
-        let run = records.len();
-        Counts {
-            run,
-            warmup: records
-                .iter()
-                .filter(|r| r.kind == TrialKind::Warmup)
-                .count(),
-            measured: records
-                .iter()
-                .filter(|r| r.kind == TrialKind::Measured)
-                .count(),
-            failed,
-            failure_rate: if run == 0 {
-                0.0
-            } else {
-                failed as f64 / run as f64
-            },
-            failed_by_check,
-            interrupted,
-        }
-    }
-}
 
 /// `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -407,6 +41,15 @@ pub struct RunSummary {
     /// How much the harness added to the trials' own lifecycles.
     pub overhead: Overhead,
     pub warnings: Vec<Warning>,
+    /// The serve phase of each side that had one (after the timed trials).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serve: Vec<ServeStats>,
+    /// The memory view of each side that had one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<MemoryView>,
+    /// A serve phase or memory view that could not be run, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serve_failures: Vec<String>,
 }
 
 /// Medians of the workers' resource use for one variant.
@@ -526,6 +169,17 @@ pub fn phase_summaries(
 }
 
 impl RunSummary {
+    /// Whether anything went wrong after the trials beyond rejections: a
+    /// view that could not run, a wrong reply, a serve phase that ended
+    /// early.
+    pub fn serve_failed(&self) -> bool {
+        !self.serve_failures.is_empty()
+            || self
+                .serve
+                .iter()
+                .any(|s| s.wrong_replies > 0 || s.ended_early.is_some())
+    }
+
     /// Builds the summary of finished trials, with its warnings.
     /// `loop_wall_s` is the trial loop's wall time (see [`Overhead`]).
     pub fn build(
@@ -554,6 +208,9 @@ impl RunSummary {
                 .collect(),
             overhead: Overhead::of(records, loop_wall_s),
             warnings,
+            serve: Vec::new(),
+            memory: Vec::new(),
+            serve_failures: Vec::new(),
         })
     }
 
@@ -599,6 +256,35 @@ mod phase_map {
         }
         d.deserialize_map(V)
     }
+}
+
+/// Per-phase statistics of both runs and their unpaired ratios.
+pub fn compare_runs(
+    a: &[TrialRecord],
+    b: &[TrialRecord],
+    variant: Variant,
+    boot: &Bootstrap,
+    threshold: f64,
+) -> Result<Vec<PhaseSummary>, StatsError> {
+    Phase::ALL
+        .into_iter()
+        .map(|phase| {
+            let (va, ta) = series(a, phase, variant);
+            let (vb, tb) = series(b, phase, variant);
+            let ratio = match compare::unpaired(&va, &vb, boot, threshold) {
+                Ok(c) => Some(c),
+                Err(StatsError::Empty | StatsError::NonPositiveBaseline { .. }) => None,
+                Err(e) => return Err(e),
+            };
+            Ok(PhaseSummary {
+                phase: Some(phase),
+                unit: "ms".to_owned(),
+                a: SeriesSummary::of(&va, &ta, boot)?,
+                b: SeriesSummary::of(&vb, &tb, boot)?,
+                ratio,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -17,8 +17,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::phase::{Phase, PhaseSummary};
 use crate::record::Variant;
-use crate::summary::{Configuration, Counts, Environment, Phase, PhaseSummary};
+use crate::run::{Configuration, Counts, Environment};
 
 /// Coefficient of variation above which a series is called noisy.
 pub const MAX_CV: f64 = 0.10;

@@ -6,5 +6,6 @@
 //! and never parses logs, runs processes or computes statistics itself.
 
 pub mod bench;
+pub mod boundary;
 pub mod importtime;
 pub mod profile;

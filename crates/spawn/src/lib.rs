@@ -90,9 +90,9 @@ pub use command::{
 pub use error::{Error, ErrorDetail, ErrorKind, Phase};
 pub use group::{kill_all, live_groups};
 pub use phases::clock::monotonic_ns;
-pub use reap::{ExitStatus, Rusage};
+pub use phases::record::{Escalation, ExitStatus};
+pub use reap::Rusage;
 pub use worker::{
-    Escalation, Exchange, Finished, NoiseLine, ShutdownPolicy, ShutdownTimeline, Stamped,
-    TimeoutHook, Worker,
+    Exchange, Finished, NoiseLine, ShutdownPolicy, ShutdownTimeline, Stamped, TimeoutHook, Worker,
 };
 pub use worker_proto;

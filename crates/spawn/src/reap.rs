@@ -2,7 +2,6 @@
 //! worker's leader exits, then it kills what is left of the group and reaps
 //! the leader with `wait4`, collecting the leader's own resource usage.
 
-use std::fmt;
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,74 +11,20 @@ use std::time::Duration;
 
 use crate::drain::Event;
 use crate::group;
-use crate::monotonic_ns;
+use crate::{ExitStatus, monotonic_ns};
 
 /// How long the waiter waits for the rest of a group to disappear after the
 /// leader exited and the group was killed.
 const GROUP_GONE_BOUND: Duration = Duration::from_secs(2);
 
-/// How a worker ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum ExitStatus {
-    /// It exited with this code.
-    Code(i32),
-    /// It was ended by this signal.
-    Signal(i32),
-    /// The status could not be collected: something else in this process
-    /// reaped the child (for example `SIGCHLD` set to `SIG_IGN`).
-    Unknown,
-}
-
-impl ExitStatus {
-    /// Decodes a `wait4` status word.
-    pub(crate) fn from_raw(status: i32) -> Self {
-        if libc::WIFEXITED(status) {
-            ExitStatus::Code(libc::WEXITSTATUS(status))
-        } else if libc::WIFSIGNALED(status) {
-            ExitStatus::Signal(libc::WTERMSIG(status))
-        } else {
-            ExitStatus::Unknown
-        }
-    }
-
-    /// Whether it exited with code 0.
-    pub fn success(&self) -> bool {
-        matches!(self, ExitStatus::Code(0))
-    }
-}
-
-/// The conventional name of a signal (`SIGKILL`), or its number.
-pub(crate) fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGTRAP => "SIGTRAP",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGUSR2 => "SIGUSR2",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        _ => return format!("signal {sig}"),
-    };
-    name.to_owned()
-}
-
-impl fmt::Display for ExitStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExitStatus::Code(c) => write!(f, "exit code {c}"),
-            ExitStatus::Signal(s) => write!(f, "killed by {} ({s})", signal_name(*s)),
-            ExitStatus::Unknown => f.write_str("unknown exit status (reaped elsewhere)"),
-        }
+/// Decodes a `wait4` status word.
+pub(crate) fn exit_status_from_raw(status: i32) -> ExitStatus {
+    if libc::WIFEXITED(status) {
+        ExitStatus::Code(libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        ExitStatus::Signal(libc::WTERMSIG(status))
+    } else {
+        ExitStatus::Unknown
     }
 }
 
@@ -198,7 +143,7 @@ fn wait_kill_reap(pid: i32, leader_exited: &AtomicBool) -> ExitInfo {
         // SAFETY: valid pointers to locals.
         let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
         if rc == pid {
-            break (ExitStatus::from_raw(status), Some(Rusage::from_raw(&ru)));
+            break (exit_status_from_raw(status), Some(Rusage::from_raw(&ru)));
         }
         if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
             break (ExitStatus::Unknown, None);
@@ -232,10 +177,10 @@ mod tests {
 
     #[test]
     fn decodes_wait_status_words() {
-        assert_eq!(ExitStatus::from_raw(0), ExitStatus::Code(0));
-        assert_eq!(ExitStatus::from_raw(3 << 8), ExitStatus::Code(3));
-        assert_eq!(ExitStatus::from_raw(libc::SIGKILL), ExitStatus::Signal(9));
-        assert_eq!(ExitStatus::from_raw(libc::SIGTERM), ExitStatus::Signal(15));
+        assert_eq!(exit_status_from_raw(0), ExitStatus::Code(0));
+        assert_eq!(exit_status_from_raw(3 << 8), ExitStatus::Code(3));
+        assert_eq!(exit_status_from_raw(libc::SIGKILL), ExitStatus::Signal(9));
+        assert_eq!(exit_status_from_raw(libc::SIGTERM), ExitStatus::Signal(15));
     }
 
     #[test]

@@ -17,8 +17,9 @@ use worker_proto::{
 
 use crate::drain::{self, Event, Tail, Watched};
 use crate::error::{Error, ErrorDetail, ErrorKind, Phase};
-use crate::reap::{self, ExitInfo, ExitStatus, Rusage};
+use crate::reap::{self, ExitInfo, Rusage};
 use crate::{Command, group, monotonic_ns};
+use crate::{Escalation, ExitStatus};
 
 /// After stdout ended, how long the worker is given at least to exit on its
 /// own (so the error carries its real exit status) before it is killed.
@@ -104,18 +105,6 @@ pub struct ShutdownTimeline {
     pub kill_sent_at_ns: Option<u64>,
     /// When the kernel reported the worker's exit (to the waiter thread).
     pub exited_at_ns: u64,
-}
-
-/// How the worker had to be ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Escalation {
-    /// It exited on its own.
-    None,
-    /// SIGTERM to its group ended it.
-    Term,
-    /// SIGKILL to its group ended it.
-    Kill,
 }
 
 /// A worker's end: how it exited, what it cost, and what it left.

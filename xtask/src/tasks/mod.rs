@@ -1,12 +1,6 @@
-//! One module per task; each has an `Args` (clap) and a `run`.
+//! The workspace-only tasks; each has an `Args` (clap) and a `run`.
 
-pub mod bench;
 pub mod bench_parser;
-pub mod boundary;
-pub mod compare;
-pub mod env_info;
-pub mod importtime;
-pub mod profile;
 pub mod test;
 
 use std::path::{Path, PathBuf};

@@ -54,7 +54,8 @@ pub fn phase_tables(phases: &[PhaseSummary]) -> String {
     out
 }
 
-/// `summary.md`.
+/// `summary.md`: the run, then its serve phase and memory view sections
+/// when it has them.
 pub fn render(s: &RunSummary) -> String {
     let env = &s.environment;
     let cfg = &s.configuration;
@@ -220,6 +221,7 @@ pub fn render(s: &RunSummary) -> String {
         cfg.bootstrap.seed,
         cfg.bootstrap.level * 100.0
     ));
+    o.push_str(&serve_sections(s));
     o
 }
 
@@ -250,6 +252,21 @@ mod tests {
             assert!(md.contains(part), "{part:?} missing in\n{md}");
         }
     }
+}
+
+/// The serve phase and memory view sections of a run (also printed after
+/// the terminal table), and what could not be run; empty when the run has
+/// none.
+pub fn serve_sections(s: &RunSummary) -> String {
+    let mut md = super::serve::markdown(&s.serve, &s.memory);
+    if !s.serve_failures.is_empty() {
+        md.push_str("## Serve phase and memory view failures\n\n");
+        for f in &s.serve_failures {
+            md.push_str(&format!("- {f}\n"));
+        }
+        md.push('\n');
+    }
+    md
 }
 
 #[cfg(test)]

@@ -348,43 +348,6 @@ pub fn svg_panels(
     (o, y - y0)
 }
 
-/// `svg` (a whole `<svg>` document such as `phases.svg`) with the serve
-/// and memory panels added below its content.
-pub fn extend_svg(
-    svg: &str,
-    serve: &[ServeStats],
-    records: &[RequestRecord],
-    memory: &[MemoryView],
-) -> String {
-    let height = root_height(svg).unwrap_or(0.0);
-    let (body, added) = svg_panels(serve, records, memory, height);
-    if added <= 0.0 {
-        return svg.to_owned();
-    }
-    let new_h = height + added + 10.0;
-    let Some(end) = svg.rfind("</svg>") else {
-        return svg.to_owned();
-    };
-    let head_end = svg.find('>').unwrap_or(0);
-    let head = svg[..head_end]
-        .replacen(
-            &format!(r#"height="{}""#, fmt_num(height)),
-            &format!(r#"height="{}""#, fmt_num(new_h)),
-            1,
-        )
-        .replacen(
-            &format!(r#"viewBox="0 0 {WIDTH} {}""#, fmt_num(height)),
-            &format!(r#"viewBox="0 0 {WIDTH} {}""#, fmt_num(new_h)),
-            1,
-        );
-    format!(
-        "{head}{}<rect x=\"0\" y=\"{height}\" width=\"{WIDTH}\" height=\"{}\" fill=\"white\"/>\n{body}{}",
-        &svg[head_end..end],
-        added + 10.0,
-        &svg[end..]
-    )
-}
-
 /// Words of `text` in lines of at most `width` characters.
 fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
@@ -402,18 +365,6 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
         lines.push(cur);
     }
     lines
-}
-
-fn fmt_num(x: f64) -> String {
-    format!("{x}")
-}
-
-/// The `height` of the root `<svg>` element.
-fn root_height(svg: &str) -> Option<f64> {
-    let head = &svg[..svg.find('>')?];
-    let at = head.find(" height=\"")? + " height=\"".len();
-    let rest = &head[at..];
-    rest[..rest.find('"')?].parse().ok()
 }
 
 #[cfg(test)]
@@ -512,19 +463,12 @@ mod tests {
     }
 
     #[test]
-    fn svg_grows_to_hold_the_panels() {
+    fn panels_take_room_below_the_phases_only_when_there_is_something_to_show() {
         let (s, r) = stats_and_records();
-        let base = r#"<svg xmlns="http://www.w3.org/2000/svg" width="960" height="200" viewBox="0 0 960 200" font-family="sans-serif">
-<rect width="100%" height="100%" fill="white"/>
-</svg>
-"#;
-        let out = extend_svg(base, &s, &r, &[view()]);
-        let h = root_height(&out).unwrap();
-        assert!(h > 200.0 + PLOT_H, "{h}");
-        assert!(out.contains(&format!(r#"viewBox="0 0 960 {h}""#)));
+        let (out, added) = svg_panels(&s, &r, &[view()], 200.0);
+        assert!(added > PLOT_H, "{added}");
         assert_eq!(out.matches("<circle").count(), 9);
         assert_eq!(out.matches("#d62728").count(), 1);
-        assert!(out.trim_end().ends_with("</svg>"));
-        assert_eq!(extend_svg(base, &[], &[], &[]), base);
+        assert_eq!(svg_panels(&[], &[], &[], 200.0), (String::new(), 0.0));
     }
 }

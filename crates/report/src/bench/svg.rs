@@ -14,6 +14,7 @@
 use std::fmt::Write as _;
 
 use phases::record::{TrialKind, TrialRecord, Variant};
+use phases::serve::RequestRecord;
 use phases::summary::{RunSummary, ms, variants};
 
 use super::fmt_ms;
@@ -62,17 +63,25 @@ fn jitter(i: usize) -> f64 {
     (h % 1001) as f64 / 500.0 - 1.0
 }
 
-/// The picture of a run.
-pub fn render(s: &RunSummary, records: &[TrialRecord]) -> String {
+/// The picture of a run: every trial of every phase, and below them the
+/// serve and memory panels when the run has them (`requests` are the serve
+/// phase's records).
+pub fn render(s: &RunSummary, records: &[TrialRecord], requests: &[RequestRecord]) -> String {
     let vs = variants(records);
     let lanes = vs.len() as f64;
     let panel_h = PANEL_PAD + lanes * LANE;
     let height = TOP + panel_h * s.phases.len() as f64 + 30.0;
+    let (panels, added) = super::serve::svg_panels(&s.serve, requests, &s.memory, height);
+    let total = if added > 0.0 {
+        height + added + 10.0
+    } else {
+        height
+    };
     let pw = WIDTH - LEFT - RIGHT;
     let mut o = String::new();
     let _ = writeln!(
         o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{total}" viewBox="0 0 {WIDTH} {total}" font-family="sans-serif" font-size="12">"#
     );
     let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let names: Vec<String> = s
@@ -210,6 +219,7 @@ pub fn render(s: &RunSummary, records: &[TrialRecord]) -> String {
             }
         }
     }
+    o.push_str(&panels);
     o.push_str("</svg>\n");
     o
 }

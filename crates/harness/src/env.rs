@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context, Result};
 use phases::summary::{Load, Pressure, PythonInfo, Tool};
 
 /// The embedded interpreter query, run with `-I -B` (uv style).
@@ -181,13 +180,13 @@ pub fn python_info(program: &str, env: &BTreeMap<String, String>, cwd: &Path) ->
     };
     match ask(&resolved, env, cwd) {
         Ok(answer) => {
-            info.executable = answer["executable"].as_str().map(str::to_owned);
-            info.version = answer["version"].as_str().map(str::to_owned);
-            info.implementation = answer["implementation"].as_str().map(str::to_owned);
-            info.free_threaded = answer["free_threaded"].as_bool();
+            info.executable = answer.executable;
+            info.version = answer.version;
+            info.implementation = answer.implementation;
+            info.free_threaded = answer.free_threaded;
         }
         Err(e) => {
-            info.note = Some(format!("could not ask the interpreter: {e:#}"));
+            info.note = Some(format!("could not ask the interpreter: {e}"));
             return info;
         }
     }
@@ -212,12 +211,59 @@ pub fn python_info(program: &str, env: &BTreeMap<String, String>, cwd: &Path) ->
     info
 }
 
+/// What the embedded query answers, one tagged JSON line.
+#[derive(Debug, Clone, serde::Deserialize)]
+struct Answer {
+    executable: Option<String>,
+    version: Option<String>,
+    implementation: Option<String>,
+    free_threaded: Option<bool>,
+}
+
+/// Why an interpreter could not be asked what it is.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// The query script could not be written to a temporary folder.
+    #[error("could not write the interpreter query to a temporary folder: {0}")]
+    Write(#[source] std::io::Error),
+    /// The interpreter could not be started.
+    #[error("could not run {}: {source}", python.display())]
+    Run {
+        /// The interpreter.
+        python: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// It ran but gave no tagged answer, or failed.
+    #[error("{} -I -B pyinfo.py ended with {status}\n[stdout]\n{stdout}\n[stderr]\n{stderr}", python.display())]
+    NoAnswer {
+        /// The interpreter.
+        python: PathBuf,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+        /// What it printed.
+        stdout: String,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+    /// The tagged line is not the expected JSON.
+    #[error("the interpreter's answer is not the expected JSON ({source}): {line}")]
+    BadAnswer {
+        /// The tagged line.
+        line: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// Runs the embedded query with `-I -B` and parses its tagged line.
-fn ask(python: &Path, env: &BTreeMap<String, String>, cwd: &Path) -> Result<serde_json::Value> {
-    let dir =
-        tempfile::tempdir().context("could not create a temp dir for the interpreter query")?;
+fn ask(python: &Path, env: &BTreeMap<String, String>, cwd: &Path) -> Result<Answer, QueryError> {
+    let dir = tempfile::tempdir().map_err(QueryError::Write)?;
     let script = dir.path().join("pyinfo.py");
-    std::fs::write(&script, PYINFO).context("could not write the interpreter query")?;
+    std::fs::write(&script, PYINFO).map_err(QueryError::Write)?;
     let out = Command::new(python)
         .args(["-I", "-B"])
         .arg(&script)
@@ -225,20 +271,23 @@ fn ask(python: &Path, env: &BTreeMap<String, String>, cwd: &Path) -> Result<serd
         .current_dir(cwd)
         .stdin(std::process::Stdio::null())
         .output()
-        .with_context(|| format!("could not run {}", python.display()))?;
+        .map_err(|source| QueryError::Run {
+            python: python.to_path_buf(),
+            source,
+        })?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().find_map(|l| l.strip_prefix(PYINFO_TAG));
     match (out.status.success(), line) {
-        (true, Some(json)) => {
-            serde_json::from_str(json).context("the interpreter's answer is not JSON")
-        }
-        _ => anyhow::bail!(
-            "{} -I -B pyinfo.py ended with {}\n[stdout]\n{}\n[stderr]\n{}",
-            python.display(),
-            out.status,
-            stdout.trim_end(),
-            String::from_utf8_lossy(&out.stderr).trim_end()
-        ),
+        (true, Some(json)) => serde_json::from_str(json).map_err(|source| QueryError::BadAnswer {
+            line: json.to_owned(),
+            source,
+        }),
+        _ => Err(QueryError::NoAnswer {
+            python: python.to_path_buf(),
+            status: out.status,
+            stdout: stdout.trim_end().to_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim_end().to_owned(),
+        }),
     }
 }
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::config::Target;
+use crate::target::Target;
 
 /// What to pin when installing py-spy (the test venv pins the same).
 pub const PINNED: &str = "py-spy==0.4.3";
@@ -27,17 +27,19 @@ pub fn missing_hint() -> String {
 /// A py-spy executable that was found.
 #[derive(Debug, Clone)]
 pub struct PySpy {
+    /// The executable.
     pub path: PathBuf,
 }
 
-/// Looks for py-spy: the target's `py_spy` setting, then PATH, then beside
-/// the worker's interpreter (its venv's `bin/`).
-pub fn locate(target: &Target, root: &Path) -> Option<PySpy> {
+/// Looks for py-spy: the target's `py_spy` setting (relative to its
+/// project root), then PATH, then beside the worker's interpreter (its
+/// venv's `bin/`).
+pub fn locate(target: &Target) -> Option<PySpy> {
     if let Some(p) = &target.py_spy {
         let p = if p.is_absolute() {
             p.clone()
         } else {
-            root.join(p)
+            target.root.join(p)
         };
         return is_executable(&p).then_some(PySpy { path: p });
     }
@@ -220,12 +222,4 @@ fn run_with_timeout(mut cmd: Command, timeout: Duration) -> std::io::Result<Outp
         stdout,
         stderr,
     })
-}
-
-/// Arms `worker` so that a ready or request timeout puts the worker's
-/// Python stacks (or the reason there are none, or how to get py-spy) into
-/// the error, before the worker is killed.
-pub fn arm_timeout_dump(worker: &mut spawn::Worker, target: &Target, root: &Path) {
-    let spy = locate(target, root);
-    worker.on_timeout(move |pid| Some(timeout_diagnostic(spy.as_ref(), pid)));
 }

@@ -2,17 +2,16 @@
 //! log, or a live command's, in one of several formats.
 
 use std::fs::File;
-use std::io::{Read, Seek, Write};
-use std::os::fd::{AsFd, AsRawFd};
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
-use std::sync::Arc;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::{Context, bail};
-use importguard::importtime::{self, ImportLog};
+use harness::importlog;
+use importguard::importtime::ImportLog;
 use report::importtime::{SnapshotOptions, SnapshotTimes, View};
 
-/// Output formats.
+/// Output formats of `importtime`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// Indented tree with cumulative and self times and shares.
@@ -32,6 +31,7 @@ pub enum Format {
     Snapshot,
 }
 
+/// The rendering's flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The log to read (`-` for stdin); omit it to run the command given after `--`.
@@ -78,6 +78,7 @@ pub struct Args {
 
 const WARNINGS_SHOWN: usize = 20;
 
+/// Renders the log.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (log, source) = match (&args.log, args.command.is_empty()) {
         (Some(_), false) => bail!("give either a log file or a command after `--`, not both"),
@@ -85,18 +86,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             "give a log file, `-` for stdin, or a command after `--` (for example `-- python3 -c 'import json'`)"
         ),
         (Some(path), true) if path.as_os_str() == "-" => {
-            let mut buf = Vec::new();
-            std::io::stdin()
-                .lock()
-                .read_to_end(&mut buf)
-                .context("reading the log from stdin")?;
-            (importtime::parse_owned(buf), "stdin".to_owned())
+            (importlog::read_stdin()?, "stdin".to_owned())
         }
-        (Some(path), true) => (read_log(path)?, path.display().to_string()),
-        (None, false) => (
-            importtime::parse_owned(run_command(&args.command)?),
-            args.command.join(" "),
-        ),
+        (Some(path), true) => (importlog::read_file(path)?, path.display().to_string()),
+        (None, false) => {
+            let ran = importlog::run_command(&args.command)?;
+            if !ran.status.success() {
+                eprintln!(
+                    "warning: `{}` exited with {}; rendering the log it wrote",
+                    args.command.join(" "),
+                    ran.status
+                );
+            }
+            (ran.log, args.command.join(" "))
+        }
     };
     if !log.is_importtime() {
         eprintln!(
@@ -171,71 +174,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Read and parse a log file: mapped into memory when it is a regular,
-/// non-empty file (no copy, no allocation for the bytes), read otherwise.
-fn read_log(path: &Path) -> anyhow::Result<ImportLog> {
-    let file = File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    if let Some(mapped) = Mapped::new(&file) {
-        return Ok(importtime::parse_shared(Arc::new(mapped)));
-    }
-    let mut buf = Vec::new();
-    (&file)
-        .read_to_end(&mut buf)
-        .with_context(|| format!("reading {}", path.display()))?;
-    Ok(importtime::parse_owned(buf))
-}
-
-/// A read-only private mapping of a whole file.
-struct Mapped {
-    ptr: *mut libc::c_void,
-    len: usize,
-}
-
-// SAFETY: the mapping is read-only and owned by this value alone.
-unsafe impl Send for Mapped {}
-// SAFETY: as above; shared access only reads.
-unsafe impl Sync for Mapped {}
-
-impl Mapped {
-    fn new(file: &File) -> Option<Mapped> {
-        let meta = file.metadata().ok()?;
-        let len = usize::try_from(meta.len()).ok()?;
-        if !meta.is_file() || len == 0 {
-            return None;
-        }
-        // SAFETY: a fresh read-only private mapping of an open file; the
-        // result is checked. (Like every tool that maps files, this assumes
-        // the log is not truncated while it is being read.)
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        (ptr != libc::MAP_FAILED).then_some(Mapped { ptr, len })
-    }
-}
-
-impl AsRef<[u8]> for Mapped {
-    fn as_ref(&self) -> &[u8] {
-        // SAFETY: ptr..ptr+len is a live mapping for as long as self lives.
-        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
-    }
-}
-
-impl Drop for Mapped {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly what `new` mapped, once.
-        unsafe {
-            libc::munmap(self.ptr, self.len);
-        }
-    }
-}
-
 fn print_warnings(log: &ImportLog, source: &str, all: bool) {
     let warnings = log.warnings();
     let shown = if all {
@@ -255,38 +193,4 @@ fn print_warnings(log: &ImportLog, source: &str, all: bool) {
             warnings.len() - shown
         );
     }
-}
-
-/// Run `cmd` with importtime on, stdin closed, its stdout passed to our
-/// stderr (so it never mixes with the rendering) and its stderr captured
-/// in a temporary file; returns the captured bytes.
-fn run_command(cmd: &[String]) -> anyhow::Result<Vec<u8>> {
-    let mut captured =
-        tempfile::tempfile().context("creating a temporary file for the command's stderr")?;
-    let stdout_to_stderr = std::io::stderr()
-        .as_fd()
-        .try_clone_to_owned()
-        .context("duplicating stderr")?;
-    let status = Command::new(&cmd[0])
-        .args(&cmd[1..])
-        .env("PYTHONPROFILEIMPORTTIME", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(stdout_to_stderr))
-        .stderr(Stdio::from(
-            captured.try_clone().context("sharing the temporary file")?,
-        ))
-        .status()
-        .with_context(|| format!("running `{}`; check that the program exists", cmd.join(" ")))?;
-    if !status.success() {
-        eprintln!(
-            "warning: `{}` exited with {status}; rendering the log it wrote",
-            cmd.join(" ")
-        );
-    }
-    captured.rewind().context("rewinding the captured stderr")?;
-    let mut buf = Vec::new();
-    captured
-        .read_to_end(&mut buf)
-        .context("reading the captured stderr")?;
-    Ok(buf)
 }

@@ -15,78 +15,56 @@
 //! how late the harness was.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
 use phases::Bootstrap;
 use phases::Variant;
-use phases::memory::{AllocationSite, MemoryPoint, MemoryView, Moment};
+use phases::jsonl;
+use phases::memory::MemoryView;
 use phases::serve::{Load, RequestOutcome, RequestRecord, ServeStats};
 use serde_json::{Map, Value};
 use spawn::worker_proto::{Reply, Request};
 
-use crate::config::Target;
+use crate::error::{Error, Result, invalid};
+use crate::interrupt::Interrupt;
+use crate::lifecycle::{Lifecycle, Started};
+use crate::target::{Origin, Target};
 
-/// The bootstrap of the memory view, written as `sitecustomize.py`.
-const MEMORY_BOOTSTRAP: &str = include_str!("memory_bootstrap.py");
-/// The file the bootstrap writes, named by this variable.
-const MEMORY_ENV: &str = "COLDSTART_MEMORY";
-/// How many allocation sites the bootstrap lists.
-const TOP_SITES: usize = 15;
-
-/// The serve phase's and the memory view's flags on `cargo xtask bench`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct ServeArgs {
-    /// Serve phase: send N requests after ready. Alone: a closed loop, one
-    /// in flight. With --rate: N requests at that rate (instead of
-    /// --duration).
-    #[arg(long, value_name = "N")]
+/// What runs after the timed trials: a serve phase (`requests`, or `rate`
+/// with `duration`) and a memory view, each on a fresh worker.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// Requests to send: alone a closed loop, one in flight; with `rate`,
+    /// that many at that rate (instead of `duration`).
     pub requests: Option<usize>,
-    /// Serve phase: an open loop offering R requests per second, whatever
-    /// the replies do (latency counts from each scheduled send).
-    #[arg(long, value_name = "R")]
+    /// An open loop offering this many requests per second.
     pub rate: Option<f64>,
-    /// Serve phase: how long the open loop offers requests, seconds
-    /// (default 10).
-    #[arg(
-        long,
-        value_name = "SECONDS",
-        requires = "rate",
-        conflicts_with = "requests"
-    )]
+    /// How long the open loop offers requests, seconds (default 10).
     pub duration: Option<f64>,
-    /// The request to serve, a JSON object with an `op` (default: the
-    /// target's `request` in coldstart.toml; for the reference worker an
-    /// `infer` of a short text; else `{"op": "health"}`). Each request gets
-    /// an `id`.
-    #[arg(long, value_name = "JSON")]
+    /// The request, a JSON object with an `op` (default: the target's,
+    /// else the reference worker's `infer`, else `{"op": "health"}`).
     pub request: Option<String>,
-    /// Memory view: one more worker, untimed, with tracemalloc from
-    /// interpreter start: traced memory beside RSS at ready, after the
-    /// serve phase and at exit, and the top allocation sites at ready.
-    #[arg(long)]
+    /// Run the memory view.
     pub memory: bool,
 }
 
-impl ServeArgs {
+impl ServeOptions {
     /// The load asked for; `None` without --requests or --rate.
     pub fn load(&self) -> Result<Option<Load>> {
         match (self.rate, self.requests) {
             (None, None) => Ok(None),
-            (None, Some(0)) | (Some(_), Some(0)) => bail!("--requests must be at least 1"),
+            (None, Some(0)) | (Some(_), Some(0)) => invalid!("--requests must be at least 1"),
             (None, Some(n)) => Ok(Some(Load::Closed { requests: n })),
             (Some(r), n) => {
                 if !(r.is_finite() && r > 0.0) {
-                    bail!("--rate must be a positive number of requests per second, got {r}");
+                    invalid!("--rate must be a positive number of requests per second, got {r}");
                 }
                 let duration = match (n, self.duration) {
                     (Some(n), _) => n as f64 / r,
                     (None, Some(d)) if d.is_finite() && d > 0.0 => d,
                     (None, Some(d)) => {
-                        bail!("--duration must be a positive number of seconds, got {d}")
+                        invalid!("--duration must be a positive number of seconds, got {d}")
                     }
                     (None, None) => 10.0,
                 };
@@ -108,10 +86,13 @@ impl ServeArgs {
 /// What to send, and how to judge the replies.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// Closed or open loop, and how many requests.
     pub load: Load,
-    /// The request's fields besides `op` (no `id`).
+    /// The request's op.
     pub op: String,
+    /// The request's fields besides `op` (no `id`).
     pub fields: Map<String, Value>,
+    /// How long to wait for each reply.
     pub timeout: Duration,
     /// The reply must carry `response.echo` equal to the fields (the
     /// reference worker's `infer`); a reply that carries one is always
@@ -122,12 +103,12 @@ pub struct Plan {
 impl Plan {
     /// The request from --request, else the target's, else a default.
     pub fn new(load: Load, request: Option<&str>, target: &Target) -> Result<Plan> {
-        let reference = target.origin == "built-in default";
+        let reference = target.origin == Origin::BuiltinDefault;
         let mut object = match (request, &target.request) {
             (Some(text), _) => match serde_json::from_str::<Value>(text) {
                 Ok(Value::Object(m)) => m,
-                Ok(_) => bail!("--request must be a JSON object with an `op`, got `{text}`"),
-                Err(e) => bail!(
+                Ok(_) => invalid!("--request must be a JSON object with an `op`, got `{text}`"),
+                Err(e) => invalid!(
                     "--request is not JSON ({e}): give an object such as '{{\"op\": \"infer\", \"text\": \"hello\"}}'"
                 ),
             },
@@ -149,13 +130,12 @@ impl Plan {
         };
         let op = match object.remove("op") {
             Some(Value::String(op)) if !op.is_empty() => op,
-            _ => bail!(
-                "the serve request needs a string `op` (from --request or the target's `request` in {})",
-                crate::config::CONFIG_FILE
+            _ => invalid!(
+                "the serve request needs a string `op` (from --request or the target's `request` in its config)"
             ),
         };
         if op == "shutdown" {
-            bail!(
+            invalid!(
                 "the serve request cannot be `shutdown`: it would end the worker; pick the op to measure"
             );
         }
@@ -226,7 +206,7 @@ impl Plan {
     }
 }
 
-fn clip(s: &str) -> String {
+pub(crate) fn clip(s: &str) -> String {
     if s.len() <= 120 {
         return s.to_owned();
     }
@@ -239,8 +219,11 @@ fn clip(s: &str) -> String {
 
 /// The records of a serve phase, and the error that ended the worker
 /// early (the worker is then gone: do not shut it down).
+#[derive(Debug)]
 pub struct Served {
+    /// One per request scheduled (and, once stopped, written).
     pub records: Vec<RequestRecord>,
+    /// The error that ended the worker early.
     pub error: Option<spawn::Error>,
     /// `stop` said yes before every request was written.
     pub stopped: bool,
@@ -270,7 +253,7 @@ fn fail_pending(records: &mut [RequestRecord], pending: &mut VecDeque<usize>, e:
     }
 }
 
-fn short_error(e: &spawn::Error) -> String {
+pub(crate) fn short_error(e: &spawn::Error) -> String {
     clip(&e.kind.to_string())
 }
 
@@ -392,56 +375,20 @@ fn wait_until(due: u64, now: u64) {
     }
 }
 
-/// `requests.jsonl`: every request's record, flushed per worker.
-pub struct RequestLog {
-    out: BufWriter<File>,
-    path: PathBuf,
-}
-
-impl RequestLog {
-    pub fn create(dir: &Path) -> Result<RequestLog> {
-        let path = dir.join("requests.jsonl");
-        let file =
-            File::create(&path).with_context(|| format!("could not create {}", path.display()))?;
-        Ok(RequestLog {
-            out: BufWriter::new(file),
-            path,
-        })
-    }
-
-    fn append(&mut self, records: &[RequestRecord]) -> Result<()> {
-        for r in records {
-            serde_json::to_writer(&mut self.out, r)
-                .context("a request record did not serialise")?;
-            self.out.write_all(b"\n")?;
-        }
-        self.out
-            .flush()
-            .with_context(|| format!("could not write {}", self.path.display()))
-    }
-}
-
-fn spawn_ready(cmd: &spawn::Command, target: &Target) -> Result<spawn::Worker> {
-    let mut w =
-        spawn::Worker::spawn(cmd).context("could not start the worker for the serve phase")?;
-    w.wait_ready(target.ready_timeout)
-        .context("the worker of the serve phase did not become ready")?;
-    Ok(w)
-}
-
 /// The serve phase of one fresh worker (not one of the timed trials): spawn,
-/// ready, serve, shutdown; every record appended to `log`.
+/// ready, serve, shutdown; every record appended to `log`
+/// (`requests.jsonl`).
 pub fn run_serve(
-    target: &Target,
+    lifecycle: &Lifecycle,
     cmd: &spawn::Command,
     variant: Variant,
     plan: &Plan,
-    log: &mut RequestLog,
+    log: &mut jsonl::Writer,
     boot: &Bootstrap,
-    stop: &dyn Fn() -> bool,
+    stop: &Interrupt,
 ) -> Result<(ServeStats, Vec<RequestRecord>)> {
-    let mut w = spawn_ready(cmd, target)?;
-    let served = serve(&mut w, variant, plan, stop);
+    let mut w = start(lifecycle, cmd, "the serve phase")?;
+    let served = serve(&mut w.worker, variant, plan, &|| stop.is_set());
     let mut ended = served.error.as_ref().map(|e| e.to_string());
     if served.stopped && ended.is_none() {
         ended = Some(format!(
@@ -451,11 +398,11 @@ pub fn run_serve(
         ));
     }
     if served.error.is_none()
-        && let Err(e) = w.shutdown(&target.shutdown_policy())
+        && let Err(e) = w.shutdown()
     {
         ended = Some(format!("after the serve phase: {e}"));
     }
-    log.append(&served.records)?;
+    log.append(&served.records).map_err(crate::error::jsonl)?;
     let stats = ServeStats::of(
         variant,
         plan.load,
@@ -464,327 +411,86 @@ pub fn run_serve(
         ended,
         boot,
     )
-    .context("could not summarise the serve phase")?;
+    .map_err(|cause| Error::Stats {
+        context: "could not summarise the serve phase",
+        cause,
+    })?;
     Ok((stats, served.records))
 }
 
-/// The memory view of one fresh worker, untimed: tracemalloc from
-/// interpreter start; readings at ready, after the serve phase (when one
-/// is planned) and at exit; peak RSS from `wait4`.
-pub fn run_memory(
-    target: &Target,
+/// A fresh worker through its ready line, for an untimed run.
+pub(crate) fn start<'a>(
+    lifecycle: &'a Lifecycle,
     cmd: &spawn::Command,
-    variant: Variant,
-    plan: Option<&Plan>,
-    stop: &dyn Fn() -> bool,
-) -> Result<MemoryView> {
-    let dir = tempfile::Builder::new()
-        .prefix("coldstart-memory-")
-        .tempdir()
-        .context("could not create a temporary folder for the memory bootstrap")?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
-            .context("could not make the memory bootstrap's folder private")?;
-    }
-    std::fs::write(dir.path().join("sitecustomize.py"), MEMORY_BOOTSTRAP)
-        .context("could not write the memory bootstrap")?;
-    let record = dir.path().join("memory.jsonl");
-    let mut cmd = cmd.clone();
-    let inherited = cmd
-        .get_envs()
-        .filter(|(k, _)| *k == "PYTHONPATH")
-        .last()
-        .map(|(_, v)| v.map(|v| v.to_os_string()))
-        .unwrap_or_else(|| std::env::var_os("PYTHONPATH"));
-    let mut pythonpath = dir.path().as_os_str().to_os_string();
-    if let Some(rest) = inherited.filter(|p| !p.is_empty()) {
-        pythonpath.push(":");
-        pythonpath.push(rest);
-    }
-    cmd.env("PYTHONPATH", pythonpath)
-        .env(MEMORY_ENV, &record)
-        .env("COLDSTART_MEMORY_TOP", TOP_SITES.to_string())
-        .env("PYTHONTRACEMALLOC", "1");
-
-    let mut problems = Vec::new();
-    let mut points = Vec::new();
-    let mut top_at_ready = Vec::new();
-    let mut w = spawn_ready(&cmd, target)?;
-    let start = read_records(&record)
-        .into_iter()
-        .find(|r| r.get("type").and_then(Value::as_str) == Some("start"));
-    let Some(start) = start else {
-        let fin = w.kill();
-        bail!(
-            "the memory bootstrap did not run in the worker (started with -S, -I or -E, or PYTHONPATH replaced?), so there is no memory view; worker stderr: {}",
-            clip(fin.stderr_tail.trim())
-        );
-    };
-    let py_pid = start.get("pid").and_then(Value::as_u64).unwrap_or(0) as i32;
-    let tracing_from_start = start
-        .get("tracing_from_start")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    if !tracing_from_start {
-        problems.push("PYTHONTRACEMALLOC was not honoured: tracing began in sitecustomize, after site's own imports".to_owned());
-    }
-
-    let mut seq = 0;
-    let mut snapshot = |at: Moment| -> Result<Option<Value>> {
-        seq += 1;
-        // SAFETY: kill(2) with a pid the bootstrap reported from inside the
-        // worker's process group, which is alive (the worker is ready).
-        let sig = if at == Moment::Ready {
-            libc::SIGUSR1 // with the allocation sites
-        } else {
-            libc::SIGUSR2
-        };
-        let sent = unsafe { libc::kill(py_pid, sig) };
-        if sent != 0 {
-            bail!(
-                "could not signal the worker for its {} memory reading: {}",
-                at.words(),
-                std::io::Error::last_os_error()
-            );
-        }
-        Ok(wait_snapshot(&record, seq, target.request_timeout))
-    };
-    match snapshot(Moment::Ready)? {
-        Some(rec) => {
-            points.push(point(Moment::Ready, &rec));
-            top_at_ready = sites(&rec);
-        }
-        None => problems
-            .push("no reading at ready: the worker did not answer SIGUSR1 in time".to_owned()),
-    }
-    let mut ended = None;
-    if let Some(plan) = plan {
-        let served = serve(&mut w, variant, plan, stop);
-        match served.error {
-            Some(e) => ended = Some(e),
-            None => match snapshot(Moment::AfterServe)? {
-                Some(rec) => points.push(point(Moment::AfterServe, &rec)),
-                None => problems.push("no reading after the serve phase".to_owned()),
-            },
-        }
-    }
-    let fin = match ended {
-        Some(e) => {
-            problems.push(format!(
-                "the worker ended during the serve phase: {}",
-                short_error(&e)
-            ));
-            e.finished.as_deref().and_then(|f| f.rusage)
-        }
-        None => match w.shutdown(&target.shutdown_policy()) {
-            Ok(f) => f.rusage,
-            Err(e) => {
-                problems.push(format!(
-                    "the worker did not shut down cleanly: {}",
-                    short_error(&e)
-                ));
-                e.finished.as_deref().and_then(|f| f.rusage)
-            }
-        },
-    };
-    match read_records(&record)
-        .into_iter()
-        .find(|r| r.get("type").and_then(Value::as_str) == Some("exit"))
-    {
-        Some(rec) => points.push(point(Moment::Exit, &rec)),
-        None => problems
-            .push("no reading at exit (the worker did not run its atexit handlers)".to_owned()),
-    }
-    for r in read_records(&record) {
-        if r.get("type").and_then(Value::as_str) == Some("error") {
-            problems.push(format!("memory bootstrap: {r}"));
-        }
-    }
-    Ok(MemoryView {
-        variant,
-        tracing_from_start,
-        reading: phases::memory::reading(&points),
-        points,
-        peak_rss_bytes: fin.map(|r| r.max_rss_bytes),
-        top_at_ready,
-        problems,
-    })
-}
-
-/// Waits for snapshot `seq` to appear in the record file. The bootstrap
-/// writes it from its signal handler with one `write`; the harness polls
-/// the file (a memory view is not timed), up to `timeout`.
-fn wait_snapshot(path: &Path, seq: u64, timeout: Duration) -> Option<Value> {
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        let found = read_records(path).into_iter().find(|r| {
-            r.get("type").and_then(Value::as_str) == Some("snapshot")
-                && r.get("seq").and_then(Value::as_u64) == Some(seq)
-        });
-        if found.is_some() || std::time::Instant::now() >= deadline {
-            return found;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// The complete lines of the bootstrap's file, parsed; others skipped.
-fn read_records(path: &Path) -> Vec<Value> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    text.split_inclusive('\n')
-        .filter(|l| l.ends_with('\n'))
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect()
-}
-
-fn point(at: Moment, rec: &Value) -> MemoryPoint {
-    let n = |k: &str| rec.get(k).and_then(Value::as_u64);
-    MemoryPoint {
-        at,
-        t_ns: n("t_ns").unwrap_or(0),
-        traced_current_bytes: n("traced_current").unwrap_or(0),
-        traced_peak_bytes: n("traced_peak").unwrap_or(0),
-        tracemalloc_overhead_bytes: n("tracemalloc_overhead").unwrap_or(0),
-        rss_bytes: n("rss"),
-        hwm_bytes: n("hwm"),
-        traced_after_reading_bytes: n("traced_after"),
-        rss_after_reading_bytes: n("rss_after"),
-    }
-}
-
-fn sites(rec: &Value) -> Vec<AllocationSite> {
-    rec.get("top")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .map(|s| AllocationSite {
-                    file: s
-                        .get("file")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?")
-                        .to_owned(),
-                    line: s.get("line").and_then(Value::as_u64).unwrap_or(0) as u32,
-                    size_bytes: s.get("size").and_then(Value::as_u64).unwrap_or(0),
-                    count: s.get("count").and_then(Value::as_u64).unwrap_or(0),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    what: &str,
+) -> Result<Started<'a>> {
+    lifecycle
+        .spawn(cmd)
+        .and_then(|s| s.wait_ready())
+        .map_err(|e| Error::worker(format!("the worker of {what} did not become ready"), e))
 }
 
 /// One side of a bench run, as the serve phase and memory view need it.
+#[derive(Debug)]
 pub struct Side<'a> {
+    /// A or B.
     pub variant: Variant,
+    /// Its target.
     pub target: &'a Target,
+    /// How its workers are driven.
+    pub lifecycle: &'a Lifecycle,
+    /// Its command, as the timed trials ran it.
     pub cmd: &'a spawn::Command,
 }
 
-/// The serve phases and memory views of a bench run (`summary.json`'s
-/// `serve` and `memory`).
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+/// The serve phases and memory views of a bench run.
+#[derive(Debug, Clone, Default)]
 pub struct Extras {
+    /// One per side that served.
     pub serve: Vec<ServeStats>,
+    /// One per side with a memory view.
     pub memory: Vec<MemoryView>,
     /// A serve phase or memory view that could not be run, and why.
-    #[serde(
-        default,
-        rename = "serve_failures",
-        skip_serializing_if = "Vec::is_empty"
-    )]
     pub failures: Vec<String>,
     /// Every request of every serve phase (also in `requests.jsonl`).
-    #[serde(skip)]
     pub requests: Vec<RequestRecord>,
 }
 
-impl Extras {
-    /// `summary.json`: the run summary with `serve`, `memory` and
-    /// `serve_failures` beside its own keys (left out when empty, so a run
-    /// without them reads as before).
-    pub fn summary_json(&self, summary: &phases::RunSummary) -> Result<String> {
-        let mut value = serde_json::to_value(summary).context("the summary did not serialise")?;
-        if let (Value::Object(map), Value::Object(mine)) = (
-            &mut value,
-            serde_json::to_value(self).context("the serve figures did not serialise")?,
-        ) {
-            for (k, v) in mine {
-                let empty = v.as_array().is_some_and(Vec::is_empty);
-                if !empty {
-                    map.insert(k, v);
-                }
-            }
-        }
-        let mut json =
-            serde_json::to_string_pretty(&value).context("the summary did not serialise")?;
-        json.push('\n');
-        Ok(json)
-    }
-
-    /// Whether anything went wrong beyond rejections: a view that could
-    /// not run, a wrong reply, a serve phase that ended early.
-    pub fn failed(&self) -> bool {
-        !self.failures.is_empty()
-            || self
-                .serve
-                .iter()
-                .any(|s| s.wrong_replies > 0 || s.ended_early.is_some())
-    }
-
-    /// The Markdown sections for `summary.md` and the terminal.
-    pub fn markdown(&self) -> String {
-        let mut md = report::bench::serve::markdown(&self.serve, &self.memory);
-        if !self.failures.is_empty() {
-            md.push_str("## Serve phase and memory view failures\n\n");
-            for f in &self.failures {
-                md.push_str(&format!("- {f}\n"));
-            }
-            md.push('\n');
-        }
-        md
-    }
-
-    /// `phases.svg` with the serve and memory panels below.
-    pub fn svg(&self, phases_svg: &str) -> String {
-        report::bench::serve::extend_svg(phases_svg, &self.serve, &self.requests, &self.memory)
-    }
-}
-
-/// Checks the serve flags against a target before any trial runs, so a
+/// Checks the serve options against a target before any trial runs, so a
 /// typo fails at once rather than after the timed trials.
-pub fn check(args: &ServeArgs, target: &Target) -> Result<()> {
-    if let Some(load) = args.load()? {
-        Plan::new(load, args.request.as_deref(), target)?;
-    } else if args.request.is_some() {
-        bail!("--request needs a serve phase: add --requests N or --rate R");
+pub fn check(opts: &ServeOptions, target: &Target) -> Result<()> {
+    if let Some(load) = opts.load()? {
+        Plan::new(load, opts.request.as_deref(), target)?;
+    } else if opts.request.is_some() {
+        invalid!("--request needs a serve phase: add --requests N or --rate R");
     }
     Ok(())
 }
 
 /// After the timed trials: for each side, a serve phase on a fresh worker
-/// (when --requests or --rate asked for one), then a memory view on
-/// another (with --memory). Request records go to `dir/requests.jsonl`.
+/// (when asked for), then a memory view on another. Request records go to
+/// `dir/requests.jsonl`.
 pub fn run_extras(
     sides: &[Side<'_>],
-    args: &ServeArgs,
+    opts: &ServeOptions,
     dir: &Path,
     boot: &Bootstrap,
-    stop: &dyn Fn() -> bool,
+    stop: &Interrupt,
 ) -> Result<Extras> {
     let mut extras = Extras::default();
-    let load = args.load()?;
+    let load = opts.load()?;
     let mut log = match load {
-        Some(_) => Some(RequestLog::create(dir)?),
+        Some(_) => {
+            Some(jsonl::Writer::create(&dir.join("requests.jsonl")).map_err(crate::error::jsonl)?)
+        }
         None => None,
     };
     for side in sides {
-        if stop() {
+        if stop.is_set() {
             break;
         }
         let plan = match load {
-            Some(load) => Some(Plan::new(load, args.request.as_deref(), side.target)?),
+            Some(load) => Some(Plan::new(load, opts.request.as_deref(), side.target)?),
             None => None,
         };
         if let (Some(plan), Some(log)) = (&plan, log.as_mut()) {
@@ -794,26 +500,34 @@ pub fn run_extras(
                 plan.load.describe(),
                 plan.describe()
             );
-            match run_serve(side.target, side.cmd, side.variant, plan, log, boot, stop) {
+            match run_serve(
+                side.lifecycle,
+                side.cmd,
+                side.variant,
+                plan,
+                log,
+                boot,
+                stop,
+            ) {
                 Ok((s, records)) => {
                     extras.serve.push(s);
                     extras.requests.extend(records);
                 }
                 Err(e) => extras
                     .failures
-                    .push(format!("serve phase ({}): {e:#}", side.variant)),
+                    .push(format!("serve phase ({}): {e}", side.variant)),
             }
         }
-        if args.memory {
+        if opts.memory {
             eprintln!(
                 "memory view ({}): a separate untimed worker with tracemalloc",
                 side.variant
             );
-            match run_memory(side.target, side.cmd, side.variant, plan.as_ref(), stop) {
+            match crate::memory::run_memory(side, plan.as_ref(), stop) {
                 Ok(m) => extras.memory.push(m),
                 Err(e) => extras
                     .failures
-                    .push(format!("memory view ({}): {e:#}", side.variant)),
+                    .push(format!("memory view ({}): {e}", side.variant)),
             }
         }
     }
@@ -833,12 +547,12 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
-    fn args(requests: Option<usize>, rate: Option<f64>, duration: Option<f64>) -> ServeArgs {
-        ServeArgs {
+    fn args(requests: Option<usize>, rate: Option<f64>, duration: Option<f64>) -> ServeOptions {
+        ServeOptions {
             requests,
             rate,
             duration,
-            ..ServeArgs::default()
+            ..ServeOptions::default()
         }
     }
 

@@ -1,4 +1,4 @@
-# Asked by `cargo xtask bench` (run with -I -B): what is this interpreter?
+# Asked by the harness (bench, the environment record) (run with -I -B): what is this interpreter?
 # Prints one tagged JSON line; standard library only.
 import json
 import sys

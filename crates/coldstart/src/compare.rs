@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use phases::compare::{self, Verdict};
+use harness::trials::load_run;
+use phases::Bootstrap;
+use phases::compare::Verdict;
 use phases::record::Variant;
-use phases::summary::{self, Phase, PhaseSummary, RunSummary, SeriesSummary};
-use phases::{Bootstrap, StatsError};
+use phases::summary::{Phase, RunSummary, compare_runs};
 
-use super::bench::read_trials;
-
+/// The comparison's flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The baseline run's folder.
@@ -53,50 +53,6 @@ fn parse_variant(s: &str) -> Result<Variant, String> {
     }
 }
 
-/// A saved run: its summary (for labels) and its records.
-fn load(dir: &Path) -> Result<(RunSummary, Vec<phases::TrialRecord>)> {
-    let path = dir.join("summary.json");
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "could not read {}; give a folder written by `cargo xtask bench`",
-            path.display()
-        )
-    })?;
-    let summary: RunSummary = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a bench summary", path.display()))?;
-    let records = read_trials(&dir.join("trials.jsonl"))?;
-    Ok((summary, records))
-}
-
-/// Per-phase statistics of both runs and their unpaired ratios.
-pub fn compare_runs(
-    a: &[phases::TrialRecord],
-    b: &[phases::TrialRecord],
-    variant: Variant,
-    boot: &Bootstrap,
-    threshold: f64,
-) -> Result<Vec<PhaseSummary>, StatsError> {
-    Phase::ALL
-        .into_iter()
-        .map(|phase| {
-            let (va, ta) = summary::series(a, phase, variant);
-            let (vb, tb) = summary::series(b, phase, variant);
-            let ratio = match compare::unpaired(&va, &vb, boot, threshold) {
-                Ok(c) => Some(c),
-                Err(StatsError::Empty | StatsError::NonPositiveBaseline { .. }) => None,
-                Err(e) => return Err(e),
-            };
-            Ok(PhaseSummary {
-                phase: Some(phase),
-                unit: "ms".to_owned(),
-                a: SeriesSummary::of(&va, &ta, boot)?,
-                b: SeriesSummary::of(&vb, &tb, boot)?,
-                ratio,
-            })
-        })
-        .collect()
-}
-
 fn label(dir: &Path, s: &RunSummary, v: Variant) -> String {
     let t = s.environment.target(v);
     format!(
@@ -112,9 +68,10 @@ fn label(dir: &Path, s: &RunSummary, v: Variant) -> String {
     )
 }
 
+/// Runs the comparison.
 pub fn run(args: Args) -> Result<ExitCode> {
-    let (sa, ra) = load(&args.a)?;
-    let (sb, rb) = load(&args.b)?;
+    let (sa, ra) = load_run(&args.a)?;
+    let (sb, rb) = load_run(&args.b)?;
     let boot = Bootstrap {
         resamples: args.resamples,
         seed: args.seed,
@@ -140,7 +97,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             )
         );
         println!(
-            "\nunpaired: the runs were made apart, so machine drift between them is in these ratios; prefer `cargo xtask bench --vs` for a claim"
+            "\nunpaired: the runs were made apart, so machine drift between them is in these ratios; prefer `bench --vs` for a claim"
         );
     }
     let slower = phases.iter().any(|p| {

@@ -1,0 +1,314 @@
+//! `coldstart bench`: a worker's start-up and shutdown over repeated fresh
+//! trials (the harness's trial loop), with a progress bar on a terminal,
+//! the summary table, and the run's files. `--vs` compares a second worker
+//! interleaved; `--probe-check` checks the harness against an independent
+//! probe instead.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use harness::serve::ServeOptions;
+use harness::trials::{self, BenchOptions, Progress};
+use harness::{Interrupt, OnPress, Target};
+use phases::record::{TrialRecord, Variant};
+use phases::{Bootstrap, TrialKind};
+
+use crate::Project;
+
+/// The bench's flags.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A target from the config (default: its only target, or the
+    /// built-in reference worker in the coldstart workspace).
+    #[arg(long)]
+    target: Option<String>,
+    /// A second worker to compare with, interleaved A B / B A: a target name,
+    /// or a command line in quotes ('python3 -m myworker').
+    #[arg(long, value_name = "TARGET|'CMD'")]
+    vs: Option<String>,
+    /// Warm-up trials per variant: run and recorded, left out of the statistics.
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
+    /// Measured trials per variant [default: 10].
+    #[arg(long, conflicts_with = "precision")]
+    trials: Option<usize>,
+    /// Run until the 95% CI half-width of the median ready time is within
+    /// this share of the median (0.02 or 2%), between --min-trials and
+    /// --max-trials.
+    #[arg(long, value_parser = parse_share)]
+    precision: Option<f64>,
+    /// Fewest measured trials per variant with --precision.
+    #[arg(long, default_value_t = 5)]
+    min_trials: usize,
+    /// Most measured trials per variant with --precision.
+    #[arg(long, default_value_t = 100)]
+    max_trials: usize,
+    /// Health round trips per worker per trial [default: the target's `health`, 1].
+    #[arg(long)]
+    health: Option<usize>,
+    /// Workers started at once per trial; `ready` is then the time until all are ready.
+    #[arg(long, default_value_t = 1)]
+    concurrency: usize,
+    /// Output folder [default: bench-out/<UTC timestamp>/ under the project root].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// KEY=VALUE set for workers given on the command line (after `--` or
+    /// as `--vs 'CMD'`); repeatable. Configured targets use their `env`.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_kv)]
+    env: Vec<(String, String)>,
+    /// Changes within this share are not claimed (0.02 or 2%).
+    #[arg(long, default_value = "0.02", value_parser = parse_share)]
+    noise_threshold: f64,
+    /// Bootstrap resamples for every confidence interval.
+    #[arg(long, default_value_t = 10_000)]
+    resamples: usize,
+    /// Bootstrap seed (ChaCha8): the same records and seed give the same intervals.
+    #[arg(long, default_value_t = 0x5eed)]
+    seed: u64,
+    /// Instead of a benchmark, check the harness against an independent
+    /// Python probe (subprocess, readline, time.monotonic), alternating on
+    /// the same worker; prints both medians and their ratio.
+    #[arg(long, conflicts_with_all = ["vs", "precision"])]
+    probe_check: bool,
+    /// The worker command, instead of a target.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+    /// After the trials: a serve phase (--requests, --rate, --duration,
+    /// --request) and a memory view (--memory), each on a fresh worker.
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+/// The serve phase's and the memory view's flags.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeArgs {
+    /// Serve phase: send N requests after ready. Alone: a closed loop, one
+    /// in flight. With --rate: N requests at that rate (instead of
+    /// --duration).
+    #[arg(long, value_name = "N")]
+    requests: Option<usize>,
+    /// Serve phase: an open loop offering R requests per second, whatever
+    /// the replies do (latency counts from each scheduled send).
+    #[arg(long, value_name = "R")]
+    rate: Option<f64>,
+    /// Serve phase: how long the open loop offers requests, seconds
+    /// (default 10).
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        requires = "rate",
+        conflicts_with = "requests"
+    )]
+    duration: Option<f64>,
+    /// The request to serve, a JSON object with an `op` (default: the
+    /// target's `request` in the config; for the reference worker an
+    /// `infer` of a short text; else `{"op": "health"}`). Each request gets
+    /// an `id`.
+    #[arg(long, value_name = "JSON")]
+    request: Option<String>,
+    /// Memory view: one more worker, untimed, with tracemalloc from
+    /// interpreter start: traced memory beside RSS at ready, after the
+    /// serve phase and at exit, and the top allocation sites at ready.
+    #[arg(long)]
+    memory: bool,
+}
+
+fn parse_share(s: &str) -> Result<f64, String> {
+    let (num, scale) = match s.strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (s, 1.0),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v / scale < 1.0 => Ok(v / scale),
+        _ => Err(format!(
+            "`{s}` is not a share between 0 and 1: write 0.02 or 2%"
+        )),
+    }
+}
+
+fn parse_kv(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("`{s}` is not KEY=VALUE")),
+    }
+}
+
+/// A command line's `--env` additions.
+fn with_env(mut t: Target, extra: &[(String, String)]) -> Target {
+    if t.origin == harness::Origin::CommandLine {
+        t.env.extend(extra.iter().cloned());
+    }
+    t
+}
+
+/// `--vs`: a configured target's name (or the built-in default's), else a
+/// command line split like a POSIX shell would.
+fn pick_vs(project: &Project, vs: &str, extra: &[(String, String)]) -> Result<Target> {
+    let is_name = match (&project.config, &project.default) {
+        (Some(c), _) => c.targets.iter().any(|t| t.name == vs),
+        (None, Some(d)) => d.name == vs,
+        (None, None) => false,
+    };
+    if is_name {
+        return Ok(with_env(project.one_target(Some(vs), &[])?, extra));
+    }
+    let Some(argv) = shlex::split(vs) else {
+        bail!("--vs `{vs}` has an unclosed quote or a trailing backslash");
+    };
+    if argv.is_empty() {
+        bail!("--vs is empty: give a target name or a command line");
+    }
+    let mut t = with_env(project.one_target(None, &argv)?, extra);
+    t.name = "vs-command".to_owned();
+    Ok(t)
+}
+
+/// The progress bar on a terminal, nothing elsewhere.
+struct Bar(indicatif::ProgressBar);
+
+impl Progress for Bar {
+    fn start(&mut self, most: u64) {
+        if std::io::stderr().is_terminal() {
+            self.0 = indicatif::ProgressBar::new(most);
+            self.0.set_style(
+                indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} trials  {msg}")
+                    .expect("a valid template"),
+            );
+            self.0.set_message("warming up");
+        }
+    }
+
+    fn trial(&mut self, records: &[TrialRecord], variants: &[Variant]) {
+        self.0.inc(1);
+        if records
+            .last()
+            .is_some_and(|r| r.kind == TrialKind::Measured)
+        {
+            self.0.set_message(trials::live_message(records, variants));
+        }
+    }
+
+    fn finish(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
+/// Runs the bench.
+pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
+    let a = with_env(
+        project.one_target(args.target.as_deref(), &args.command)?,
+        &args.env,
+    );
+    if args.probe_check {
+        let interrupt = Interrupt::ctrl_c(OnPress::FinishThenKill)?;
+        let check = harness::probe_check::probe_check(
+            a,
+            args.warmup,
+            args.trials.unwrap_or(20),
+            &interrupt,
+        )?;
+        print!("{}", check.render());
+        return Ok(if check.agrees() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
+    let b = match &args.vs {
+        Some(vs) => Some(pick_vs(project, vs, &args.env)?),
+        None => None,
+    };
+    let started_ms = harness::env::unix_ms();
+    let opts = BenchOptions {
+        warmup: args.warmup,
+        trials: args.trials,
+        precision: args.precision,
+        min_trials: args.min_trials,
+        max_trials: args.max_trials,
+        health: args.health,
+        concurrency: args.concurrency,
+        noise_threshold: args.noise_threshold,
+        bootstrap: Bootstrap {
+            resamples: args.resamples,
+            seed: args.seed,
+            level: 0.95,
+        },
+        serve: ServeOptions {
+            requests: args.serve.requests,
+            rate: args.serve.rate,
+            duration: args.serve.duration,
+            request: args.serve.request,
+            memory: args.serve.memory,
+        },
+        out: PathBuf::new(),
+        root: project.root.clone(),
+    };
+    // Every flag is checked before the output folder is made.
+    opts.check()?;
+    trials::refuse_importtime(&a)?;
+    if let Some(b) = &b {
+        trials::refuse_importtime(b)?;
+    }
+    harness::serve::check(&opts.serve, &a)?;
+    let opts = BenchOptions {
+        out: trials::out_dir(&project.root, args.out.as_deref(), started_ms)?,
+        ..opts
+    };
+    let interrupt = Interrupt::ctrl_c(OnPress::FinishThenKill)?;
+    let run = trials::run(
+        a,
+        b,
+        &opts,
+        &interrupt,
+        &mut Bar(indicatif::ProgressBar::hidden()),
+    )?;
+    print!("{}", report::bench::terminal::render(&run.summary));
+    let serve_text = report::bench::markdown::serve_sections(&run.summary);
+    if !serve_text.is_empty() {
+        print!("\n{serve_text}");
+    }
+    if let Some((r, check, message)) = run.first_failure() {
+        eprintln!(
+            "\nfirst failure, trial {} ({}, check `{}`):\n{message}",
+            r.trial,
+            r.variant,
+            check.as_str()
+        );
+    }
+    println!("\nwritten to {}", run.dir.display());
+    Ok(if run.interrupted {
+        ExitCode::from(130)
+    } else if run.failed() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_parse_as_fractions_or_percentages() {
+        assert_eq!(parse_share("0.02"), Ok(0.02));
+        assert_eq!(parse_share("2%"), Ok(0.02));
+        assert!(parse_share("0").is_err());
+        assert!(parse_share("150%").is_err());
+        assert!(parse_share("fast").is_err());
+    }
+
+    #[test]
+    fn command_lines_split_like_a_shell() {
+        let s = |x: &str| shlex::split(x).unwrap();
+        assert_eq!(s("python3 -m w"), ["python3", "-m", "w"]);
+        assert_eq!(
+            s(r#"py -c 'import a; b' "x y" z\ w"#),
+            ["py", "-c", "import a; b", "x y", "z w"]
+        );
+        assert_eq!(s("a ''"), ["a", ""]);
+        assert!(shlex::split("a 'b").is_none());
+    }
+}

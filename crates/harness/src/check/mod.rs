@@ -1,0 +1,352 @@
+//! The import-boundary check: prove that workers never import forbidden
+//! modules (torch, transformers, stanza by default) in their start-up,
+//! health and shutdown, and say exactly who did when they do.
+//!
+//! Each target runs N fresh processes (default 3) concurrently, each
+//! through the one [`Lifecycle`] (ready, health, shutdown), with
+//! `PYTHONPROFILEIMPORTTIME=1` (stderr copied to a file and parsed as an
+//! importtime tree) and the import recorder (`importguard::recorder`) first
+//! on `PYTHONPATH`. The worker inherits the caller's environment, then the
+//! target's `env`, then the recorder's variables. [`module_target`] checks
+//! `import PKG` alone (a tiny protocol loop after the import);
+//! [`judge_log`] judges a recorded importtime log and runs nothing.
+//!
+//! The result is a [`report::boundary::TargetReport`]: its JSON schema, its
+//! exit code and its text live in `report::boundary`. [`bench`] measures
+//! what the check costs beside the worker's own lifecycle.
+//!
+//! A worker that could not be checked wins over a violation: the check is
+//! incomplete, and the report still lists what was seen.
+
+pub mod bench;
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use importguard::importtime::{self, ImportLog};
+use importguard::recorder::{Recorder, Recording, is_module_pattern};
+use importguard::verdict::{
+    self, Evidence, Policy, ProcessVerdict, RecorderState, RequestMark, Timeline,
+};
+use report::boundary::{ProcessReport, Status, TargetReport, tree_text};
+
+use crate::error::{Error, Result, invalid};
+use crate::lifecycle::Lifecycle;
+use crate::target::{DEFAULT_FORBIDDEN, Origin, Target};
+
+/// How many slowest imports the report lists.
+const SLOWEST: usize = 5;
+
+/// How a check runs, beyond its target.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CheckOptions {
+    /// Make forbidden imports fail with an ImportError that names the policy.
+    pub block: bool,
+    /// Keep the whole importtime tree of the first process in the report.
+    pub tree: bool,
+}
+
+/// A target that checks `import PKG` alone, with `python`, in `cwd`.
+pub fn module_target(pkg: &str, python: &str, cwd: &Path) -> Result<Target> {
+    if !is_module_pattern(pkg) {
+        invalid!("--module `{pkg}` is not a module name (dotted identifiers, e.g. `mypkg.sub`)");
+    }
+    let code = format!("import {pkg}\n{MODULE_LOOP}");
+    let mut t = Target::ad_hoc(
+        cwd,
+        vec![python.to_owned(), "-c".into(), code],
+        &format!("import {pkg}"),
+    );
+    t.origin = Origin::Module;
+    Ok(t)
+}
+
+/// After `import PKG`: the protocol without importing anything more (a
+/// ready line, health, shutdown), so `--module` goes through the same
+/// lifecycle as a worker.
+const MODULE_LOOP: &str = r#"import sys as _s
+_s.stdout.write('{"ready": true}\n'); _s.stdout.flush()
+for _l in _s.stdin:
+    if '"shutdown"' in _l:
+        _s.stdout.write('{"op": "shutdown"}\n'); _s.stdout.flush(); break
+    _s.stdout.write('{"op": "health", "response": {"status": "ok"}}\n'); _s.stdout.flush()
+"#;
+
+/// The policy of a target: its forbidden prefixes and allowances.
+pub fn policy_of(t: &Target) -> Result<Policy> {
+    Policy::new(t.forbidden.clone(), t.allowed.clone()).map_err(Error::Policy)
+}
+
+/// Judges a recorded importtime log (stderr of `python -X importtime`);
+/// runs nothing. `forbid` replaces the default forbidden prefixes when not
+/// empty.
+pub fn judge_log(path: &Path, forbid: &[String], tree: bool) -> Result<TargetReport> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io("read the importtime log", path, e))?;
+    let log = importtime::parse_owned(bytes);
+    if log.entry_count() == 0 {
+        invalid!(
+            "{} holds no importtime entries; record one with `PYTHONPROFILEIMPORTTIME=1 python ... 2> FILE`",
+            path.display()
+        );
+    }
+    let forbidden: Vec<String> = if forbid.is_empty() {
+        DEFAULT_FORBIDDEN.iter().map(|s| s.to_string()).collect()
+    } else {
+        forbid.to_vec()
+    };
+    let policy = Policy::new(forbidden.clone(), Vec::new()).map_err(Error::Policy)?;
+    let v = verdict::judge(
+        &policy,
+        &Evidence {
+            importtime: Some(&log),
+            recording: None,
+            timeline: None,
+        },
+    );
+    let violations = verdict::merge(std::slice::from_ref(&v));
+    let status = if v.holds() {
+        Status::Pass
+    } else {
+        Status::Fail
+    };
+    Ok(TargetReport {
+        name: path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
+        origin: Origin::Log.as_str(),
+        command: Vec::new(),
+        log: Some(path.to_path_buf()),
+        forbidden,
+        allowed: Vec::new(),
+        block: false,
+        status,
+        ready_ms_median: None,
+        violations,
+        slowest: verdict::slowest(&log, SLOWEST),
+        processes: vec![ProcessReport {
+            index: 1,
+            pid: None,
+            ready_ms: None,
+            exit: None,
+            error: None,
+            stderr_tail: None,
+            recorder: RecorderState::NotUsed,
+            chained_sitecustomize: None,
+            child_interpreters: 0,
+            importtime_entries: log.entry_count(),
+            verdict: v,
+            log: None,
+        }],
+        tree: tree.then(|| tree_text(&log)),
+    })
+}
+
+/// Checks one target: its processes run concurrently, each judged, the
+/// verdicts merged.
+pub fn check_target(t: &Target, opts: CheckOptions) -> Result<TargetReport> {
+    let policy = policy_of(t)?;
+    if t.command.is_empty() {
+        invalid!("target `{}` has no command", t.name);
+    }
+    let lifecycle = Lifecycle::of(t);
+    let processes: Vec<ProcessReport> = std::thread::scope(|s| {
+        let handles: Vec<_> = (1..=t.processes)
+            .map(|i| {
+                let (policy, lifecycle) = (&policy, &lifecycle);
+                s.spawn(move || check_process(t, lifecycle, policy, opts.block, i))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect::<Result<Vec<_>>>()
+    })?;
+
+    let verdicts: Vec<ProcessVerdict> = processes.iter().map(|p| p.verdict.clone()).collect();
+    let violations = verdict::merge(&verdicts);
+    let status = if processes.iter().any(|p| p.error.is_some()) {
+        Status::Error
+    } else if violations.is_empty() {
+        Status::Pass
+    } else {
+        Status::Fail
+    };
+    let ready: Vec<f64> = processes.iter().filter_map(|p| p.ready_ms).collect();
+    let first_log = processes.iter().find_map(|p| p.log.as_ref());
+    Ok(TargetReport {
+        name: t.name.clone(),
+        origin: t.origin.as_str(),
+        command: t.command.clone(),
+        log: None,
+        forbidden: t.forbidden.clone(),
+        allowed: t.allowed.clone(),
+        block: opts.block,
+        status,
+        ready_ms_median: phases::stats::median(&ready),
+        violations,
+        slowest: first_log
+            .map(|l| verdict::slowest(l, SLOWEST))
+            .unwrap_or_default(),
+        tree: opts.tree.then(|| first_log.map(tree_text)).flatten(),
+        processes,
+    })
+}
+
+/// One fresh worker through ready, health and shutdown, then its verdict.
+pub(crate) fn check_process(
+    t: &Target,
+    lifecycle: &Lifecycle,
+    policy: &Policy,
+    block: bool,
+    index: usize,
+) -> Result<ProcessReport> {
+    let pythonpath: Option<OsString> = t
+        .env
+        .get("PYTHONPATH")
+        .map(OsString::from)
+        .or_else(|| std::env::var_os("PYTHONPATH"));
+    let setup = Recorder::prepare(&policy.recorder_policy(block), pythonpath.as_deref()).map_err(
+        |cause| Error::Recorder {
+            context: "could not prepare the import recorder",
+            cause,
+        },
+    )?;
+    let stderr_path = setup.dir().join("stderr.log");
+
+    let mut cmd = t.spawn_command();
+    for (k, v) in setup.env() {
+        cmd.env(k, v);
+    }
+    cmd.env("PYTHONPROFILEIMPORTTIME", "1");
+    cmd.stderr_file(&stderr_path);
+
+    let mut timeline = Timeline::default();
+    let mut pid = None;
+    let mut ready_ms = None;
+    let outcome: std::result::Result<spawn::Finished, spawn::Error> = (|| {
+        let spawned = lifecycle.spawn(&cmd)?;
+        pid = Some(spawned.pid());
+        timeline.spawned_at_ns = Some(spawned.spawned_at_ns());
+        let mut w = spawned.wait_ready()?;
+        ready_ms = Some(w.ready_ms());
+        timeline.ready_at_ns = Some(w.ready_at_ns());
+        for _ in 0..lifecycle.health {
+            // Marked before sending (and kept if the request fails), so an
+            // import the request triggers is never earlier than its mark.
+            timeline.requests.push(RequestMark {
+                op: "health".to_owned(),
+                sent_at_ns: spawn::monotonic_ns(),
+            });
+            w.health()?;
+        }
+        timeline.shutdown_sent_at_ns = Some(spawn::monotonic_ns());
+        w.shutdown()
+    })();
+
+    let (exit, error, stderr_tail) = match outcome {
+        Ok(f) => (Some(f.status.to_string()), None, None),
+        Err(mut e) => {
+            // The worker's own lines, from the whole stderr file: the
+            // in-memory tail may hold nothing but importtime lines.
+            let own =
+                stderr_tail(&stderr_path).unwrap_or_else(|| without_importtime(&e.stderr_tail));
+            e.stderr_tail = own.clone();
+            (
+                e.status.as_ref().map(ToString::to_string),
+                Some(without_importtime(&e.to_string())),
+                Some(own),
+            )
+        }
+    };
+
+    let recording: Recording = setup.read().map_err(|cause| Error::Recorder {
+        context: "could not read the import records",
+        cause,
+    })?;
+    let log = match std::fs::read(&stderr_path) {
+        Ok(bytes) => Some(importtime::parse_owned(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::io("read", &stderr_path, e)),
+    };
+    let verdict = verdict::judge(
+        policy,
+        &Evidence {
+            importtime: log.as_ref(),
+            recording: Some(&recording),
+            timeline: Some(&timeline),
+        },
+    );
+    let entries = log.as_ref().map_or(0, ImportLog::entry_count);
+    // A worker that ran but left no evidence at all was not checked.
+    let error = error.or_else(|| {
+        (!recording.ran() && entries == 0).then(|| {
+            "no import evidence: the import recorder did not run and stderr holds no importtime lines; \
+             the worker probably runs Python with -E or -I (which ignore PYTHONPATH and \
+             PYTHONPROFILEIMPORTTIME) or is not Python: add `-X importtime` to its command, or drop -E/-I"
+                .to_owned()
+        })
+    });
+    Ok(ProcessReport {
+        index,
+        pid,
+        ready_ms,
+        exit,
+        error,
+        stderr_tail,
+        recorder: verdict.recorder,
+        chained_sitecustomize: recording.chain.as_ref().and_then(|c| c.file.clone()),
+        child_interpreters: recording.child_files.len(),
+        importtime_entries: entries,
+        verdict,
+        log,
+    })
+}
+
+/// Text without the importtime lines that `PYTHONPROFILEIMPORTTIME` mixed
+/// into the worker's stderr (also when quoted as `| import time: ...`).
+fn without_importtime(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let bare = line.trim_start().trim_start_matches('|').trim_start();
+        if !bare.starts_with("import time:") {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The worker's own last stderr lines (importtime lines left out).
+fn stderr_tail(path: &Path) -> Option<String> {
+    const LINES: usize = 20;
+    let bytes = std::fs::read(path).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let own: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("import time:"))
+        .collect();
+    let from = own.len().saturating_sub(LINES);
+    Some(own[from..].join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn importtime_lines_leave_the_worker_stderr_alone() {
+        let err = "worker failed\n  stderr:\n    | import time:   12 |   12 | json\n    | Traceback (most recent call last):\nimport time: self [us] | cumulative | imported package\nValueError: x\n";
+        assert_eq!(
+            without_importtime(err),
+            "worker failed\n  stderr:\n    | Traceback (most recent call last):\nValueError: x\n"
+        );
+    }
+
+    #[test]
+    fn a_module_name_is_checked_before_anything_runs() {
+        assert!(module_target("json", "python3", Path::new("/")).is_ok());
+        let err = module_target("os; import x", "python3", Path::new("/")).unwrap_err();
+        assert!(err.to_string().contains("not a module name"), "{err}");
+    }
+}

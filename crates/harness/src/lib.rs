@@ -1,0 +1,51 @@
+//! harness: coldstart's orchestration as a library, with typed inputs and
+//! outputs, so another project's own xtask can run the same check and bench
+//! as the `coldstart` command.
+//!
+//! What it owns:
+//! - [`target`]: a worker to run, fully resolved ([`Target`], [`Origin`]).
+//! - [`lifecycle`]: the one place that runs a worker from spawn to reaped
+//!   exit: spawn with the stack dump armed, the ready line, health round
+//!   trips, shutdown with the target's policy. Every task goes through it.
+//! - [`check`]: the import-boundary check: N fresh instrumented processes
+//!   run concurrently and judged by `importguard`, giving a
+//!   `report::boundary::TargetReport`; and what the check costs
+//!   ([`check::bench`]).
+//! - [`trials`]: the bench's trial loop (warm-up, interleaving, precision,
+//!   concurrency), its files (`trials.jsonl`, `summary.json`, ...), and
+//!   [`probe_check`], the bench measured against an independent probe.
+//! - [`serve`] and [`memory`]: the serve phase after ready and the memory
+//!   view, each on a fresh untimed worker.
+//! - [`profile`]: a worker's start-up under `py-spy record`.
+//! - [`pyspy`]: py-spy located and run for stack dumps.
+//! - [`env`]: the environment record and the embedded interpreter query.
+//! - [`importlog`]: an importtime log read from a file, stdin or a live
+//!   command.
+//! - [`interrupt`]: the explicit interrupt token (Ctrl-C).
+//!
+//! What it deliberately does not own: the command line, config files and
+//! exit codes (the `coldstart` crate); parsing importtime and judging
+//! imports (`importguard`); statistics (`phases`); rendering (`report`);
+//! one process's mechanics (`spawn`). Nothing here prints to stdout; a few
+//! progress lines go to stderr.
+
+#![warn(missing_docs)]
+
+pub mod check;
+pub mod env;
+pub mod error;
+pub mod importlog;
+pub mod interrupt;
+pub mod lifecycle;
+pub mod memory;
+pub mod probe_check;
+pub mod profile;
+pub mod pyspy;
+pub mod serve;
+pub mod target;
+pub mod trials;
+
+pub use error::{Error, Result};
+pub use interrupt::{Interrupt, OnPress};
+pub use lifecycle::{Lifecycle, Spawned, StackDump, Started};
+pub use target::{DEFAULT_FORBIDDEN, Origin, Target};

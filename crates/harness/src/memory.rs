@@ -1,0 +1,239 @@
+//! The memory view of `bench --memory`: a separate, untimed worker with
+//! tracemalloc on from interpreter start, read at ready, after the serve
+//! phase (when one is planned) and at exit, beside RSS and the `wait4`
+//! peak. The bootstrap (`memory_bootstrap.py`, written as `sitecustomize`)
+//! takes its readings in the worker when signalled (SIGUSR1 with the
+//! allocation sites, SIGUSR2 without) and writes them as JSON lines.
+
+use std::path::Path;
+use std::time::Duration;
+
+use phases::memory::{AllocationSite, MemoryPoint, MemoryView, Moment};
+use rustix::process::{Pid, Signal, kill_process};
+use serde_json::Value;
+
+use crate::error::{Error, Result, invalid};
+use crate::interrupt::Interrupt;
+use crate::serve::{Plan, Side, clip, serve, short_error, start};
+
+/// The bootstrap of the memory view, written as `sitecustomize.py`.
+const MEMORY_BOOTSTRAP: &str = include_str!("memory_bootstrap.py");
+/// The file the bootstrap writes, named by this variable.
+const MEMORY_ENV: &str = "COLDSTART_MEMORY";
+/// How many allocation sites the bootstrap lists.
+const TOP_SITES: usize = 15;
+
+/// The memory view of one fresh worker, untimed: tracemalloc from
+/// interpreter start; readings at ready, after the serve phase (when one
+/// is planned) and at exit; peak RSS from `wait4`.
+pub fn run_memory(side: &Side<'_>, plan: Option<&Plan>, stop: &Interrupt) -> Result<MemoryView> {
+    let variant = side.variant;
+    let dir = tempfile::Builder::new()
+        .prefix("coldstart-memory-")
+        .tempdir()
+        .map_err(|e| Error::io("create", &std::env::temp_dir(), e))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| Error::io("make private", dir.path(), e))?;
+    }
+    let bootstrap = dir.path().join("sitecustomize.py");
+    std::fs::write(&bootstrap, MEMORY_BOOTSTRAP).map_err(|e| Error::io("write", &bootstrap, e))?;
+    let record = dir.path().join("memory.jsonl");
+    let mut cmd = side.cmd.clone();
+    let inherited = cmd
+        .get_envs()
+        .filter(|(k, _)| *k == "PYTHONPATH")
+        .last()
+        .map(|(_, v)| v.map(|v| v.to_os_string()))
+        .unwrap_or_else(|| std::env::var_os("PYTHONPATH"));
+    let mut pythonpath = dir.path().as_os_str().to_os_string();
+    if let Some(rest) = inherited.filter(|p| !p.is_empty()) {
+        pythonpath.push(":");
+        pythonpath.push(rest);
+    }
+    cmd.env("PYTHONPATH", pythonpath)
+        .env(MEMORY_ENV, &record)
+        .env("COLDSTART_MEMORY_TOP", TOP_SITES.to_string())
+        .env("PYTHONTRACEMALLOC", "1");
+
+    let mut problems = Vec::new();
+    let mut points = Vec::new();
+    let mut top_at_ready = Vec::new();
+    let mut w = start(side.lifecycle, &cmd, "the memory view")?;
+    let start = read_records(&record)
+        .into_iter()
+        .find(|r| r.get("type").and_then(Value::as_str) == Some("start"));
+    let Some(start) = start else {
+        let fin = w.kill();
+        invalid!(
+            "the memory bootstrap did not run in the worker (started with -S, -I or -E, or PYTHONPATH replaced?), so there is no memory view; worker stderr: {}",
+            clip(fin.stderr_tail.trim())
+        );
+    };
+    // Signals go to the process that spawn started, never to a pid read
+    // from a file: the bootstrap must be running in that very process.
+    let pid = w.worker.pid();
+    if start.get("pid").and_then(Value::as_u64) != Some(u64::from(pid)) {
+        let fin = w.kill();
+        invalid!(
+            "the memory bootstrap runs in pid {}, not in the worker that was started (pid {pid}): the command starts Python in a child process (a launcher or wrapper), so it cannot be signalled for readings; run the interpreter directly; worker stderr: {}",
+            start
+                .get("pid")
+                .map_or_else(|| "unknown".to_owned(), ToString::to_string),
+            clip(fin.stderr_tail.trim())
+        );
+    }
+    let tracing_from_start = start
+        .get("tracing_from_start")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if !tracing_from_start {
+        problems.push("PYTHONTRACEMALLOC was not honoured: tracing began in sitecustomize, after site's own imports".to_owned());
+    }
+
+    let mut seq = 0;
+    let mut snapshot = |at: Moment| -> Result<Option<Value>> {
+        seq += 1;
+        let sig = if at == Moment::Ready {
+            Signal::USR1 // with the allocation sites
+        } else {
+            Signal::USR2
+        };
+        // The worker is alive and not reaped (it answered its ready line
+        // and is still held by its handle), so its pid is its own.
+        let sent = Pid::from_raw(pid as i32).map(|p| kill_process(p, sig));
+        if !matches!(sent, Some(Ok(()))) {
+            invalid!(
+                "could not signal the worker for its {} memory reading: {}",
+                at.words(),
+                sent.and_then(Result::err)
+                    .map_or_else(|| "no such pid".to_owned(), |e| e.to_string())
+            );
+        }
+        Ok(wait_snapshot(&record, seq, side.target.request_timeout))
+    };
+    match snapshot(Moment::Ready)? {
+        Some(rec) => {
+            points.push(point(Moment::Ready, &rec));
+            top_at_ready = sites(&rec);
+        }
+        None => problems
+            .push("no reading at ready: the worker did not answer SIGUSR1 in time".to_owned()),
+    }
+    let mut ended = None;
+    if let Some(plan) = plan {
+        let served = serve(&mut w.worker, variant, plan, &|| stop.is_set());
+        match served.error {
+            Some(e) => ended = Some(e),
+            None => match snapshot(Moment::AfterServe)? {
+                Some(rec) => points.push(point(Moment::AfterServe, &rec)),
+                None => problems.push("no reading after the serve phase".to_owned()),
+            },
+        }
+    }
+    let fin = match ended {
+        Some(e) => {
+            problems.push(format!(
+                "the worker ended during the serve phase: {}",
+                short_error(&e)
+            ));
+            e.finished.as_deref().and_then(|f| f.rusage)
+        }
+        None => match w.shutdown() {
+            Ok(f) => f.rusage,
+            Err(e) => {
+                problems.push(format!(
+                    "the worker did not shut down cleanly: {}",
+                    short_error(&e)
+                ));
+                e.finished.as_deref().and_then(|f| f.rusage)
+            }
+        },
+    };
+    match read_records(&record)
+        .into_iter()
+        .find(|r| r.get("type").and_then(Value::as_str) == Some("exit"))
+    {
+        Some(rec) => points.push(point(Moment::Exit, &rec)),
+        None => problems
+            .push("no reading at exit (the worker did not run its atexit handlers)".to_owned()),
+    }
+    for r in read_records(&record) {
+        if r.get("type").and_then(Value::as_str) == Some("error") {
+            problems.push(format!("memory bootstrap: {r}"));
+        }
+    }
+    Ok(MemoryView {
+        variant,
+        tracing_from_start,
+        reading: phases::memory::reading(&points),
+        points,
+        peak_rss_bytes: fin.map(|r| r.max_rss_bytes),
+        top_at_ready,
+        problems,
+    })
+}
+
+/// Waits for snapshot `seq` to appear in the record file. The bootstrap
+/// writes it from its signal handler with one `write`; the harness polls
+/// the file (a memory view is not timed), up to `timeout`.
+fn wait_snapshot(path: &Path, seq: u64, timeout: Duration) -> Option<Value> {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let found = read_records(path).into_iter().find(|r| {
+            r.get("type").and_then(Value::as_str) == Some("snapshot")
+                && r.get("seq").and_then(Value::as_u64) == Some(seq)
+        });
+        if found.is_some() || std::time::Instant::now() >= deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The complete lines of the bootstrap's file, parsed; others skipped.
+fn read_records(path: &Path) -> Vec<Value> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.split_inclusive('\n')
+        .filter(|l| l.ends_with('\n'))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn point(at: Moment, rec: &Value) -> MemoryPoint {
+    let n = |k: &str| rec.get(k).and_then(Value::as_u64);
+    MemoryPoint {
+        at,
+        t_ns: n("t_ns").unwrap_or(0),
+        traced_current_bytes: n("traced_current").unwrap_or(0),
+        traced_peak_bytes: n("traced_peak").unwrap_or(0),
+        tracemalloc_overhead_bytes: n("tracemalloc_overhead").unwrap_or(0),
+        rss_bytes: n("rss"),
+        hwm_bytes: n("hwm"),
+        traced_after_reading_bytes: n("traced_after"),
+        rss_after_reading_bytes: n("rss_after"),
+    }
+}
+
+fn sites(rec: &Value) -> Vec<AllocationSite> {
+    rec.get("top")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|s| AllocationSite {
+                    file: s
+                        .get("file")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                        .to_owned(),
+                    line: s.get("line").and_then(Value::as_u64).unwrap_or(0) as u32,
+                    size_bytes: s.get("size").and_then(Value::as_u64).unwrap_or(0),
+                    count: s.get("count").and_then(Value::as_u64).unwrap_or(0),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

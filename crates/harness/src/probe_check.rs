@@ -1,0 +1,195 @@
+//! `bench --probe-check`: bench's own trial and an independent Python probe
+//! (`probe.py`: subprocess, readline, `time.monotonic`, as a person would
+//! measure it by hand), alternating on the same worker, compared by their
+//! median ready times. A harness that adds its own delays, or misses the
+//! ready line's arrival, shows here as a ratio away from 1.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::path::Path;
+use std::process::Stdio;
+
+use phases::record::{TrialKind, Variant};
+use phases::summary::{self, Phase};
+use phases::{Bootstrap, Comparison, Stats, stats};
+
+use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
+use crate::target::Target;
+use crate::trials::{REMOVED_ENV, Side, run_trial};
+
+/// The probe, written to a temporary folder and run with `-I -B`.
+const PROBE: &str = include_str!("probe.py");
+
+/// How far apart the two medians may be and still agree.
+pub const AGREEMENT: f64 = 0.05;
+
+/// The outcome of a probe check.
+#[derive(Debug, Clone)]
+pub struct ProbeCheck {
+    /// The worker's command as typed.
+    pub worker: String,
+    /// The interpreter that ran the probe.
+    pub python: String,
+    /// bench's ready times, ms, over rounds where both were correct.
+    pub bench: Stats,
+    /// The probe's ready times, ms, over the same rounds.
+    pub probe: Stats,
+    /// Per-round difference bench - probe, ms.
+    pub difference: Stats,
+    /// bench / probe, paired by round.
+    pub ratio: Comparison,
+}
+
+impl ProbeCheck {
+    /// Whether the two medians are within [`AGREEMENT`] of each other.
+    pub fn agrees(&self) -> bool {
+        (self.ratio.ratio - 1.0).abs() <= AGREEMENT
+    }
+
+    /// The check as text.
+    pub fn render(&self) -> String {
+        let fmt = report::bench::fmt_ms;
+        let mut out = String::new();
+        let _ = writeln!(out, "worker: {}", self.worker);
+        for (who, s) in [("bench", &self.bench), ("probe", &self.probe)] {
+            let _ = writeln!(
+                out,
+                "{who} median ready {} [{}, {}] over {} rounds",
+                fmt(s.median),
+                fmt(s.median_ci.lo),
+                fmt(s.median_ci.hi),
+                s.n
+            );
+        }
+        let _ = writeln!(
+            out,
+            "(probe: Python subprocess + readline + time.monotonic in {}, alternating with bench on the same worker)",
+            self.python
+        );
+        let d = &self.difference;
+        let _ = writeln!(
+            out,
+            "per-round difference bench - probe: median {} [{}, {}]",
+            fmt(d.median),
+            fmt(d.median_ci.lo),
+            fmt(d.median_ci.hi)
+        );
+        let _ = writeln!(
+            out,
+            "ratio of medians bench / probe (paired by round) = {} ({} 5% of each other)",
+            report::bench::fmt_ratio(&self.ratio),
+            if self.agrees() {
+                "within"
+            } else {
+                "not within"
+            }
+        );
+        out
+    }
+}
+
+/// Runs `warmup + rounds` alternating rounds of bench's trial and the probe
+/// on `target`.
+pub fn probe_check(
+    target: Target,
+    warmup: usize,
+    rounds: usize,
+    interrupt: &Interrupt,
+) -> Result<ProbeCheck> {
+    let side = Side::new(Variant::A, target, None, 1)?;
+    let python = side
+        .info
+        .python
+        .as_ref()
+        .and_then(|p| p.executable.clone())
+        .unwrap_or_else(|| "python3".to_owned());
+    let dir = tempfile::tempdir().map_err(|e| Error::io("create", &std::env::temp_dir(), e))?;
+    let script = dir.path().join("probe.py");
+    std::fs::write(&script, PROBE).map_err(|e| Error::io("write", &script, e))?;
+    let mut child = std::process::Command::new(&python)
+        .args(["-I", "-B"])
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::io("start the probe with", Path::new(&python), e))?;
+    let probe_gone =
+        |e: std::io::Error| Error::io("talk to the probe run by", Path::new("probe.py"), e);
+    let mut stdin = child.stdin.take().expect("piped");
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+    let mut env: BTreeMap<String, String> = side.target.env.clone();
+    env.retain(|k, _| !REMOVED_ENV.contains(&k.as_str()));
+    let cfg = serde_json::json!({
+        "command": side.target.command,
+        "env": env,
+        "env_remove": REMOVED_ENV,
+        "cwd": side.target.cwd,
+    });
+    writeln!(stdin, "{cfg}").map_err(probe_gone)?;
+    // Per measured round: (bench's ready ms, the probe's ready ms).
+    let mut pairs: Vec<(f64, f64)> = Vec::new();
+    let mut trial = 0;
+    for i in 0..(warmup + rounds) {
+        if interrupt.is_set() {
+            break;
+        }
+        let kind = if i < warmup {
+            TrialKind::Warmup
+        } else {
+            TrialKind::Measured
+        };
+        let mut one_probe = || -> Result<Option<f64>> {
+            writeln!(stdin, "go").map_err(probe_gone)?;
+            let mut line = String::new();
+            stdout.read_line(&mut line).map_err(probe_gone)?;
+            let v: serde_json::Value =
+                serde_json::from_str(&line).map_err(|cause| Error::Json {
+                    context: format!("the probe answered `{}`", line.trim_end()),
+                    cause,
+                })?;
+            Ok((v["ok"] == true).then(|| v["ready_s"].as_f64().unwrap_or(f64::NAN) * 1e3))
+        };
+        let mut one_bench = || {
+            trial += 1;
+            run_trial(&side, trial - 1, i, kind, interrupt)
+        };
+        // Alternate who goes first, as in an interleaved run.
+        let (rec, probe) = if i % 2 == 0 {
+            let r = one_bench();
+            (r, one_probe()?)
+        } else {
+            let p = one_probe()?;
+            (one_bench(), p)
+        };
+        let bench = rec
+            .outcome
+            .is_correct()
+            .then(|| Phase::Ready.per_trial_ns(&rec).map(summary::ms))
+            .flatten();
+        match (kind, bench, probe) {
+            (TrialKind::Measured, Some(b), Some(p)) => pairs.push((b, p)),
+            (TrialKind::Measured, _, _) => {
+                eprintln!("round {i}: a trial failed; the round is left out")
+            }
+            _ => {}
+        }
+    }
+    drop(stdin);
+    let _ = child.wait();
+    let boot = Bootstrap::default();
+    let (bench_ms, probe_ms): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+    let stats_err = |context| move |cause| Error::Stats { context, cause };
+    let none = "no round where both trials were correct";
+    let diffs: Vec<f64> = pairs.iter().map(|(b, p)| b - p).collect();
+    Ok(ProbeCheck {
+        worker: side.info.display.clone(),
+        bench: stats::summarize(&bench_ms, &boot).map_err(stats_err(none))?,
+        probe: stats::summarize(&probe_ms, &boot).map_err(stats_err(none))?,
+        ratio: phases::compare::paired(&probe_ms, &bench_ms, &boot, AGREEMENT)
+            .map_err(stats_err("could not compare bench and probe"))?,
+        difference: stats::summarize(&diffs, &boot).map_err(stats_err("no paired rounds"))?,
+        python,
+    })
+}

@@ -1,0 +1,214 @@
+//! A worker to check or benchmark, fully resolved: what every task of the
+//! harness takes as input. Reading a config file into targets is the
+//! caller's job (the `coldstart` CLI); this module only holds the resolved
+//! values and the defaults.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use importguard::verdict::Allowance;
+
+/// The modules no worker may import at start-up unless told otherwise.
+pub const DEFAULT_FORBIDDEN: &[&str] = &["torch", "transformers", "stanza"];
+
+/// Where a target came from, for messages and the JSON reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Origin {
+    /// A `[[target]]` of a `coldstart.toml`.
+    ColdstartToml,
+    /// A `[[tool.coldstart.target]]` of a `pyproject.toml`.
+    Pyproject,
+    /// The built-in default: the reference worker of the coldstart workspace.
+    BuiltinDefault,
+    /// A command given after `--`.
+    CommandLine,
+    /// `--module PKG`: `import PKG` alone.
+    Module,
+    /// `--log FILE`: a recorded importtime log, nothing run.
+    Log,
+}
+
+impl Origin {
+    /// As printed and serialised: `coldstart.toml`, `pyproject.toml`,
+    /// `built-in default`, `command line`, `--module`, `--log`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::ColdstartToml => "coldstart.toml",
+            Origin::Pyproject => "pyproject.toml",
+            Origin::BuiltinDefault => "built-in default",
+            Origin::CommandLine => "command line",
+            Origin::Module => "--module",
+            Origin::Log => "--log",
+        }
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Origin {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// One worker to check or benchmark, fully resolved.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The target's name, unique within its config.
+    pub name: String,
+    /// argv; `command[0]` is looked up on PATH as usual.
+    pub command: Vec<String>,
+    /// Set on top of the inherited environment.
+    pub env: BTreeMap<String, String>,
+    /// Absolute working directory.
+    pub cwd: PathBuf,
+    /// The project this target belongs to: relative paths in reports are
+    /// shown from here, and a relative `py_spy` is resolved against it.
+    pub root: PathBuf,
+    /// Forbidden package prefixes.
+    pub forbidden: Vec<String>,
+    /// Modules allowed despite a forbidden prefix, with the reason.
+    pub allowed: Vec<Allowance>,
+    /// Fresh workers per check.
+    pub processes: usize,
+    /// Health round trips per worker.
+    pub health: usize,
+    /// How long to wait for the ready line.
+    pub ready_timeout: Duration,
+    /// How long to wait for each reply.
+    pub request_timeout: Duration,
+    /// How long to wait for the shutdown acknowledgement, and again for the exit.
+    pub shutdown_timeout: Duration,
+    /// SIGTERM to SIGKILL.
+    pub grace: Duration,
+    /// Where py-spy is, when set (relative to `root`).
+    pub py_spy: Option<PathBuf>,
+    /// The serve phase's request (`{"op": ..., ...}`), if the target has one.
+    pub request: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Where this target came from.
+    pub origin: Origin,
+}
+
+impl Target {
+    /// The built-in default of the coldstart workspace at `root`: the
+    /// reference worker in `worker/`, loading no models, forbidding torch,
+    /// transformers and stanza.
+    pub fn reference_worker(root: &Path) -> Target {
+        let mut env = BTreeMap::new();
+        env.insert(
+            "PYTHONPATH".to_owned(),
+            root.join("worker").display().to_string(),
+        );
+        Target {
+            command: [
+                "python3",
+                "-m",
+                "refworker",
+                "--test-echo",
+                "--profile",
+                "gpu",
+                "--force-cpu",
+            ]
+            .map(String::from)
+            .to_vec(),
+            env,
+            origin: Origin::BuiltinDefault,
+            ..Target::ad_hoc(root, Vec::new(), "refworker")
+        }
+    }
+
+    /// A command with the default policy and timeouts, run in `cwd` (which
+    /// is also its project root).
+    pub fn ad_hoc(cwd: &Path, command: Vec<String>, name: &str) -> Target {
+        Target {
+            name: name.to_owned(),
+            command,
+            env: BTreeMap::new(),
+            cwd: cwd.to_path_buf(),
+            root: cwd.to_path_buf(),
+            forbidden: DEFAULT_FORBIDDEN.iter().map(|s| s.to_string()).collect(),
+            allowed: Vec::new(),
+            processes: 3,
+            health: 1,
+            ready_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(10),
+            shutdown_timeout: Duration::from_secs(10),
+            grace: Duration::from_secs(2),
+            py_spy: None,
+            request: None,
+            origin: Origin::CommandLine,
+        }
+    }
+
+    /// The worker command for `spawn`: the argv, the target's environment
+    /// on top of the inherited one, and its working directory. Callers add
+    /// what their task needs (importtime, the recorder, a stderr file).
+    pub fn spawn_command(&self) -> spawn::Command {
+        let mut cmd = spawn::Command::new(&self.command[0]);
+        cmd.args(&self.command[1..]).current_dir(&self.cwd);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// How long the worker's polite end may take: the shutdown timeout for
+    /// the ack and again for the exit, then the grace after SIGTERM.
+    pub fn shutdown_policy(&self) -> spawn::ShutdownPolicy {
+        spawn::ShutdownPolicy {
+            ack_timeout: self.shutdown_timeout,
+            exit_timeout: self.shutdown_timeout,
+            grace: self.grace,
+        }
+    }
+
+    /// The command as a person would type it, for messages.
+    pub fn display_command(&self) -> String {
+        display_argv(&self.command)
+    }
+}
+
+/// An argv as a person would type it in a POSIX shell: words that need it
+/// in single quotes.
+pub fn display_argv(argv: &[String]) -> String {
+    argv.iter()
+        .map(|a| {
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            } else {
+                a.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_command_quotes_what_needs_it() {
+        let t = Target::ad_hoc(
+            Path::new("/"),
+            vec!["python3".into(), "-c".into(), "import x".into()],
+            "c",
+        );
+        assert_eq!(t.display_command(), "python3 -c 'import x'");
+    }
+
+    #[test]
+    fn origins_print_as_the_reports_name_them() {
+        assert_eq!(Origin::BuiltinDefault.to_string(), "built-in default");
+        assert_eq!(
+            serde_json::to_string(&Origin::ColdstartToml).unwrap(),
+            "\"coldstart.toml\""
+        );
+    }
+}

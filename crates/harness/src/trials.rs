@@ -1,0 +1,666 @@
+//! The bench's trial loop: a worker's start-up and shutdown, timed phase by
+//! phase over repeated fresh trials, the way a skeptic would accept.
+//!
+//! Each trial starts `concurrency` fresh workers (usually one) and takes
+//! each through the one [`Lifecycle`] (ready, health round trips, shutdown
+//! and exit), stamping every step on CLOCK_MONOTONIC. Warm-ups run first,
+//! are recorded and marked, and stay out of the statistics. With a second
+//! side, A and B alternate within each round (A B, then B A, ...), so drift
+//! of the machine hits both alike and the rounds can be compared as pairs.
+//! Every trial's record is appended to `trials.jsonl` and flushed as soon
+//! as it ends; failures are kept and counted. No importtime and no profiler
+//! run during timed trials: `PYTHONPROFILEIMPORTTIME` is removed from the
+//! workers' environment and `-X importtime` is refused.
+//!
+//! The [`Interrupt`] token stops the loop after the current trial; a second
+//! press kills the running workers, whose records are then marked
+//! interrupted. The finished trials are summarised as usual.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use phases::record::{
+    Check, Escalation, Marks, Outcome, RoundTrip, TrialKind, TrialRecord, Usage, Variant,
+    WorkerRecord,
+};
+use phases::serve::RequestRecord;
+use phases::summary::{self, Configuration, Environment, Phase, RunSummary, TargetInfo};
+use phases::{Bootstrap, jsonl, stats, warn};
+use spawn::worker_proto::Reply;
+
+use crate::env;
+use crate::error::{Error, Result, invalid};
+use crate::interrupt::Interrupt;
+use crate::lifecycle::Lifecycle;
+use crate::serve::{self, ServeOptions};
+use crate::target::Target;
+
+/// Environment variables removed from every worker: no importtime during
+/// timed trials.
+pub const REMOVED_ENV: &[&str] = &["PYTHONPROFILEIMPORTTIME"];
+
+/// How a bench runs.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// Warm-up trials per variant: run and recorded, left out of the statistics.
+    pub warmup: usize,
+    /// Measured trials per variant; `None` with `precision`.
+    pub trials: Option<usize>,
+    /// Run until the 95% CI half-width of the median ready time is within
+    /// this share of the median, between `min_trials` and `max_trials`.
+    pub precision: Option<f64>,
+    /// Fewest measured trials per variant with `precision`.
+    pub min_trials: usize,
+    /// Most measured trials per variant with `precision`.
+    pub max_trials: usize,
+    /// Health round trips per worker per trial (default: the target's).
+    pub health: Option<usize>,
+    /// Workers started at once per trial.
+    pub concurrency: usize,
+    /// Changes within this share are not claimed.
+    pub noise_threshold: f64,
+    /// Resamples, seed and level of every confidence interval.
+    pub bootstrap: Bootstrap,
+    /// The serve phase and memory view after the trials.
+    pub serve: ServeOptions,
+    /// Where the run's files go (see [`out_dir`]).
+    pub out: PathBuf,
+    /// The project root, for the tool's git revision in the environment.
+    pub root: PathBuf,
+}
+
+impl BenchOptions {
+    /// Refuses options that cannot make a run.
+    pub fn check(&self) -> Result<()> {
+        if self.concurrency == 0 {
+            invalid!("--concurrency must be at least 1");
+        }
+        if self.precision.is_some() && self.min_trials > self.max_trials {
+            invalid!(
+                "--min-trials ({}) is above --max-trials ({})",
+                self.min_trials,
+                self.max_trials
+            );
+        }
+        if self.trials == Some(0) {
+            invalid!("--trials must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// What the caller shows while the trials run.
+pub trait Progress {
+    /// Before the first trial: the most trials the run can take.
+    fn start(&mut self, most_trials: u64);
+    /// After each trial, with every record so far.
+    fn trial(&mut self, records: &[TrialRecord], variants: &[Variant]);
+    /// After the last trial.
+    fn finish(&mut self);
+}
+
+/// A progress that shows nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Quiet;
+
+impl Progress for Quiet {
+    fn start(&mut self, _: u64) {}
+    fn trial(&mut self, _: &[TrialRecord], _: &[Variant]) {}
+    fn finish(&mut self) {}
+}
+
+/// A finished bench run, its files written.
+#[derive(Debug)]
+pub struct BenchRun {
+    /// The folder the files went to.
+    pub dir: PathBuf,
+    /// `summary.json`.
+    pub summary: RunSummary,
+    /// Every trial, as in `trials.jsonl`.
+    pub records: Vec<TrialRecord>,
+    /// Every serve request, as in `requests.jsonl`.
+    pub requests: Vec<RequestRecord>,
+    /// The run was stopped by the interrupt token.
+    pub interrupted: bool,
+}
+
+impl BenchRun {
+    /// Whether anything failed: a trial, or the serve phase or memory view.
+    pub fn failed(&self) -> bool {
+        self.summary.trials.failed > 0 || self.summary.serve_failed()
+    }
+
+    /// The first failed trial (not interrupted): the record, the check, the message.
+    pub fn first_failure(&self) -> Option<(&TrialRecord, Check, &str)> {
+        self.records.iter().find_map(|r| match &r.outcome {
+            Outcome::Failed { check, message } if *check != Check::Interrupted => {
+                Some((r, *check, message.as_str()))
+            }
+            _ => None,
+        })
+    }
+}
+
+/// One side of the benchmark, ready to spawn.
+#[derive(Debug)]
+pub struct Side {
+    /// A or B.
+    pub variant: Variant,
+    /// Its target.
+    pub target: Target,
+    /// The command every trial runs.
+    pub cmd: spawn::Command,
+    /// What the environment record says of it.
+    pub info: TargetInfo,
+    /// Workers per trial.
+    pub concurrency: usize,
+    /// Timeouts, health round trips and shutdown policy.
+    pub lifecycle: Lifecycle,
+}
+
+/// Refuses a target that turns importtime on: it slows every import.
+pub fn refuse_importtime(t: &Target) -> Result<()> {
+    let args = &t.command;
+    let flagged = args
+        .windows(2)
+        .any(|w| w[0] == "-X" && w[1].starts_with("importtime"))
+        || args.iter().any(|a| a.starts_with("-Ximporttime"));
+    if flagged || t.env.contains_key("PYTHONPROFILEIMPORTTIME") {
+        invalid!(
+            "target `{}` turns on importtime; bench times workers without it (it slows every import): remove -X importtime / PYTHONPROFILEIMPORTTIME, and use `coldstart importtime` to read import costs",
+            t.name
+        );
+    }
+    Ok(())
+}
+
+impl Side {
+    /// Prepares a target as side `variant` of a run.
+    pub fn new(
+        variant: Variant,
+        target: Target,
+        health: Option<usize>,
+        concurrency: usize,
+    ) -> Result<Side> {
+        refuse_importtime(&target)?;
+        let mut cmd = target.spawn_command();
+        cmd.stderr_tail_bytes(16 * 1024);
+        for k in REMOVED_ENV {
+            cmd.env_remove(k);
+        }
+        let python = env::looks_like_python(&target.command[0])
+            .then(|| env::python_info(&target.command[0], &target.env, &target.cwd));
+        let info = TargetInfo {
+            variant,
+            name: target.name.clone(),
+            origin: target.origin.as_str().to_owned(),
+            command: target.command.clone(),
+            display: target.display_command(),
+            env: target.env.clone(),
+            env_removed: REMOVED_ENV.iter().map(|s| s.to_string()).collect(),
+            cwd: target.cwd.display().to_string(),
+            python,
+        };
+        let mut lifecycle = Lifecycle::of(&target);
+        if let Some(h) = health {
+            lifecycle.health = h;
+        }
+        Ok(Side {
+            variant,
+            concurrency,
+            cmd,
+            info,
+            lifecycle,
+            target,
+        })
+    }
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+fn record_end(rec: &mut WorkerRecord, fin: &spawn::Finished) {
+    rec.usage = fin.rusage.map(|u| Usage {
+        user_ns: u.user.as_nanos() as u64,
+        sys_ns: u.sys.as_nanos() as u64,
+        max_rss_bytes: u.max_rss_bytes,
+    });
+    rec.exit = Some(fin.status);
+    rec.escalation = fin.escalation;
+    rec.noise_lines = fin.noise.len();
+    rec.marks.shutdown_sent_ns = fin.shutdown.sent_at_ns;
+    rec.marks.ack_read_ns = fin.shutdown.ack_at_ns;
+    rec.marks.exited_ns = Some(fin.shutdown.exited_at_ns);
+}
+
+fn failed(rec: &mut WorkerRecord, check: Check, message: String, interrupt: &Interrupt) {
+    // A worker killed by a second Ctrl-C did not fail by itself.
+    let check = if interrupt.presses() > 1 {
+        Check::Interrupted
+    } else {
+        check
+    };
+    rec.outcome = Outcome::Failed {
+        check,
+        message: clip(&message, 4000),
+    };
+}
+
+fn record_error(rec: &mut WorkerRecord, e: spawn::Error, check: Check, interrupt: &Interrupt) {
+    if let Some(fin) = e.finished.as_deref() {
+        record_end(rec, fin);
+    }
+    if e.pid != 0 {
+        rec.pid = Some(e.pid);
+    }
+    failed(rec, check, e.to_string(), interrupt);
+}
+
+/// One worker's life: spawn, ready, health round trips, shutdown, exit.
+fn run_worker(p: &Side, interrupt: &Interrupt) -> WorkerRecord {
+    let mut rec = WorkerRecord {
+        pid: None,
+        marks: Marks {
+            spawned_ns: spawn::monotonic_ns(),
+            ..Marks::default()
+        },
+        usage: None,
+        rss_at_ready_bytes: None,
+        exit: None,
+        escalation: Escalation::None,
+        noise_lines: 0,
+        outcome: Outcome::Correct,
+    };
+    // Only a trial that already failed (a timeout) is ever dumped.
+    let spawned = match p.lifecycle.spawn(&p.cmd) {
+        Ok(s) => s,
+        Err(e) => {
+            record_error(&mut rec, e, Check::Spawn, interrupt);
+            return rec;
+        }
+    };
+    rec.pid = Some(spawned.pid());
+    rec.marks.spawned_ns = spawned.spawned_at_ns();
+    let mut w = match spawned.wait_ready() {
+        Ok(w) => {
+            rec.marks.ready_read_ns = Some(w.ready.read_at_ns);
+            rec.marks.ready_t_ns = w.ready.value.t_ns;
+            rec.rss_at_ready_bytes = w.rss_at_ready_bytes;
+            w
+        }
+        Err(e) => {
+            record_error(&mut rec, e, Check::Ready, interrupt);
+            return rec;
+        }
+    };
+    for _ in 0..p.lifecycle.health {
+        match w.health() {
+            Ok(x) => {
+                rec.marks.health.push(RoundTrip {
+                    sent_ns: x.sent_at_ns,
+                    received_ns: x.received_at_ns,
+                });
+                let problem = match &x.reply {
+                    Reply::Health(h) if h.response.status.is_ok() => None,
+                    Reply::Health(h) => Some(format!(
+                        "health answered status `{}`, not `ok`, after the ready line",
+                        h.response.status.as_str()
+                    )),
+                    other => Some(format!(
+                        "health was answered with `{}`",
+                        serde_json::to_string(other).unwrap_or_default()
+                    )),
+                };
+                if let Some(msg) = problem {
+                    let fin = w.kill();
+                    record_end(&mut rec, &fin);
+                    failed(&mut rec, Check::Health, msg, interrupt);
+                    return rec;
+                }
+            }
+            Err(e) => {
+                record_error(&mut rec, e, Check::Health, interrupt);
+                return rec;
+            }
+        }
+    }
+    match w.shutdown() {
+        Ok(fin) => record_end(&mut rec, &fin),
+        Err(e) => {
+            let check = match (&e.kind, &e.phase) {
+                (spawn::ErrorKind::FailedExit, _) => Check::ExitStatus,
+                (_, spawn::Phase::Exit) => Check::Exit,
+                _ => Check::ShutdownAck,
+            };
+            record_error(&mut rec, e, check, interrupt);
+        }
+    }
+    rec
+}
+
+/// One trial: `concurrency` workers at once.
+pub(crate) fn run_trial(
+    p: &Side,
+    trial: usize,
+    round: usize,
+    kind: TrialKind,
+    interrupt: &Interrupt,
+) -> TrialRecord {
+    let started_unix_ms = env::unix_ms();
+    let started_ns = spawn::monotonic_ns();
+    let workers = if p.concurrency == 1 {
+        vec![run_worker(p, interrupt)]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..p.concurrency)
+                .map(|_| s.spawn(|| run_worker(p, interrupt)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a worker thread panicked"))
+                .collect()
+        })
+    };
+    TrialRecord::new(
+        trial,
+        round,
+        kind,
+        p.variant,
+        started_unix_ms,
+        started_ns,
+        workers,
+    )
+}
+
+/// Runs the benchmark of `a` (and `b`, interleaved), writes its files and
+/// returns the run.
+pub fn run(
+    a: Target,
+    b: Option<Target>,
+    opts: &BenchOptions,
+    interrupt: &Interrupt,
+    progress: &mut dyn Progress,
+) -> Result<BenchRun> {
+    opts.check()?;
+    serve::check(&opts.serve, &a)?;
+    let mut sides = vec![Side::new(Variant::A, a, opts.health, opts.concurrency)?];
+    if let Some(b) = b {
+        sides.push(Side::new(Variant::B, b, opts.health, opts.concurrency)?);
+    }
+    let variants: Vec<Variant> = sides.iter().map(|s| s.variant).collect();
+    let boot = opts.bootstrap;
+    let trials = match opts.precision {
+        Some(_) => None,
+        None => Some(opts.trials.unwrap_or(10)),
+    };
+    let first = &sides[0].target;
+    let config = Configuration {
+        warmup: opts.warmup,
+        trials,
+        precision: opts.precision,
+        min_trials: trials.unwrap_or(opts.min_trials),
+        max_trials: trials.unwrap_or(opts.max_trials),
+        health: sides[0].lifecycle.health,
+        concurrency: opts.concurrency,
+        interleaved: sides.len() > 1,
+        bootstrap: boot,
+        noise_threshold: opts.noise_threshold,
+        ready_timeout_s: first.ready_timeout.as_secs_f64(),
+        request_timeout_s: first.request_timeout.as_secs_f64(),
+        shutdown_timeout_s: first.shutdown_timeout.as_secs_f64(),
+        grace_s: first.grace.as_secs_f64(),
+    };
+
+    let started_unix_ms = env::unix_ms();
+    let at_start = env::load();
+    let dir = opts.out.clone();
+    let mut log = jsonl::Writer::create(&dir.join("trials.jsonl")).map_err(crate::error::jsonl)?;
+
+    let per_variant_max = config.max_trials;
+    progress.start(((opts.warmup + per_variant_max) * sides.len()) as u64);
+    let mut records: Vec<TrialRecord> = Vec::new();
+    let loop_start = Instant::now();
+    let mut order_flip = false;
+    'rounds: for (kind, count) in [
+        (TrialKind::Warmup, opts.warmup),
+        (TrialKind::Measured, per_variant_max),
+    ] {
+        for round in 0..count {
+            let stop = match config.precision {
+                Some(p) if kind == TrialKind::Measured && round >= config.min_trials => {
+                    precise_enough(&records, &variants, p, &boot)
+                }
+                _ => false,
+            };
+            if stop {
+                break 'rounds;
+            }
+            // A B, then B A: neither side always goes first.
+            let order: Vec<&Side> = if order_flip {
+                sides.iter().rev().collect()
+            } else {
+                sides.iter().collect()
+            };
+            order_flip = !order_flip;
+            for side in order {
+                if interrupt.is_set() {
+                    break 'rounds;
+                }
+                let rec = run_trial(side, records.len(), round, kind, interrupt);
+                log.append(std::slice::from_ref(&rec))
+                    .map_err(crate::error::jsonl)?;
+                records.push(rec);
+                progress.trial(&records, &variants);
+            }
+        }
+    }
+    let loop_wall_s = loop_start.elapsed().as_secs_f64();
+    progress.finish();
+    spawn::kill_all();
+    let was_interrupted = interrupt.is_set();
+    // The serve phase and memory view: fresh workers after the timed
+    // trials, never part of them.
+    let extras = if opts.serve.wanted() && !was_interrupted {
+        let serve_sides: Vec<serve::Side<'_>> = sides
+            .iter()
+            .map(|s| serve::Side {
+                variant: s.variant,
+                target: &s.target,
+                lifecycle: &s.lifecycle,
+                cmd: &s.cmd,
+            })
+            .collect();
+        let extras = serve::run_extras(&serve_sides, &opts.serve, &dir, &boot, interrupt)?;
+        spawn::kill_all();
+        extras
+    } else {
+        serve::Extras::default()
+    };
+
+    let environment = Environment {
+        tool: env::tool(&opts.root),
+        started_at: env::rfc3339(started_unix_ms),
+        started_unix_ms,
+        duration_s: (env::unix_ms().saturating_sub(started_unix_ms)) as f64 / 1e3,
+        cpu_model: env::cpu_model(),
+        cpu_count: env::cpu_count(),
+        kernel: env::kernel(),
+        at_start,
+        at_end: env::load(),
+        targets: sides.iter().map(|s| s.info.clone()).collect(),
+    };
+    let mut summary =
+        RunSummary::build(&records, environment, config, was_interrupted, loop_wall_s).map_err(
+            |cause| Error::Stats {
+                context: "could not summarise the trials",
+                cause,
+            },
+        )?;
+    summary.serve = extras.serve;
+    summary.memory = extras.memory;
+    summary.serve_failures = extras.failures;
+    write_outputs(&dir, &summary, &records, &extras.requests)?;
+    Ok(BenchRun {
+        dir,
+        summary,
+        records,
+        requests: extras.requests,
+        interrupted: was_interrupted,
+    })
+}
+
+fn write_outputs(
+    dir: &Path,
+    summary: &RunSummary,
+    records: &[TrialRecord],
+    requests: &[RequestRecord],
+) -> Result<()> {
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| Error::io("write", &path, e))
+    };
+    let mut json = serde_json::to_string_pretty(summary).map_err(|cause| Error::Json {
+        context: "the summary did not serialise".to_owned(),
+        cause,
+    })?;
+    json.push('\n');
+    write("summary.json", json)?;
+    write("summary.md", report::bench::markdown::render(summary))?;
+    write(
+        "hyperfine.json",
+        report::bench::hyperfine::render(summary, records),
+    )?;
+    write(
+        "phases.svg",
+        report::bench::svg::render(summary, records, requests),
+    )?;
+    Ok(())
+}
+
+/// A saved run (a folder `run` wrote): its summary and its records.
+pub fn load_run(dir: &Path) -> Result<(RunSummary, Vec<TrialRecord>)> {
+    let path = dir.join("summary.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        Error::Invalid(format!(
+            "could not read {} ({e}); give a folder written by `coldstart bench`",
+            path.display()
+        ))
+    })?;
+    let summary: RunSummary = serde_json::from_str(&text).map_err(|cause| Error::Json {
+        context: format!("{} is not a bench summary", path.display()),
+        cause,
+    })?;
+    let records = read_trials(&dir.join("trials.jsonl"))?;
+    Ok((summary, records))
+}
+
+/// Reads a run's `trials.jsonl`, saying on stderr when its last line was
+/// cut short (the run was killed while writing it).
+pub fn read_trials(path: &Path) -> Result<Vec<TrialRecord>> {
+    let read = jsonl::read(path).map_err(crate::error::jsonl)?;
+    if let Some(n) = read.cut_short_line {
+        eprintln!(
+            "warning: {} line {n} is cut short (the run was killed while writing it); it is skipped",
+            path.display()
+        );
+    }
+    Ok(read.records)
+}
+
+/// The output folder: `out`, or a fresh `bench-out/<UTC stamp>/` under
+/// `root`; refused when it already holds a run.
+pub fn out_dir(root: &Path, out: Option<&Path>, started_ms: u64) -> Result<PathBuf> {
+    let dir = match out {
+        Some(d) => d.to_path_buf(),
+        None => {
+            let base = root.join("bench-out").join(env::folder_stamp(started_ms));
+            let mut dir = base.clone();
+            let mut i = 2;
+            while dir.exists() {
+                dir = PathBuf::from(format!("{}-{i}", base.display()));
+                i += 1;
+            }
+            dir
+        }
+    };
+    if dir.join("trials.jsonl").exists() {
+        invalid!(
+            "{} already holds a run (trials.jsonl); pick another --out or remove it",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io("create", &dir, e))?;
+    Ok(dir)
+}
+
+/// The live line: median ready time and its CI half-width per variant.
+pub fn live_message(records: &[TrialRecord], variants: &[Variant]) -> String {
+    let boot = Bootstrap {
+        resamples: 2_000,
+        ..Bootstrap::default()
+    };
+    let parts: Vec<String> = variants
+        .iter()
+        .filter_map(|&v| {
+            let (vals, _) = summary::series(records, Phase::Ready, v);
+            let s = stats::summarize(&vals, &boot).ok()?;
+            Some(if s.n < 2 {
+                format!("{v} ready {}", report::bench::fmt_ms(s.median))
+            } else {
+                format!(
+                    "{v} ready {} ± {}",
+                    report::bench::fmt_ms(s.median),
+                    report::bench::fmt_ms(s.median_ci.half_width())
+                )
+            })
+        })
+        .collect();
+    let failed = records.iter().filter(|r| !r.outcome.is_correct()).count();
+    let mut msg = parts.join(", ");
+    if failed > 0 {
+        msg.push_str(&format!(", {failed} failed"));
+    }
+    msg
+}
+
+/// Whether `--precision` is reached for every variant.
+fn precise_enough(
+    records: &[TrialRecord],
+    variants: &[Variant],
+    want: f64,
+    boot: &Bootstrap,
+) -> bool {
+    variants.iter().all(|&v| {
+        let (vals, _) = summary::series(records, Phase::Ready, v);
+        stats::summarize(&vals, boot).is_ok_and(|s| warn::relative_half_width(&s) <= want)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn importtime_is_refused() {
+        let root = Path::new("/");
+        let t =
+            |cmd: &[&str]| Target::ad_hoc(root, cmd.iter().map(|s| s.to_string()).collect(), "t");
+        assert!(refuse_importtime(&t(&["python3", "-X", "importtime", "-m", "w"])).is_err());
+        assert!(refuse_importtime(&t(&["python3", "-Ximporttime"])).is_err());
+        assert!(refuse_importtime(&t(&["python3", "-X", "dev", "-m", "w"])).is_ok());
+        let mut with_env = t(&["python3"]);
+        with_env
+            .env
+            .insert("PYTHONPROFILEIMPORTTIME".into(), "1".into());
+        let err = refuse_importtime(&with_env).unwrap_err().to_string();
+        assert!(err.contains("coldstart importtime"), "{err}");
+    }
+}

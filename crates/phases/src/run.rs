@@ -1,0 +1,195 @@
+//! What a run is beside its figures: the tool, the machine and its load,
+//! the benchmarked commands and their interpreters (the environment); how
+//! the run was asked for (the configuration); and what ran and failed (the
+//! counts). Both the summary and the warnings build on this module.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::record::{TrialKind, TrialRecord, Variant};
+use crate::stats::Bootstrap;
+
+/// The tool that produced the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+    /// `git rev-parse HEAD` of the workspace, when it is a git checkout.
+    pub git_revision: Option<String>,
+    /// Whether the work tree had uncommitted changes.
+    pub git_dirty: Option<bool>,
+}
+
+/// `/proc/pressure/cpu` at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Pressure {
+    /// Share of the last 10 s some task waited for a CPU, in percent.
+    pub some_avg10: f64,
+    pub some_avg60: f64,
+    /// Cumulative stall time, microseconds.
+    pub some_total_us: u64,
+}
+
+/// The machine at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Load {
+    /// 1, 5 and 15 minute load averages.
+    pub loadavg: Option<[f64; 3]>,
+    pub pressure: Option<Pressure>,
+}
+
+/// What the interpreter behind a target's `command[0]` really is.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PythonInfo {
+    /// `command[0]` as given.
+    pub requested: String,
+    /// `command[0]` resolved on PATH.
+    pub resolved: Option<String>,
+    /// `sys.executable` as the interpreter reports it.
+    pub executable: Option<String>,
+    pub version: Option<String>,
+    /// `cpython`, `pypy`, ...
+    pub implementation: Option<String>,
+    /// Built without the GIL (`Py_GIL_DISABLED`).
+    pub free_threaded: Option<bool>,
+    /// `command[0]` is not the interpreter itself (a pyenv-style shim that
+    /// starts a second process on every spawn).
+    pub shim: bool,
+    /// Why it counts as a shim, or why the interpreter could not be asked.
+    pub note: Option<String>,
+}
+
+/// One benchmarked command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub variant: Variant,
+    pub name: String,
+    /// `coldstart.toml`, `built-in default` or `command line`.
+    pub origin: String,
+    pub command: Vec<String>,
+    /// The command as a person would type it.
+    pub display: String,
+    /// Set on top of the inherited environment.
+    pub env: BTreeMap<String, String>,
+    /// Removed from the inherited environment (e.g. PYTHONPROFILEIMPORTTIME).
+    pub env_removed: Vec<String>,
+    pub cwd: String,
+    /// Absent when `command[0]` does not look like a Python interpreter.
+    pub python: Option<PythonInfo>,
+}
+
+/// Where and when the run happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub tool: Tool,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    pub started_unix_ms: u64,
+    /// Wall time of the whole run, seconds.
+    pub duration_s: f64,
+    pub cpu_model: Option<String>,
+    pub cpu_count: usize,
+    pub kernel: Option<String>,
+    pub at_start: Load,
+    pub at_end: Load,
+    pub targets: Vec<TargetInfo>,
+}
+
+impl Environment {
+    /// Share of the run's wall time in which some task waited for a CPU,
+    /// from the `/proc/pressure/cpu` totals at start and end.
+    pub fn cpu_stall_fraction(&self) -> Option<f64> {
+        let (a, b) = (self.at_start.pressure?, self.at_end.pressure?);
+        (self.duration_s > 0.0)
+            .then(|| b.some_total_us.saturating_sub(a.some_total_us) as f64 / 1e6 / self.duration_s)
+    }
+
+    pub fn target(&self, v: Variant) -> Option<&TargetInfo> {
+        self.targets.iter().find(|t| t.variant == v)
+    }
+}
+
+/// How the run was asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Configuration {
+    pub warmup: usize,
+    /// Fixed measured trials per variant (absent with `--precision`).
+    pub trials: Option<usize>,
+    /// Stop when the median ready time's CI half-width is within this
+    /// fraction of the median.
+    pub precision: Option<f64>,
+    pub min_trials: usize,
+    pub max_trials: usize,
+    /// Health round trips per worker per trial.
+    pub health: usize,
+    /// Workers started at once per trial.
+    pub concurrency: usize,
+    /// A and B interleaved (`--vs`).
+    pub interleaved: bool,
+    pub bootstrap: Bootstrap,
+    pub noise_threshold: f64,
+    pub ready_timeout_s: f64,
+    pub request_timeout_s: f64,
+    pub shutdown_timeout_s: f64,
+    pub grace_s: f64,
+}
+
+/// What ran and what failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Every trial run, warm-ups included.
+    pub run: usize,
+    pub warmup: usize,
+    pub measured: usize,
+    /// Failed trials, warm-ups included (a trial cut short by Ctrl-C is
+    /// kept and marked `interrupted`, not counted here).
+    pub failed: usize,
+    /// `failed / run`.
+    pub failure_rate: f64,
+    /// Failed trials by the check they failed.
+    pub failed_by_check: BTreeMap<String, usize>,
+    /// The run was stopped by Ctrl-C; what finished is summarised.
+    pub interrupted: bool,
+}
+
+impl Counts {
+    pub fn of(records: &[TrialRecord], interrupted: bool) -> Counts {
+        let mut failed_by_check = BTreeMap::new();
+        for r in records {
+            // A trial cut short by the user (Ctrl-C) is kept and marked,
+            // but it is not the worker's failure.
+            match &r.outcome {
+                crate::record::Outcome::Failed { check, .. }
+                    if *check != crate::record::Check::Interrupted =>
+                {
+                    *failed_by_check
+                        .entry(check.as_str().to_owned())
+                        .or_insert(0) += 1;
+                }
+                _ => {}
+            }
+        }
+        let failed = failed_by_check.values().sum();
+        let run = records.len();
+        Counts {
+            run,
+            warmup: records
+                .iter()
+                .filter(|r| r.kind == TrialKind::Warmup)
+                .count(),
+            measured: records
+                .iter()
+                .filter(|r| r.kind == TrialKind::Measured)
+                .count(),
+            failed,
+            failure_rate: if run == 0 {
+                0.0
+            } else {
+                failed as f64 / run as f64
+            },
+            failed_by_check,
+            interrupted,
+        }
+    }
+}

@@ -1,0 +1,517 @@
+//! The import-boundary check's report: the data a check produces (one
+//! [`TargetReport`] per target, one [`ProcessReport`] per worker), its JSON
+//! schema, the exit code it implies, and its text rendering.
+//!
+//! The harness fills these in; this module only shapes them for people and
+//! machines. Paths are shown relative to the folder given to the renderer.
+//!
+//! # JSON schema (`"schema": "coldstart.import-boundary/1"`)
+//!
+//! ```text
+//! { "schema": "coldstart.import-boundary/1",
+//!   "exit_code": 0 | 1 | 2,
+//!   "targets": [ {
+//!     "name": str, "origin": "coldstart.toml" | "pyproject.toml" | "built-in default" | "command line" | "--module" | "--log",
+//!     "command": [str] (empty for --log), "log": str | null,
+//!     "forbidden": [str], "allowed": [{"module": str, "reason": str}], "block": bool,
+//!     "status": "pass" | "fail" | "error",
+//!     "ready_ms_median": number | null,
+//!     "violations": [ {                       // merged over processes, first seen first
+//!        "module": str, "pattern": str, "status": "loaded" | "attempted" | "blocked",
+//!        "detail": str (optional), "chain": [str], "chain_source": "importtime" | "recorder",
+//!        "chain_lines": [{"file", "line", "func"} | null],  // per chain element: who imported it
+//!        "origin": {"file", "line", "func"} | null, "importer": {"file", "line", "func"} | null,
+//!        "phase": {"phase": "startup" | "after_ready" | "shutdown"}
+//!               | {"phase": "request", "op": str, "index": int} | null,
+//!        "t_ns": int | null, "cumulative_us": int | null, "beneath": [str],
+//!        "recorded": bool, "in_importtime": bool,
+//!        "processes": int, "of": int, "median_cumulative_us": int | null } ],
+//!     "slowest": [ {"module": str, "cumulative_us": int, "self_us": int, "chain": [str]} ],
+//!     "processes": [ {
+//!        "index": int, "pid": int | null, "ready_ms": number | null,
+//!        "exit": str | null, "error": str | null, "stderr_tail": str | null,
+//!        "recorder": "ran" | "did_not_run" | "not_used", "chained_sitecustomize": str | null,
+//!        "child_interpreters": int,           // children that ran the recorder (not judged)
+//!        "importtime_entries": int,
+//!        "verdict": { "violations": [...as above, without processes/of/median...],
+//!                     "allowed": [{"module", "pattern", "allowed_by", "reason"}],
+//!                     "lazy": [str], "probed": [str], "recorder": str, "importtime": bool,
+//!                     "notes": [str] } } ],
+//!     "tree": str (only with --tree) } ] }
+//! ```
+//! Fields are only ever added to this schema; a change in meaning bumps the
+//! number.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use importguard::importtime::ImportLog;
+use importguard::verdict::{Allowance, MergedViolation, ProcessVerdict, RecorderState, SlowImport};
+use serde::Serialize;
+
+/// JSON schema name and version.
+pub const SCHEMA: &str = "coldstart.import-boundary/1";
+
+/// A target's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Every process was checked and none imported a forbidden module.
+    Pass,
+    /// A forbidden module was imported, attempted or blocked.
+    Fail,
+    /// A worker could not be checked: the check is incomplete.
+    Error,
+}
+
+/// The whole report, as `--json` prints it.
+#[derive(Debug, Serialize)]
+pub struct JsonReport<'a> {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// What the process exits with.
+    pub exit_code: u8,
+    /// One entry per target.
+    pub targets: &'a [TargetReport],
+}
+
+impl<'a> JsonReport<'a> {
+    /// The report of these targets.
+    pub fn new(targets: &'a [TargetReport]) -> JsonReport<'a> {
+        JsonReport {
+            schema: SCHEMA,
+            exit_code: exit_code(targets),
+            targets,
+        }
+    }
+}
+
+/// One target's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetReport {
+    /// The target's name.
+    pub name: String,
+    /// Where it came from (`coldstart.toml`, `command line`, ...).
+    pub origin: &'static str,
+    /// Its argv (empty for a recorded log).
+    pub command: Vec<String>,
+    /// The recorded log judged, for `--log`.
+    pub log: Option<PathBuf>,
+    /// Forbidden package prefixes.
+    pub forbidden: Vec<String>,
+    /// Allowed modules with their reasons.
+    pub allowed: Vec<Allowance>,
+    /// Whether forbidden imports were made to fail.
+    pub block: bool,
+    /// Pass, fail or error.
+    pub status: Status,
+    /// Median spawn-to-ready time over the processes, ms.
+    pub ready_ms_median: Option<f64>,
+    /// Violations merged over the processes, first seen first.
+    pub violations: Vec<MergedViolation>,
+    /// The slowest imports (cumulative) of the first process with a log.
+    pub slowest: Vec<SlowImport>,
+    /// One entry per process.
+    pub processes: Vec<ProcessReport>,
+    /// The whole importtime tree of the first process, with `--tree`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree: Option<String>,
+}
+
+/// One process's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProcessReport {
+    /// 1-based.
+    pub index: usize,
+    /// Its pid, once spawned.
+    pub pid: Option<u32>,
+    /// Spawn to ready-line read, ms.
+    pub ready_ms: Option<f64>,
+    /// How it ended, in words.
+    pub exit: Option<String>,
+    /// Why it could not be checked.
+    pub error: Option<String>,
+    /// The worker's own last stderr lines, when it failed.
+    pub stderr_tail: Option<String>,
+    /// Whether the recorder ran.
+    pub recorder: RecorderState,
+    /// The environment's own sitecustomize that the recorder chained to.
+    pub chained_sitecustomize: Option<String>,
+    /// Child interpreters (fork, subprocess) that ran the recorder too;
+    /// their records are kept apart and not judged.
+    pub child_interpreters: usize,
+    /// Entries in its importtime log.
+    pub importtime_entries: usize,
+    /// The judgement of its evidence.
+    pub verdict: ProcessVerdict,
+    /// Its importtime log, for the tree and the slowest imports.
+    #[serde(skip)]
+    pub log: Option<ImportLog>,
+}
+
+/// 2 when a worker could not be checked (it wins over a violation: the
+/// check is incomplete), 1 on a violation, else 0.
+pub fn exit_code(reports: &[TargetReport]) -> u8 {
+    if reports.iter().any(|r| r.status == Status::Error) {
+        2
+    } else if reports.iter().any(|r| r.status == Status::Fail) {
+        1
+    } else {
+        0
+    }
+}
+
+/// The whole importtime tree of a log, as text.
+pub fn tree_text(log: &ImportLog) -> String {
+    let mut out = Vec::new();
+    let view = crate::importtime::View::new(log, None, None);
+    // Writing to a Vec cannot fail.
+    let _ = crate::importtime::tree_text(log, &view, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn ms(us: i64) -> String {
+    format!("{:.1} ms", us as f64 / 1000.0)
+}
+
+/// A path relative to the current directory when it is below it.
+fn show_path(file: &str, cwd: &Path) -> String {
+    Path::new(file)
+        .strip_prefix(cwd)
+        .map_or_else(|_| file.to_owned(), |p| p.display().to_string())
+}
+
+/// The readable report of one target, paths shown relative to `cwd`.
+pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
+    use std::fmt::Write;
+    let verdict = match r.status {
+        Status::Pass => "PASS",
+        Status::Fail => "FAIL",
+        Status::Error => "ERROR",
+    };
+    let ready = r
+        .ready_ms_median
+        .map_or_else(String::new, |m| format!(", ready in {m:.1} ms (median)"));
+    let what = if r.log.is_some() {
+        "recorded log".to_owned()
+    } else {
+        format!(
+            "{} process{}",
+            r.processes.len(),
+            if r.processes.len() == 1 { "" } else { "es" }
+        )
+    };
+    let nviol = if r.violations.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", {} violation{}",
+            r.violations.len(),
+            if r.violations.len() == 1 { "" } else { "s" }
+        )
+    };
+    let _ = writeln!(
+        out,
+        "{verdict}  {} ({}): {what}{ready}{nviol}",
+        r.name, r.origin
+    );
+    let _ = writeln!(out, "      forbidden: {}", r.forbidden.join(", "));
+
+    for p in &r.processes {
+        if let Some(err) = &p.error {
+            let pid = p.pid.map_or_else(String::new, |p| format!(" (pid {p})"));
+            let _ = writeln!(out, "\n  process {}{pid} could not be checked:", p.index);
+            for line in err.lines() {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+    }
+    for v in &r.violations {
+        let x = &v.first;
+        let detail = x
+            .detail
+            .as_ref()
+            .map_or_else(String::new, |d| format!(" ({d})"));
+        let _ = writeln!(
+            out,
+            "\n  {} {}{detail}, in {}/{} process{}",
+            x.module,
+            x.status,
+            v.processes,
+            v.of,
+            if v.of == 1 { "" } else { "es" }
+        );
+        let _ = writeln!(out, "    chain: {}", x.chain.join(" -> "));
+        // The line behind each link, where the recorder saw it (not the
+        // interpreter's own frozen code, such as runpy for `-m`).
+        let width = x.chain.iter().map(String::len).max().unwrap_or(0);
+        for (m, f) in x.chain.iter().zip(&x.chain_lines) {
+            if let Some(f) = f
+                .as_ref()
+                .filter(|f| !f.file.starts_with('<') || f.file == "<string>")
+            {
+                let _ = writeln!(
+                    out,
+                    "      {m:width$}  imported at {}:{}",
+                    show_path(&f.file, cwd),
+                    f.line
+                );
+            }
+        }
+        match &x.origin {
+            Some(o) => {
+                let _ = writeln!(
+                    out,
+                    "    from:  {}:{} (in {})",
+                    show_path(&o.file, cwd),
+                    o.line,
+                    o.func
+                );
+            }
+            None => {
+                let _ = writeln!(out, "    from:  unknown (no recorder evidence)");
+            }
+        }
+        if let Some(i) = x
+            .importer
+            .as_ref()
+            .filter(|i| Some(*i) != x.origin.as_ref())
+        {
+            let _ = writeln!(out, "    asked by: {}:{}", show_path(&i.file, cwd), i.line);
+        }
+        let phase = x
+            .phase
+            .as_ref()
+            .map_or_else(|| "unknown".to_owned(), ToString::to_string);
+        let _ = writeln!(out, "    phase: {phase}");
+        let cost = v.median_cumulative_us.or(x.cumulative_us).map_or_else(
+            || "unknown (no importtime line)".to_owned(),
+            |c| format!("{} cumulative", ms(c)),
+        );
+        let _ = writeln!(out, "    cost:  {cost}");
+        if !x.beneath.is_empty() {
+            let shown: Vec<&str> = x.beneath.iter().take(5).map(String::as_str).collect();
+            let more = x.beneath.len().saturating_sub(shown.len());
+            let more = if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            };
+            let _ = writeln!(out, "    then:  {}{more}", shown.join(", "));
+        }
+    }
+
+    // What every process says beyond violations, deduplicated.
+    let mut extra: BTreeMap<String, ()> = BTreeMap::new();
+    for p in &r.processes {
+        for n in &p.verdict.notes {
+            extra.insert(format!("note: {n}"), ());
+        }
+        for a in &p.verdict.allowed {
+            extra.insert(format!("allowed: {} ({})", a.module, a.reason), ());
+        }
+        for l in &p.verdict.lazy {
+            extra.insert(format!("lazy, never executed: {l}"), ());
+        }
+        for l in &p.verdict.probed {
+            extra.insert(format!("probed for, not imported: {l}"), ());
+        }
+        if p.child_interpreters > 0 {
+            extra.insert(
+                "note: child interpreters (fork, subprocess) ran too; only the worker's own imports are judged by the recorder, importtime lines of children on the same stderr count".to_owned(),
+                (),
+            );
+        }
+        if let Some(c) = &p.chained_sitecustomize {
+            extra.insert(
+                format!(
+                    "ran the environment's sitecustomize after the recorder: {}",
+                    show_path(c, cwd)
+                ),
+                (),
+            );
+        }
+    }
+    if !extra.is_empty() {
+        let _ = writeln!(out);
+        for e in extra.keys() {
+            let _ = writeln!(out, "  {e}");
+        }
+    }
+    if !r.slowest.is_empty() {
+        let _ = writeln!(out, "\n  slowest imports (cumulative):");
+        for s in &r.slowest {
+            let _ = writeln!(
+                out,
+                "    {:>10}  {}",
+                ms(s.cumulative_us),
+                s.chain.join(" -> ")
+            );
+        }
+    }
+    if let Some(tree) = &r.tree {
+        let _ = writeln!(out, "\n  import tree:");
+        for line in tree.lines() {
+            let _ = writeln!(out, "    {line}");
+        }
+    }
+    let _ = writeln!(out);
+}
+
+/// What the check costs beside the worker's own lifecycle (`--bench N`),
+/// every figure in ms, in the order measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckCost {
+    /// The target's name.
+    pub target: String,
+    /// Its command as typed.
+    pub command: String,
+    /// Interleaved rounds.
+    pub rounds: usize,
+    /// Processes per check.
+    pub processes: usize,
+    /// Health round trips per worker.
+    pub health: usize,
+    /// The whole check, per round.
+    pub check_ms: Vec<f64>,
+    /// One plain lifecycle (no importtime, no recorder), per round.
+    pub plain_ms: Vec<f64>,
+    /// One instrumented lifecycle (importtime, recorder, verdict), per round.
+    pub instrumented_ms: Vec<f64>,
+}
+
+/// The cost of the check as text: medians, ranges and ratios.
+pub fn render_cost(c: &CheckCost, out: &mut String) {
+    use std::fmt::Write;
+    let range = |v: &[f64]| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (phases::stats::median(v).unwrap_or(f64::NAN), lo, hi)
+    };
+    let (cm, clo, chi) = range(&c.check_ms);
+    let (pm, plo, phi) = range(&c.plain_ms);
+    let (im, ilo, ihi) = range(&c.instrumented_ms);
+    let _ = writeln!(
+        out,
+        "import-boundary benchmark: target {} ({}), {} rounds interleaved after 1 warm-up, {} processes per check, {} health round trip(s)",
+        c.target, c.command, c.rounds, c.processes, c.health
+    );
+    let _ = writeln!(
+        out,
+        "  whole check ({} concurrent instrumented workers, verdicts): median {cm:7.1} ms  (min {clo:.1}, max {chi:.1})",
+        c.processes
+    );
+    let _ = writeln!(
+        out,
+        "  one plain lifecycle (spawn, ready, health, shutdown):        median {pm:7.1} ms  (min {plo:.1}, max {phi:.1})"
+    );
+    let _ = writeln!(
+        out,
+        "  one instrumented lifecycle (importtime, recorder, verdict):  median {im:7.1} ms  (min {ilo:.1}, max {ihi:.1})"
+    );
+    let _ = writeln!(
+        out,
+        "  ratio check / plain lifecycle: {:.2}x; instrumented / plain: {:.2}x",
+        cm / pm,
+        im / pm
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use importguard::verdict;
+
+    #[test]
+    fn a_worker_that_could_not_be_checked_wins_over_a_violation() {
+        let report = |status| TargetReport {
+            name: "w".into(),
+            origin: "command line",
+            command: vec![],
+            log: None,
+            forbidden: vec![],
+            allowed: vec![],
+            block: false,
+            status,
+            ready_ms_median: None,
+            violations: vec![],
+            slowest: vec![],
+            processes: vec![],
+            tree: None,
+        };
+        assert_eq!(exit_code(&[report(Status::Pass)]), 0);
+        assert_eq!(exit_code(&[report(Status::Pass), report(Status::Fail)]), 1);
+        assert_eq!(exit_code(&[report(Status::Fail), report(Status::Error)]), 2);
+    }
+
+    #[test]
+    fn the_readable_report_prints_the_chain_with_arrows_and_paths_from_here() {
+        let v = verdict::Violation {
+            module: "torch".into(),
+            pattern: "torch".into(),
+            status: verdict::Status::Loaded,
+            detail: None,
+            chain: vec!["app".into(), "app.model".into(), "torch".into()],
+            chain_source: verdict::ChainSource::Importtime,
+            chain_lines: vec![
+                None,
+                Some(importguard::recorder::Frame {
+                    file: "/src/app/__init__.py".into(),
+                    line: 1,
+                    func: "<module>".into(),
+                }),
+                Some(importguard::recorder::Frame {
+                    file: "/src/app/model.py".into(),
+                    line: 3,
+                    func: "<module>".into(),
+                }),
+            ],
+            origin: Some(importguard::recorder::Frame {
+                file: "/src/app/model.py".into(),
+                line: 3,
+                func: "<module>".into(),
+            }),
+            importer: None,
+            phase: Some(verdict::Phase::Request {
+                op: "health".into(),
+                index: 1,
+            }),
+            t_ns: Some(5),
+            cumulative_us: Some(1500),
+            beneath: vec!["torch._C".into()],
+            recorded: true,
+            in_importtime: true,
+        };
+        let mut r = TargetReport {
+            name: "app".into(),
+            origin: "command line",
+            command: vec!["python3".into()],
+            log: None,
+            forbidden: vec!["torch".into()],
+            allowed: vec![],
+            block: false,
+            status: Status::Fail,
+            ready_ms_median: Some(12.34),
+            violations: verdict::merge(&[]),
+            slowest: vec![],
+            processes: vec![],
+            tree: None,
+        };
+        r.violations.push(MergedViolation {
+            first: v,
+            processes: 2,
+            of: 3,
+            median_cumulative_us: Some(1500),
+        });
+        let mut out = String::new();
+        render(&r, Path::new("/src"), &mut out);
+        assert_eq!(
+            out,
+            "FAIL  app (command line): 0 processes, ready in 12.3 ms (median), 1 violation\n      \
+             forbidden: torch\n\n  torch loaded, in 2/3 processes\n    chain: app -> app.model -> torch\n      \
+             app.model  imported at app/__init__.py:1\n      torch      imported at app/model.py:3\n    \
+             from:  app/model.py:3 (in <module>)\n    phase: health request #1\n    cost:  1.5 ms cumulative\n    \
+             then:  torch._C\n\n"
+        );
+    }
+}
