@@ -15,13 +15,11 @@
 //! how late the harness was.
 
 use std::collections::VecDeque;
-use std::path::Path;
 use std::time::Duration;
 
 use phases::Bootstrap;
 use phases::Variant;
 use phases::jsonl;
-use phases::memory::MemoryView;
 use phases::serve::{Load, RequestOutcome, RequestRecord, ServeStats};
 use serde_json::{Map, Value};
 use spawn::worker_proto::{Reply, Request};
@@ -443,19 +441,6 @@ pub struct Side<'a> {
     pub cmd: &'a spawn::Command,
 }
 
-/// The serve phases and memory views of a bench run.
-#[derive(Debug, Clone, Default)]
-pub struct Extras {
-    /// One per side that served.
-    pub serve: Vec<ServeStats>,
-    /// One per side with a memory view.
-    pub memory: Vec<MemoryView>,
-    /// A serve phase or memory view that could not be run, and why.
-    pub failures: Vec<String>,
-    /// Every request of every serve phase (also in `requests.jsonl`).
-    pub requests: Vec<RequestRecord>,
-}
-
 /// Checks the serve options against a target before any trial runs, so a
 /// typo fails at once rather than after the timed trials.
 pub fn check(opts: &ServeOptions, target: &Target) -> Result<()> {
@@ -465,73 +450,6 @@ pub fn check(opts: &ServeOptions, target: &Target) -> Result<()> {
         invalid!("--request needs a serve phase: add --requests N or --rate R");
     }
     Ok(())
-}
-
-/// After the timed trials: for each side, a serve phase on a fresh worker
-/// (when asked for), then a memory view on another. Request records go to
-/// `dir/requests.jsonl`.
-pub fn run_extras(
-    sides: &[Side<'_>],
-    opts: &ServeOptions,
-    dir: &Path,
-    boot: &Bootstrap,
-    stop: &Interrupt,
-) -> Result<Extras> {
-    let mut extras = Extras::default();
-    let load = opts.load()?;
-    let mut log = match load {
-        Some(_) => {
-            Some(jsonl::Writer::create(&dir.join("requests.jsonl")).map_err(crate::error::jsonl)?)
-        }
-        None => None,
-    };
-    for side in sides {
-        if stop.is_set() {
-            break;
-        }
-        let plan = match load {
-            Some(load) => Some(Plan::new(load, opts.request.as_deref(), side.target)?),
-            None => None,
-        };
-        if let (Some(plan), Some(log)) = (&plan, log.as_mut()) {
-            eprintln!(
-                "serve phase ({}): {}, request {}",
-                side.variant,
-                plan.load.describe(),
-                plan.describe()
-            );
-            match run_serve(
-                side.lifecycle,
-                side.cmd,
-                side.variant,
-                plan,
-                log,
-                boot,
-                stop,
-            ) {
-                Ok((s, records)) => {
-                    extras.serve.push(s);
-                    extras.requests.extend(records);
-                }
-                Err(e) => extras
-                    .failures
-                    .push(format!("serve phase ({}): {e}", side.variant)),
-            }
-        }
-        if opts.memory {
-            eprintln!(
-                "memory view ({}): a separate untimed worker with tracemalloc",
-                side.variant
-            );
-            match crate::memory::run_memory(side, plan.as_ref(), stop) {
-                Ok(m) => extras.memory.push(m),
-                Err(e) => extras
-                    .failures
-                    .push(format!("memory view ({}): {e}", side.variant)),
-            }
-        }
-    }
-    Ok(extras)
 }
 
 #[cfg(test)]

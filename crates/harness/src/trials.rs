@@ -19,11 +19,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use phases::memory::MemoryView;
 use phases::record::{
     Check, Escalation, Marks, Outcome, RoundTrip, TrialKind, TrialRecord, Usage, Variant,
     WorkerRecord,
 };
-use phases::serve::RequestRecord;
+use phases::serve::{RequestRecord, ServeStats};
 use phases::summary::{self, Configuration, Environment, Phase, RunSummary, TargetInfo};
 use phases::{Bootstrap, jsonl, stats, warn};
 use spawn::worker_proto::Reply;
@@ -478,11 +479,11 @@ pub fn run(
                 cmd: &s.cmd,
             })
             .collect();
-        let extras = serve::run_extras(&serve_sides, &opts.serve, &dir, &boot, interrupt)?;
+        let extras = run_extras(&serve_sides, &opts.serve, &dir, &boot, interrupt)?;
         spawn::kill_all();
         extras
     } else {
-        serve::Extras::default()
+        Extras::default()
     };
 
     let environment = Environment {
@@ -515,6 +516,90 @@ pub fn run(
         requests: extras.requests,
         interrupted: was_interrupted,
     })
+}
+
+/// The serve phases and memory views of a bench run.
+#[derive(Debug, Clone, Default)]
+struct Extras {
+    /// One per side that served.
+    pub serve: Vec<ServeStats>,
+    /// One per side with a memory view.
+    pub memory: Vec<MemoryView>,
+    /// A serve phase or memory view that could not be run, and why.
+    pub failures: Vec<String>,
+    /// Every request of every serve phase (also in `requests.jsonl`).
+    pub requests: Vec<RequestRecord>,
+}
+
+/// After the timed trials: for each side, a serve phase on a fresh worker
+/// (when asked for), then a memory view on another. Request records go to
+/// `dir/requests.jsonl`.
+fn run_extras(
+    sides: &[serve::Side<'_>],
+    opts: &ServeOptions,
+    dir: &Path,
+    boot: &Bootstrap,
+    stop: &Interrupt,
+) -> Result<Extras> {
+    let mut extras = Extras::default();
+    let load = opts.load()?;
+    let mut log = match load {
+        Some(_) => {
+            Some(jsonl::Writer::create(&dir.join("requests.jsonl")).map_err(crate::error::jsonl)?)
+        }
+        None => None,
+    };
+    for side in sides {
+        if stop.is_set() {
+            break;
+        }
+        let plan = match load {
+            Some(load) => Some(serve::Plan::new(
+                load,
+                opts.request.as_deref(),
+                side.target,
+            )?),
+            None => None,
+        };
+        if let (Some(plan), Some(log)) = (&plan, log.as_mut()) {
+            eprintln!(
+                "serve phase ({}): {}, request {}",
+                side.variant,
+                plan.load.describe(),
+                plan.describe()
+            );
+            match serve::run_serve(
+                side.lifecycle,
+                side.cmd,
+                side.variant,
+                plan,
+                log,
+                boot,
+                stop,
+            ) {
+                Ok((s, records)) => {
+                    extras.serve.push(s);
+                    extras.requests.extend(records);
+                }
+                Err(e) => extras
+                    .failures
+                    .push(format!("serve phase ({}): {e}", side.variant)),
+            }
+        }
+        if opts.memory {
+            eprintln!(
+                "memory view ({}): a separate untimed worker with tracemalloc",
+                side.variant
+            );
+            match crate::memory::run_memory(side, plan.as_ref(), stop) {
+                Ok(m) => extras.memory.push(m),
+                Err(e) => extras
+                    .failures
+                    .push(format!("memory view ({}): {e}", side.variant)),
+            }
+        }
+    }
+    Ok(extras)
 }
 
 fn write_outputs(
