@@ -26,6 +26,8 @@ struct Cli {
     task: Task,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Task {
     #[command(flatten)]

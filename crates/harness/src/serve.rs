@@ -456,6 +456,7 @@ pub fn check(opts: &ServeOptions, target: &Target) -> Result<()> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::path::Path;
 
     fn target() -> Target {
         Target::reference_worker(Path::new("/nonexistent"))

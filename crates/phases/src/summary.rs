@@ -322,7 +322,7 @@ pub(crate) mod tests {
             }),
             rss_at_ready_bytes: Some(8 << 20),
             exit: Some(ExitStatus::Code(0)),
-            escalation: "none".into(),
+            escalation: crate::record::Escalation::None,
             noise_lines: 0,
             outcome: Outcome::Correct,
         };

@@ -83,7 +83,7 @@ pub(crate) mod fixture {
             }),
             rss_at_ready_bytes: Some(11 << 20),
             exit: Some(ExitStatus::Code(0)),
-            escalation: "none".into(),
+            escalation: phases::Escalation::None,
             noise_lines: 0,
             outcome: Outcome::Correct,
         };

@@ -239,7 +239,7 @@ mod tests {
     fn every_trial_is_drawn_and_outliers_are_ringed() {
         let recs = fixture::records(true);
         let s = fixture::summary(&recs);
-        let svg = render(&s, &recs);
+        let svg = render(&s, &recs, &[]);
         assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
         assert!(svg.trim_end().ends_with("</svg>"));
         // ready: 6 A + 6 B measured dots, 1 warm-up ring, 1 failed cross.

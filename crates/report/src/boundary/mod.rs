@@ -42,6 +42,8 @@
 //! Fields are only ever added to this schema; a change in meaning bumps the
 //! number.
 
+pub mod ci;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
