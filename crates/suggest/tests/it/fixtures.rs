@@ -73,6 +73,10 @@ fn seed_worker_the_loader_import_moves_into_load() {
         ("load", 8)
     );
     snapshot("seed", &sug);
+    // The JSON the check's `--format json` carries.
+    insta::with_settings!({prepend_module_to_snapshot => false}, {
+        insta::assert_json_snapshot!("seed_json", sug, {".python" => "[version]"});
+    });
     still_loads(&s, &sug, "seedworker", "NerModel");
     let copy = s.patched_copy(cut).unwrap();
     let out = python_code(
