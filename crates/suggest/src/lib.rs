@@ -353,7 +353,8 @@ impl fmt::Display for Suggestion {
         if !self.rejections.is_empty() {
             writeln!(f, "  rejected after verification:")?;
             for r in &self.rejections {
-                writeln!(f, "    {}:{} ({}): {}", r.file, r.line, r.kind, r.reason)?;
+                let reason = r.reason.to_string().replace('\n', "\n      ");
+                writeln!(f, "    {}:{} ({}): {reason}", r.file, r.line, r.kind)?;
             }
         }
         Ok(())

@@ -155,7 +155,7 @@ impl Suggester {
     }
 
     /// Verifies the suggestion's cuts, best first, at most `max_attempts`
-    /// of them: each is applied to a fresh copy of the project and `check`
+    /// of them (0: the suggestion stays as it is, not verified): each is applied to a fresh copy of the project and `check`
     /// re-runs the check there (the copy's root is its argument; run the
     /// worker with every project path mapped into the copy, the copy first
     /// on `PYTHONPATH`). The first cut after which the violation is gone
@@ -173,6 +173,9 @@ impl Suggester {
     where
         F: FnMut(&Path) -> Result<VerifyOutcome, CheckError>,
     {
+        if max_attempts == 0 {
+            return Ok(());
+        }
         let mut queue: Vec<Cut> = suggestion.cut.take().into_iter().collect();
         queue.append(&mut suggestion.candidates);
         if queue.is_empty() {

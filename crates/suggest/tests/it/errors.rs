@@ -217,6 +217,10 @@ fn an_attempt_budget_leaves_the_untried_cuts_listed_unverified() {
     let v = violation(python(), &root, "dynworker");
     let s = Suggester::new(&root, python()).unwrap();
     let mut sug = s.suggest(&v).unwrap();
+    s.verify(&mut sug, 0, |_| panic!("no attempt was allowed"))
+        .unwrap();
+    assert_eq!(sug.verification, Verification::NotRun);
+    assert!(sug.cut.is_some());
     let mut runs = 0;
     s.verify(&mut sug, 1, |copy| {
         runs += 1;
