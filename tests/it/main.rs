@@ -8,3 +8,4 @@ mod pyspy;
 mod serve;
 mod spawn_faults;
 mod support;
+mod user_project;

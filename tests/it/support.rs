@@ -83,3 +83,31 @@ pub fn xtask_bin() -> &'static Path {
         profile_dir.join("xtask")
     })
 }
+
+/// Path of the installed-style `coldstart` binary, built on first use into
+/// this run's target dir.
+pub fn coldstart_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().expect("current_exe");
+        let profile_dir = exe.parent().and_then(Path::parent).expect("target/debug");
+        let target_dir = profile_dir.parent().expect("target dir");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "--quiet",
+                "--package",
+                "coldstart",
+                "--bin",
+                "coldstart",
+            ])
+            .arg("--target-dir")
+            .arg(target_dir)
+            .current_dir(root())
+            .status()
+            .expect("cargo build -p coldstart");
+        assert!(status.success(), "building coldstart failed");
+        profile_dir.join("coldstart")
+    })
+}

@@ -10,9 +10,23 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use harness::check::{self, CheckOptions};
 use harness::{Interrupt, OnPress};
-use report::boundary::{JsonReport, exit_code};
+use report::boundary::{JsonReport, TargetReport, ci, exit_code};
 
 use crate::Project;
+
+/// How the check's report is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// For people, paths relative to the project root.
+    Text,
+    /// The machine-readable report.
+    Json,
+    /// GitHub Actions workflow commands: an error at the first-party line
+    /// that started each violation, a notice at each link of its chain.
+    Github,
+    /// JUnit XML: one test case per target and forbidden pattern.
+    Junit,
+}
 
 /// The check's flags.
 #[derive(Debug, clap::Args)]
@@ -51,8 +65,13 @@ pub struct Args {
     /// Fresh processes per target, run concurrently (overrides the target's; default 3).
     #[arg(long, value_name = "N")]
     processes: Option<usize>,
-    /// Print the machine-readable report (schema in `report::boundary`).
-    #[arg(long)]
+    /// How to print the report: `text`, `json` (schema in
+    /// `report::boundary`), `github` (workflow commands that annotate the
+    /// offending lines), `junit` (JUnit XML for CI test reports).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// The same as `--format json`.
+    #[arg(long, conflicts_with = "format")]
     json: bool,
     /// Also print the whole importtime tree of the first process.
     #[arg(long)]
@@ -61,7 +80,7 @@ pub struct Args {
     /// the whole check of the first target against one plain lifecycle of
     /// its worker (spawn, ready, health, shutdown; no importtime, no
     /// recorder) and one instrumented lifecycle; prints medians and ratios.
-    #[arg(long, value_name = "N", conflicts_with_all = ["log", "json", "tree"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["log", "json", "format", "tree"])]
     bench: Option<usize>,
     /// The worker command to check, with the default policy.
     #[arg(last = true, value_name = "CMD")]
@@ -74,15 +93,16 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         block: args.block,
         tree: args.tree,
     };
-    let reports = if let Some(log) = &args.log {
+    let format = if args.json { Format::Json } else { args.format };
+    // Each report with the root its paths are shown from.
+    let reports: Vec<(TargetReport, PathBuf)> = if let Some(log) = &args.log {
         if !args.command.is_empty() || args.module.is_some() {
             bail!("--log judges a recorded log alone: give no command and no --module");
         }
-        vec![check::judge_log(
-            &project.cwd.join(log),
-            &args.forbid,
-            args.tree,
-        )?]
+        vec![(
+            check::judge_log(&project.cwd.join(log), &args.forbid, args.tree)?,
+            project.cwd.clone(),
+        )]
     } else {
         let targets = targets(&args, project)?;
         if let Some(rounds) = args.bench {
@@ -97,7 +117,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         let interrupt = Interrupt::ctrl_c(OnPress::KillNow).unwrap_or_default();
         let mut reports = Vec::new();
         for t in &targets {
-            reports.push(check::check_target(t, opts)?);
+            reports.push((check::check_target(t, opts)?, t.root.clone()));
             if interrupt.is_set() {
                 return Ok(ExitCode::from(130));
             }
@@ -105,20 +125,68 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         reports
     };
 
-    let code = exit_code(&reports);
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&JsonReport::new(&reports))?
-        );
-    } else {
-        let mut text = String::new();
-        for r in &reports {
-            report::boundary::render(r, &project.cwd, &mut text);
+    let (reports, roots): (Vec<TargetReport>, Vec<PathBuf>) = reports.into_iter().unzip();
+    let mut code = exit_code(&reports);
+    // Targets with `snapshot = true`: their start-up tree must not drift.
+    if code == 0
+        && args.log.is_none()
+        && let Some(config) = &project.config
+    {
+        for t in targets_for_snapshot(&args, project)? {
+            if !config.snapshot.contains(&t.name) {
+                continue;
+            }
+            let path = crate::snapshot::snapshot_path(&project.root, &t.name);
+            let tree = crate::snapshot::tree(&t)?;
+            match crate::snapshot::drift(&path, &t.name, &tree)? {
+                crate::snapshot::Drift::Same => {}
+                crate::snapshot::Drift::New => {
+                    eprintln!(
+                        "snapshot of `{}`: none stored at {}; run `coldstart snapshot` and commit it",
+                        t.name,
+                        path.display()
+                    );
+                    code = 1;
+                }
+                crate::snapshot::Drift::Changed(diff) => {
+                    eprintln!(
+                        "snapshot of `{}`: the start-up import tree drifted ({}):\n{diff}review it with `coldstart snapshot --check`, then `--accept`",
+                        t.name,
+                        path.display()
+                    );
+                    code = 1;
+                }
+            }
         }
-        print!("{text}");
     }
+    let mut text = String::new();
+    match format {
+        Format::Json => {
+            text = serde_json::to_string_pretty(&JsonReport::new(&reports))?;
+            text.push('\n');
+        }
+        Format::Text => {
+            for (r, root) in reports.iter().zip(&roots) {
+                report::boundary::render(r, root, &mut text);
+            }
+        }
+        Format::Github => {
+            for (r, root) in reports.iter().zip(&roots) {
+                ci::github(r, root, &mut text);
+            }
+        }
+        Format::Junit => text = ci::junit(&reports, roots.first().unwrap_or(&project.root)),
+    }
+    print!("{text}");
     Ok(ExitCode::from(code))
+}
+
+/// The configured targets this check ran, for their snapshots.
+fn targets_for_snapshot(args: &Args, project: &Project) -> Result<Vec<harness::Target>> {
+    if args.module.is_some() || !args.command.is_empty() {
+        return Ok(Vec::new());
+    }
+    project.targets(args.target.as_deref(), &[])
 }
 
 /// The targets to check, with the command line's overrides applied.

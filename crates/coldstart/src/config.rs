@@ -208,11 +208,8 @@ fn from_table(value: toml::Value, path: &Path, origin: Origin) -> Result<Config>
 
 /// A path from the config, against the folder of the file.
 fn against(root: &Path, p: &Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        root.join(p)
-    }
+    // `components` drops the `.` of `./run.sh`.
+    root.join(p).components().collect()
 }
 
 /// Parses a `coldstart.toml` text whose folder is `root` (tests, embedding).

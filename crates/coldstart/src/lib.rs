@@ -22,6 +22,7 @@ pub mod compare;
 pub mod config;
 pub mod importtime;
 pub mod profile;
+pub mod snapshot;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -54,6 +55,11 @@ pub enum Command {
     Compare(compare::Args),
     /// Profile a worker's start-up with py-spy while driving it over the protocol.
     Profile(profile::Args),
+    /// Keep each target's start-up import tree under review in
+    /// `.coldstart/snapshots/` (insta's `.snap` format); `--check` in CI.
+    Snapshot(snapshot::Args),
+    /// Write a commented starter `coldstart.toml` in the current folder.
+    Init,
 }
 
 /// Where the command runs: the project, its config if any, and what runs
@@ -174,7 +180,28 @@ pub fn run(command: Command, project: &Project) -> Result<ExitCode> {
         Command::Bench(args) => bench::run(args, project),
         Command::Compare(args) => compare::run(args),
         Command::Profile(args) => profile::run(args, project),
+        Command::Snapshot(args) => snapshot::run(args, project),
+        Command::Init => init(&project.cwd),
     }
+}
+
+/// `coldstart init`: a commented starter config in `dir`, never over an
+/// existing one.
+fn init(dir: &Path) -> Result<ExitCode> {
+    let path = dir.join(config::CONFIG_FILE);
+    if path.exists() {
+        bail!(
+            "{} exists already; edit it, or remove it to start again",
+            path.display()
+        );
+    }
+    std::fs::write(&path, config::STARTER)
+        .with_context(|| format!("could not write {}", path.display()))?;
+    println!(
+        "wrote {}: set the worker's command, then run `coldstart check`",
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What a front door's `main` does with a task's result: the exit code, or

@@ -193,6 +193,24 @@ pub fn check_target(t: &Target, opts: CheckOptions) -> Result<TargetReport> {
     })
 }
 
+/// The importtime log of one fresh instrumented lifecycle of `t` (ready,
+/// health, shutdown), for a snapshot of its start-up tree. A worker that
+/// could not be checked is an error.
+pub fn startup_log(t: &Target) -> Result<ImportLog> {
+    let policy = policy_of(t)?;
+    let lifecycle = Lifecycle::of(t);
+    let p = check_process(t, &lifecycle, &policy, false, 1)?;
+    if let Some(e) = p.error {
+        invalid!("the worker could not be run: {e}");
+    }
+    p.log.ok_or_else(|| {
+        Error::Invalid(
+            "the worker's stderr held no importtime log; does it run Python with -E or -I?"
+                .to_owned(),
+        )
+    })
+}
+
 /// One fresh worker through ready, health and shutdown, then its verdict.
 pub(crate) fn check_process(
     t: &Target,

@@ -1,0 +1,273 @@
+//! coldstart as a new user runs it: the installed `coldstart` binary in a
+//! project of their own, in a temporary folder outside this workspace. The
+//! project is a worker package laid out like the system before its fix (the
+//! package `__init__` re-exports the model class from the module that
+//! imports torch), with the stand-in torch and transformers packages of
+//! `tests/fixtures/boundary/stand-ins` (stand-ins, not the real libraries),
+//! configured by `[tool.coldstart]` in its `pyproject.toml`.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::support::{coldstart_bin, fixtures, python};
+
+/// A user's project: its root (kept alive by the temp dir).
+struct UserProject {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.path().is_dir() {
+            if e.file_name() != "__pycache__" {
+                copy_dir(&e.path(), &dest);
+            }
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+fn project() -> UserProject {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("ml-service");
+    let workers = fixtures().join("boundary").join("workers");
+    copy_dir(&workers.join("eagerworker"), &root.join("src/eagerworker"));
+    std::fs::copy(workers.join("protokit.py"), root.join("src/protokit.py")).unwrap();
+    copy_dir(
+        &fixtures().join("boundary").join("stand-ins"),
+        &root.join("stand-ins"),
+    );
+    std::fs::create_dir_all(root.join("docs/deep")).unwrap();
+    std::fs::write(
+        root.join("pyproject.toml"),
+        format!(
+            "[project]\nname = \"ml-service\"\n\n[[tool.coldstart.target]]\nname = \"ner\"\ncommand = [\"{}\", \"-m\", \"eagerworker\"]\nenv = {{ PYTHONPATH = \"src:stand-ins\" }}\nprocesses = 2\n",
+            python().display()
+        ),
+    )
+    .unwrap();
+    UserProject { _dir: dir, root }
+}
+
+/// `coldstart ARGS` run from `dir`, stdin closed; prints what it ran.
+fn coldstart(dir: &Path, args: &[&str]) -> Output {
+    eprintln!("$ cd {} && coldstart {}", dir.display(), args.join(" "));
+    let out = std::process::Command::new(coldstart_bin())
+        .args(args)
+        .current_dir(dir)
+        .env_remove("PYTHONPATH")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("coldstart runs");
+    eprintln!(
+        "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Drops the eager re-export: the fix of the system this fixture mirrors.
+fn fix(root: &Path) {
+    let init = root.join("src/eagerworker/__init__.py");
+    let text = std::fs::read_to_string(&init).unwrap();
+    let fixed: String = text
+        .lines()
+        .filter(|l| !l.starts_with("from eagerworker.model import"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(text, fixed, "the fixture's re-export line moved");
+    std::fs::write(&init, fixed).unwrap();
+}
+
+#[test]
+fn a_check_from_a_subfolder_names_the_chain_at_project_relative_lines_in_every_format() {
+    let p = project();
+    let here = p.root.join("docs/deep");
+    let text = coldstart(&here, &["check"]);
+    assert_eq!(text.status.code(), Some(1));
+    let t = stdout(&text);
+    assert!(t.contains("FAIL  ner (pyproject.toml)"), "{t}");
+    assert!(
+        t.contains("chain: eagerworker -> eagerworker.model -> torch"),
+        "{t}"
+    );
+    assert!(
+        t.contains("eagerworker.model  imported at src/eagerworker/__init__.py:5"),
+        "{t}"
+    );
+    assert!(
+        t.contains("from:  src/eagerworker/model.py:3 (in <module>)"),
+        "{t}"
+    );
+
+    let gh = coldstart(&here, &["check", "--format", "github"]);
+    assert_eq!(gh.status.code(), Some(1));
+    let g = stdout(&gh);
+    assert!(
+        g.lines().any(
+            |l| l.starts_with("::error file=src/eagerworker/model.py,line=3,title=")
+                && l.contains("eagerworker -> eagerworker.model -> torch")
+        ),
+        "{g}"
+    );
+    assert!(
+        g.contains("::notice file=src/eagerworker/__init__.py,line=5,"),
+        "{g}"
+    );
+
+    let junit = coldstart(&here, &["check", "--format", "junit"]);
+    assert_eq!(junit.status.code(), Some(1));
+    let j = stdout(&junit);
+    assert!(j.starts_with("<?xml"), "{j}");
+    assert!(
+        j.contains(r#"<testsuite name="ner" tests="3" failures="2" errors="0">"#),
+        "{j}"
+    );
+    assert!(
+        j.contains(r#"message="torch loaded at src/eagerworker/model.py:3""#),
+        "{j}"
+    );
+    assert!(
+        j.contains(
+            r#"<testcase classname="coldstart.ner" name="stanza not imported at start-up"/>"#
+        ),
+        "{j}"
+    );
+
+    fix(&p.root);
+    let after = coldstart(&here, &["check", "--format", "github"]);
+    assert_eq!(after.status.code(), Some(0), "the fixed worker passes");
+    assert_eq!(stdout(&after), "");
+    let text = coldstart(&p.root.join("src"), &["check"]);
+    assert_eq!(text.status.code(), Some(0));
+    assert!(stdout(&text).starts_with("PASS  ner (pyproject.toml)"));
+}
+
+#[test]
+fn snapshots_are_written_checked_for_drift_and_accepted() {
+    let p = project();
+    fix(&p.root);
+    let here = p.root.join("docs");
+    let snap = p.root.join(".coldstart/snapshots/ner.snap");
+
+    assert_eq!(coldstart(&here, &["snapshot"]).status.code(), Some(0));
+    let stored = std::fs::read_to_string(&snap).unwrap();
+    assert!(stored.starts_with("---\nsource: coldstart\n"), "{stored}");
+    assert!(stored.contains("  eagerworker\n"), "{stored}");
+    assert!(!stored.contains("ms"), "no times in a snapshot: {stored}");
+    assert!(
+        !stored.contains(p.root.to_str().unwrap()),
+        "no machine paths: {stored}"
+    );
+    assert_eq!(
+        coldstart(&here, &["snapshot", "--check"]).status.code(),
+        Some(0)
+    );
+
+    // A new start-up import: the standard library's `csv`, from the package.
+    let init = p.root.join("src/eagerworker/__init__.py");
+    let text = std::fs::read_to_string(&init).unwrap();
+    std::fs::write(&init, format!("import csv  # noqa: F401\n{text}")).unwrap();
+    let drifted = coldstart(&here, &["snapshot", "--check"]);
+    assert_eq!(drifted.status.code(), Some(1));
+    let d = stdout(&drifted);
+    assert!(d.contains("+    csv [stdlib]"), "{d}");
+    assert!(snap.with_extension("snap.new").exists());
+    assert_eq!(
+        std::fs::read_to_string(&snap).unwrap(),
+        stored,
+        "--check writes no .snap"
+    );
+
+    assert_eq!(
+        coldstart(&here, &["snapshot", "--accept"]).status.code(),
+        Some(0)
+    );
+    assert!(!snap.with_extension("snap.new").exists());
+    assert_eq!(
+        coldstart(&here, &["snapshot", "--check"]).status.code(),
+        Some(0)
+    );
+
+    // `snapshot = true` makes `check` fail on drift too.
+    let pyproject = p.root.join("pyproject.toml");
+    let cfg = std::fs::read_to_string(&pyproject).unwrap();
+    std::fs::write(&pyproject, format!("{cfg}snapshot = true\n")).unwrap();
+    assert_eq!(coldstart(&here, &["check"]).status.code(), Some(0));
+    std::fs::write(&init, text).unwrap();
+    let check = coldstart(&here, &["check"]);
+    assert_eq!(check.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&check.stderr).contains("-    csv [stdlib]"));
+}
+
+#[test]
+fn config_errors_say_what_to_fix() {
+    let p = project();
+    let err = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
+
+    std::fs::write(
+        p.root.join("coldstart.toml"),
+        "[[target]]\nname='x'\ncommand=['y']\n",
+    )
+    .unwrap();
+    let both = coldstart(&p.root, &["check"]);
+    assert_eq!(both.status.code(), Some(2));
+    assert!(
+        err(&both).contains("both configure coldstart; keep one"),
+        "{}",
+        err(&both)
+    );
+
+    std::fs::write(
+        p.root.join("coldstart.toml"),
+        "[[target]]\nname='x'\ncommand=['y']\nprocesess=2\n",
+    )
+    .unwrap();
+    std::fs::remove_file(p.root.join("pyproject.toml")).unwrap();
+    let unknown = coldstart(&p.root, &["check"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(err(&unknown).contains("processes"), "{}", err(&unknown));
+
+    std::fs::write(
+        p.root.join("coldstart.toml"),
+        "[[target]]\nname='x'\ncommand=['y']\ncwd='nowhere'\n",
+    )
+    .unwrap();
+    let missing = coldstart(&p.root.join("docs"), &["check"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(err(&missing).contains("`cwd`"), "{}", err(&missing));
+    assert!(err(&missing).contains("nowhere"), "{}", err(&missing));
+
+    std::fs::remove_file(p.root.join("coldstart.toml")).unwrap();
+    let none = coldstart(&p.root, &["check"]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        err(&none).contains("no coldstart config found"),
+        "{}",
+        err(&none)
+    );
+    assert!(err(&none).contains("[[target]]"), "{}", err(&none));
+    assert_eq!(coldstart(&p.root, &["init"]).status.code(), Some(0));
+    assert!(p.root.join("coldstart.toml").is_file());
+    assert_eq!(coldstart(&p.root, &["init"]).status.code(), Some(2));
+}
+
+#[test]
+fn the_version_names_the_git_revision() {
+    let v = coldstart(Path::new("/"), &["--version"]);
+    assert_eq!(v.status.code(), Some(0));
+    let s = stdout(&v);
+    assert!(s.starts_with("coldstart 0."), "{s}");
+    assert!(s.contains("(git "), "{s}");
+}
