@@ -271,3 +271,58 @@ fn the_version_names_the_git_revision() {
     assert!(s.starts_with("coldstart 0."), "{s}");
     assert!(s.contains("(git "), "{s}");
 }
+
+#[test]
+fn the_wheel_installs_with_pip_and_its_command_checks_a_project() {
+    let work = tempfile::tempdir().unwrap();
+    let wheels = work.path().join("wheels");
+    let built = crate::support::xtask()
+        .args(["dist", "--dev", "--out"])
+        .arg(&wheels)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    let wheel = std::fs::read_dir(&wheels)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "whl"))
+        .expect("a wheel");
+
+    let venv = work.path().join("venv");
+    let made = std::process::Command::new(python())
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let installed = std::process::Command::new(venv.join("bin/pip"))
+        .args(["install", "--quiet", "--no-index", "--no-deps"])
+        .arg(&wheel)
+        .output()
+        .unwrap();
+    assert!(installed.status.success(), "{installed:?}");
+    let exe = venv.join("bin/coldstart");
+    let version = std::process::Command::new(&exe)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("coldstart 0."));
+
+    let p = project();
+    fix(&p.root);
+    let check = std::process::Command::new(&exe)
+        .arg("check")
+        .current_dir(p.root.join("docs"))
+        .env_remove("PYTHONPATH")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    assert!(out.starts_with("PASS  ner (pyproject.toml)"), "{out}");
+}

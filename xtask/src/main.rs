@@ -3,7 +3,7 @@
 //! The same subcommands as the installed `coldstart` (`import-boundary` is
 //! `check`), with the workspace root as the project and the reference
 //! worker as the built-in default; plus the workspace-only tasks: `test`
-//! (provision, lint, the whole suite) and `bench-parser`. Everything else
+//! (provision, lint, the whole suite), `bench-parser` and `dist` (the wheel). Everything else
 //! lives in the library crates (`coldstart` for the CLI, `harness` for
 //! orchestration). Keep its dependency list short: it is built on every
 //! call.
@@ -34,6 +34,8 @@ enum Task {
     Coldstart(coldstart::Command),
     /// Benchmark the importtime parser on a large log (throughput, peak memory).
     BenchParser(tasks::bench_parser::Args),
+    /// Build the `coldstart` wheel (maturin, `bindings = "bin"`).
+    Dist(tasks::dist::Args),
     /// Provision the test environment, then run fmt, clippy and the whole test suite.
     Test(tasks::test::Args),
 }
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Task::Coldstart(command) => coldstart::Project::workspace(&tasks::project_root())
             .and_then(|project| coldstart::run(command, &project)),
         Task::BenchParser(args) => tasks::bench_parser::run(args),
+        Task::Dist(args) => tasks::dist::run(args),
         Task::Test(args) => tasks::test::run(args),
     })
 }
