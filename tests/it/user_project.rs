@@ -326,3 +326,33 @@ fn the_wheel_installs_with_pip_and_its_command_checks_a_project() {
     );
     assert!(out.starts_with("PASS  ner (pyproject.toml)"), "{out}");
 }
+
+#[test]
+fn the_example_projects_own_xtask_runs_the_check_through_the_library() {
+    // `examples/ml-service` is its own workspace; it shares this run's
+    // target folder so coldstart's compiled crates are reused.
+    let exe = std::env::current_exe().unwrap();
+    let target_dir = exe.ancestors().nth(3).expect("target dir").to_path_buf();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let example = crate::support::root().join("examples/ml-service");
+    eprintln!("$ cd {} && cargo xtask import-boundary", example.display());
+    let out = std::process::Command::new(cargo)
+        .args(["xtask", "import-boundary"])
+        .current_dir(&example)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env_remove("PYTHONPATH")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.starts_with("PASS  mlworker (pyproject.toml): 3 processes"),
+        "{text}"
+    );
+}

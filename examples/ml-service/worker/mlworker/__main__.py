@@ -1,0 +1,41 @@
+"""`python -m mlworker`: the JSON-lines protocol on stdin/stdout."""
+
+import json
+import os
+import sys
+
+
+def main():
+    out = sys.stdout
+    out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
+    out.flush()
+    model = None
+    for line in sys.stdin:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            out.write(json.dumps({"op": "error", "error": "not JSON"}) + "\n")
+            out.flush()
+            continue
+        op = msg.get("op")
+        if op == "health":
+            reply = {"op": "health", "response": {"status": "ok", "model": model is not None}}
+        elif op == "shutdown":
+            out.write(json.dumps({"op": "shutdown"}) + "\n")
+            out.flush()
+            return 0
+        elif op == "load":
+            # The only place the model runtime is imported.
+            from mlworker.models import load_model
+
+            model = load_model(msg.get("name", "ner"))
+            reply = {"op": "load", "response": {"loaded": True}}
+        else:
+            reply = {"op": "error", "error": "unknown op %r" % (op,)}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+//! `cargo xtask import-boundary`: the service's workers must not import
+//! torch, transformers or stanza before a model is requested. The targets
+//! come from `[tool.coldstart]` in this project's `pyproject.toml` (the
+//! same table the installed `coldstart check` reads); the check runs
+//! through `harness`, the report through `report`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use harness::check::{self, CheckOptions};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> Result<ExitCode> {
+    let task = std::env::args().nth(1).unwrap_or_default();
+    if task != "import-boundary" {
+        bail!("usage: cargo xtask import-boundary");
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("xtask lives one level below the project root")?;
+    let config = coldstart::config::load(&root.join("pyproject.toml"))?;
+    let mut reports = Vec::new();
+    for target in &config.targets {
+        reports.push(check::check_target(target, CheckOptions::default())?);
+    }
+    let mut text = String::new();
+    for r in &reports {
+        report::boundary::render(r, root, &mut text);
+    }
+    print!("{text}");
+    Ok(ExitCode::from(report::boundary::exit_code(&reports)))
+}
