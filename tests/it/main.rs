@@ -7,5 +7,6 @@ mod importtime;
 mod pyspy;
 mod serve;
 mod spawn_faults;
+mod suggest;
 mod support;
 mod user_project;

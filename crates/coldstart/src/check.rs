@@ -82,6 +82,15 @@ pub struct Args {
     /// recorder) and one instrumented lifecycle; prints medians and ratios.
     #[arg(long, value_name = "N", conflicts_with_all = ["log", "json", "format", "tree"])]
     bench: Option<usize>,
+    /// For each violation, the smallest safe patch that keeps the module out
+    /// of start-up (verified on a copy of the project before it is shown),
+    /// as a unified diff `git apply` takes; changes nothing on disk.
+    #[arg(long, conflicts_with_all = ["log", "bench", "module"])]
+    suggest: bool,
+    /// With --suggest: write the verified patches, then check again (exit 0
+    /// only if the violations are gone).
+    #[arg(long, requires = "suggest")]
+    fix: bool,
     /// The worker command to check, with the default policy.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
@@ -94,6 +103,9 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         tree: args.tree,
     };
     let format = if args.json { Format::Json } else { args.format };
+    let mut suggestion_text = String::new();
+    // The verified cuts as one patch that `git apply` takes.
+    let mut patch = String::new();
     // Each report with the root its paths are shown from.
     let reports: Vec<(TargetReport, PathBuf)> = if let Some(log) = &args.log {
         if !args.command.is_empty() || args.module.is_some() {
@@ -117,7 +129,27 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         let interrupt = Interrupt::ctrl_c(OnPress::KillNow).unwrap_or_default();
         let mut reports = Vec::new();
         for t in &targets {
-            reports.push((check::check_target(t, opts)?, t.root.clone()));
+            let mut r = check::check_target(t, opts)?;
+            if args.suggest && r.status == report::boundary::Status::Fail {
+                let found = check::suggest::suggest(t, &r, args.fix)?;
+                for sug in &found.suggestions {
+                    if format == Format::Text {
+                        suggestion_text.push_str(&format!("\n{sug}"));
+                        if let Some(cut) = sug.cut.as_ref().filter(|_| !args.fix) {
+                            patch.push_str(&cut.diff);
+                        }
+                    }
+                    r.suggestions.push(serde_json::to_value(sug)?);
+                }
+                for f in &found.written {
+                    eprintln!("wrote {}", f.display());
+                }
+                if args.fix && !found.written.is_empty() {
+                    // The fixed project, checked again: its verdict is the answer.
+                    r = check::check_target(t, opts)?;
+                }
+            }
+            reports.push((r, t.root.clone()));
             if interrupt.is_set() {
                 return Ok(ExitCode::from(130));
             }
@@ -177,7 +209,12 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         }
         Format::Junit => text = ci::junit(&reports, roots.first().unwrap_or(&project.root)),
     }
-    print!("{text}");
+    print!("{text}{suggestion_text}");
+    if !patch.is_empty() {
+        print!(
+            "\nthe patch (from the project root: `git apply` or `patch -p1`; `--fix` writes it):\n{patch}"
+        );
+    }
     Ok(ExitCode::from(code))
 }
 

@@ -19,6 +19,7 @@
 //! incomplete, and the report still lists what was seen.
 
 pub mod bench;
+pub mod suggest;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -139,6 +140,7 @@ pub fn judge_log(path: &Path, forbid: &[String], tree: bool) -> Result<TargetRep
             log: None,
         }],
         tree: tree.then(|| tree_text(&log)),
+        suggestions: Vec::new(),
     })
 }
 
@@ -190,6 +192,7 @@ pub fn check_target(t: &Target, opts: CheckOptions) -> Result<TargetReport> {
             .unwrap_or_default(),
         tree: opts.tree.then(|| first_log.map(tree_text)).flatten(),
         processes,
+        suggestions: Vec::new(),
     })
 }
 

@@ -85,6 +85,22 @@ fn story(v: &MergedViolation, root: &Path) -> String {
     s
 }
 
+/// The verified cut suggested for `module`, as text for an annotation.
+fn suggested(r: &TargetReport, module: &str) -> String {
+    r.suggestions
+        .iter()
+        .find(|s| s["module"] == module)
+        .and_then(|s| s.get("cut").filter(|c| !c.is_null()))
+        .map(|cut| {
+            format!(
+                "\nsuggested fix: {}\n{}",
+                cut["summary"].as_str().unwrap_or(""),
+                cut["diff"].as_str().unwrap_or("")
+            )
+        })
+        .unwrap_or_default()
+}
+
 /// GitHub Actions workflow commands for one target's report.
 pub fn github(r: &TargetReport, root: &Path, out: &mut String) {
     for p in &r.processes {
@@ -115,7 +131,7 @@ pub fn github(r: &TargetReport, root: &Path, out: &mut String) {
                 "coldstart: {} {} at start-up of {}",
                 x.module, x.status, r.name
             )),
-            esc_data(&story(v, root))
+            esc_data(&(story(v, root) + &suggested(r, &x.module)))
         );
         for (m, f) in x.chain.iter().zip(&x.chain_lines) {
             if let Some(f) = f.as_ref().filter(|f| first_party(&f.file, root))

@@ -118,6 +118,11 @@ pub struct TargetReport {
     /// The whole importtime tree of the first process, with `--tree`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tree: Option<String>,
+    /// With `--suggest`: one suggestion per violation, in their order
+    /// (`module`, `cut` with `file`, `line`, `kind`, `summary`, `diff`,
+    /// `verification`, `candidates`, `not_cuttable`, `rejections`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suggestions: Vec<serde_json::Value>,
 }
 
 /// One process's result.
@@ -440,6 +445,7 @@ mod tests {
             slowest: vec![],
             processes: vec![],
             tree: None,
+            suggestions: Vec::new(),
         };
         assert_eq!(exit_code(&[report(Status::Pass)]), 0);
         assert_eq!(exit_code(&[report(Status::Pass), report(Status::Fail)]), 1);
@@ -498,6 +504,7 @@ mod tests {
             slowest: vec![],
             processes: vec![],
             tree: None,
+            suggestions: Vec::new(),
         };
         r.violations.push(MergedViolation {
             first: v,

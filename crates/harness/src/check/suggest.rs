@@ -1,0 +1,144 @@
+//! `check --suggest`: for each violation, the smallest safe patch that keeps
+//! the forbidden module out of start-up (`suggest` computes the cuts), each
+//! verified before it is shown by re-running the check on a patched copy of
+//! the project with every project path mapped into the copy; `--fix`
+//! writes the verified cut and re-runs the check on the project.
+
+use std::path::{Path, PathBuf};
+
+use report::boundary::{Status, TargetReport};
+use suggest::{Suggester, Suggestion, VerifyOutcome};
+
+use super::{CheckOptions, check_target};
+use crate::env;
+use crate::error::{Error, Result, invalid};
+use crate::target::Target;
+
+/// How many cuts are verified per violation, best first.
+const ATTEMPTS: usize = 3;
+
+/// What suggesting found for one target.
+#[derive(Debug)]
+pub struct Suggested {
+    /// One per violation of the report, in its order.
+    pub suggestions: Vec<Suggestion>,
+    /// With `fix`: the files written.
+    pub written: Vec<PathBuf>,
+}
+
+/// The interpreter that runs `t`'s worker, for reading its files with its
+/// own grammar.
+fn interpreter(t: &Target) -> Result<PathBuf> {
+    let program = &t.command[0];
+    if !env::looks_like_python(program) {
+        invalid!(
+            "--suggest reads the worker's files with the worker's own Python, but `{program}` does not look like a Python interpreter; start the worker as `python -m ...` in the target's command"
+        );
+    }
+    let info = env::python_info(program, &t.env, &t.cwd);
+    match info.executable {
+        Some(exe) => Ok(PathBuf::from(exe)),
+        None => invalid!(
+            "could not ask `{program}` which interpreter it is: {}",
+            info.note.unwrap_or_default()
+        ),
+    }
+}
+
+/// `path` with the prefix `from` replaced by `to`.
+fn remap(path: &str, from: &Path, to: &Path) -> String {
+    match Path::new(path).strip_prefix(from) {
+        Ok(rest) => to.join(rest).display().to_string(),
+        Err(_) => path.to_owned(),
+    }
+}
+
+/// `t` with every path under its project root moved into `copy` (its cwd,
+/// its PYTHONPATH entries, command arguments), the copy's tree first on
+/// PYTHONPATH, one process.
+fn in_copy(t: &Target, copy: &Path) -> Target {
+    let mut m = t.clone();
+    m.cwd = PathBuf::from(remap(&t.cwd.display().to_string(), &t.root, copy));
+    m.command = t.command.iter().map(|a| remap(a, &t.root, copy)).collect();
+    // The target's own PYTHONPATH, else the one the worker would inherit.
+    let old = t.env.get("PYTHONPATH").cloned().unwrap_or_else(|| {
+        std::env::var_os("PYTHONPATH")
+            .map(|v| v.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    let mut entries: Vec<String> = vec![copy.display().to_string()];
+    entries.extend(
+        std::env::split_paths(&old)
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|p| remap(&p.display().to_string(), &t.root, copy)),
+    );
+    m.env.insert("PYTHONPATH".to_owned(), entries.join(":"));
+    m.root = copy.to_path_buf();
+    m.processes = 1;
+    m
+}
+
+/// Suggests, verifies and (with `fix`) applies a cut for every violation
+/// of `report`, a check of `t`.
+pub fn suggest(t: &Target, report: &TargetReport, fix: bool) -> Result<Suggested> {
+    let python = interpreter(t)?;
+    let s = Suggester::new(&t.root, &python)
+        .map_err(|e| Error::Invalid(format!("could not suggest a cut: {e}")))?
+        .with_cwd(&t.cwd);
+    let mut out = Suggested {
+        suggestions: Vec::new(),
+        written: Vec::new(),
+    };
+    for v in &report.violations {
+        let mut sug = s.suggest(&v.first).map_err(|e| {
+            Error::Invalid(format!(
+                "could not suggest a cut for {}: {e}",
+                v.first.module
+            ))
+        })?;
+        s.verify(&mut sug, ATTEMPTS, |copy| {
+            let r = check_target(&in_copy(t, copy), CheckOptions::default())
+                .map_err(|e| Box::new(e) as suggest::CheckError)?;
+            Ok(if r.status == Status::Error {
+                let why = r
+                    .processes
+                    .iter()
+                    .find_map(|p| p.error.clone())
+                    .unwrap_or_else(|| "a worker could not be checked".to_owned());
+                VerifyOutcome::handshake_failed(why)
+            } else {
+                VerifyOutcome::checked(r.violations.iter().map(|m| m.first.clone()).collect())
+            })
+        })
+        .map_err(|e| Error::Invalid(format!("could not verify a cut: {e}")))?;
+        if fix && let Some(cut) = &sug.cut {
+            out.written.extend(
+                s.apply(cut)
+                    .map_err(|e| Error::Invalid(format!("could not write the cut: {e}")))?,
+            );
+        }
+        out.suggestions.push(sug);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_paths_move_into_the_copy_and_others_stay() {
+        let mut t = Target::ad_hoc(
+            Path::new("/p"),
+            vec!["python3".into(), "/p/run.py".into()],
+            "w",
+        );
+        t.env.insert("PYTHONPATH".into(), "/p/src:/opt/lib".into());
+        t.cwd = PathBuf::from("/p/sub");
+        let m = in_copy(&t, Path::new("/tmp/c/p"));
+        assert_eq!(m.command, ["python3", "/tmp/c/p/run.py"]);
+        assert_eq!(m.cwd, Path::new("/tmp/c/p/sub"));
+        assert_eq!(m.env["PYTHONPATH"], "/tmp/c/p:/tmp/c/p/src:/opt/lib");
+        assert_eq!(m.processes, 1);
+    }
+}
