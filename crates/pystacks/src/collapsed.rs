@@ -161,8 +161,14 @@ mod tests {
     fn import_frames_are_recognised_across_versions() {
         let cases = [
             ("_find_and_load (<frozen importlib._bootstrap>:1165)", true),
-            ("_call_with_frames_removed (<frozen importlib._bootstrap>:241)", true),
-            ("exec_module (<frozen importlib._bootstrap_external>:940)", true),
+            (
+                "_call_with_frames_removed (<frozen importlib._bootstrap>:241)",
+                true,
+            ),
+            (
+                "exec_module (<frozen importlib._bootstrap_external>:940)",
+                true,
+            ),
             ("_find_and_load (importlib/_bootstrap.py:958)", true),
             ("_find_and_load", true),
             ("load_weights (model.py:12)", false),
@@ -181,7 +187,10 @@ mod tests {
                 "process 1:\"python3 w.py\";<module> (w.py:1);_find_and_load (<frozen importlib._bootstrap>:1165);<module> (torch_standin.py:1)",
                 70,
             ),
-            stack("process 1:\"python3 w.py\";<module> (w.py:1);probe_cuda (w.py:10)", 20),
+            stack(
+                "process 1:\"python3 w.py\";<module> (w.py:1);probe_cuda (w.py:10)",
+                20,
+            ),
             stack(
                 "process 1:\"python3 w.py\";<module> (w.py:1);load (w.py:20);read_weights (w.py:30)",
                 10,

@@ -12,21 +12,25 @@ use crate::stack::ThreadStack;
 
 /// How to dump.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct DumpOptions {
     /// The most the whole dump may take; past it, [`Error::Timeout`].
     pub timeout: Duration,
     /// Also dump the process's descendants (the Python ones; the others
     /// are listed as not Python).
     pub subprocesses: bool,
+    /// Pause each process (ptrace) while it is read; see
+    /// [`SamplerOptions::pause`](crate::SamplerOptions::pause). Off by
+    /// default: a hung process's stacks do not change under the reader.
+    pub pause: bool,
 }
 
 impl Default for DumpOptions {
-    /// 10 s, descendants included.
+    /// 10 s, descendants included, no pausing.
     fn default() -> Self {
         DumpOptions {
             timeout: Duration::from_secs(10),
             subprocesses: true,
+            pause: false,
         }
     }
 }
@@ -101,10 +105,11 @@ pub fn dump(pid: u32, options: &DumpOptions) -> Result<Dump, Error> {
     Error::check_access(pid)?;
     let (tx, rx) = mpsc::channel();
     let subprocesses = options.subprocesses;
+    let pause = options.pause;
     let reader = std::thread::Builder::new()
         .name("pystacks-dump".into())
         .spawn(move || {
-            let _ = tx.send(read_tree(pid, subprocesses));
+            let _ = tx.send(read_tree(pid, subprocesses, pause));
         })
         .map_err(Error::Thread)?;
     match rx.recv_timeout(options.timeout) {
@@ -128,33 +133,33 @@ pub fn dump_text(pid: u32, options: &DumpOptions) -> String {
     }
 }
 
-fn read_tree(pid: u32, subprocesses: bool) -> Vec<ProcessDump> {
-    let mut out = vec![read_one(pid, None)];
+fn read_tree(pid: u32, subprocesses: bool, pause: bool) -> Vec<ProcessDump> {
+    let mut out = vec![read_one(pid, None, pause)];
     if subprocesses {
         for (child, parent) in procfs::descendants(pid) {
-            out.push(read_one(child, Some(parent)));
+            out.push(read_one(child, Some(parent), pause));
         }
     }
     out
 }
 
-fn read_one(pid: u32, parent: Option<u32>) -> ProcessDump {
+fn read_one(pid: u32, parent: Option<u32>, pause: bool) -> ProcessDump {
     let command = procfs::cmdline(pid);
     ProcessDump {
         pid,
         parent,
         command,
-        outcome: read_stacks(pid),
+        outcome: read_stacks(pid, pause),
     }
 }
 
 /// Attaches and reads, retrying a read that failed for no lasting reason
 /// (memory changing under the reader, an interpreter still starting).
-fn read_stacks(pid: u32) -> Result<PythonStacks, Error> {
+fn read_stacks(pid: u32, pause: bool) -> Result<PythonStacks, Error> {
     const ATTEMPTS: u32 = 3;
     let mut attempt = 1;
     loop {
-        let result = Spy::attach(pid, Lines::Current).and_then(|mut spy| {
+        let result = Spy::attach(pid, Lines::Current, pause).and_then(|mut spy| {
             let mut threads = spy.threads()?;
             threads.reverse();
             Ok(PythonStacks {
@@ -285,7 +290,10 @@ mod tests {
     fn a_gone_process_is_an_error_at_once() {
         let e = dump(u32::MAX - 1, &DumpOptions::default()).unwrap_err();
         assert!(matches!(e, Error::ProcessGone { .. }), "{e}");
-        assert!(dump_text(u32::MAX - 1, &DumpOptions::default()).starts_with("no Python stack: process"));
+        assert!(
+            dump_text(u32::MAX - 1, &DumpOptions::default())
+                .starts_with("no Python stack: process")
+        );
     }
 
     #[test]
@@ -297,6 +305,15 @@ mod tests {
         let e = dump(child.id(), &DumpOptions::default()).unwrap_err();
         let _ = child.kill();
         let _ = child.wait();
-        assert!(matches!(e, Error::NotPython { searched_children: true, .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::NotPython {
+                    searched_children: true,
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 }

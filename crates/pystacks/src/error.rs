@@ -295,7 +295,11 @@ mod tests {
         ];
         for (d, words) in cases {
             let text = d.to_string();
-            assert!(text.starts_with("the kernel does not let this process read the memory of process 42"));
+            assert!(
+                text.starts_with(
+                    "the kernel does not let this process read the memory of process 42"
+                )
+            );
             for w in words {
                 assert!(text.contains(w), "{w:?} missing from: {text}");
             }

@@ -50,7 +50,7 @@ pub use collapsed::{
 pub use dump::{Dump, DumpOptions, ProcessDump, PythonStacks, dump, dump_text};
 pub use error::{Error, PtraceDenial};
 pub use sampler::{
-    Profile, SampledProcess, Sample, Sampler, SamplerCost, SamplerOptions, StopHandle, StopReason,
+    Profile, Sample, SampledProcess, Sampler, SamplerCost, SamplerOptions, StopHandle, StopReason,
 };
 pub use spy::Lines;
 pub use stack::{Frame, ThreadStack};

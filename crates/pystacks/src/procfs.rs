@@ -18,6 +18,13 @@ pub(crate) fn is_gone(pid: u32) -> bool {
     }
 }
 
+/// Whether the thread `tid` (or a process's leader thread, `tid` = pid)
+/// is running or runnable (`R`) rather than sleeping; `None` when gone.
+pub(crate) fn is_running(tid: u32) -> Option<bool> {
+    let stat = fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+    Some(state_of(&stat)? == 'R')
+}
+
 /// The state letter of a `/proc/PID/stat` line (the field after the
 /// parenthesised command name, which may itself hold spaces and parens).
 fn state_of(stat: &str) -> Option<char> {
@@ -47,7 +54,11 @@ pub(crate) fn cmdline(pid: u32) -> String {
 /// The real uid of `pid` (from `/proc/PID/status`).
 pub(crate) fn uid_of(pid: u32) -> Option<u32> {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    field(&status, "Uid:")?.split_whitespace().next()?.parse().ok()
+    field(&status, "Uid:")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
@@ -113,35 +124,66 @@ pub(crate) fn maps_mention_python(pid: u32) -> Option<bool> {
 }
 
 /// Every descendant of `root` with its parent, parents before children
-/// (breadth first), read from `/proc/*/stat`.
+/// (breadth first), from one look at `/proc`.
 pub(crate) fn descendants(root: u32) -> Vec<(u32, u32)> {
-    let mut children: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
+    ProcessTree::default().descendants(root)
+}
+
+/// The parent of every process, kept between looks so that a new look
+/// reads only the `/proc/PID/stat` of processes it has not seen yet (the
+/// sampler looks every few tens of milliseconds).
+#[derive(Debug, Default)]
+pub(crate) struct ProcessTree {
+    parent_of: BTreeMap<u32, u32>,
+}
+
+impl ProcessTree {
+    /// Every descendant of `root` with its parent, parents before children
+    /// (breadth first). A process keeps the parent it had when first seen,
+    /// so an orphan re-parented to init stays under the process that
+    /// started it.
+    pub(crate) fn descendants(&mut self, root: u32) -> Vec<(u32, u32)> {
+        let Ok(entries) = fs::read_dir("/proc") else {
+            return Vec::new();
         };
-        let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        if let Some(ppid) = ppid_of(&stat) {
-            children.entry(ppid).or_default().insert(pid);
-        }
-    }
-    let mut out = Vec::new();
-    let mut queue = std::collections::VecDeque::from([root]);
-    let mut seen = BTreeSet::from([root]);
-    while let Some(parent) = queue.pop_front() {
-        for &child in children.get(&parent).into_iter().flatten() {
-            if seen.insert(child) {
-                out.push((child, parent));
-                queue.push_back(child);
+        let mut present = BTreeSet::new();
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            present.insert(pid);
+            if self.parent_of.contains_key(&pid) {
+                continue;
+            }
+            if let Some(ppid) = fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| ppid_of(&stat))
+            {
+                self.parent_of.insert(pid, ppid);
             }
         }
+        self.parent_of.retain(|pid, _| present.contains(pid));
+        let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for (&pid, &ppid) in &self.parent_of {
+            children.entry(ppid).or_default().push(pid);
+        }
+        let mut out = Vec::new();
+        let mut queue = std::collections::VecDeque::from([root]);
+        let mut seen = BTreeSet::from([root]);
+        while let Some(parent) = queue.pop_front() {
+            for &child in children.get(&parent).into_iter().flatten() {
+                if seen.insert(child) {
+                    out.push((child, parent));
+                    queue.push_back(child);
+                }
+            }
+        }
+        out
     }
-    out
 }
 
 #[cfg(test)]

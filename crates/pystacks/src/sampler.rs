@@ -22,7 +22,6 @@ const ERROR_EXAMPLES: usize = 5;
 
 /// How to sample.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct SamplerOptions {
     /// Samples per second (per process).
     pub rate_hz: u32,
@@ -42,11 +41,20 @@ pub struct SamplerOptions {
     /// become readable (an interpreter still starting up, a launcher that
     /// has not yet started its Python child).
     pub attach_timeout: Duration,
+    /// Pause each process (ptrace-stop every thread) while it is read, as
+    /// `py-spy record` does by default, so no stack is read half-changed.
+    /// Off by default (`py-spy --nonblocking`): py-spy's pause waits on the
+    /// process with `waitpid`, and when the process is a child of this one
+    /// and exits during a read, that wait collects its exit status, which
+    /// its parent's own wait (the harness's reaper) then never sees. A read
+    /// of a running process without a pause may now and then fail (counted
+    /// in [`Profile::errors`]).
+    pub pause: bool,
 }
 
 impl Default for SamplerOptions {
     /// 100 Hz, subprocesses followed, idle threads left out, function
-    /// lines, no deadline, 5 s to attach.
+    /// lines, no deadline, 5 s to attach, no pausing.
     fn default() -> Self {
         SamplerOptions {
             rate_hz: 100,
@@ -55,6 +63,7 @@ impl Default for SamplerOptions {
             lines: Lines::Function,
             deadline: None,
             attach_timeout: Duration::from_secs(5),
+            pause: false,
         }
     }
 }
@@ -118,9 +127,10 @@ pub struct SamplerCost {
     pub started_ns: u64,
     /// See `started_ns`.
     pub stopped_ns: u64,
-    /// Time spent reading stacks, summed over processes: each process is
-    /// paused (ptrace-stopped) while it is read, so for one process this is
-    /// the time it was kept from running.
+    /// Time spent reading stacks, summed over processes. With
+    /// [`SamplerOptions::pause`], each process is ptrace-stopped while it
+    /// is read, so for one process this is the time it was kept from
+    /// running; without, the process runs on while it is read.
     pub read_ns: u64,
     /// Time spent attaching (parsing the interpreter's binary, finding its
     /// state), included in neither `read_ns` nor the samples.
@@ -135,9 +145,10 @@ impl SamplerCost {
         self.stopped_ns.saturating_sub(self.started_ns)
     }
 
-    /// `read_ns / wall_ns`: for one process, the share of its time it
-    /// spent paused by the sampler.
-    pub fn paused_share(&self) -> f64 {
+    /// `read_ns / wall_ns`: the share of the time spent reading (with
+    /// [`SamplerOptions::pause`], for one process, the share of its time it
+    /// was kept from running).
+    pub fn reading_share(&self) -> f64 {
         match self.wall_ns() {
             0 => 0.0,
             wall => self.read_ns as f64 / wall as f64,
@@ -378,6 +389,7 @@ struct Run {
     attach_ns: u64,
     started: Instant,
     root_error: Option<Error>,
+    tree: procfs::ProcessTree,
 }
 
 impl Run {
@@ -399,6 +411,7 @@ impl Run {
             attach_ns: 0,
             started: Instant::now(),
             root_error: None,
+            tree: procfs::ProcessTree::default(),
         }
     }
 
@@ -415,7 +428,7 @@ impl Run {
         let stop_reason = loop {
             let now = Instant::now();
             if self.options.subprocesses && now >= next_scan {
-                for (pid, parent) in procfs::descendants(self.root) {
+                for (pid, parent) in self.tree.descendants(self.root) {
                     self.track(pid, Some(parent));
                 }
                 next_scan = now + SCAN_EVERY;
@@ -514,7 +527,7 @@ impl Run {
                 })
             } else {
                 let t0 = Instant::now();
-                let r = Spy::attach(pid, self.options.lines);
+                let r = Spy::attach(pid, self.options.lines, self.options.pause);
                 self.attach_ns += t0.elapsed().as_nanos() as u64;
                 r
             };

@@ -5,6 +5,7 @@ use py_spy::config::{LineNo, LockingStrategy};
 use py_spy::{Config, PythonSpy};
 
 use crate::error::Error;
+use crate::procfs;
 use crate::stack::{Frame, ThreadStack};
 
 /// Which line a frame reports.
@@ -27,9 +28,13 @@ pub(crate) struct Spy {
 impl Spy {
     /// Attaches to `pid` and reads its stacks once to prove the attachment
     /// works (an interpreter still starting up has no readable threads).
-    pub(crate) fn attach(pid: u32, lines: Lines) -> Result<Spy, Error> {
+    pub(crate) fn attach(pid: u32, lines: Lines, pause: bool) -> Result<Spy, Error> {
         let config = Config {
-            blocking: LockingStrategy::Lock,
+            blocking: if pause {
+                LockingStrategy::Lock
+            } else {
+                LockingStrategy::NonBlocking
+            },
             native: false,
             lineno: match lines {
                 Lines::Current => LineNo::LastInstruction,
@@ -55,20 +60,37 @@ impl Spy {
         self.inner.process.exe().unwrap_or_default()
     }
 
-    /// Every thread's stack right now, the process paused while it is read.
+    /// Every thread's stack right now (the process paused while it is
+    /// read, if the spy pauses).
     pub(crate) fn threads(&mut self) -> Result<Vec<ThreadStack>, Error> {
         let pid = self.inner.pid as u32;
         let traces = self
             .inner
             .get_stack_traces()
             .map_err(|e| Error::classify(pid, &e))?;
+        // Before 3.11 the interpreter does not record a thread's kernel id
+        // and py-spy (without `unwind`) guesses activity from the frames
+        // alone. The main thread (the oldest, so last in the interpreter's
+        // list) is the process's leader thread, whose kernel id is the
+        // pid: its state is known.
+        let leader_running = procfs::is_running(pid);
+        let last = traces.len().saturating_sub(1);
         Ok(traces
             .into_iter()
-            .map(|t| ThreadStack {
+            .enumerate()
+            .map(|(i, t)| {
+                let is_main = t.os_thread_id.is_none() && i == last;
+                let (os_thread_id, active) = match (is_main, leader_running) {
+                    (true, Some(running)) => (Some(u64::from(pid)), t.active && running),
+                    _ => (t.os_thread_id, t.active),
+                };
+                (t, os_thread_id, active)
+            })
+            .map(|(t, os_thread_id, active)| ThreadStack {
                 thread_id: t.thread_id,
-                os_thread_id: t.os_thread_id,
+                os_thread_id,
                 name: t.thread_name,
-                active: t.active,
+                active,
                 owns_gil: t.owns_gil,
                 frames: t
                     .frames

@@ -146,7 +146,10 @@ mod tests {
             name: Some("MainThread".into()),
             active: true,
             owns_gil: true,
-            frames: vec![frame("hang_here", "hang.py", 9), frame("<module>", "hang.py", 20)],
+            frames: vec![
+                frame("hang_here", "hang.py", 9),
+                frame("<module>", "hang.py", 20),
+            ],
         };
         assert_eq!(
             t.to_string(),
