@@ -91,8 +91,9 @@ impl Dump {
 }
 
 /// Reads every thread's Python stack of `pid` and, with
-/// [`DumpOptions::subprocesses`], of its Python descendants: each process
-/// is paused while it is read (a few milliseconds) and resumed.
+/// [`DumpOptions::subprocesses`], of its Python descendants. A read that
+/// fails for no lasting reason (memory changing under the reader) is
+/// retried twice.
 ///
 /// `Err` only when no process could be read: the asked-for process's own
 /// error ([`Error::PermissionDenied`], [`Error::ProcessGone`],

@@ -1,11 +1,14 @@
 //! pystacks: a live CPython process's Python stacks, read from outside.
 //!
 //! This crate owns one job: given a pid, read what its Python threads are
-//! doing, the way `py-spy` does (it *is* py-spy, linked as a library with
-//! its `cli` feature off, so nothing has to be installed): the process's
-//! memory is read through `process_vm_readv`, each process paused with
-//! ptrace for the few milliseconds a read takes. CPython 2.7 and 3.3 to
-//! 3.15, Linux.
+//! doing, the way `py-spy` does (it *is* py-spy 0.4.3, linked as a library
+//! with its `cli` feature off, so nothing has to be installed): the
+//! interpreter's structures are read from the process's memory with
+//! `process_vm_readv`. By default the process is not paused while it is
+//! read (`py-spy --nonblocking`; see [`SamplerOptions::pause`] for why).
+//! CPython 2.7 and 3.3 to 3.15, Linux. Before CPython 3.11 the kernel id
+//! of a thread other than the main one is unknown, so whether such a
+//! thread is idle is guessed from its frames.
 //!
 //! - [`dump`]: every thread's stack of a process and of its Python
 //!   descendants, once, in bounded time: typed ([`Dump`], [`ThreadStack`],

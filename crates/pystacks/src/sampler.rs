@@ -425,7 +425,7 @@ impl Run {
         let mut attached = Some(attached);
         let mut next_scan = start;
         let mut next_tick = start;
-        let stop_reason = loop {
+        let stop_reason = 'rounds: loop {
             let now = Instant::now();
             if self.options.subprocesses && now >= next_scan {
                 for (pid, parent) in self.tree.descendants(self.root) {
@@ -442,7 +442,8 @@ impl Run {
                     }
                     Some(Err(e)) => {
                         let _ = tx.send(Err(e));
-                        break StopReason::Exited;
+                        attached = None;
+                        break 'rounds StopReason::Exited;
                     }
                     None => {}
                 }
@@ -472,6 +473,10 @@ impl Run {
                 break StopReason::Stopped;
             }
         };
+        if let Some(tx) = attached {
+            // Ended (all gone, deadline) before any process was readable.
+            let _ = tx.send(Err(self.attach_failure()));
+        }
         let cost = SamplerCost {
             started_ns,
             stopped_ns: monotonic_ns(),
@@ -583,8 +588,15 @@ impl Run {
         if !(root_refused || timed_out || (none_pending && !can_still_appear)) {
             return None;
         }
+        Some(Err(self.attach_failure()))
+    }
+
+    /// Why no process could be attached: the asked-for process's last
+    /// error, or that it is gone or not Python.
+    fn attach_failure(&mut self) -> Error {
         let searched_children = self.options.subprocesses;
-        Some(Err(match self.root_error.take() {
+        let root_gone = procfs::is_gone(self.root);
+        match self.root_error.take() {
             Some(Error::NotPython {
                 pid,
                 command,
@@ -604,7 +616,7 @@ impl Run {
                 searched_children,
                 detail: String::new(),
             },
-        }))
+        }
     }
 
     /// The `process PID:"command"` labels from the asked-for process down
@@ -753,4 +765,77 @@ fn thread_cpu_ns() -> u64 {
         return 0;
     }
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_that_never_becomes_python_is_an_error_after_the_attach_timeout() {
+        let mut cat = std::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("cat runs");
+        let options = SamplerOptions {
+            attach_timeout: Duration::from_millis(200),
+            ..SamplerOptions::default()
+        };
+        let t0 = Instant::now();
+        let err = Sampler::start(cat.id(), options).expect_err("cat is not Python");
+        let waited = t0.elapsed();
+        let _ = cat.kill();
+        let _ = cat.wait();
+        assert!(
+            matches!(
+                err,
+                Error::NotPython {
+                    searched_children: true,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(waited >= Duration::from_millis(200), "{waited:?}");
+        assert!(
+            err.to_string().contains("none of its subprocesses"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_gone_process_or_a_zero_rate_is_an_error_at_once() {
+        let err = Sampler::start(u32::MAX - 1, SamplerOptions::default()).expect_err("gone");
+        assert!(matches!(err, Error::ProcessGone { .. }), "{err}");
+        let err = Sampler::start(std::process::id(), SamplerOptions::at_rate(0)).expect_err("0");
+        assert!(matches!(err, Error::ZeroRate), "{err}");
+    }
+
+    #[test]
+    fn the_profile_aggregates_in_order_of_first_appearance() {
+        let profile = Profile {
+            rate_hz: 100,
+            samples: [(10, 0), (20, 1), (30, 0), (40, 0)]
+                .into_iter()
+                .map(|(t_ns, stack)| Sample {
+                    t_ns,
+                    pid: 1,
+                    stack,
+                })
+                .collect(),
+            stacks: vec![vec!["a".into(), "b".into()], vec!["a".into()]],
+            ticks: 4,
+            late_ticks: 0,
+            errors: 0,
+            error_examples: vec![],
+            processes: vec![],
+            cost: SamplerCost::default(),
+            stop_reason: StopReason::Stopped,
+        };
+        let all = profile.collapsed();
+        assert_eq!(crate::collapsed_text(&all), "a;b 3\na 1\n");
+        let before = profile.collapsed_before(30);
+        assert_eq!(crate::collapsed_text(&before), "a;b 1\na 1\n");
+        assert_eq!(profile.sample_count(), 4);
+    }
 }

@@ -167,3 +167,21 @@ fn a_launcher_that_is_not_python_shows_its_python_child() {
     assert!(text.contains("hang_here_for_the_dump"), "{text}");
     assert!(text.contains("is not a Python process"), "{text}");
 }
+
+#[test]
+fn a_dump_past_its_timeout_is_a_timeout_error() {
+    let py = Py::start("hang_in_named_function.py", &[]);
+    py.expect_line("hanging");
+    // Attaching alone parses the interpreter's binary: never instant.
+    let err = dump(
+        py.pid(),
+        &DumpOptions::with_timeout(std::time::Duration::ZERO),
+    )
+    .expect_err("no time to read");
+    assert!(matches!(err, Error::Timeout { .. }), "{err}");
+    assert_eq!(err.pid(), Some(py.pid()));
+    assert!(
+        err.to_string().contains("retry with a longer timeout"),
+        "{err}"
+    );
+}
