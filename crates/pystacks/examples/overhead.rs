@@ -86,7 +86,12 @@ fn python() -> String {
 }
 
 fn one(py: &str, script: &std::path::Path, iterations: u64, s: Setting) -> Run {
-    let mut child = Command::new(py)
+    // Python runs under `sh`, not as a child of this process, so that a
+    // paused read really pauses it (children of the reader never are).
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(r#""$0" "$1" "$2"; exit $?"#)
+        .arg(py)
         .arg(script)
         .arg(iterations.to_string())
         .stdin(Stdio::piped())
@@ -110,8 +115,6 @@ fn one(py: &str, script: &std::path::Path, iterations: u64, s: Setting) -> Run {
     line.clear();
     out.read_line(&mut line).expect("elapsed line");
     let loop_ns: u64 = line.trim().parse().expect("elapsed ns");
-    // Stop before the exit: a paused read of an exiting child of ours
-    // would collect its exit status (see SamplerOptions::pause).
     let profile = sampler.map(Sampler::stop);
     child.wait().expect("wait");
     let mut run = Run {

@@ -38,6 +38,11 @@ fn ppid_of(stat: &str) -> Option<u32> {
     after.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The parent of `pid`, while it runs.
+pub(crate) fn parent_of(pid: u32) -> Option<u32> {
+    ppid_of(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
 /// The command line, its arguments joined by spaces (empty for a kernel
 /// thread, a zombie, or a process that is gone).
 pub(crate) fn cmdline(pid: u32) -> String {
@@ -210,6 +215,8 @@ mod tests {
         assert!(!is_gone(me));
         assert!(memory_access_denied(me).is_none());
         assert_eq!(uid_of(me), Some(own_uid()));
+        // SAFETY: getppid has no preconditions.
+        assert_eq!(parent_of(me), Some(unsafe { libc::getppid() } as u32));
         assert!(!cmdline(me).is_empty());
     }
 

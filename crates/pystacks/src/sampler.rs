@@ -43,12 +43,16 @@ pub struct SamplerOptions {
     pub attach_timeout: Duration,
     /// Pause each process (ptrace-stop every thread) while it is read, as
     /// `py-spy record` does by default, so no stack is read half-changed.
-    /// Off by default (`py-spy --nonblocking`): py-spy's pause waits on the
-    /// process with `waitpid`, and when the process is a child of this one
-    /// and exits during a read, that wait collects its exit status, which
-    /// its parent's own wait (the harness's reaper) then never sees. A read
-    /// of a running process without a pause may now and then fail (counted
-    /// in [`Profile::errors`]).
+    /// Off by default (`py-spy --nonblocking`): a paused read costs the
+    /// process several times the time of a plain one (see the `overhead`
+    /// example), and a read of a running process without a pause only now
+    /// and then fails (counted in [`Profile::errors`]).
+    ///
+    /// Children of this process are never paused, whatever this says:
+    /// py-spy's pause waits on the process with `waitpid`, and when the
+    /// process is a child of the reader and exits during a read, that wait
+    /// collects its exit status, which the reader's own reaper (the
+    /// harness's, through `spawn`) would then never see.
     pub pause: bool,
 }
 

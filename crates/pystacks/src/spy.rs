@@ -28,7 +28,12 @@ pub(crate) struct Spy {
 impl Spy {
     /// Attaches to `pid` and reads its stacks once to prove the attachment
     /// works (an interpreter still starting up has no readable threads).
+    /// With `pause`, each read ptrace-stops the process, except for a
+    /// child of this process (see [`SamplerOptions::pause`]).
+    ///
+    /// [`SamplerOptions::pause`]: crate::SamplerOptions::pause
     pub(crate) fn attach(pid: u32, lines: Lines, pause: bool) -> Result<Spy, Error> {
+        let pause = pause && procfs::parent_of(pid) != Some(std::process::id());
         let config = Config {
             blocking: if pause {
                 LockingStrategy::Lock

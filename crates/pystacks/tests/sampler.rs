@@ -10,11 +10,17 @@ fn the_function_a_script_spends_its_time_in_is_the_widest_frame() {
     let mut py = Py::start("spins_in_named_function.py", &[]);
     py.expect_line("ready");
     let before = phases::clock::monotonic_ns();
-    let sampler = Sampler::start(py.pid(), SamplerOptions::at_rate(200)).expect("start");
+    // `pause` asked for, but this process is our child: never paused, so
+    // no read can collect its exit status before our own wait does.
+    let options = SamplerOptions {
+        pause: true,
+        ..SamplerOptions::at_rate(200)
+    };
+    let sampler = Sampler::start(py.pid(), options).expect("start");
     py.send("go");
     let profile = sampler.wait();
     let after = phases::clock::monotonic_ns();
-    assert_eq!(py.finish(), Some(0));
+    assert_eq!(py.finish(), Some(0), "our wait saw our child's exit");
 
     assert_eq!(profile.stop_reason, StopReason::Exited);
     assert!(profile.sample_count() >= 20, "{profile:#?}");
@@ -160,12 +166,7 @@ fn samples_are_on_pythons_monotonic_clock() {
 fn a_stop_handle_ends_sampling_from_another_thread_and_leaves_the_process_running() {
     let mut py = Py::start("spins_in_named_function.py", &["4000000000"]);
     py.expect_line("ready");
-    // Paused reads (ptrace) this time: stopped before the process exits.
-    let options = SamplerOptions {
-        pause: true,
-        ..SamplerOptions::at_rate(100)
-    };
-    let sampler = Sampler::start(py.pid(), options).expect("start");
+    let sampler = Sampler::start(py.pid(), SamplerOptions::at_rate(100)).expect("start");
     let handle = sampler.stop_handle();
     py.send("go");
     assert!(py.next_line().starts_with("burning "));
@@ -200,12 +201,21 @@ fn a_deadline_ends_sampling() {
 fn a_python_child_started_after_the_sampler_is_sampled_under_its_parent() {
     let mut py = Py::start("parent_waits_on_child.py", &["busy"]);
     py.expect_line("ready");
-    let sampler = Sampler::start(py.pid(), SamplerOptions::at_rate(200)).expect("start");
+    // Paused reads: the child (not a child of this process) is
+    // ptrace-stopped for each read, the parent (a child of this process)
+    // never is.
+    let options = SamplerOptions {
+        pause: true,
+        ..SamplerOptions::at_rate(200)
+    };
+    let sampler = Sampler::start(py.pid(), options).expect("start");
     py.send("go");
     let profile = sampler.wait();
+    // The child exits with 7 and its parent with its child's status: the
+    // child's exit reached its parent despite the tracing.
     assert_eq!(
         py.finish(),
-        Some(0),
+        Some(7),
         "the parent's wait saw its child's exit"
     );
     assert_eq!(profile.stop_reason, StopReason::Exited);
