@@ -26,6 +26,33 @@
 //!   imports (importlib's `_find_and_load` on the stack) and which frames
 //!   took the rest.
 //!
+//! # Example
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use pystacks::{DumpOptions, Sampler, SamplerOptions, collapsed_text, dump_text, import_share};
+//!
+//! # fn ready_line_stamp() -> u64 { 0 }
+//! let worker_pid = 4242;
+//! // A hung worker: its stacks (or why there are none) for the error.
+//! let text = dump_text(worker_pid, &DumpOptions::with_timeout(Duration::from_secs(5)));
+//!
+//! // Its start-up: sample from spawn to the ready line.
+//! let sampler = Sampler::start(worker_pid, SamplerOptions::at_rate(500))?;
+//! let ready_ns = ready_line_stamp(); // CLOCK_MONOTONIC, as spawn stamps lines
+//! let profile = sampler.stop();
+//! let start_up = profile.collapsed_before(ready_ns);
+//! let raw = collapsed_text(&start_up); // what report::profile::parse_collapsed reads
+//! let share = import_share(&start_up, 15);
+//! println!(
+//!     "{} samples, {:.0}% inside imports, sampler cost {:.1} ms of reading",
+//!     share.samples,
+//!     share.share_inside() * 100.0,
+//!     profile.cost.read_ns as f64 / 1e6
+//! );
+//! # Ok::<(), pystacks::Error>(())
+//! ```
+//!
 //! When the kernel refuses (Yama's `kernel.yama.ptrace_scope`, no
 //! `CAP_SYS_PTRACE` in a container, a process of another user, a
 //! non-dumpable process), the error is [`Error::PermissionDenied`], whose

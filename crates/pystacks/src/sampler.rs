@@ -17,6 +17,8 @@ use crate::stack::sanitize;
 
 /// How often descendants are looked for.
 const SCAN_EVERY: Duration = Duration::from_millis(50);
+/// The least time between two attempts to attach one process.
+const RETRY_ATTACH: Duration = Duration::from_millis(10);
 /// How many sampling errors are kept as examples.
 const ERROR_EXAMPLES: usize = 5;
 
@@ -361,6 +363,9 @@ enum State {
     Pending {
         since: Instant,
         last: Option<String>,
+        /// When py-spy was last asked to attach (attempts are spaced by
+        /// [`RETRY_ATTACH`]: each parses the interpreter's binary).
+        tried: Option<Instant>,
     },
     Attached {
         spy: Box<Spy>,
@@ -505,6 +510,7 @@ impl Run {
                 state: State::Pending {
                     since: Instant::now(),
                     last: None,
+                    tried: None,
                 },
             },
         );
@@ -518,9 +524,13 @@ impl Run {
             .order
             .iter()
             .copied()
-            .filter(|pid| matches!(self.tracked[pid].state, State::Pending { .. }))
+            .filter(|pid| match self.tracked[pid].state {
+                State::Pending { tried, .. } => tried.is_none_or(|t| t.elapsed() >= RETRY_ATTACH),
+                _ => false,
+            })
             .collect();
         for pid in pending {
+            let mut tried = None;
             let gone = procfs::is_gone(pid);
             let python_mapped = procfs::maps_mention_python(pid);
             let outcome = if gone {
@@ -536,6 +546,7 @@ impl Run {
                 })
             } else {
                 let t0 = Instant::now();
+                tried = Some(t0);
                 let r = Spy::attach(pid, self.options.lines, self.options.pause);
                 self.attach_ns += t0.elapsed().as_nanos() as u64;
                 r
@@ -553,7 +564,12 @@ impl Run {
                     };
                 }
                 Err(e) => {
-                    let State::Pending { since, .. } = t.state else {
+                    let State::Pending {
+                        since,
+                        tried: tried_before,
+                        ..
+                    } = t.state
+                    else {
                         unreachable!("only pending processes are attached")
                     };
                     let fatal = matches!(e, Error::ProcessGone { .. } | Error::PermissionDenied(_));
@@ -570,6 +586,7 @@ impl Run {
                         State::Pending {
                             since,
                             last: Some(why),
+                            tried: tried.or(tried_before),
                         }
                     };
                 }
@@ -696,6 +713,7 @@ impl Run {
                         t.state = State::Pending {
                             since: Instant::now(),
                             last: Some(e.to_string()),
+                            tried: None,
                         };
                     } else {
                         self.errors += 1;
