@@ -2,7 +2,9 @@
 //! sampler, at 100 Hz and at 1 kHz, with and without pausing the process
 //! for each read. Rounds interleave the settings so drift on a noisy
 //! machine spreads over all of them; it prints medians, spreads and the
-//! ratio to the unsampled loop of the same rounds.
+//! ratio to the unsampled loop of the same rounds, of its wall time and of
+//! its own CPU time (which leaves out time the loop waited for a CPU or
+//! sat paused).
 //!
 //! `cargo run --release -p pystacks --example overhead -- [ROUNDS] [ITERATIONS]`
 //! (defaults: 7 rounds, 20,000,000 loop iterations, about 1 s each).
@@ -21,9 +23,9 @@ def cpu_bound_loop(n):
     return t
 print("ready", flush=True)
 sys.stdin.readline()
-t0 = time.perf_counter_ns()
+t0, c0 = time.perf_counter_ns(), time.process_time_ns()
 cpu_bound_loop(int(sys.argv[1]))
-print(time.perf_counter_ns() - t0, flush=True)
+print(time.perf_counter_ns() - t0, time.process_time_ns() - c0, flush=True)
 "#;
 
 #[derive(Clone, Copy)]
@@ -64,6 +66,7 @@ const SETTINGS: [Setting; 5] = [
 #[derive(Default, Clone)]
 struct Run {
     loop_ns: u64,
+    loop_cpu_ns: u64,
     samples: u64,
     errors: u64,
     late: u64,
@@ -114,11 +117,16 @@ fn one(py: &str, script: &std::path::Path, iterations: u64, s: Setting) -> Run {
     drop(stdin);
     line.clear();
     out.read_line(&mut line).expect("elapsed line");
-    let loop_ns: u64 = line.trim().parse().expect("elapsed ns");
+    let mut figures = line
+        .split_whitespace()
+        .map(|f| f.parse::<u64>().expect("ns"));
+    let loop_ns = figures.next().expect("elapsed ns");
+    let loop_cpu_ns = figures.next().expect("cpu ns");
     let profile = sampler.map(Sampler::stop);
     child.wait().expect("wait");
     let mut run = Run {
         loop_ns,
+        loop_cpu_ns,
         ..Run::default()
     };
     if let Some(p) = profile {
@@ -170,10 +178,11 @@ fn main() {
         "CPU-bound Python loop ({iterations} iterations, {py}), {rounds} rounds interleaved, medians [min..max]"
     );
     println!(
-        "{:<22} {:>22} {:>9} {:>9} {:>8} {:>7} {:>12} {:>12} {:>10} {:>10}",
+        "{:<22} {:>22} {:>9} {:>11} {:>9} {:>8} {:>7} {:>12} {:>12} {:>10} {:>10}",
         "setting",
         "loop ms",
         "vs none",
+        "cpu vs none",
         "samples",
         "errors",
         "late",
@@ -183,6 +192,7 @@ fn main() {
         "reading %"
     );
     let base: Vec<f64> = runs[0].iter().map(|r| r.loop_ns as f64).collect();
+    let base_cpu: Vec<f64> = runs[0].iter().map(|r| r.loop_cpu_ns as f64).collect();
     for (s, rs) in SETTINGS.iter().zip(&runs) {
         let ms: Vec<f64> = rs.iter().map(|r| r.loop_ns as f64 / 1e6).collect();
         // Ratio within each round, then the median of the ratios.
@@ -190,6 +200,12 @@ fn main() {
             rs.iter()
                 .zip(&base)
                 .map(|(r, b)| r.loop_ns as f64 / b)
+                .collect(),
+        );
+        let cpu_ratio = median(
+            rs.iter()
+                .zip(&base_cpu)
+                .map(|(r, b)| r.loop_cpu_ns as f64 / b)
                 .collect(),
         );
         let min = ms.iter().copied().fold(f64::INFINITY, f64::min);
@@ -203,12 +219,13 @@ fn main() {
             }
         };
         println!(
-            "{:<22} {:>8.1} [{:>5.0}..{:>5.0}] {:>8.3}x {:>9.0} {:>8.0} {:>7.0} {:>12.1} {:>12.1} {:>10.1} {:>9.2}%",
+            "{:<22} {:>8.1} [{:>5.0}..{:>5.0}] {:>8.3}x {:>10.3}x {:>9.0} {:>8.0} {:>7.0} {:>12.1} {:>12.1} {:>10.1} {:>9.2}%",
             s.name,
             median(ms.clone()),
             min,
             max,
             ratio,
+            cpu_ratio,
             med(&|r| r.samples as f64),
             med(&|r| r.errors as f64),
             med(&|r| r.late as f64),
