@@ -1,0 +1,94 @@
+//! pystacks: a live CPython process's Python stacks, read from outside.
+//!
+//! This crate owns one job: given a pid, read what its Python threads are
+//! doing, the way `py-spy` does (it *is* py-spy 0.4.3, linked as a library
+//! with its `cli` feature off, so nothing has to be installed): the
+//! interpreter's structures are read from the process's memory with
+//! `process_vm_readv`. By default the process is not paused while it is
+//! read (`py-spy --nonblocking`; see [`SamplerOptions::pause`] for why).
+//! CPython 2.7 and 3.3 to 3.15, Linux. Before CPython 3.11 the kernel id
+//! of a thread other than the main one is unknown, so whether such a
+//! thread is idle is guessed from its frames.
+//!
+//! - [`dump`]: every thread's stack of a process and of its Python
+//!   descendants, once, in bounded time: typed ([`Dump`], [`ThreadStack`],
+//!   [`Frame`]) and rendered as `py-spy dump` writes it. What a timeout
+//!   error shows of a hung worker ([`dump_text`]).
+//! - [`Sampler`]: samples a process and its subprocesses at a rate until
+//!   stopped ([`StopHandle`], a deadline, or the processes' exit); every
+//!   sample is stamped on CLOCK_MONOTONIC (`phases::clock`'s clock, the
+//!   clock of Python's `time.monotonic_ns()`), so a caller can keep the
+//!   samples before the ready line. The [`Profile`] aggregates into
+//!   collapsed stacks ([`CollapsedStack`], the lines of `py-spy record
+//!   --function --format raw` that `report::profile::parse_collapsed`
+//!   reads) and states the sampler's own cost ([`SamplerCost`]).
+//! - [`import_share`]: how much of a start-up profile was spent inside
+//!   imports (importlib's `_find_and_load` on the stack) and which frames
+//!   took the rest.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use pystacks::{DumpOptions, Sampler, SamplerOptions, collapsed_text, dump_text, import_share};
+//!
+//! # fn ready_line_stamp() -> u64 { 0 }
+//! let worker_pid = 4242;
+//! // A hung worker: its stacks (or why there are none) for the error.
+//! let text = dump_text(worker_pid, &DumpOptions::with_timeout(Duration::from_secs(5)));
+//!
+//! // Its start-up: sample from spawn to the ready line.
+//! let sampler = Sampler::start(worker_pid, SamplerOptions::at_rate(500))?;
+//! let ready_ns = ready_line_stamp(); // CLOCK_MONOTONIC, as spawn stamps lines
+//! let profile = sampler.stop();
+//! let start_up = profile.collapsed_before(ready_ns);
+//! let raw = collapsed_text(&start_up); // what report::profile::parse_collapsed reads
+//! let share = import_share(&start_up, 15);
+//! println!(
+//!     "{} samples, {:.0}% inside imports, sampler cost {:.1} ms of reading",
+//!     share.samples,
+//!     share.share_inside() * 100.0,
+//!     profile.cost.read_ns as f64 / 1e6
+//! );
+//! # Ok::<(), pystacks::Error>(())
+//! ```
+//!
+//! When the kernel refuses (Yama's `kernel.yama.ptrace_scope`, no
+//! `CAP_SYS_PTRACE` in a container, a process of another user, a
+//! non-dumpable process), the error is [`Error::PermissionDenied`], whose
+//! message says which of those applies and how to allow it.
+//!
+//! It deliberately does not start, drive or end workers (that is the
+//! harness's, through `spawn`), does not render flame graphs, speedscope
+//! files or tables (that is `report`), and reads no native (C) frames
+//! ([`NATIVE_UNAVAILABLE`] says why).
+
+#![warn(missing_docs)]
+
+mod collapsed;
+mod dump;
+mod error;
+mod procfs;
+mod sampler;
+mod spy;
+mod stack;
+
+pub use collapsed::{
+    CollapsedStack, FrameTotal, ImportShare, collapsed_text, import_share, is_import_frame,
+    is_label_frame, top_frames, write_collapsed,
+};
+pub use dump::{Dump, DumpOptions, ProcessDump, PythonStacks, dump, dump_text};
+pub use error::{Error, PtraceDenial};
+pub use sampler::{
+    Profile, Sample, SampledProcess, Sampler, SamplerCost, SamplerOptions, StopHandle, StopReason,
+};
+pub use spy::Lines;
+pub use stack::{Frame, ThreadStack};
+
+/// Why there are no native (C) frames, for a `--native` option to print.
+///
+/// py-spy's `unwind` feature unwinds native stacks with libunwind, which
+/// its `remoteprocess` dependency links from the system
+/// (`-lunwind -lunwind-ptrace -lunwind-x86_64 -llzma`): it does not build
+/// from crates alone, so this crate is built without it.
+pub const NATIVE_UNAVAILABLE: &str = "native (C) frames are not available: the stack reader would need py-spy's `unwind` feature, which links the system's libunwind (the libunwind-dev package) rather than building from crates alone, so coldstart is built without it; the Python frames are complete without them";

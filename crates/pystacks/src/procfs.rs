@@ -1,0 +1,242 @@
+//! What `/proc` says about a process: alive or not, its command line and
+//! owner, its descendants, whether the kernel lets this thread read its
+//! memory, and this thread's own ptrace rights.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io;
+
+/// Linux's number for `CAP_SYS_PTRACE`.
+const CAP_SYS_PTRACE: u32 = 19;
+
+/// True when `pid` no longer runs: no `/proc/PID`, or a zombie (exited,
+/// not yet reaped) or dead task.
+pub(crate) fn is_gone(pid: u32) -> bool {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => matches!(state_of(&stat), Some('Z' | 'X' | 'x')),
+        Err(_) => true,
+    }
+}
+
+/// Whether the thread `tid` (or a process's leader thread, `tid` = pid)
+/// is running or runnable (`R`) rather than sleeping; `None` when gone.
+pub(crate) fn is_running(tid: u32) -> Option<bool> {
+    let stat = fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+    Some(state_of(&stat)? == 'R')
+}
+
+/// The state letter of a `/proc/PID/stat` line (the field after the
+/// parenthesised command name, which may itself hold spaces and parens).
+fn state_of(stat: &str) -> Option<char> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().next()?.chars().next()
+}
+
+/// The parent pid of a `/proc/PID/stat` line.
+fn ppid_of(stat: &str) -> Option<u32> {
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The parent of `pid`, while it runs.
+pub(crate) fn parent_of(pid: u32) -> Option<u32> {
+    ppid_of(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// The command line, its arguments joined by spaces (empty for a kernel
+/// thread, a zombie, or a process that is gone).
+pub(crate) fn cmdline(pid: u32) -> String {
+    let Ok(raw) = fs::read(format!("/proc/{pid}/cmdline")) else {
+        return String::new();
+    };
+    raw.split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The real uid of `pid` (from `/proc/PID/status`).
+pub(crate) fn uid_of(pid: u32) -> Option<u32> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    field(&status, "Uid:")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn field<'a>(status: &'a str, name: &str) -> Option<&'a str> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .map(str::trim)
+}
+
+/// Whether the calling thread has `CAP_SYS_PTRACE` in its effective set
+/// (capabilities are per thread on Linux, so `/proc/thread-self`).
+pub(crate) fn has_cap_sys_ptrace() -> Option<bool> {
+    let status = fs::read_to_string("/proc/thread-self/status").ok()?;
+    let eff = u64::from_str_radix(field(&status, "CapEff:")?, 16).ok()?;
+    Some(eff & (1 << CAP_SYS_PTRACE) != 0)
+}
+
+/// The calling thread's real uid.
+pub(crate) fn own_uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// `kernel.yama.ptrace_scope`, where the Yama security module is present.
+pub(crate) fn yama_ptrace_scope() -> Option<u8> {
+    fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Asks the kernel whether this thread may read `pid`'s memory: opening
+/// `/proc/PID/mem` runs the same ptrace access check as
+/// `process_vm_readv` and `PTRACE_ATTACH` (uid, dumpable flag,
+/// `CAP_SYS_PTRACE`, Yama). `Some(error)` when it refuses.
+pub(crate) fn memory_access_denied(pid: u32) -> Option<io::Error> {
+    match fs::File::open(format!("/proc/{pid}/mem")) {
+        Ok(_) => None,
+        Err(e) if is_permission_error(&e) => Some(e),
+        Err(_) => None,
+    }
+}
+
+/// EPERM or EACCES.
+pub(crate) fn is_permission_error(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::PermissionDenied
+        || matches!(e.raw_os_error(), Some(libc::EPERM | libc::EACCES))
+}
+
+/// Whether any file mapped into `pid` has `python` in its name (the
+/// interpreter binary or a `libpython` shared library): a cheap test of
+/// whether a process can be a CPython before asking py-spy to parse it.
+/// `None` when the maps cannot be read.
+pub(crate) fn maps_mention_python(pid: u32) -> Option<bool> {
+    let maps = fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    Some(maps.lines().any(|l| {
+        l.split_whitespace()
+            .nth(5)
+            .and_then(|path| path.rsplit('/').next())
+            .is_some_and(|name| name.to_ascii_lowercase().contains("python"))
+    }))
+}
+
+/// Every descendant of `root` with its parent, parents before children
+/// (breadth first), from one look at `/proc`.
+pub(crate) fn descendants(root: u32) -> Vec<(u32, u32)> {
+    ProcessTree::default().descendants(root)
+}
+
+/// The parent of every process, kept between looks so that a new look
+/// reads only the `/proc/PID/stat` of processes it has not seen yet (the
+/// sampler looks every few tens of milliseconds).
+#[derive(Debug, Default)]
+pub(crate) struct ProcessTree {
+    parent_of: BTreeMap<u32, u32>,
+}
+
+impl ProcessTree {
+    /// Every descendant of `root` with its parent, parents before children
+    /// (breadth first). A process keeps the parent it had when first seen,
+    /// so an orphan re-parented to init stays under the process that
+    /// started it.
+    pub(crate) fn descendants(&mut self, root: u32) -> Vec<(u32, u32)> {
+        let Ok(entries) = fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        let mut present = BTreeSet::new();
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            present.insert(pid);
+            if self.parent_of.contains_key(&pid) {
+                continue;
+            }
+            if let Some(ppid) = fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|stat| ppid_of(&stat))
+            {
+                self.parent_of.insert(pid, ppid);
+            }
+        }
+        self.parent_of.retain(|pid, _| present.contains(pid));
+        let mut children: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+        for (&pid, &ppid) in &self.parent_of {
+            children.entry(ppid).or_default().push(pid);
+        }
+        let mut out = Vec::new();
+        let mut queue = std::collections::VecDeque::from([root]);
+        let mut seen = BTreeSet::from([root]);
+        while let Some(parent) = queue.pop_front() {
+            for &child in children.get(&parent).into_iter().flatten() {
+                if seen.insert(child) {
+                    out.push((child, parent));
+                    queue.push_back(child);
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_survive_odd_command_names() {
+        let cases = [
+            ("12 (python3) S 7 12 12 0", Some('S'), Some(7)),
+            ("12 (a b) c) R 1 12 12 0", Some('R'), Some(1)),
+            ("12 (x) Z 99 0", Some('Z'), Some(99)),
+            ("garbage", None, None),
+        ];
+        for (line, state, ppid) in cases {
+            assert_eq!(state_of(line), state, "{line}");
+            assert_eq!(ppid_of(line), ppid, "{line}");
+        }
+    }
+
+    #[test]
+    fn this_process_is_alive_and_readable() {
+        let me = std::process::id();
+        assert!(!is_gone(me));
+        assert!(memory_access_denied(me).is_none());
+        assert_eq!(uid_of(me), Some(own_uid()));
+        // SAFETY: getppid has no preconditions.
+        assert_eq!(parent_of(me), Some(unsafe { libc::getppid() } as u32));
+        assert!(!cmdline(me).is_empty());
+    }
+
+    #[test]
+    fn a_pid_that_cannot_exist_is_gone() {
+        // Above the kernel's hard maximum pid (2^22).
+        assert!(is_gone(u32::MAX - 1));
+        assert_eq!(cmdline(u32::MAX - 1), "");
+    }
+
+    #[test]
+    fn descendants_lists_a_child_with_its_parent() {
+        let mut child = std::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("cat runs");
+        let me = std::process::id();
+        let found = descendants(me);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(found.contains(&(child.id(), me)), "{found:?}");
+    }
+}

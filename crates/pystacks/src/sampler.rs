@@ -1,0 +1,863 @@
+//! Sampling a running process (and its subprocesses) at a fixed rate
+//! until told to stop, every sample stamped on CLOCK_MONOTONIC.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use phases::clock::monotonic_ns;
+
+use crate::collapsed::CollapsedStack;
+use crate::error::Error;
+use crate::procfs;
+use crate::spy::{Lines, Spy};
+use crate::stack::sanitize;
+
+/// How often descendants are looked for.
+const SCAN_EVERY: Duration = Duration::from_millis(50);
+/// The least time between two attempts to attach one process.
+const RETRY_ATTACH: Duration = Duration::from_millis(10);
+/// How many sampling errors are kept as examples.
+const ERROR_EXAMPLES: usize = 5;
+
+/// How to sample.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplerOptions {
+    /// Samples per second (per process).
+    pub rate_hz: u32,
+    /// Also sample the process's descendants (as they appear), each stack
+    /// then rooted in `process PID:"command"` labels (`py-spy record
+    /// --subprocesses`).
+    pub subprocesses: bool,
+    /// Keep samples of idle threads (py-spy's `--idle`); off by default,
+    /// so a thread blocked reading its next request adds nothing.
+    pub include_idle: bool,
+    /// Which line a frame reports; [`Lines::Function`] by default, so a
+    /// function is one frame (`py-spy record --function`).
+    pub lines: Lines,
+    /// Stop by itself this long after the start.
+    pub deadline: Option<Duration>,
+    /// How long [`Sampler::start`] waits for the first Python process to
+    /// become readable (an interpreter still starting up, a launcher that
+    /// has not yet started its Python child).
+    pub attach_timeout: Duration,
+    /// Pause each process (ptrace-stop every thread) while it is read, as
+    /// `py-spy record` does by default, so no stack is read half-changed.
+    /// Off by default (`py-spy --nonblocking`): a paused read costs the
+    /// process several times the time of a plain one (see the `overhead`
+    /// example), and a read of a running process without a pause only now
+    /// and then fails (counted in [`Profile::errors`]).
+    ///
+    /// Children of this process are never paused, whatever this says:
+    /// py-spy's pause waits on the process with `waitpid`, and when the
+    /// process is a child of the reader and exits during a read, that wait
+    /// collects its exit status, which the reader's own reaper (the
+    /// harness's, through `spawn`) would then never see.
+    pub pause: bool,
+}
+
+impl Default for SamplerOptions {
+    /// 100 Hz, subprocesses followed, idle threads left out, function
+    /// lines, no deadline, 5 s to attach, no pausing.
+    fn default() -> Self {
+        SamplerOptions {
+            rate_hz: 100,
+            subprocesses: true,
+            include_idle: false,
+            lines: Lines::Function,
+            deadline: None,
+            attach_timeout: Duration::from_secs(5),
+            pause: false,
+        }
+    }
+}
+
+impl SamplerOptions {
+    /// The defaults at another rate.
+    pub fn at_rate(rate_hz: u32) -> Self {
+        SamplerOptions {
+            rate_hz,
+            ..Self::default()
+        }
+    }
+}
+
+/// One sample: one thread of one process at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// CLOCK_MONOTONIC ns when the process's read began (the clock of
+    /// `phases::clock::monotonic_ns` and of Python's `time.monotonic_ns()`).
+    pub t_ns: u64,
+    /// The process sampled.
+    pub pid: u32,
+    /// Index of its stack in [`Profile::stacks`].
+    pub stack: u32,
+}
+
+/// Why sampling ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// [`Sampler::stop`] or a [`StopHandle`].
+    Stopped,
+    /// [`SamplerOptions::deadline`] passed.
+    Deadline,
+    /// Every sampled process (and the asked-for one) exited.
+    Exited,
+}
+
+/// A process the sampler met.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SampledProcess {
+    /// The process.
+    pub pid: u32,
+    /// Its parent, for a descendant.
+    pub parent: Option<u32>,
+    /// Its command line when it was attached (or last looked at).
+    pub command: String,
+    /// The interpreter's version, for a process that was sampled.
+    pub python_version: Option<String>,
+    /// Why it was never sampled, for one that was not (not Python,
+    /// denied, gone before its interpreter was readable, ...).
+    pub not_sampled: Option<String>,
+}
+
+/// What sampling itself cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct SamplerCost {
+    /// CLOCK_MONOTONIC ns when sampling began and ended.
+    pub started_ns: u64,
+    /// See `started_ns`.
+    pub stopped_ns: u64,
+    /// Time spent reading stacks, summed over processes. With
+    /// [`SamplerOptions::pause`], each process is ptrace-stopped while it
+    /// is read, so for one process this is the time it was kept from
+    /// running; without, the process runs on while it is read.
+    pub read_ns: u64,
+    /// Time spent attaching (parsing the interpreter's binary, finding its
+    /// state), included in neither `read_ns` nor the samples.
+    pub attach_ns: u64,
+    /// CPU time of the sampling thread (CLOCK_THREAD_CPUTIME_ID).
+    pub cpu_ns: u64,
+}
+
+impl SamplerCost {
+    /// Wall time from start to stop.
+    pub fn wall_ns(&self) -> u64 {
+        self.stopped_ns.saturating_sub(self.started_ns)
+    }
+
+    /// `read_ns / wall_ns`: the share of the time spent reading (with
+    /// [`SamplerOptions::pause`], for one process, the share of its time it
+    /// was kept from running).
+    pub fn reading_share(&self) -> f64 {
+        match self.wall_ns() {
+            0 => 0.0,
+            wall => self.read_ns as f64 / wall as f64,
+        }
+    }
+}
+
+/// Everything a sampling run collected.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Profile {
+    /// The rate asked for.
+    pub rate_hz: u32,
+    /// Every sample, in time order per process.
+    pub samples: Vec<Sample>,
+    /// The distinct stacks (frame labels root first), indexed by
+    /// [`Sample::stack`].
+    pub stacks: Vec<Vec<String>>,
+    /// Sampling rounds run.
+    pub ticks: u64,
+    /// Rounds that started more than one period late (the sampler could
+    /// not keep up; the gaps hold no samples).
+    pub late_ticks: u64,
+    /// Reads of an attached process that failed (it was changing too fast,
+    /// or was exiting).
+    pub errors: u64,
+    /// The first few of those errors.
+    pub error_examples: Vec<String>,
+    /// Every process met, the asked-for one first.
+    pub processes: Vec<SampledProcess>,
+    /// What sampling cost.
+    pub cost: SamplerCost,
+    /// Why it ended.
+    pub stop_reason: StopReason,
+}
+
+impl Profile {
+    /// How many samples (threads seen active, summed over rounds).
+    pub fn sample_count(&self) -> u64 {
+        self.samples.len() as u64
+    }
+
+    /// All samples aggregated, stacks in order of first appearance.
+    pub fn collapsed(&self) -> Vec<CollapsedStack> {
+        self.collapsed_where(|_| true)
+    }
+
+    /// Samples taken before `t_ns` (CLOCK_MONOTONIC), aggregated: the
+    /// start-up profile up to the ready line's stamp.
+    pub fn collapsed_before(&self, t_ns: u64) -> Vec<CollapsedStack> {
+        self.collapsed_where(|s| s.t_ns < t_ns)
+    }
+
+    /// The samples `keep` accepts, aggregated.
+    pub fn collapsed_where(&self, keep: impl Fn(&Sample) -> bool) -> Vec<CollapsedStack> {
+        let mut counts = vec![0u64; self.stacks.len()];
+        for s in self.samples.iter().filter(|s| keep(s)) {
+            counts[s.stack as usize] += 1;
+        }
+        counts
+            .into_iter()
+            .enumerate()
+            .filter(|(_, n)| *n > 0)
+            .map(|(i, samples)| CollapsedStack {
+                frames: self.stacks[i].clone(),
+                samples,
+            })
+            .collect()
+    }
+}
+
+/// Stops a [`Sampler`] from any thread; clones stop the same sampler.
+#[derive(Debug, Clone, Default)]
+pub struct StopHandle {
+    inner: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl StopHandle {
+    /// Asks the sampler to stop; it ends its current round first.
+    pub fn stop(&self) {
+        let (flag, cv) = &*self.inner;
+        *flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        cv.notify_all();
+    }
+
+    /// Whether [`stop`](Self::stop) was called.
+    pub fn is_stopped(&self) -> bool {
+        *self.inner.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sleeps up to `dur`, waking at once on a stop; true when stopped.
+    fn sleep(&self, dur: Duration) -> bool {
+        let (flag, cv) = &*self.inner;
+        let guard = flag.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = cv
+            .wait_timeout_while(guard, dur, |stopped| !*stopped)
+            .unwrap_or_else(|e| e.into_inner());
+        *guard
+    }
+}
+
+/// A sampling run in progress on its own thread.
+#[derive(Debug)]
+pub struct Sampler {
+    pid: u32,
+    stop: StopHandle,
+    thread: Option<JoinHandle<Profile>>,
+}
+
+impl Sampler {
+    /// Starts sampling `pid` (and, with
+    /// [`SamplerOptions::subprocesses`], its descendants) and returns once
+    /// a first Python process is readable.
+    ///
+    /// `Err` when `pid` is gone, when the kernel refuses access to it
+    /// ([`Error::PermissionDenied`]), or when no Python process became
+    /// readable within [`SamplerOptions::attach_timeout`] (the last reason,
+    /// e.g. [`Error::NotPython`]). Nothing keeps running after an `Err`.
+    pub fn start(pid: u32, options: SamplerOptions) -> Result<Sampler, Error> {
+        if options.rate_hz == 0 {
+            return Err(Error::ZeroRate);
+        }
+        Error::check_access(pid)?;
+        let stop = StopHandle::default();
+        let (attached_tx, attached_rx) = mpsc::channel();
+        let run = Run::new(pid, options, stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("pystacks-sample".into())
+            .spawn(move || run.sample(attached_tx))
+            .map_err(Error::Thread)?;
+        match attached_rx.recv() {
+            Ok(Ok(())) => Ok(Sampler {
+                pid,
+                stop,
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                // The thread ended without a word: it panicked.
+                match thread.join() {
+                    Err(panic) => std::panic::resume_unwind(panic),
+                    Ok(_) => unreachable!("the sampling thread always reports its attachment"),
+                }
+            }
+        }
+    }
+
+    /// The process asked for.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// A handle that stops this sampler from another thread.
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+
+    /// Whether sampling has ended by itself (deadline, processes exited)
+    /// or was stopped.
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
+    /// Stops sampling and returns what was collected.
+    pub fn stop(mut self) -> Profile {
+        self.stop.stop();
+        self.join()
+    }
+
+    /// Waits until sampling ends by itself (the processes exit, the
+    /// deadline passes) or a [`StopHandle`] stops it.
+    pub fn wait(mut self) -> Profile {
+        self.join()
+    }
+
+    fn join(&mut self) -> Profile {
+        let thread = self.thread.take().expect("joined once");
+        match thread.join() {
+            Ok(profile) => profile,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            self.stop.stop();
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A process the sampling thread knows of.
+struct Tracked {
+    parent: Option<u32>,
+    command: String,
+    state: State,
+}
+
+enum State {
+    /// Not (yet) readable: waiting for it to be a started interpreter.
+    Pending {
+        since: Instant,
+        last: Option<String>,
+        /// When py-spy was last asked to attach (attempts are spaced by
+        /// [`RETRY_ATTACH`]: each parses the interpreter's binary).
+        tried: Option<Instant>,
+    },
+    Attached {
+        spy: Box<Spy>,
+        exe: String,
+        labels: Vec<String>,
+        version: String,
+    },
+    /// Given up on, or exited.
+    Done {
+        version: Option<String>,
+        why: Option<String>,
+    },
+}
+
+/// The sampling thread's state.
+struct Run {
+    root: u32,
+    options: SamplerOptions,
+    stop: StopHandle,
+    tracked: BTreeMap<u32, Tracked>,
+    order: Vec<u32>,
+    stacks: Vec<Vec<String>>,
+    stack_ids: HashMap<Vec<String>, u32>,
+    samples: Vec<Sample>,
+    ticks: u64,
+    late_ticks: u64,
+    errors: u64,
+    error_examples: Vec<String>,
+    read_ns: u64,
+    attach_ns: u64,
+    started: Instant,
+    root_error: Option<Error>,
+    tree: procfs::ProcessTree,
+}
+
+impl Run {
+    fn new(root: u32, options: SamplerOptions, stop: StopHandle) -> Run {
+        Run {
+            root,
+            options,
+            stop,
+            tracked: BTreeMap::new(),
+            order: Vec::new(),
+            stacks: Vec::new(),
+            stack_ids: HashMap::new(),
+            samples: Vec::new(),
+            ticks: 0,
+            late_ticks: 0,
+            errors: 0,
+            error_examples: Vec::new(),
+            read_ns: 0,
+            attach_ns: 0,
+            started: Instant::now(),
+            root_error: None,
+            tree: procfs::ProcessTree::default(),
+        }
+    }
+
+    fn sample(mut self, attached: mpsc::Sender<Result<(), Error>>) -> Profile {
+        let cpu0 = thread_cpu_ns();
+        let started_ns = monotonic_ns();
+        self.started = Instant::now();
+        let start = self.started;
+        let period = Duration::from_secs_f64(1.0 / f64::from(self.options.rate_hz));
+        self.track(self.root, None);
+        let mut attached = Some(attached);
+        let mut next_scan = start;
+        let mut next_tick = start;
+        let stop_reason = 'rounds: loop {
+            let now = Instant::now();
+            if self.options.subprocesses && now >= next_scan {
+                for (pid, parent) in self.tree.descendants(self.root) {
+                    self.track(pid, Some(parent));
+                }
+                next_scan = now + SCAN_EVERY;
+            }
+            self.attach_pending();
+            if let Some(tx) = &attached {
+                match self.attachment() {
+                    Some(Ok(())) => {
+                        let _ = tx.send(Ok(()));
+                        attached = None;
+                    }
+                    Some(Err(e)) => {
+                        let _ = tx.send(Err(e));
+                        attached = None;
+                        break 'rounds StopReason::Exited;
+                    }
+                    None => {}
+                }
+            }
+            self.ticks += 1;
+            self.read_attached();
+            if self.all_gone() {
+                break StopReason::Exited;
+            }
+            if let Some(deadline) = self.options.deadline
+                && start.elapsed() >= deadline
+            {
+                break StopReason::Deadline;
+            }
+            next_tick += period;
+            let now = Instant::now();
+            if now > next_tick + period {
+                // More than a period behind: skip the missed rounds.
+                self.late_ticks += 1;
+                next_tick = now;
+            }
+            let mut wait = next_tick.saturating_duration_since(now);
+            if let Some(deadline) = self.options.deadline {
+                wait = wait.min(deadline.saturating_sub(start.elapsed()));
+            }
+            if self.stop.sleep(wait) {
+                break StopReason::Stopped;
+            }
+        };
+        if let Some(tx) = attached {
+            // Ended (all gone, deadline) before any process was readable.
+            let _ = tx.send(Err(self.attach_failure()));
+        }
+        let cost = SamplerCost {
+            started_ns,
+            stopped_ns: monotonic_ns(),
+            read_ns: self.read_ns,
+            attach_ns: self.attach_ns,
+            cpu_ns: thread_cpu_ns().saturating_sub(cpu0),
+        };
+        self.finish(cost, stop_reason)
+    }
+
+    /// Starts tracking `pid` if it is new.
+    fn track(&mut self, pid: u32, parent: Option<u32>) {
+        if self.tracked.contains_key(&pid) {
+            return;
+        }
+        self.order.push(pid);
+        self.tracked.insert(
+            pid,
+            Tracked {
+                parent,
+                command: procfs::cmdline(pid),
+                state: State::Pending {
+                    since: Instant::now(),
+                    last: None,
+                    tried: None,
+                },
+            },
+        );
+    }
+
+    /// Tries to attach every pending process; gives up on those that
+    /// stayed unreadable past the attach timeout or that the kernel
+    /// refuses.
+    fn attach_pending(&mut self) {
+        let pending: Vec<u32> = self
+            .order
+            .iter()
+            .copied()
+            .filter(|pid| match self.tracked[pid].state {
+                State::Pending { tried, .. } => tried.is_none_or(|t| t.elapsed() >= RETRY_ATTACH),
+                _ => false,
+            })
+            .collect();
+        for pid in pending {
+            let mut tried = None;
+            let gone = procfs::is_gone(pid);
+            let python_mapped = procfs::maps_mention_python(pid);
+            let outcome = if gone {
+                Err(Error::ProcessGone { pid })
+            } else if python_mapped == Some(false) {
+                // Not (yet) an interpreter: a launcher, or a fork about to
+                // exec Python. Cheap to look again next round.
+                Err(Error::NotPython {
+                    pid,
+                    command: procfs::cmdline(pid),
+                    searched_children: false,
+                    detail: String::new(),
+                })
+            } else {
+                let t0 = Instant::now();
+                tried = Some(t0);
+                let r = Spy::attach(pid, self.options.lines, self.options.pause);
+                self.attach_ns += t0.elapsed().as_nanos() as u64;
+                r
+            };
+            let labels = self.labels_for(pid);
+            let t = self.tracked.get_mut(&pid).expect("tracked");
+            match outcome {
+                Ok(spy) => {
+                    t.command = procfs::cmdline(pid);
+                    t.state = State::Attached {
+                        version: spy.version(),
+                        exe: spy.exe(),
+                        spy: Box::new(spy),
+                        labels,
+                    };
+                }
+                Err(e) => {
+                    let State::Pending {
+                        since,
+                        tried: tried_before,
+                        ..
+                    } = t.state
+                    else {
+                        unreachable!("only pending processes are attached")
+                    };
+                    let fatal = matches!(e, Error::ProcessGone { .. } | Error::PermissionDenied(_));
+                    let why = e.to_string();
+                    if pid == self.root {
+                        self.root_error = Some(e);
+                    }
+                    t.state = if fatal || since.elapsed() >= self.options.attach_timeout {
+                        State::Done {
+                            version: None,
+                            why: Some(why),
+                        }
+                    } else {
+                        State::Pending {
+                            since,
+                            last: Some(why),
+                            tried: tried.or(tried_before),
+                        }
+                    };
+                }
+            }
+        }
+    }
+
+    /// Whether [`Sampler::start`] can return: `Ok` once a process is
+    /// attached, `Err` when none can be any more, `None` meanwhile.
+    fn attachment(&mut self) -> Option<Result<(), Error>> {
+        let states = || self.tracked.values().map(|t| &t.state);
+        if states().any(|s| matches!(s, State::Attached { .. })) {
+            return Some(Ok(()));
+        }
+        let root_refused = matches!(self.root_error, Some(Error::PermissionDenied(_)));
+        let none_pending = !states().any(|s| matches!(s, State::Pending { .. }));
+        let root_gone = procfs::is_gone(self.root);
+        let can_still_appear = self.options.subprocesses && !root_gone;
+        let timed_out = self.started.elapsed() >= self.options.attach_timeout;
+        if !(root_refused || timed_out || (none_pending && !can_still_appear)) {
+            return None;
+        }
+        Some(Err(self.attach_failure()))
+    }
+
+    /// Why no process could be attached: the asked-for process's last
+    /// error, or that it is gone or not Python.
+    fn attach_failure(&mut self) -> Error {
+        let searched_children = self.options.subprocesses;
+        let root_gone = procfs::is_gone(self.root);
+        match self.root_error.take() {
+            Some(Error::NotPython {
+                pid,
+                command,
+                detail,
+                ..
+            }) => Error::NotPython {
+                pid,
+                command,
+                searched_children,
+                detail,
+            },
+            Some(e) => e,
+            None if root_gone => Error::ProcessGone { pid: self.root },
+            None => Error::NotPython {
+                pid: self.root,
+                command: procfs::cmdline(self.root),
+                searched_children,
+                detail: String::new(),
+            },
+        }
+    }
+
+    /// The `process PID:"command"` labels from the asked-for process down
+    /// to `pid` (none unless subprocesses are followed).
+    fn labels_for(&self, pid: u32) -> Vec<String> {
+        if !self.options.subprocesses {
+            return Vec::new();
+        }
+        let mut chain = vec![(pid, procfs::cmdline(pid))];
+        let mut at = pid;
+        while let Some(parent) = self.tracked.get(&at).and_then(|t| t.parent) {
+            let command = self
+                .tracked
+                .get(&parent)
+                .map(|t| t.command.clone())
+                .unwrap_or_default();
+            chain.push((parent, command));
+            at = parent;
+        }
+        chain
+            .into_iter()
+            .rev()
+            .map(|(pid, command)| sanitize(&format!("process {pid}:\"{command}\"")))
+            .collect()
+    }
+
+    /// One round: every attached process read once.
+    fn read_attached(&mut self) {
+        for pid in self.order.clone() {
+            let t = self.tracked.get_mut(&pid).expect("tracked");
+            let State::Attached {
+                spy,
+                exe,
+                labels,
+                version,
+            } = &mut t.state
+            else {
+                continue;
+            };
+            let t_ns = monotonic_ns();
+            let t0 = Instant::now();
+            let read = spy.threads();
+            self.read_ns += t0.elapsed().as_nanos() as u64;
+            match read {
+                Ok(threads) => {
+                    for thread in threads {
+                        if !(thread.active || self.options.include_idle) {
+                            continue;
+                        }
+                        let mut frames = labels.clone();
+                        frames.extend(thread.frames.iter().rev().map(|f| f.label()));
+                        let next = self.stacks.len() as u32;
+                        let stack = *self.stack_ids.entry(frames).or_insert_with_key(|k| {
+                            self.stacks.push(k.clone());
+                            next
+                        });
+                        self.samples.push(Sample { t_ns, pid, stack });
+                    }
+                }
+                Err(e) => {
+                    if procfs::is_gone(pid) {
+                        t.state = State::Done {
+                            version: Some(version.clone()),
+                            why: None,
+                        };
+                    } else if std::fs::read_link(format!("/proc/{pid}/exe"))
+                        .map(|p| p.to_string_lossy() != exe.as_str())
+                        .unwrap_or(false)
+                    {
+                        // It exec'd another program (a fork of Python that
+                        // became something else): look at it afresh.
+                        t.command = procfs::cmdline(pid);
+                        t.state = State::Pending {
+                            since: Instant::now(),
+                            last: Some(e.to_string()),
+                            tried: None,
+                        };
+                    } else {
+                        self.errors += 1;
+                        if self.error_examples.len() < ERROR_EXAMPLES {
+                            self.error_examples.push(e.to_string());
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// True when nothing is or can be sampled any more.
+    fn all_gone(&self) -> bool {
+        let live = self
+            .tracked
+            .values()
+            .any(|t| !matches!(t.state, State::Done { .. }));
+        !live && (!self.options.subprocesses || procfs::is_gone(self.root))
+    }
+
+    fn finish(self, cost: SamplerCost, stop_reason: StopReason) -> Profile {
+        let mut tracked = self.tracked;
+        let processes = self
+            .order
+            .iter()
+            .map(|pid| {
+                let t = tracked.remove(pid).expect("tracked");
+                let (python_version, not_sampled) = match t.state {
+                    State::Attached { version, .. } => (Some(version), None),
+                    State::Done { version, why } => (version, why),
+                    State::Pending { last, .. } => (
+                        None,
+                        Some(last.unwrap_or_else(|| {
+                            "sampling ended before it could be read".to_owned()
+                        })),
+                    ),
+                };
+                SampledProcess {
+                    pid: *pid,
+                    parent: t.parent,
+                    command: t.command,
+                    python_version,
+                    not_sampled,
+                }
+            })
+            .collect();
+        Profile {
+            rate_hz: self.options.rate_hz,
+            samples: self.samples,
+            stacks: self.stacks,
+            ticks: self.ticks,
+            late_ticks: self.late_ticks,
+            errors: self.errors,
+            error_examples: self.error_examples,
+            processes,
+            cost,
+            stop_reason,
+        }
+    }
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock always exists.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_that_never_becomes_python_is_an_error_after_the_attach_timeout() {
+        let mut cat = std::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("cat runs");
+        let options = SamplerOptions {
+            attach_timeout: Duration::from_millis(200),
+            ..SamplerOptions::default()
+        };
+        let t0 = Instant::now();
+        let err = Sampler::start(cat.id(), options).expect_err("cat is not Python");
+        let waited = t0.elapsed();
+        let _ = cat.kill();
+        let _ = cat.wait();
+        assert!(
+            matches!(
+                err,
+                Error::NotPython {
+                    searched_children: true,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(waited >= Duration::from_millis(200), "{waited:?}");
+        assert!(
+            err.to_string().contains("none of its subprocesses"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_gone_process_or_a_zero_rate_is_an_error_at_once() {
+        let err = Sampler::start(u32::MAX - 1, SamplerOptions::default()).expect_err("gone");
+        assert!(matches!(err, Error::ProcessGone { .. }), "{err}");
+        let err = Sampler::start(std::process::id(), SamplerOptions::at_rate(0)).expect_err("0");
+        assert!(matches!(err, Error::ZeroRate), "{err}");
+    }
+
+    #[test]
+    fn the_profile_aggregates_in_order_of_first_appearance() {
+        let profile = Profile {
+            rate_hz: 100,
+            samples: [(10, 0), (20, 1), (30, 0), (40, 0)]
+                .into_iter()
+                .map(|(t_ns, stack)| Sample {
+                    t_ns,
+                    pid: 1,
+                    stack,
+                })
+                .collect(),
+            stacks: vec![vec!["a".into(), "b".into()], vec!["a".into()]],
+            ticks: 4,
+            late_ticks: 0,
+            errors: 0,
+            error_examples: vec![],
+            processes: vec![],
+            cost: SamplerCost::default(),
+            stop_reason: StopReason::Stopped,
+        };
+        let all = profile.collapsed();
+        assert_eq!(crate::collapsed_text(&all), "a;b 3\na 1\n");
+        let before = profile.collapsed_before(30);
+        assert_eq!(crate::collapsed_text(&before), "a;b 1\na 1\n");
+        assert_eq!(profile.sample_count(), 4);
+    }
+}
