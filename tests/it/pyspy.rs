@@ -18,18 +18,25 @@ const BARE_PATH: &str = "/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin";
 #[test]
 fn profile_shows_the_function_that_burns_cpu_at_startup() {
     let out = tempfile::tempdir().unwrap();
-    let venv_py = support::venv_python();
     let assert = support::xtask()
-        .args(["profile", "--rate", "250", "--out"])
+        .args(["profile", "--rate", "250", "--until", "ready", "--out"])
         .arg(out.path())
         .arg("--")
-        .arg(&venv_py)
+        .arg(support::python())
         .arg(fixture("burn_at_startup.py"))
         .env("PATH", BARE_PATH)
         .assert()
         .success()
         .stdout(predicate::str::contains("burn_cpu_in_startup"))
         .stdout(predicate::str::contains("flame graph:"));
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    // Outside imports, the burner is the widest frame of the start-up.
+    let widest = stdout
+        .lines()
+        .skip_while(|l| !l.contains("widest frames outside imports"))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(widest.contains("burn_cpu_in_startup"), "{stdout}");
     let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
     // The hot frame leads the table of self samples.
     let first_row = stdout
@@ -55,30 +62,9 @@ fn profile_shows_the_function_that_burns_cpu_at_startup() {
 }
 
 #[test]
-fn a_hung_worker_times_out_with_its_python_stack() {
-    let venv_py = support::venv_python();
-    support::xtask()
-        .args([
-            "import-boundary",
-            "--processes",
-            "1",
-            "--ready-timeout",
-            "3",
-            "--",
-        ])
-        .arg(&venv_py)
-        .arg(fixture("hang_before_ready.py"))
-        .env("PATH", BARE_PATH)
-        .assert()
-        .code(2)
-        .stdout(predicate::str::contains("block_forever_before_ready"))
-        .stdout(predicate::str::contains("hang_before_ready.py"))
-        .stdout(predicate::str::contains("py-spy dump"));
-}
-
-#[test]
-fn without_py_spy_the_timeout_error_says_how_to_get_it() {
-    // The real interpreter has no py-spy beside it, and PATH has none.
+fn a_hung_worker_times_out_with_its_python_stack_with_no_py_spy_installed() {
+    // The real interpreter has no py-spy beside it, and PATH has none:
+    // py-spy is linked into coldstart as a library.
     support::xtask()
         .args([
             "import-boundary",
@@ -93,19 +79,47 @@ fn without_py_spy_the_timeout_error_says_how_to_get_it() {
         .env("PATH", BARE_PATH)
         .assert()
         .code(2)
-        .stdout(predicate::str::contains("timed out").or(predicate::str::contains("timeout")))
-        .stdout(predicate::str::contains("pip install py-spy==0.4.3"));
+        .stdout(predicate::str::contains("read with py-spy as a library"))
+        .stdout(predicate::str::contains(
+            "block_forever_before_ready (hang_before_ready.py:13)",
+        ));
 }
 
 #[test]
-fn profile_without_py_spy_fails_with_the_hint() {
-    support::xtask()
-        .args(["profile", "--"])
+fn an_import_heavy_start_up_spends_most_samples_inside_imports() {
+    let out = tempfile::tempdir().unwrap();
+    let assert = support::xtask()
+        .args(["profile", "--rate", "1000", "--until", "ready", "--out"])
+        .arg(out.path())
+        .arg("--")
         .arg(support::python())
-        .arg(fixture("burn_at_startup.py"))
+        .args(["-m", "refworker", "--test-echo"])
+        .env("PYTHONPATH", support::worker_dir())
         .env("PATH", BARE_PATH)
         .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let share: f64 = stdout
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("start-up (spawn to ready): ")?
+                .split(", ")
+                .nth(1)?
+                .strip_suffix("% inside imports")?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no start-up line: {stdout}"));
+    assert!(share > 50.0, "{stdout}");
+}
+
+#[test]
+fn native_frames_say_why_they_are_not_available() {
+    support::xtask()
+        .args(["profile", "--native", "--"])
+        .arg(support::python())
+        .arg(fixture("burn_at_startup.py"))
+        .assert()
         .code(2)
-        .stderr(predicate::str::contains("cannot profile"))
-        .stderr(predicate::str::contains("pip install py-spy==0.4.3"));
+        .stderr(predicate::str::contains("libunwind"));
 }

@@ -1,6 +1,6 @@
-//! `coldstart profile`: a sampled flame graph of a worker's start-up (the
-//! harness runs it under py-spy); prints where the files went and the top
-//! frames.
+//! `coldstart profile`: a sampled flame graph of a worker's start-up (py-spy
+//! linked as a library samples it: nothing to install); prints where the
+//! files went, where start-up time went beside imports, and the top frames.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -27,9 +27,12 @@ pub struct Args {
     /// Health round trips after ready (default: the target's).
     #[arg(long)]
     health: Option<usize>,
-    /// Leave out native (C) frames.
+    /// Native (C) frames: not available (says why).
     #[arg(long)]
-    no_native: bool,
+    native: bool,
+    /// Stop sampling at the ready line: the start-up alone.
+    #[arg(long, value_name = "WHEN", value_parser = ["ready"])]
+    until: Option<String>,
     /// How many frames to list.
     #[arg(long, default_value_t = 15)]
     top: usize,
@@ -56,24 +59,18 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             .join("bench-out")
             .join(format!("profile-{secs}"))
     });
+    if args.native {
+        anyhow::bail!("--native: {}", harness::profile::NATIVE_UNAVAILABLE);
+    }
     let p = harness::profile::profile(
         &target,
         &ProfileOptions {
             out,
             rate: args.rate,
             health: args.health,
-            native: !args.no_native,
+            until_ready: args.until.is_some(),
         },
     )?;
-    if p.native_unavailable {
-        eprintln!("note: py-spy cannot sample native frames here; profiled without them");
-    }
-    for (line, text) in &p.problems {
-        eprintln!(
-            "warning: {}:{line}: not a collapsed stack line, left out: {text}",
-            p.raw.display()
-        );
-    }
     let mut stdout = std::io::stdout().lock();
     writeln!(
         stdout,
@@ -89,6 +86,27 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     writeln!(stdout, "flame graph: {}", p.svg.display())?;
     writeln!(stdout, "speedscope:  {}", p.speedscope.display())?;
     writeln!(stdout, "stacks:      {}", p.raw.display())?;
+    writeln!(
+        stdout,
+        "sampler: {} samples at {} Hz, {} late rounds, {:.1}% of the sampled time spent reading the worker",
+        p.samples,
+        args.rate,
+        p.late_ticks,
+        p.reading_share * 100.0
+    )?;
+    let s = &p.startup;
+    writeln!(
+        stdout,
+        "start-up (spawn to ready): {} samples, {:.0}% inside imports",
+        s.samples,
+        s.share_inside() * 100.0
+    )?;
+    if !s.top_outside.is_empty() {
+        writeln!(stdout, "  widest frames outside imports (self samples):")?;
+        for f in s.top_outside.iter().take(5) {
+            writeln!(stdout, "    {:>6}  {}", f.self_samples, f.frame)?;
+        }
+    }
     writeln!(stdout)?;
     report::profile::top_table(&p.stacks, args.top, args.rate, &mut stdout)?;
     Ok(ExitCode::SUCCESS)

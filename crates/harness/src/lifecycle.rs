@@ -32,12 +32,31 @@ pub struct Lifecycle {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum StackDump {
-    /// The Python stack of every thread, from this py-spy.
+    /// The Python stack of every thread of the worker and its Python
+    /// children, read by py-spy linked as a library (`pystacks`): nothing
+    /// to install. When the kernel refuses, the error says why and how to
+    /// allow it.
+    Library,
+    /// The same from a `py-spy` binary the target names (`py_spy`).
     PySpy(PySpy),
-    /// No py-spy was found: the error says how to get one.
-    Missing,
     /// Nothing (a timeout that is expected, such as a benchmark's own).
     Off,
+}
+
+/// How long a timeout's stack dump may take.
+const DUMP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The text a timeout puts into the error: every thread's Python stack of
+/// `pid` and its Python children, or why there is none.
+pub fn timeout_stacks(pid: u32) -> String {
+    let options = pystacks::DumpOptions::with_timeout(DUMP_TIMEOUT);
+    match pystacks::dump(pid, &options) {
+        Ok(d) => format!(
+            "Python stacks of the worker (pid {pid}, read with py-spy as a library) when the timeout fired:\n{}",
+            d.to_string().trim_end()
+        ),
+        Err(e) => format!("no Python stack of the worker (pid {pid}): {e}"),
+    }
 }
 
 impl Lifecycle {
@@ -49,7 +68,7 @@ impl Lifecycle {
             request_timeout: target.request_timeout,
             health: target.health,
             shutdown: target.shutdown_policy(),
-            stacks: pyspy::locate(target).map_or(StackDump::Missing, StackDump::PySpy),
+            stacks: pyspy::locate(target).map_or(StackDump::Library, StackDump::PySpy),
         }
     }
 
@@ -59,10 +78,10 @@ impl Lifecycle {
         match &self.stacks {
             StackDump::PySpy(spy) => {
                 let spy = spy.clone();
-                worker.on_timeout(move |pid| Some(pyspy::timeout_diagnostic(Some(&spy), pid)));
+                worker.on_timeout(move |pid| Some(pyspy::timeout_diagnostic(&spy, pid)));
             }
-            StackDump::Missing => {
-                worker.on_timeout(|pid| Some(pyspy::timeout_diagnostic(None, pid)));
+            StackDump::Library => {
+                worker.on_timeout(|pid| Some(timeout_stacks(pid)));
             }
             StackDump::Off => {}
         }

@@ -1,20 +1,24 @@
-//! A sampled flame graph of a worker's start-up.
+//! A sampled flame graph of a worker's start-up, with py-spy linked as a
+//! library (`pystacks`): nothing to install.
 //!
-//! The worker runs under `py-spy record` (subprocesses followed, native
-//! frames where supported) while the one [`Lifecycle`] drives it over the
-//! protocol as usual: ready, health round trips, shutdown. py-spy leaves
-//! out idle threads, so a worker blocked reading its next request adds no
-//! samples: what is sampled is the start-up path, the requests and the
-//! shutdown. Never part of timed bench trials: a profiler changes what it
-//! measures.
+//! The worker is spawned through the one [`Lifecycle`] and sampled from
+//! outside from the moment it exists, while the lifecycle drives it as
+//! usual: ready, health round trips, shutdown (or only up to ready, with
+//! `until_ready`). Idle threads are left out, so a worker blocked reading
+//! its next request adds no samples. Each sample carries its
+//! CLOCK_MONOTONIC stamp, so the start-up (spawn to ready) is split from
+//! the rest, and the share of start-up samples inside imports is counted,
+//! with the widest frames outside them (CUDA probing, reading weights,
+//! building tokenizers). The sampler measures its own cost. Never part of
+//! timed bench trials: a profiler changes what it measures.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+
+use pystacks::{CollapsedStack, ImportShare, Sampler, SamplerOptions};
 
 use crate::error::{Error, Result, invalid};
 use crate::lifecycle::Lifecycle;
-use crate::pyspy::{self, PySpy};
 use crate::target::Target;
 
 /// How to profile.
@@ -26,8 +30,8 @@ pub struct ProfileOptions {
     pub rate: u32,
     /// Health round trips after ready (default: the target's).
     pub health: Option<usize>,
-    /// Sample native (C) frames too, where py-spy can.
-    pub native: bool,
+    /// Stop sampling at the ready line.
+    pub until_ready: bool,
 }
 
 /// A finished profile, its files written.
@@ -39,52 +43,80 @@ pub struct Profile {
     pub health: usize,
     /// How the worker ended.
     pub exit: String,
-    /// The sampled stacks.
+    /// Every sampled stack (the whole run, or up to ready).
     pub stacks: Vec<report::profile::SampledStack>,
-    /// Lines of the raw file that were not stacks: (line, text).
-    pub problems: Vec<(usize, String)>,
-    /// The collapsed stacks py-spy wrote.
+    /// Where the start-up samples (spawn to ready) went.
+    pub startup: ImportShare,
+    /// Samples taken, and rounds that started late.
+    pub samples: u64,
+    /// Rounds that started more than one period late.
+    pub late_ticks: u64,
+    /// The share of the sampled time the sampler spent reading the worker.
+    pub reading_share: f64,
+    /// The collapsed stacks.
     pub raw: PathBuf,
     /// The flame graph.
     pub svg: PathBuf,
     /// The speedscope file.
     pub speedscope: PathBuf,
-    /// Native frames were asked for and py-spy could not sample them here.
-    pub native_unavailable: bool,
 }
 
-/// Profiles `target`'s start-up, health and shutdown.
+/// Why `--native` is not offered.
+pub const NATIVE_UNAVAILABLE: &str = pystacks::NATIVE_UNAVAILABLE;
+
+/// Profiles `target`'s start-up (and, unless `until_ready`, its health and
+/// shutdown).
 pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<Profile> {
-    let Some(spy) = pyspy::locate(target) else {
-        invalid!(
-            "{}",
-            pyspy::missing_hint().replacen("no Python stack: ", "cannot profile: ", 1)
-        );
-    };
     if opts.rate == 0 {
         invalid!("--rate must be at least 1 sample per second");
     }
     std::fs::create_dir_all(&opts.out).map_err(|e| Error::io("create", &opts.out, e))?;
-    let mut native_unavailable = false;
-    let mut result = record(&spy, target, opts, opts.native);
-    if opts.native
-        && let Err(e) = &result
-        && e.to_string().contains("--native")
-    {
-        native_unavailable = true;
-        result = record(&spy, target, opts, false);
+    let mut cmd = target.spawn_command();
+    // The profile is of the worker, not of importtime's printing.
+    cmd.env_remove("PYTHONPROFILEIMPORTTIME");
+    let mut lifecycle = Lifecycle::of(target);
+    if let Some(h) = opts.health {
+        lifecycle.health = h;
     }
-    let lifecycle = result?;
+    let spawned = lifecycle
+        .spawn(&cmd)
+        .map_err(|e| Error::worker("could not start the worker to profile", e))?;
+    let sampler = Sampler::start(
+        spawned.pid(),
+        SamplerOptions {
+            rate_hz: opts.rate,
+            ..SamplerOptions::default()
+        },
+    )
+    .map_err(|e| Error::Invalid(format!("cannot profile: {e}")))?;
+    let stop = sampler.stop_handle();
+    let ran = (|| {
+        let mut w = spawned.wait_ready()?;
+        let ready_ms = w.ready_ms();
+        let ready_ns = w.ready.read_at_ns;
+        if opts.until_ready {
+            stop.stop();
+        }
+        for _ in 0..lifecycle.health {
+            w.health()?;
+        }
+        let finished = w.shutdown()?;
+        Ok::<_, spawn::Error>((ready_ms, ready_ns, finished.status.to_string()))
+    })();
+    stop.stop();
+    let sampled = sampler.stop();
+    let (ready_ms, ready_ns, exit) =
+        ran.map_err(|e| Error::worker("the profiled worker did not complete its lifecycle", e))?;
 
-    let raw_path = opts.out.join("profile.txt");
-    let raw = std::fs::read_to_string(&raw_path).map_err(|_| {
-        Error::Invalid(format!(
-            "py-spy wrote no profile at {}; its output was:\n{}",
-            raw_path.display(),
-            lifecycle.stderr_tail
-        ))
-    })?;
-    let (stacks, problems) = report::profile::parse_collapsed(&raw);
+    let collapsed = if opts.until_ready {
+        sampled.collapsed_before(ready_ns)
+    } else {
+        sampled.collapsed()
+    };
+    let startup = pystacks::import_share(&sampled.collapsed_before(ready_ns), 15);
+    let raw = opts.out.join("profile.txt");
+    write_with(&raw, |w| pystacks::write_collapsed(&collapsed, w))?;
+    let stacks = to_report(&collapsed);
     let title = format!("start-up of {}", target.display_command());
     let svg = opts.out.join("profile.svg");
     let speedscope = opts.out.join("profile.speedscope.json");
@@ -95,83 +127,28 @@ pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<Profile> {
         report::profile::speedscope(&stacks, &title, w)
     })?;
     Ok(Profile {
-        ready_ms: lifecycle.ready_ms,
-        health: lifecycle.health,
-        exit: lifecycle.exit,
-        stacks,
-        problems,
-        raw: raw_path,
-        svg,
-        speedscope,
-        native_unavailable,
-    })
-}
-
-struct Ran {
-    ready_ms: f64,
-    health: usize,
-    exit: String,
-    stderr_tail: String,
-}
-
-/// Runs the target under `py-spy record` and drives it through ready,
-/// health and shutdown.
-fn record(spy: &PySpy, target: &Target, opts: &ProfileOptions, native: bool) -> Result<Ran> {
-    let mut cmd = spawn::Command::new(&spy.path);
-    cmd.args([
-        "record",
-        "--subprocesses",
-        "--function",
-        "--format",
-        "raw",
-        "--rate",
-    ])
-    .arg(opts.rate.to_string())
-    .arg("--output")
-    .arg(opts.out.join("profile.txt"));
-    if native {
-        cmd.arg("--native");
-    }
-    cmd.arg("--").args(&target.command).current_dir(&target.cwd);
-    for (k, v) in &target.env {
-        cmd.env(k, v);
-    }
-    // The profile is of the worker, not of importtime's printing.
-    cmd.env_remove("PYTHONPROFILEIMPORTTIME");
-    let mut lifecycle = Lifecycle::of(target);
-    if let Some(h) = opts.health {
-        lifecycle.health = h;
-    }
-    // py-spy's own progress lines go to stderr, beside the worker's.
-    let mut w = lifecycle
-        .spawn(&cmd)
-        .map_err(|e| {
-            Error::worker(
-                format!("could not start py-spy ({})", spy.path.display()),
-                e,
-            )
-        })?
-        .wait_ready()
-        .map_err(|e| Error::worker("the profiled worker did not become ready", e))?;
-    let ready_ms = w.ready_ms();
-    for k in 0..lifecycle.health {
-        w.health().map_err(|e| {
-            Error::worker(
-                format!("health round trip {} of {} failed", k + 1, lifecycle.health),
-                e,
-            )
-        })?;
-    }
-    // py-spy writes its file after the worker exits: give it time.
-    let finished = w
-        .shutdown_with_extra_exit_time(Duration::from_secs(10))
-        .map_err(|e| Error::worker("the profiled worker did not shut down cleanly", e))?;
-    Ok(Ran {
         ready_ms,
         health: lifecycle.health,
-        exit: finished.status.to_string(),
-        stderr_tail: finished.stderr_tail,
+        exit,
+        stacks,
+        startup,
+        samples: sampled.sample_count(),
+        late_ticks: sampled.late_ticks,
+        reading_share: sampled.cost.reading_share(),
+        raw,
+        svg,
+        speedscope,
     })
+}
+
+fn to_report(stacks: &[CollapsedStack]) -> Vec<report::profile::SampledStack> {
+    stacks
+        .iter()
+        .map(|s| report::profile::SampledStack {
+            frames: s.frames.clone(),
+            samples: s.samples,
+        })
+        .collect()
 }
 
 fn write_with(

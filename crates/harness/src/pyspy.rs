@@ -1,10 +1,7 @@
-//! py-spy in the loop: find it, dump a hung worker's stacks, and wrap a
-//! worker in `py-spy record`.
-//!
-//! py-spy reads a Python process's stacks from outside (ptrace and
-//! `/proc/PID/mem`), so a worker that hangs before its ready line can still
-//! tell where it is. Nothing here is required: without py-spy every task
-//! works as before and a timeout error says how to get it.
+//! A `py-spy` binary as an override: a target that names one with `py_spy`
+//! has its timeout stacks dumped by that binary instead of by py-spy
+//! linked as a library (`pystacks`, the default, which needs nothing
+//! installed).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -13,17 +10,6 @@ use std::time::Duration;
 
 use crate::target::Target;
 
-/// What to pin when installing py-spy (the test venv pins the same).
-pub const PINNED: &str = "py-spy==0.4.3";
-
-/// Said when a timeout fires and no py-spy was found.
-pub fn missing_hint() -> String {
-    format!(
-        "no Python stack: py-spy was not found (looked in the target's `py_spy` setting, on PATH and beside the worker's interpreter); \
-         install it with `pip install {PINNED}` or set `py_spy = \"/path/to/py-spy\"` on the target in coldstart.toml, and a timeout will show the worker's stack of every thread"
-    )
-}
-
 /// A py-spy executable that was found.
 #[derive(Debug, Clone)]
 pub struct PySpy {
@@ -31,38 +17,17 @@ pub struct PySpy {
     pub path: PathBuf,
 }
 
-/// Looks for py-spy: the target's `py_spy` setting (relative to its
-/// project root), then PATH, then beside the worker's interpreter (its
-/// venv's `bin/`).
+/// The py-spy binary a target names with `py_spy` (relative to its project
+/// root), when it is executable: an override of the library for stack
+/// dumps.
 pub fn locate(target: &Target) -> Option<PySpy> {
-    if let Some(p) = &target.py_spy {
-        let p = if p.is_absolute() {
-            p.clone()
-        } else {
-            target.root.join(p)
-        };
-        return is_executable(&p).then_some(PySpy { path: p });
-    }
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(path) = std::env::var_os("PATH") {
-        candidates.extend(std::env::split_paths(&path).map(|d| d.join("py-spy")));
-    }
-    if let Some(program) = target.command.first().map(Path::new)
-        && program.components().count() > 1
-    {
-        let program = if program.is_absolute() {
-            program.to_path_buf()
-        } else {
-            target.cwd.join(program)
-        };
-        if let Some(dir) = program.parent() {
-            candidates.push(dir.join("py-spy"));
-        }
-    }
-    candidates
-        .into_iter()
-        .find(|p| is_executable(p))
-        .map(|path| PySpy { path })
+    let p = target.py_spy.as_ref()?;
+    let p = if p.is_absolute() {
+        p.clone()
+    } else {
+        target.root.join(p)
+    };
+    is_executable(&p).then_some(PySpy { path: p })
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -120,10 +85,7 @@ impl PySpy {
 /// saying why there is none. When `pid` is not Python itself (a wrapper
 /// such as `py-spy record` or a launcher script that forked), the Python
 /// processes among its children are dumped instead.
-pub fn timeout_diagnostic(py_spy: Option<&PySpy>, pid: u32) -> String {
-    let Some(spy) = py_spy else {
-        return missing_hint();
-    };
+pub fn timeout_diagnostic(spy: &PySpy, pid: u32) -> String {
     let timeout = Duration::from_secs(20);
     match spy.dump(pid, timeout) {
         Ok(stack) => stack_text(pid, &stack),
