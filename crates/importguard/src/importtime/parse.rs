@@ -1,5 +1,13 @@
 //! The byte-level parser: decoding, line classification and the post-order
 //! tree rebuild, in one pass over the input.
+//!
+//! UTF-8 input is not validated up front: each line is checked as the scan
+//! reaches it (an entry's numbers and columns are ASCII by construction, so
+//! only its name is looked at), and a line that is not UTF-8 sends the whole
+//! input to the lossy decoder. Lines printed exactly as CPython prints them
+//! take a fixed-column fast path; anything else takes the general one.
+
+use std::sync::Arc;
 
 use super::tree::{
     Encoding, ImportLog, LineClass, NONE, Node, NodeId, NodeKind, Session, SharedBytes, Text,
@@ -8,6 +16,9 @@ use super::tree::{
 use super::{Warning, WarningKind};
 
 const PREFIX: &[u8] = b"import time:";
+
+/// What CPython prints before a cached line's name (`-X importtime=2`).
+const CACHED_COLUMNS: &[u8; 38] = b"import time: cached    | cached     | ";
 
 /// Parse raw stderr bytes (copies them once; see [`parse_owned`] to avoid
 /// the copy).
@@ -18,8 +29,15 @@ pub fn parse(bytes: &[u8]) -> ImportLog {
 /// Parse raw stderr bytes, taking ownership of the buffer (no copy for
 /// valid UTF-8 input).
 pub fn parse_owned(bytes: Vec<u8>) -> ImportLog {
-    let (text, encoding, invalid) = decode(bytes);
-    build(Text::Owned(text), encoding, invalid)
+    if !plain_utf8_candidate(&bytes) {
+        return parse_decoded(bytes);
+    }
+    let typed = Arc::new(bytes);
+    if let Some(log) = build_checked(Text::Shared(typed.clone())) {
+        return log;
+    }
+    // Not UTF-8: the builder's clone is gone, so this takes the buffer back.
+    parse_decoded(Arc::try_unwrap(typed).unwrap_or_else(|shared| (*shared).clone()))
 }
 
 /// Parse shared bytes (for example a file mapped in memory) without
@@ -27,20 +45,36 @@ pub fn parse_owned(bytes: Vec<u8>) -> ImportLog {
 /// into an owned copy.
 pub fn parse_shared(bytes: SharedBytes) -> ImportLog {
     let raw = (*bytes).as_ref();
-    let plain = !raw.starts_with(&[0xFF, 0xFE])
+    if plain_utf8_candidate(raw)
+        && let Some(log) = build_checked(Text::Shared(bytes.clone()))
+    {
+        return log;
+    }
+    parse_decoded((*bytes).as_ref().to_vec())
+}
+
+/// Input that may be read as it is: no BOM and no sign of UTF-16.
+fn plain_utf8_candidate(raw: &[u8]) -> bool {
+    !raw.starts_with(&[0xFF, 0xFE])
         && !raw.starts_with(&[0xFE, 0xFF])
         && !raw.starts_with(&[0xEF, 0xBB, 0xBF])
         && !looks_utf16le(raw)
-        && std::str::from_utf8(raw).is_ok();
-    if plain {
-        build(Text::Shared(bytes), Encoding::Utf8, false)
-    } else {
-        parse_owned(raw.to_vec())
-    }
 }
 
-fn build(text: Text, encoding: Encoding, invalid: bool) -> ImportLog {
-    let mut b = Builder::new(text.bytes());
+/// Decode to UTF-8 first (BOMs, UTF-16, invalid bytes replaced), then parse.
+fn parse_decoded(bytes: Vec<u8>) -> ImportLog {
+    let (text, encoding, invalid) = decode(bytes);
+    build(Text::Owned(text), encoding, invalid, false).expect("decoded text is UTF-8")
+}
+
+/// Parse bytes not yet known to be UTF-8, checking each line as it is
+/// scanned; `None` when a line is not UTF-8.
+fn build_checked(text: Text) -> Option<ImportLog> {
+    build(text, Encoding::Utf8, false, true)
+}
+
+fn build(text: Text, encoding: Encoding, invalid: bool, check_utf8: bool) -> Option<ImportLog> {
+    let mut b = Builder::new(text.bytes(), check_utf8);
     if invalid {
         b.warnings.push(Warning {
             line: None,
@@ -55,8 +89,12 @@ fn build(text: Text, encoding: Encoding, invalid: bool) -> ImportLog {
         sessions,
         mut warnings,
         ambiguous,
+        not_utf8,
         ..
     } = b;
+    if not_utf8 {
+        return None;
+    }
     if ambiguous > 0 {
         warnings.push(Warning {
             line: None,
@@ -65,7 +103,7 @@ fn build(text: Text, encoding: Encoding, invalid: bool) -> ImportLog {
     }
     // Stable: input-wide warnings first, then line order, emission order within a line.
     warnings.sort_by_key(|w| w.line.map_or(0, u64::from));
-    ImportLog {
+    Some(ImportLog {
         text,
         encoding,
         classes,
@@ -73,7 +111,7 @@ fn build(text: Text, encoding: Encoding, invalid: bool) -> ImportLog {
         texts,
         sessions,
         warnings,
-    }
+    })
 }
 
 /// UTF-16 LE without a BOM: ASCII text with a zero after every byte.
@@ -248,6 +286,68 @@ fn cached(b: &[u8], i: usize) -> Option<Parsed> {
     Some(Parsed::Cached { spaces, name })
 }
 
+/// The length of the plain name at the start of `b`: bytes up to the
+/// first that is not printable ASCII (a space, a line end, a control or a
+/// non-ASCII byte), found eight bytes at a time. In a line printed by
+/// CPython, that byte is the line end.
+#[inline]
+fn plain_len(b: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while let Some(chunk) = b[i..].first_chunk::<8>() {
+        let w = u64::from_le_bytes(*chunk);
+        // High bit of each byte that is <= 0x20, >= 0x7F or >= 0x80. A
+        // borrow or carry can only flag bytes after a flagged one, so the
+        // lowest flag is exact.
+        let odd = ((w.wrapping_sub(0x21 * ONES) & !w) | w.wrapping_add(ONES) | w) & HIGH;
+        if odd != 0 {
+            return i + (odd.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + b[i..]
+        .iter()
+        .position(|&c| !(0x21..0x7F).contains(&c))
+        .unwrap_or(b.len() - i)
+}
+
+/// Leading spaces of `b`, eight bytes at a time.
+#[inline]
+fn skip_spaces_fast(b: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(chunk) = b[i..].first_chunk::<8>() {
+        let word = u64::from_le_bytes(*chunk);
+        let diff = word ^ 0x2020_2020_2020_2020;
+        if diff != 0 {
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    skip_spaces(b, i)
+}
+
+/// A right-aligned number filling its column exactly: spaces, an optional
+/// `-`, at least one digit (at most ten: no overflow).
+#[inline]
+fn right_aligned(field: &[u8]) -> Option<i64> {
+    let mut i = skip_spaces(field, 0);
+    let neg = field.get(i) == Some(&b'-');
+    i += usize::from(neg);
+    if i == field.len() {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in &field[i..] {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + i64::from(d);
+    }
+    Some(if neg { -v } else { v })
+}
+
 struct Builder<'a> {
     text: &'a [u8],
     classes: Vec<LineClass>,
@@ -263,10 +363,14 @@ struct Builder<'a> {
     open: bool,
     ambiguous: u32,
     seen_header: bool,
+    /// Whether lines must be checked for UTF-8 as they are scanned.
+    check_utf8: bool,
+    /// A line was not UTF-8: the scan stopped and the result is discarded.
+    not_utf8: bool,
 }
 
 impl<'a> Builder<'a> {
-    fn new(text: &'a [u8]) -> Self {
+    fn new(text: &'a [u8], check_utf8: bool) -> Self {
         let lines = memchr::memchr_iter(b'\n', text).count() + 1;
         Builder {
             text,
@@ -280,6 +384,8 @@ impl<'a> Builder<'a> {
             open: false,
             ambiguous: 0,
             seen_header: false,
+            check_utf8,
+            not_utf8: false,
         }
     }
 
@@ -295,16 +401,23 @@ impl<'a> Builder<'a> {
         let mut pos = 0usize;
         let mut line_no: u32 = 0;
         while pos < bytes.len() {
+            line_no = line_no.saturating_add(1);
+            if let Some(next) = self.fast_line(pos, line_no) {
+                pos = next;
+                continue;
+            }
             let (end, next) = match memchr::memchr(b'\n', &bytes[pos..]) {
                 Some(i) => (pos + i, pos + i + 1),
                 None => (bytes.len(), bytes.len()),
             };
-            line_no = line_no.saturating_add(1);
             let mut le = end;
             if le > pos && bytes[le - 1] == b'\r' {
                 le -= 1;
             }
-            self.line(pos, le, line_no);
+            self.general_line(pos, le, line_no);
+            if self.not_utf8 {
+                return;
+            }
             pos = next;
         }
         if bytes.last().is_some_and(|&c| c != b'\n') {
@@ -326,9 +439,66 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// The line at `pos` when it is exactly as CPython prints it: fixed
+    /// columns, numbers within their widths, a plain ASCII name, then LF or
+    /// CRLF. Returns where the next line starts, or `None` (nothing done)
+    /// for the general path. The name's scan finds the line end, so such a
+    /// line is read once, and its bytes are ASCII: UTF-8 by construction.
     #[inline]
-    fn line(&mut self, start: usize, end: usize, line_no: u32) {
+    fn fast_line(&mut self, pos: usize, line_no: u32) -> Option<usize> {
+        const COLUMNS: usize = CACHED_COLUMNS.len();
+        let rest = &self.text[pos..];
+        if rest.len() <= COLUMNS || rest[..13] != CACHED_COLUMNS[..13] {
+            return None;
+        }
+        let spaces = skip_spaces_fast(&rest[COLUMNS..]);
+        let name = COLUMNS + spaces;
+        let len = plain_len(&rest[name..]);
+        let end = name + len;
+        let next = match (rest.get(end), rest.get(end + 1)) {
+            (Some(b'\n'), _) => end + 1,
+            (Some(b'\r'), Some(b'\n')) => end + 2,
+            _ => return None,
+        };
+        if len == 0 {
+            return None;
+        }
+        if rest[..COLUMNS] == *CACHED_COLUMNS {
+            self.ensure_session(line_no);
+            self.classes.push(LineClass::Cached);
+            self.cached(line_no, pos + name, len, spaces);
+            return Some(pos + next);
+        }
+        if rest[22..25] != *b" | " || rest[35..38] != *b" | " {
+            return None;
+        }
+        let (Some(self_us), Some(cum_us)) =
+            (right_aligned(&rest[13..22]), right_aligned(&rest[25..35]))
+        else {
+            return None;
+        };
+        self.ensure_session(line_no);
+        self.classes.push(LineClass::Entry);
+        if spaces % 2 != 0 {
+            self.warn(
+                line_no,
+                WarningKind::OddIndent {
+                    spaces: spaces as u32,
+                },
+            );
+        }
+        let depth = self.clamp_depth(spaces / 2, line_no);
+        self.entry(line_no, pos + name, len, depth, self_us, cum_us);
+        Some(pos + next)
+    }
+
+    /// Any line the fast path did not take; checks it for UTF-8 first.
+    fn general_line(&mut self, start: usize, end: usize, line_no: u32) {
         let line = &self.text[start..end];
+        if self.check_utf8 && !line.is_ascii() && std::str::from_utf8(line).is_err() {
+            self.not_utf8 = true;
+            return;
+        }
         if !line.starts_with(PREFIX) {
             self.text_line(start, end, line_no);
             return;
