@@ -479,7 +479,7 @@ impl<'a> Builder<'a> {
         };
         self.ensure_session(line_no);
         self.classes.push(LineClass::Entry);
-        if spaces % 2 != 0 {
+        if !spaces.is_multiple_of(2) {
             self.warn(
                 line_no,
                 WarningKind::OddIndent {
@@ -527,7 +527,7 @@ impl<'a> Builder<'a> {
                 if overflow {
                     self.warn(line_no, WarningKind::NumberOverflow);
                 }
-                if spaces % 2 != 0 {
+                if !spaces.is_multiple_of(2) {
                     self.warn(
                         line_no,
                         WarningKind::OddIndent {
