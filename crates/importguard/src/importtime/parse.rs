@@ -64,17 +64,26 @@ fn plain_utf8_candidate(raw: &[u8]) -> bool {
 /// Decode to UTF-8 first (BOMs, UTF-16, invalid bytes replaced), then parse.
 fn parse_decoded(bytes: Vec<u8>) -> ImportLog {
     let (text, encoding, invalid) = decode(bytes);
-    build(Text::Owned(text), encoding, invalid, false).expect("decoded text is UTF-8")
+    build(Text::Owned(text), encoding, invalid, false, true).expect("decoded text is UTF-8")
 }
 
 /// Parse bytes not yet known to be UTF-8, checking each line as it is
 /// scanned; `None` when a line is not UTF-8.
 fn build_checked(text: Text) -> Option<ImportLog> {
-    build(text, Encoding::Utf8, false, true)
+    build(text, Encoding::Utf8, false, true, true)
 }
 
-fn build(text: Text, encoding: Encoding, invalid: bool, check_utf8: bool) -> Option<ImportLog> {
+/// `fast: false` sends every line through the general path (for the tests
+/// that hold both paths to the same result).
+fn build(
+    text: Text,
+    encoding: Encoding,
+    invalid: bool,
+    check_utf8: bool,
+    fast: bool,
+) -> Option<ImportLog> {
     let mut b = Builder::new(text.bytes(), check_utf8);
+    b.fast = fast;
     if invalid {
         b.warnings.push(Warning {
             line: None,
@@ -367,6 +376,8 @@ struct Builder<'a> {
     check_utf8: bool,
     /// A line was not UTF-8: the scan stopped and the result is discarded.
     not_utf8: bool,
+    /// Whether the fixed-column fast path is tried.
+    fast: bool,
 }
 
 impl<'a> Builder<'a> {
@@ -386,6 +397,7 @@ impl<'a> Builder<'a> {
             seen_header: false,
             check_utf8,
             not_utf8: false,
+            fast: true,
         }
     }
 
@@ -402,7 +414,7 @@ impl<'a> Builder<'a> {
         let mut line_no: u32 = 0;
         while pos < bytes.len() {
             line_no = line_no.saturating_add(1);
-            if let Some(next) = self.fast_line(pos, line_no) {
+            if let Some(next) = self.fast.then(|| self.fast_line(pos, line_no)).flatten() {
                 pos = next;
                 continue;
             }
@@ -1007,5 +1019,109 @@ mod tests {
         assert!(!log.is_importtime());
         assert_eq!(log.line_count(), 2);
         assert!(parse(b"").line_classes().is_empty());
+    }
+
+    /// Everything a log holds, as text, for comparing two parses.
+    fn digest(log: &ImportLog) -> String {
+        let texts: Vec<(u32, &str)> = log
+            .text_lines()
+            .iter()
+            .map(|t| (t.line, log.text_of(t)))
+            .collect();
+        format!(
+            "{:?}\n{}{:?}\n{:?}\n{:?}",
+            log.line_classes(),
+            outline(log),
+            kinds(log),
+            texts,
+            log.sessions()
+        )
+    }
+
+    fn general_only(text: &str) -> ImportLog {
+        let text = crate::importtime::tree::Text::Owned(text.to_owned());
+        build(text, Encoding::Utf8, false, false, false).expect("UTF-8 text")
+    }
+
+    #[test]
+    fn invalid_utf8_in_one_line_decodes_the_whole_input_lossily() {
+        for bad in [
+            &b"import time:         1 |          1 | na\xFFme\n"[..],
+            b"text \xC3 line\n",
+            b"import time: self [us] | cumulative | imported package \xFF\n",
+        ] {
+            let mut input = format!("{H}import time:         2 |          2 | ok\n").into_bytes();
+            input.extend_from_slice(bad);
+            let shared = parse_shared(std::sync::Arc::new(input.clone()));
+            assert_eq!(digest(&shared), digest(&parse_decoded(input.clone())));
+            assert!(shared.warnings()[0].to_string().contains("not valid UTF-8"));
+            assert!(shared.text().contains('\u{FFFD}'));
+            assert_eq!(digest(&parse(&input)), digest(&shared));
+        }
+    }
+
+    #[test]
+    fn non_ascii_and_odd_names_take_the_general_path() {
+        let input = format!(
+            "{H}import time:         1 |          1 |   données\nimport time:         1 |          1 |   a\x0bb\r\nimport time:         3 |          5 | top \t\n"
+        );
+        let log = parse(input.as_bytes());
+        assert_eq!(
+            outline(&log).trim(),
+            "session 0 header=Some(1)\ntop@0 3/5\n  données@1 1/1\n  a\x0bb@1 1/1"
+        );
+        assert_eq!(digest(&log), digest(&general_only(&input)));
+    }
+
+    #[test]
+    fn plain_len_stops_at_the_first_byte_outside_printable_ascii() {
+        let naive = |b: &[u8]| b.iter().take_while(|c| (0x21..0x7F).contains(*c)).count();
+        let mut bytes: Vec<u8> = b"torch._C._nn.functional_utils_with_a_long_tail".to_vec();
+        for stop in [
+            b' ', b'\t', b'\n', b'\r', 0x00, 0x20, 0x7F, 0x80, 0xC3, 0xFF,
+        ] {
+            for at in 0..bytes.len() {
+                let keep = bytes[at];
+                bytes[at] = stop;
+                assert_eq!(plain_len(&bytes), naive(&bytes), "{stop:#x} at {at}");
+                bytes[at] = keep;
+            }
+        }
+        assert_eq!(plain_len(&bytes), bytes.len());
+        assert_eq!(plain_len(b""), 0);
+    }
+
+    mod paths {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            /// The fast path and the general path read every line alike.
+            #[test]
+            fn prop_fast_and_general_paths_agree(
+                lines in prop::collection::vec(
+                    prop_oneof![
+                        Just(H.trim_end().to_owned()),
+                        (0usize..30, "[a-z._]{1,12}|[a-z]{1,3}[\\t \\x0b\\x7f\\u{e9}][a-z]{0,3}", -99_999i64..9_999_999_999, -99i64..99_999_999_999)
+                            .prop_map(|(d, n, s, c)| format!("import time: {s:>9} | {c:>10} | {}{n}", " ".repeat(d))),
+                        (0usize..30, "[a-z._]{1,12}")
+                            .prop_map(|(w, n)| format!("import time: cached    | cached     | {n:>w$}")),
+                        (0usize..12, "[a-z._ ]{0,8}", "[ |0-9a-z-]{0,40}")
+                            .prop_map(|(d, n, junk)| format!("import time: {junk}{}{n}", " ".repeat(d))),
+                        "[ -~]{0,50}",
+                    ],
+                    0..40,
+                ),
+                crlf in any::<bool>(),
+                trailing in any::<bool>(),
+            ) {
+                let sep = if crlf { "\r\n" } else { "\n" };
+                let mut text = lines.join(sep);
+                if trailing && !lines.is_empty() {
+                    text.push_str(sep);
+                }
+                prop_assert_eq!(digest(&parse(text.as_bytes())), digest(&general_only(&text)));
+            }
+        }
     }
 }
