@@ -337,9 +337,46 @@ fn skip_spaces_fast(b: &[u8]) -> usize {
 }
 
 /// A right-aligned number filling its column exactly: spaces, an optional
-/// `-`, at least one digit (at most ten: no overflow).
+/// `-`, at least one digit (at most ten: no overflow). The column's last
+/// eight bytes are read as one word: which are digits, their value, and
+/// what lies before them, without a loop.
 #[inline]
 fn right_aligned(field: &[u8]) -> Option<i64> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let (lead, last) = field.split_last_chunk::<8>()?;
+    let t = u64::from_le_bytes(*last) ^ (0x30 * ONES);
+    // High bit of each byte that is not a digit (a carry may flag a digit
+    // too, which only sends the line to the slow path).
+    let not_digit = (t.wrapping_add(0x76 * ONES) | t) & HIGH;
+    if not_digit == 0 || !lead.iter().all(|&c| c == b' ') {
+        return right_aligned_slow(field);
+    }
+    let digits = not_digit.leading_zeros() / 8;
+    if digits == 0 {
+        return None;
+    }
+    // Bytes before the digits: spaces, or a `-` then spaces.
+    let shift = 64 - 8 * digits;
+    let below = (1u64 << shift) - 1;
+    let before = u64::from_le_bytes(*last) & below;
+    let minus = u64::from(b'-' ^ b' ') << (shift - 8);
+    let spaces = (b' ' as u64 * ONES) & below;
+    let neg = before == spaces ^ minus;
+    if before != spaces && !neg {
+        return None;
+    }
+    // The digits, most significant in the lowest byte, below them zeros.
+    let mut v = t & !below;
+    v = (v.wrapping_mul(10) + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
+    v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
+    v = (v.wrapping_mul(10_000) + (v >> 32)) & 0xFFFF_FFFF;
+    let v = v as i64;
+    Some(if neg { -v } else { v })
+}
+
+/// [`right_aligned`] a byte at a time (eight digits or more, short fields).
+fn right_aligned_slow(field: &[u8]) -> Option<i64> {
     let mut i = skip_spaces(field, 0);
     let neg = field.get(i) == Some(&b'-');
     i += usize::from(neg);
@@ -382,7 +419,10 @@ struct Builder<'a> {
 
 impl<'a> Builder<'a> {
     fn new(text: &'a [u8], check_utf8: bool) -> Self {
-        let lines = memchr::memchr_iter(b'\n', text).count() + 1;
+        // Enough for lines of 32 bytes and more (CPython's are 39 and more),
+        // without a counting pass: capacity never touched is not resident,
+        // and a log of shorter lines grows the vectors as usual.
+        let lines = text.len() / 32 + 16;
         Builder {
             text,
             classes: Vec::with_capacity(lines),
@@ -460,7 +500,8 @@ impl<'a> Builder<'a> {
     fn fast_line(&mut self, pos: usize, line_no: u32) -> Option<usize> {
         const COLUMNS: usize = CACHED_COLUMNS.len();
         let rest = &self.text[pos..];
-        if rest.len() <= COLUMNS || rest[..13] != CACHED_COLUMNS[..13] {
+        let cols: &[u8; COLUMNS] = rest.first_chunk()?;
+        if cols.first_chunk::<13>() != CACHED_COLUMNS.first_chunk::<13>() {
             return None;
         }
         let spaces = skip_spaces_fast(&rest[COLUMNS..]);
@@ -475,17 +516,17 @@ impl<'a> Builder<'a> {
         if len == 0 {
             return None;
         }
-        if rest[..COLUMNS] == *CACHED_COLUMNS {
+        if cols == CACHED_COLUMNS {
             self.ensure_session(line_no);
             self.classes.push(LineClass::Cached);
             self.cached(line_no, pos + name, len, spaces);
             return Some(pos + next);
         }
-        if rest[22..25] != *b" | " || rest[35..38] != *b" | " {
+        if cols[22..25] != *b" | " || cols[35..38] != *b" | " {
             return None;
         }
         let (Some(self_us), Some(cum_us)) =
-            (right_aligned(&rest[13..22]), right_aligned(&rest[25..35]))
+            (right_aligned(&cols[13..22]), right_aligned(&cols[25..35]))
         else {
             return None;
         };
@@ -1074,6 +1115,37 @@ mod tests {
     }
 
     #[test]
+    fn right_aligned_reads_columns_like_the_byte_loop() {
+        let mut cases: Vec<String> = Vec::new();
+        for width in [9usize, 10] {
+            for v in [
+                0i64, 7, -7, 42, 999, -57927, 1234567, 12345678, -1234567, 123456789,
+            ] {
+                cases.push(format!("{v:>width$}"));
+            }
+        }
+        cases.extend(
+            [
+                " 12 34 567",
+                "      -  5",
+                "     --5",
+                "   5-",
+                "    +12",
+                "         ",
+                "        -",
+            ]
+            .map(str::to_owned),
+        );
+        cases.extend(["  1\u{e9}9", "\u{ff}9999999", "    \u{ba}9"].map(str::to_owned));
+        for c in &cases {
+            let b = c.as_bytes();
+            assert_eq!(right_aligned(b), right_aligned_slow(b), "{c:?}");
+        }
+        assert_eq!(right_aligned(b"    -57927"), Some(-57927));
+        assert_eq!(right_aligned(b"  12345678"), Some(12345678));
+    }
+
+    #[test]
     fn plain_len_stops_at_the_first_byte_outside_printable_ascii() {
         let naive = |b: &[u8]| b.iter().take_while(|c| (0x21..0x7F).contains(*c)).count();
         let mut bytes: Vec<u8> = b"torch._C._nn.functional_utils_with_a_long_tail".to_vec();
@@ -1096,7 +1168,19 @@ mod tests {
         use proptest::prelude::*;
 
         proptest! {
-            /// The fast path and the general path read every line alike.
+            #[test]
+        fn prop_right_aligned_matches_the_byte_loop(field in "[ 0-9-]{8,10}|[ 0-9\\-\\x80-\\xff]{8,10}") {
+            let b = field.as_bytes();
+            // The fast reading may decline (None) where a carry flagged a
+            // digit next to a non-ASCII byte; it never reads a different number.
+            let fast = right_aligned(b);
+            prop_assert!(fast.is_none() || fast == right_aligned_slow(b), "{:?}", field);
+            if field.is_ascii() {
+                prop_assert_eq!(fast, right_aligned_slow(b));
+            }
+        }
+
+        /// The fast path and the general path read every line alike.
             #[test]
             fn prop_fast_and_general_paths_agree(
                 lines in prop::collection::vec(
