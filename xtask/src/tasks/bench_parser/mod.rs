@@ -162,6 +162,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             medians[0] / medians[2],
             medians[1] / tuna_fn
         );
+        // The same ratio within each round (the two ran back to back).
+        let mut paired: Vec<f64> = (runs[0].iter().zip(&fn_runs))
+            .map(|(ours, t)| (mb / ours.seconds) / (w.tuna_bytes as f64 / 1e6 / t.seconds))
+            .collect();
+        paired.sort_by(f64::total_cmp);
+        println!(
+            "per round: --format top is {:.1}x tuna's function (median; min {:.1}x, max {:.1}x)",
+            median_of(&paired),
+            paired[0],
+            paired[paired.len() - 1]
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -169,28 +180,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// Write the generated log to `path` and tuna's copy to `twin`, with
 /// every fixture log of `tests/fixtures/importtime` interleaved.
 fn build_log(path: &Path, twin: &Path, target: u64, seed: u64) -> anyhow::Result<shapes::Written> {
-    let fixtures = project_root().join("tests/fixtures/importtime");
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&fixtures)
-        .with_context(|| format!("listing {}", fixtures.display()))?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("listing {}", fixtures.display()))?;
+    let dir = project_root().join("tests/fixtures/importtime");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .and_then(|d| d.map(|e| e.map(|e| e.path())).collect())
+        .with_context(|| format!("listing {}", dir.display()))?;
     names.retain(|p| p.extension().is_some_and(|e| e == "log"));
     names.sort();
     let mut chunk = Vec::new();
     for p in &names {
         chunk.extend(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?);
     }
-    let create = |p: &Path| -> anyhow::Result<std::io::BufWriter<std::fs::File>> {
-        let f = std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?;
-        Ok(std::io::BufWriter::new(f))
-    };
-    let (mut out, mut tuna) = (create(path)?, create(twin)?);
-    let w =
-        shapes::write(&mut out, &mut tuna, target, seed, &chunk).context("writing the big log")?;
-    out.flush().context("writing the big log")?;
-    tuna.flush().context("writing tuna's copy of the big log")?;
-    Ok(w)
+    let create = |p: &Path| std::fs::File::create(p).map(std::io::BufWriter::new);
+    let written = (|| {
+        let (mut out, mut tuna) = (create(path)?, create(twin)?);
+        let w = shapes::write(&mut out, &mut tuna, target, seed, &chunk)?;
+        out.flush()?;
+        tuna.flush()?;
+        Ok::<_, std::io::Error>(w)
+    })();
+    written.with_context(|| format!("writing {} and {}", path.display(), twin.display()))
 }
 
 /// Run `cmd` once: wall time from spawn to reaping, CPU time and peak RSS
