@@ -71,7 +71,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         w.tuna_bytes as f64 / 1e6,
         args.runs
     );
-    println!("machine: {} cpus, load {}", cpus(), load());
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("machine: {cpus} cpus, load {}", load());
     if args.runs == 0 {
         return Ok(ExitCode::SUCCESS);
     }
@@ -88,29 +89,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             cmd,
         ));
     }
-    let tuna = if args.no_tuna {
-        println!("tuna: skipped (--no-tuna)");
-        false
-    } else {
-        match tuna_python(&args.python) {
-            Err(err) => {
-                println!("tuna: not measured: {err:#}");
-                false
-            }
-            Ok(py) => {
-                let script = "import sys, time\nfrom tuna._import_profile import read_import_profile\n\
-                              t = time.perf_counter()\nread_import_profile(sys.argv[1])\n\
-                              print(time.perf_counter() - t)\n";
-                let mut cmd = Command::new(&py);
-                cmd.args(["-c", script]).arg(&twin);
-                contenders.push((
-                    "tuna read_import_profile (whole python process)".to_owned(),
-                    cmd,
-                ));
-                true
-            }
-        }
+    let python = match args.no_tuna {
+        true => Err(anyhow::anyhow!("skipped (--no-tuna)")),
+        false => tuna_python(&args.python),
     };
+    let tuna = python.is_ok();
+    match python {
+        Err(err) => println!("tuna: not measured: {err:#}"),
+        Ok(py) => {
+            let script = "import sys, time\nfrom tuna._import_profile import read_import_profile\n\
+                          t = time.perf_counter()\nread_import_profile(sys.argv[1])\n\
+                          print(time.perf_counter() - t)\n";
+            let mut cmd = Command::new(&py);
+            cmd.args(["-c", script]).arg(&twin);
+            let label = "tuna read_import_profile (whole python process)";
+            contenders.push((label.to_owned(), cmd));
+        }
+    }
 
     // Interleaved (A B C A B C ...), so load changes hit every contender
     // alike; round 0 is a warm-up and is not counted.
@@ -297,14 +292,8 @@ fn tuna_python(python: &str) -> anyhow::Result<PathBuf> {
         bail!("`{python} -m venv {}` failed", venv.display());
     }
     let out = Command::new(&py)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            TUNA,
-        ])
+        .args("-m pip install --quiet --disable-pip-version-check".split(' '))
+        .arg(TUNA)
         .output()
         .context("running pip")?;
     if !out.status.success() || !has_tuna(&py) {
@@ -319,15 +308,7 @@ fn tuna_python(python: &str) -> anyhow::Result<PathBuf> {
 /// Median of a sorted, non-empty slice.
 fn median_of(sorted: &[f64]) -> f64 {
     let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
-}
-
-fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0
 }
 
 fn load() -> String {

@@ -320,15 +320,18 @@ mod tests {
 
     #[test]
     fn tuna_filter_keeps_what_tuna_reads() {
-        assert!(tuna_reads(b"import time:       215 |        215 |   _io\n"));
-        assert!(tuna_reads(
-            b"import time: self [us] | cumulative | imported package\r\n"
-        ));
-        assert!(tuna_reads(b"INFO something else\n"));
-        assert!(!tuna_reads(b"import time: cached    | cached     |  sys\n"));
-        assert!(!tuna_reads(b"import time: printed by the program\n"));
-        assert!(!tuna_reads(
-            b"import time:         1 |          1 |    odd\n"
-        ));
+        for (line, reads) in [
+            (&b"import time:       215 |        215 |   _io\n"[..], true),
+            (
+                b"import time: self [us] | cumulative | imported package\r\n",
+                true,
+            ),
+            (b"INFO something else\n", true),
+            (b"import time: cached    | cached     |  sys\n", false),
+            (b"import time: printed by the program\n", false),
+            (b"import time:         1 |          1 |    odd\n", false),
+        ] {
+            assert_eq!(tuna_reads(line), reads, "{line:?}");
+        }
     }
 }
