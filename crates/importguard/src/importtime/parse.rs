@@ -1,5 +1,13 @@
 //! The byte-level parser: decoding, line classification and the post-order
 //! tree rebuild, in one pass over the input.
+//!
+//! UTF-8 input is not validated up front: each line is checked as the scan
+//! reaches it (an entry's numbers and columns are ASCII by construction, so
+//! only its name is looked at), and a line that is not UTF-8 sends the whole
+//! input to the lossy decoder. Lines printed exactly as CPython prints them
+//! take a fixed-column fast path; anything else takes the general one.
+
+use std::sync::Arc;
 
 use super::tree::{
     Encoding, ImportLog, LineClass, NONE, Node, NodeId, NodeKind, Session, SharedBytes, Text,
@@ -8,6 +16,9 @@ use super::tree::{
 use super::{Warning, WarningKind};
 
 const PREFIX: &[u8] = b"import time:";
+
+/// What CPython prints before a cached line's name (`-X importtime=2`).
+const CACHED_COLUMNS: &[u8; 38] = b"import time: cached    | cached     | ";
 
 /// Parse raw stderr bytes (copies them once; see [`parse_owned`] to avoid
 /// the copy).
@@ -18,8 +29,15 @@ pub fn parse(bytes: &[u8]) -> ImportLog {
 /// Parse raw stderr bytes, taking ownership of the buffer (no copy for
 /// valid UTF-8 input).
 pub fn parse_owned(bytes: Vec<u8>) -> ImportLog {
-    let (text, encoding, invalid) = decode(bytes);
-    build(Text::Owned(text), encoding, invalid)
+    if !plain_utf8_candidate(&bytes) {
+        return parse_decoded(bytes);
+    }
+    let typed = Arc::new(bytes);
+    if let Some(log) = build_checked(Text::Shared(typed.clone())) {
+        return log;
+    }
+    // Not UTF-8: the builder's clone is gone, so this takes the buffer back.
+    parse_decoded(Arc::try_unwrap(typed).unwrap_or_else(|shared| (*shared).clone()))
 }
 
 /// Parse shared bytes (for example a file mapped in memory) without
@@ -27,20 +45,45 @@ pub fn parse_owned(bytes: Vec<u8>) -> ImportLog {
 /// into an owned copy.
 pub fn parse_shared(bytes: SharedBytes) -> ImportLog {
     let raw = (*bytes).as_ref();
-    let plain = !raw.starts_with(&[0xFF, 0xFE])
+    if plain_utf8_candidate(raw)
+        && let Some(log) = build_checked(Text::Shared(bytes.clone()))
+    {
+        return log;
+    }
+    parse_decoded((*bytes).as_ref().to_vec())
+}
+
+/// Input that may be read as it is: no BOM and no sign of UTF-16.
+fn plain_utf8_candidate(raw: &[u8]) -> bool {
+    !raw.starts_with(&[0xFF, 0xFE])
         && !raw.starts_with(&[0xFE, 0xFF])
         && !raw.starts_with(&[0xEF, 0xBB, 0xBF])
         && !looks_utf16le(raw)
-        && std::str::from_utf8(raw).is_ok();
-    if plain {
-        build(Text::Shared(bytes), Encoding::Utf8, false)
-    } else {
-        parse_owned(raw.to_vec())
-    }
 }
 
-fn build(text: Text, encoding: Encoding, invalid: bool) -> ImportLog {
-    let mut b = Builder::new(text.bytes());
+/// Decode to UTF-8 first (BOMs, UTF-16, invalid bytes replaced), then parse.
+fn parse_decoded(bytes: Vec<u8>) -> ImportLog {
+    let (text, encoding, invalid) = decode(bytes);
+    build(Text::Owned(text), encoding, invalid, false, true).expect("decoded text is UTF-8")
+}
+
+/// Parse bytes not yet known to be UTF-8, checking each line as it is
+/// scanned; `None` when a line is not UTF-8.
+fn build_checked(text: Text) -> Option<ImportLog> {
+    build(text, Encoding::Utf8, false, true, true)
+}
+
+/// `fast: false` sends every line through the general path (for the tests
+/// that hold both paths to the same result).
+fn build(
+    text: Text,
+    encoding: Encoding,
+    invalid: bool,
+    check_utf8: bool,
+    fast: bool,
+) -> Option<ImportLog> {
+    let mut b = Builder::new(text.bytes(), check_utf8);
+    b.fast = fast;
     if invalid {
         b.warnings.push(Warning {
             line: None,
@@ -55,8 +98,12 @@ fn build(text: Text, encoding: Encoding, invalid: bool) -> ImportLog {
         sessions,
         mut warnings,
         ambiguous,
+        not_utf8,
         ..
     } = b;
+    if not_utf8 {
+        return None;
+    }
     if ambiguous > 0 {
         warnings.push(Warning {
             line: None,
@@ -65,7 +112,7 @@ fn build(text: Text, encoding: Encoding, invalid: bool) -> ImportLog {
     }
     // Stable: input-wide warnings first, then line order, emission order within a line.
     warnings.sort_by_key(|w| w.line.map_or(0, u64::from));
-    ImportLog {
+    Some(ImportLog {
         text,
         encoding,
         classes,
@@ -73,7 +120,7 @@ fn build(text: Text, encoding: Encoding, invalid: bool) -> ImportLog {
         texts,
         sessions,
         warnings,
-    }
+    })
 }
 
 /// UTF-16 LE without a BOM: ASCII text with a zero after every byte.
@@ -248,6 +295,105 @@ fn cached(b: &[u8], i: usize) -> Option<Parsed> {
     Some(Parsed::Cached { spaces, name })
 }
 
+/// The length of the plain name at the start of `b`: bytes up to the
+/// first that is not printable ASCII (a space, a line end, a control or a
+/// non-ASCII byte), found eight bytes at a time. In a line printed by
+/// CPython, that byte is the line end.
+#[inline]
+fn plain_len(b: &[u8]) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while let Some(chunk) = b[i..].first_chunk::<8>() {
+        let w = u64::from_le_bytes(*chunk);
+        // High bit of each byte that is <= 0x20, >= 0x7F or >= 0x80. A
+        // borrow or carry can only flag bytes after a flagged one, so the
+        // lowest flag is exact.
+        let odd = ((w.wrapping_sub(0x21 * ONES) & !w) | w.wrapping_add(ONES) | w) & HIGH;
+        if odd != 0 {
+            return i + (odd.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + b[i..]
+        .iter()
+        .position(|&c| !(0x21..0x7F).contains(&c))
+        .unwrap_or(b.len() - i)
+}
+
+/// Leading spaces of `b`, eight bytes at a time.
+#[inline]
+fn skip_spaces_fast(b: &[u8]) -> usize {
+    let mut i = 0;
+    while let Some(chunk) = b[i..].first_chunk::<8>() {
+        let word = u64::from_le_bytes(*chunk);
+        let diff = word ^ 0x2020_2020_2020_2020;
+        if diff != 0 {
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    skip_spaces(b, i)
+}
+
+/// A right-aligned number filling its column exactly: spaces, an optional
+/// `-`, at least one digit (at most ten: no overflow). The column's last
+/// eight bytes are read as one word: which are digits, their value, and
+/// what lies before them, without a loop.
+#[inline]
+fn right_aligned(field: &[u8]) -> Option<i64> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let (lead, last) = field.split_last_chunk::<8>()?;
+    let t = u64::from_le_bytes(*last) ^ (0x30 * ONES);
+    // High bit of each byte that is not a digit (a carry may flag a digit
+    // too, which only sends the line to the slow path).
+    let not_digit = (t.wrapping_add(0x76 * ONES) | t) & HIGH;
+    if not_digit == 0 || !lead.iter().all(|&c| c == b' ') {
+        return right_aligned_slow(field);
+    }
+    let digits = not_digit.leading_zeros() / 8;
+    if digits == 0 {
+        return None;
+    }
+    // Bytes before the digits: spaces, or a `-` then spaces.
+    let shift = 64 - 8 * digits;
+    let below = (1u64 << shift) - 1;
+    let before = u64::from_le_bytes(*last) & below;
+    let minus = u64::from(b'-' ^ b' ') << (shift - 8);
+    let spaces = (b' ' as u64 * ONES) & below;
+    let neg = before == spaces ^ minus;
+    if before != spaces && !neg {
+        return None;
+    }
+    // The digits, most significant in the lowest byte, below them zeros.
+    let mut v = t & !below;
+    v = (v.wrapping_mul(10) + (v >> 8)) & 0x00FF_00FF_00FF_00FF;
+    v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_FFFF_0000_FFFF;
+    v = (v.wrapping_mul(10_000) + (v >> 32)) & 0xFFFF_FFFF;
+    let v = v as i64;
+    Some(if neg { -v } else { v })
+}
+
+/// [`right_aligned`] a byte at a time (eight digits or more, short fields).
+fn right_aligned_slow(field: &[u8]) -> Option<i64> {
+    let mut i = skip_spaces(field, 0);
+    let neg = field.get(i) == Some(&b'-');
+    i += usize::from(neg);
+    if i == field.len() {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in &field[i..] {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        v = v * 10 + i64::from(d);
+    }
+    Some(if neg { -v } else { v })
+}
+
 struct Builder<'a> {
     text: &'a [u8],
     classes: Vec<LineClass>,
@@ -263,10 +409,18 @@ struct Builder<'a> {
     open: bool,
     ambiguous: u32,
     seen_header: bool,
+    /// Whether lines must be checked for UTF-8 as they are scanned.
+    check_utf8: bool,
+    /// A line was not UTF-8: the scan stopped and the result is discarded.
+    not_utf8: bool,
+    /// Whether the fixed-column fast path is tried.
+    fast: bool,
 }
 
 impl<'a> Builder<'a> {
-    fn new(text: &'a [u8]) -> Self {
+    fn new(text: &'a [u8], check_utf8: bool) -> Self {
+        // An exact count (a few percent of the time): no vector grows, and
+        // nothing is reserved beyond what the lines need.
         let lines = memchr::memchr_iter(b'\n', text).count() + 1;
         Builder {
             text,
@@ -280,6 +434,9 @@ impl<'a> Builder<'a> {
             open: false,
             ambiguous: 0,
             seen_header: false,
+            check_utf8,
+            not_utf8: false,
+            fast: true,
         }
     }
 
@@ -295,16 +452,23 @@ impl<'a> Builder<'a> {
         let mut pos = 0usize;
         let mut line_no: u32 = 0;
         while pos < bytes.len() {
+            line_no = line_no.saturating_add(1);
+            if let Some(next) = self.fast.then(|| self.fast_line(pos, line_no)).flatten() {
+                pos = next;
+                continue;
+            }
             let (end, next) = match memchr::memchr(b'\n', &bytes[pos..]) {
                 Some(i) => (pos + i, pos + i + 1),
                 None => (bytes.len(), bytes.len()),
             };
-            line_no = line_no.saturating_add(1);
             let mut le = end;
             if le > pos && bytes[le - 1] == b'\r' {
                 le -= 1;
             }
-            self.line(pos, le, line_no);
+            self.general_line(pos, le, line_no);
+            if self.not_utf8 {
+                return;
+            }
             pos = next;
         }
         if bytes.last().is_some_and(|&c| c != b'\n') {
@@ -326,9 +490,67 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// The line at `pos` when it is exactly as CPython prints it: fixed
+    /// columns, numbers within their widths, a plain ASCII name, then LF or
+    /// CRLF. Returns where the next line starts, or `None` (nothing done)
+    /// for the general path. The name's scan finds the line end, so such a
+    /// line is read once, and its bytes are ASCII: UTF-8 by construction.
     #[inline]
-    fn line(&mut self, start: usize, end: usize, line_no: u32) {
+    fn fast_line(&mut self, pos: usize, line_no: u32) -> Option<usize> {
+        const COLUMNS: usize = CACHED_COLUMNS.len();
+        let rest = &self.text[pos..];
+        let cols: &[u8; COLUMNS] = rest.first_chunk()?;
+        if cols.first_chunk::<13>() != CACHED_COLUMNS.first_chunk::<13>() {
+            return None;
+        }
+        let spaces = skip_spaces_fast(&rest[COLUMNS..]);
+        let name = COLUMNS + spaces;
+        let len = plain_len(&rest[name..]);
+        let end = name + len;
+        let next = match (rest.get(end), rest.get(end + 1)) {
+            (Some(b'\n'), _) => end + 1,
+            (Some(b'\r'), Some(b'\n')) => end + 2,
+            _ => return None,
+        };
+        if len == 0 {
+            return None;
+        }
+        if cols == CACHED_COLUMNS {
+            self.ensure_session(line_no);
+            self.classes.push(LineClass::Cached);
+            self.cached(line_no, pos + name, len, spaces);
+            return Some(pos + next);
+        }
+        if cols[22..25] != *b" | " || cols[35..38] != *b" | " {
+            return None;
+        }
+        let (Some(self_us), Some(cum_us)) =
+            (right_aligned(&cols[13..22]), right_aligned(&cols[25..35]))
+        else {
+            return None;
+        };
+        self.ensure_session(line_no);
+        self.classes.push(LineClass::Entry);
+        if !spaces.is_multiple_of(2) {
+            self.warn(
+                line_no,
+                WarningKind::OddIndent {
+                    spaces: spaces as u32,
+                },
+            );
+        }
+        let depth = self.clamp_depth(spaces / 2, line_no);
+        self.entry(line_no, pos + name, len, depth, self_us, cum_us);
+        Some(pos + next)
+    }
+
+    /// Any line the fast path did not take; checks it for UTF-8 first.
+    fn general_line(&mut self, start: usize, end: usize, line_no: u32) {
         let line = &self.text[start..end];
+        if self.check_utf8 && !line.is_ascii() && std::str::from_utf8(line).is_err() {
+            self.not_utf8 = true;
+            return;
+        }
         if !line.starts_with(PREFIX) {
             self.text_line(start, end, line_no);
             return;
@@ -357,7 +579,7 @@ impl<'a> Builder<'a> {
                 if overflow {
                     self.warn(line_no, WarningKind::NumberOverflow);
                 }
-                if spaces % 2 != 0 {
+                if !spaces.is_multiple_of(2) {
                     self.warn(
                         line_no,
                         WarningKind::OddIndent {
@@ -837,5 +1059,152 @@ mod tests {
         assert!(!log.is_importtime());
         assert_eq!(log.line_count(), 2);
         assert!(parse(b"").line_classes().is_empty());
+    }
+
+    /// Everything a log holds, as text, for comparing two parses.
+    fn digest(log: &ImportLog) -> String {
+        let texts: Vec<(u32, &str)> = log
+            .text_lines()
+            .iter()
+            .map(|t| (t.line, log.text_of(t)))
+            .collect();
+        format!(
+            "{:?}\n{}{:?}\n{:?}\n{:?}",
+            log.line_classes(),
+            outline(log),
+            kinds(log),
+            texts,
+            log.sessions()
+        )
+    }
+
+    fn general_only(text: &str) -> ImportLog {
+        let text = crate::importtime::tree::Text::Owned(text.to_owned());
+        build(text, Encoding::Utf8, false, false, false).expect("UTF-8 text")
+    }
+
+    #[test]
+    fn invalid_utf8_in_one_line_decodes_the_whole_input_lossily() {
+        for bad in [
+            &b"import time:         1 |          1 | na\xFFme\n"[..],
+            b"text \xC3 line\n",
+            b"import time: self [us] | cumulative | imported package \xFF\n",
+        ] {
+            let mut input = format!("{H}import time:         2 |          2 | ok\n").into_bytes();
+            input.extend_from_slice(bad);
+            let shared = parse_shared(std::sync::Arc::new(input.clone()));
+            assert_eq!(digest(&shared), digest(&parse_decoded(input.clone())));
+            assert!(shared.warnings()[0].to_string().contains("not valid UTF-8"));
+            assert!(shared.text().contains('\u{FFFD}'));
+            assert_eq!(digest(&parse(&input)), digest(&shared));
+        }
+    }
+
+    #[test]
+    fn non_ascii_and_odd_names_take_the_general_path() {
+        let input = format!(
+            "{H}import time:         1 |          1 |   données\nimport time:         1 |          1 |   a\x0bb\r\nimport time:         3 |          5 | top \t\n"
+        );
+        let log = parse(input.as_bytes());
+        assert_eq!(
+            outline(&log).trim(),
+            "session 0 header=Some(1)\ntop@0 3/5\n  données@1 1/1\n  a\x0bb@1 1/1"
+        );
+        assert_eq!(digest(&log), digest(&general_only(&input)));
+    }
+
+    #[test]
+    fn right_aligned_reads_columns_like_the_byte_loop() {
+        let mut cases: Vec<String> = Vec::new();
+        for width in [9usize, 10] {
+            for v in [
+                0i64, 7, -7, 42, 999, -57927, 1234567, 12345678, -1234567, 123456789,
+            ] {
+                cases.push(format!("{v:>width$}"));
+            }
+        }
+        cases.extend(
+            [
+                " 12 34 567",
+                "      -  5",
+                "     --5",
+                "   5-",
+                "    +12",
+                "         ",
+                "        -",
+            ]
+            .map(str::to_owned),
+        );
+        cases.extend(["  1\u{e9}9", "\u{ff}9999999", "    \u{ba}9"].map(str::to_owned));
+        for c in &cases {
+            let b = c.as_bytes();
+            assert_eq!(right_aligned(b), right_aligned_slow(b), "{c:?}");
+        }
+        assert_eq!(right_aligned(b"    -57927"), Some(-57927));
+        assert_eq!(right_aligned(b"  12345678"), Some(12345678));
+    }
+
+    #[test]
+    fn plain_len_stops_at_the_first_byte_outside_printable_ascii() {
+        let naive = |b: &[u8]| b.iter().take_while(|c| (0x21..0x7F).contains(*c)).count();
+        let mut bytes: Vec<u8> = b"torch._C._nn.functional_utils_with_a_long_tail".to_vec();
+        for stop in [
+            b' ', b'\t', b'\n', b'\r', 0x00, 0x20, 0x7F, 0x80, 0xC3, 0xFF,
+        ] {
+            for at in 0..bytes.len() {
+                let keep = bytes[at];
+                bytes[at] = stop;
+                assert_eq!(plain_len(&bytes), naive(&bytes), "{stop:#x} at {at}");
+                bytes[at] = keep;
+            }
+        }
+        assert_eq!(plain_len(&bytes), bytes.len());
+        assert_eq!(plain_len(b""), 0);
+    }
+
+    mod paths {
+        use super::*;
+        use proptest::prelude::*;
+
+        proptest! {
+            #[test]
+        fn prop_right_aligned_matches_the_byte_loop(field in "[ 0-9-]{8,10}|[ 0-9\\-\\x80-\\xff]{8,10}") {
+            let b = field.as_bytes();
+            // The fast reading may decline (None) where a carry flagged a
+            // digit next to a non-ASCII byte; it never reads a different number.
+            let fast = right_aligned(b);
+            prop_assert!(fast.is_none() || fast == right_aligned_slow(b), "{:?}", field);
+            if field.is_ascii() {
+                prop_assert_eq!(fast, right_aligned_slow(b));
+            }
+        }
+
+        /// The fast path and the general path read every line alike.
+            #[test]
+            fn prop_fast_and_general_paths_agree(
+                lines in prop::collection::vec(
+                    prop_oneof![
+                        Just(H.trim_end().to_owned()),
+                        (0usize..30, "[a-z._]{1,12}|[a-z]{1,3}[\\t \\x0b\\x7f\\u{e9}][a-z]{0,3}", -99_999i64..9_999_999_999, -99i64..99_999_999_999)
+                            .prop_map(|(d, n, s, c)| format!("import time: {s:>9} | {c:>10} | {}{n}", " ".repeat(d))),
+                        (0usize..30, "[a-z._]{1,12}")
+                            .prop_map(|(w, n)| format!("import time: cached    | cached     | {n:>w$}")),
+                        (0usize..12, "[a-z._ ]{0,8}", "[ |0-9a-z-]{0,40}")
+                            .prop_map(|(d, n, junk)| format!("import time: {junk}{}{n}", " ".repeat(d))),
+                        "[ -~]{0,50}",
+                    ],
+                    0..40,
+                ),
+                crlf in any::<bool>(),
+                trailing in any::<bool>(),
+            ) {
+                let sep = if crlf { "\r\n" } else { "\n" };
+                let mut text = lines.join(sep);
+                if trailing && !lines.is_empty() {
+                    text.push_str(sep);
+                }
+                prop_assert_eq!(digest(&parse(text.as_bytes())), digest(&general_only(&text)));
+            }
+        }
     }
 }

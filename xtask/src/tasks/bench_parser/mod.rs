@@ -1,7 +1,11 @@
 //! `cargo xtask bench-parser`: throughput and peak memory of the whole
 //! `cargo xtask importtime BIG.log --format top|json` process on a large
-//! log built from the real fixture logs, side by side with tuna's
-//! `read_import_profile` on the same file.
+//! log of generated sessions shaped like real torch and transformers logs
+//! ([`shapes`]) and the project's fixture logs, side by side with tuna's
+//! `read_import_profile` on the same log less the lines tuna cannot read
+//! (cached `=2` lines; throughput is in MB of each one's own file).
+
+mod shapes;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,31 +16,27 @@ use anyhow::{Context, bail};
 
 use super::project_root;
 
-/// Fixture logs tuna 0.5.15 reads without crashing (it cannot read cached
-/// `=2` lines nor lines that merely begin with `import time:`), so both
-/// parsers get the same file.
-const LOGS: &[&str] = &[
-    "py311-sample.log",
-    "py313-sample.log",
-    "py314-sample.log",
-    "noheader.log",
-    "py311-threads.log",
-    "py311-multiprocessing-spawn.log",
-];
-
 const TUNA: &str = "tuna==0.5.15";
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Size of the generated log in MB (at least 50 for a meaningful figure).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 112)]
     pub size_mb: u64,
-    /// Measured runs per contender (one more unmeasured warm-up run each).
+    /// Seed of the log generator (the same seed writes the same log).
+    #[arg(long, default_value_t = 16)]
+    pub seed: u64,
+    /// Measured runs per contender (one more unmeasured warm-up run each;
+    /// 0 with `--keep` writes the logs only).
     #[arg(long, default_value_t = 5)]
     pub runs: usize,
     /// Python used to create the venv that holds tuna.
     #[arg(long, default_value = "python3")]
     pub python: String,
+    /// Write the logs into this directory and keep them (default: a
+    /// temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
     /// Skip tuna.
     #[arg(long)]
     pub no_tuna: bool,
@@ -51,19 +51,31 @@ struct Run {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if args.runs == 0 {
-        bail!("--runs must be at least 1");
+    if args.runs == 0 && args.keep.is_none() {
+        bail!("--runs must be at least 1 (or 0 with --keep, to write the logs only)");
     }
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
-    let big = dir.path().join("BIG.log");
-    let size = build_log(&big, args.size_mb * 1_000_000)?;
-    let mb = size as f64 / 1e6;
+    let dir = args.keep.as_deref().unwrap_or(dir.path());
+    let big = dir.join("BIG.log");
+    let twin = dir.join("BIG-tuna.log");
+    let w = build_log(&big, &twin, args.size_mb * 1_000_000, args.seed)?;
+    let (size, mb) = (w.bytes, w.bytes as f64 / 1e6);
     println!(
-        "bench-parser: {mb:.1} MB log from {} fixture logs, {} runs each after a warm-up, interleaved",
-        LOGS.len(),
+        "bench-parser: {mb:.1} MB log (seed {}): {} generated sessions with {} imports and {} cached lines, \
+         fixture logs {:.1} MB; tuna's copy without the lines it cannot read {:.1} MB; {} runs each after a warm-up, interleaved",
+        args.seed,
+        w.sessions,
+        w.entries,
+        w.cached,
+        w.fixture_bytes as f64 / 1e6,
+        w.tuna_bytes as f64 / 1e6,
         args.runs
     );
-    println!("machine: {} cpus, load {}", cpus(), load());
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("machine: {cpus} cpus, load {}", load());
+    if args.runs == 0 {
+        return Ok(ExitCode::SUCCESS);
+    }
 
     let exe = std::env::current_exe().context("finding the xtask binary")?;
     let mut contenders: Vec<(String, Command)> = Vec::new();
@@ -77,29 +89,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             cmd,
         ));
     }
-    let tuna = if args.no_tuna {
-        println!("tuna: skipped (--no-tuna)");
-        false
-    } else {
-        match tuna_python(&args.python) {
-            Err(err) => {
-                println!("tuna: not measured: {err:#}");
-                false
-            }
-            Ok(py) => {
-                let script = "import sys, time\nfrom tuna._import_profile import read_import_profile\n\
-                              t = time.perf_counter()\nread_import_profile(sys.argv[1])\n\
-                              print(time.perf_counter() - t)\n";
-                let mut cmd = Command::new(&py);
-                cmd.args(["-c", script]).arg(&big);
-                contenders.push((
-                    "tuna read_import_profile (whole python process)".to_owned(),
-                    cmd,
-                ));
-                true
-            }
-        }
+    let python = match args.no_tuna {
+        true => Err(anyhow::anyhow!("skipped (--no-tuna)")),
+        false => tuna_python(&args.python),
     };
+    let tuna = python.is_ok();
+    match python {
+        Err(err) => println!("tuna: not measured: {err:#}"),
+        Ok(py) => {
+            let script = "import sys, time\nfrom tuna._import_profile import read_import_profile\n\
+                          t = time.perf_counter()\nread_import_profile(sys.argv[1])\n\
+                          print(time.perf_counter() - t)\n";
+            let mut cmd = Command::new(&py);
+            cmd.args(["-c", script]).arg(&twin);
+            let label = "tuna read_import_profile (whole python process)";
+            contenders.push((label.to_owned(), cmd));
+        }
+    }
 
     // Interleaved (A B C A B C ...), so load changes hit every contender
     // alike; round 0 is a warm-up and is not counted.
@@ -123,7 +129,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let medians: Vec<f64> = contenders
         .iter()
         .zip(&runs)
-        .map(|((label, _), runs)| report(label, mb, size, runs))
+        .enumerate()
+        .map(|(i, ((label, _), runs))| match i {
+            2 => report(label, w.tuna_bytes as f64 / 1e6, w.tuna_bytes, runs),
+            _ => report(label, mb, size, runs),
+        })
         .collect();
     if tuna {
         let fn_runs: Vec<Run> = tuna_inner
@@ -137,8 +147,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect();
         let tuna_fn = report(
             "tuna read_import_profile (the function alone, timed inside python)",
-            mb,
-            size,
+            w.tuna_bytes as f64 / 1e6,
+            w.tuna_bytes,
             &fn_runs,
         );
         println!(
@@ -147,27 +157,43 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             medians[0] / medians[2],
             medians[1] / tuna_fn
         );
+        // The same ratio within each round (the two ran back to back).
+        let mut paired: Vec<f64> = (runs[0].iter().zip(&fn_runs))
+            .map(|(ours, t)| (mb / ours.seconds) / (w.tuna_bytes as f64 / 1e6 / t.seconds))
+            .collect();
+        paired.sort_by(f64::total_cmp);
+        println!(
+            "per round: --format top is {:.1}x tuna's function (median; min {:.1}x, max {:.1}x)",
+            median_of(&paired),
+            paired[0],
+            paired[paired.len() - 1]
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Concatenate the fixture logs until the file holds at least `target` bytes.
-fn build_log(path: &Path, target: u64) -> anyhow::Result<u64> {
-    let fixtures = project_root().join("tests/fixtures/importtime");
+/// Write the generated log to `path` and tuna's copy to `twin`, with
+/// every fixture log of `tests/fixtures/importtime` interleaved.
+fn build_log(path: &Path, twin: &Path, target: u64, seed: u64) -> anyhow::Result<shapes::Written> {
+    let dir = project_root().join("tests/fixtures/importtime");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .and_then(|d| d.map(|e| e.map(|e| e.path())).collect())
+        .with_context(|| format!("listing {}", dir.display()))?;
+    names.retain(|p| p.extension().is_some_and(|e| e == "log"));
+    names.sort();
     let mut chunk = Vec::new();
-    for name in LOGS {
-        let p = fixtures.join(name);
-        chunk.extend(std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?);
+    for p in &names {
+        chunk.extend(std::fs::read(p).with_context(|| format!("reading {}", p.display()))?);
     }
-    let mut f =
-        std::io::BufWriter::new(std::fs::File::create(path).context("creating the big log")?);
-    let mut written = 0u64;
-    while written < target {
-        f.write_all(&chunk).context("writing the big log")?;
-        written += chunk.len() as u64;
-    }
-    f.flush().context("writing the big log")?;
-    Ok(written)
+    let create = |p: &Path| std::fs::File::create(p).map(std::io::BufWriter::new);
+    let written = (|| {
+        let (mut out, mut tuna) = (create(path)?, create(twin)?);
+        let w = shapes::write(&mut out, &mut tuna, target, seed, &chunk)?;
+        out.flush()?;
+        tuna.flush()?;
+        Ok::<_, std::io::Error>(w)
+    })();
+    written.with_context(|| format!("writing {} and {}", path.display(), twin.display()))
 }
 
 /// Run `cmd` once: wall time from spawn to reaping, CPU time and peak RSS
@@ -266,14 +292,8 @@ fn tuna_python(python: &str) -> anyhow::Result<PathBuf> {
         bail!("`{python} -m venv {}` failed", venv.display());
     }
     let out = Command::new(&py)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            TUNA,
-        ])
+        .args("-m pip install --quiet --disable-pip-version-check".split(' '))
+        .arg(TUNA)
         .output()
         .context("running pip")?;
     if !out.status.success() || !has_tuna(&py) {
@@ -288,15 +308,7 @@ fn tuna_python(python: &str) -> anyhow::Result<PathBuf> {
 /// Median of a sorted, non-empty slice.
 fn median_of(sorted: &[f64]) -> f64 {
     let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    }
-}
-
-fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0
 }
 
 fn load() -> String {
