@@ -4,6 +4,12 @@
 //! ready, health, shutdown; no importtime, no recorder) and one instrumented
 //! lifecycle (importtime, recorder, verdict); the two lifecycles swap
 //! places every round, so neither always follows the check.
+//!
+//! The report also gives the check's physical floor on this machine: N
+//! concurrent workers cannot finish before one lifecycle does, nor before
+//! the cores have run N times one worker's CPU time (user + sys from
+//! `wait4`): floor = max(plain wall, N x plain CPU / cores). The ratio of
+//! the check to that floor is its overhead beyond physics.
 
 use std::time::Instant;
 
@@ -22,12 +28,22 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
     let policy = policy_of(t)?;
     let lifecycle = Lifecycle::of(t);
     let cmd = t.spawn_command();
-    let plain = || -> Result<f64> {
+    // Wall ms and the worker's own CPU ms (user + sys, from wait4).
+    let plain = || -> Result<(f64, f64)> {
         let start = Instant::now();
-        lifecycle
+        let finished = lifecycle
             .run(&cmd)
             .map_err(|e| Error::worker("the worker's lifecycle failed", e))?;
-        Ok(start.elapsed().as_secs_f64() * 1e3)
+        let cpu = finished
+            .rusage
+            .map_or(f64::NAN, |u| (u.user + u.sys).as_secs_f64() * 1e3);
+        Ok((start.elapsed().as_secs_f64() * 1e3, cpu))
+    };
+    let mut record_plain = |cost: &mut CheckCost| -> Result<()> {
+        let (wall, cpu) = plain()?;
+        cost.plain_ms.push(wall);
+        cost.plain_cpu_ms.push(cpu);
+        Ok(())
     };
     let instrumented = || -> Result<f64> {
         let start = Instant::now();
@@ -45,7 +61,9 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
         health: t.health,
         check_ms: Vec::new(),
         plain_ms: Vec::new(),
+        plain_cpu_ms: Vec::new(),
         instrumented_ms: Vec::new(),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     // One warm-up of each (page cache, bytecode), kept out of the figures.
     plain()?;
@@ -53,7 +71,7 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
     for round in 0..rounds {
         let first_plain = round % 2 == 0;
         if first_plain {
-            cost.plain_ms.push(plain()?);
+            record_plain(&mut cost)?;
         } else {
             cost.instrumented_ms.push(instrumented()?);
         }
@@ -66,7 +84,7 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
         if first_plain {
             cost.instrumented_ms.push(instrumented()?);
         } else {
-            cost.plain_ms.push(plain()?);
+            record_plain(&mut cost)?;
         }
     }
     Ok(cost)

@@ -383,6 +383,10 @@ pub struct CheckCost {
     pub check_ms: Vec<f64>,
     /// One plain lifecycle (no importtime, no recorder), per round.
     pub plain_ms: Vec<f64>,
+    /// That lifecycle's own CPU time (user + sys, `wait4`), per round.
+    pub plain_cpu_ms: Vec<f64>,
+    /// CPUs available to the harness.
+    pub cores: usize,
     /// One instrumented lifecycle (importtime, recorder, verdict), per round.
     pub instrumented_ms: Vec<f64>,
 }
@@ -422,12 +426,34 @@ pub fn render_cost(c: &CheckCost, out: &mut String) {
         cm / pm,
         im / pm
     );
+    let cpu = phases::stats::median(&c.plain_cpu_ms).unwrap_or(f64::NAN);
+    let floor = cost_floor(pm, cpu, c.processes, c.cores);
+    let _ = writeln!(
+        out,
+        "  CPU floor: max(one lifecycle {pm:.1} ms, {} x {cpu:.1} ms CPU / {} cores) = {floor:.1} ms; check / floor: {:.2}x",
+        c.processes,
+        c.cores,
+        cm / floor
+    );
+}
+
+/// The fastest N concurrent lifecycles can finish: not before one does,
+/// nor before the cores ran N times one worker's CPU time.
+pub fn cost_floor(plain_wall_ms: f64, plain_cpu_ms: f64, processes: usize, cores: usize) -> f64 {
+    plain_wall_ms.max(processes as f64 * plain_cpu_ms / cores.max(1) as f64)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use importguard::verdict;
+
+    #[test]
+    fn the_floor_is_one_lifecycle_or_the_cpu_work_spread_over_the_cores() {
+        assert_eq!(cost_floor(100.0, 80.0, 3, 2), 120.0);
+        assert_eq!(cost_floor(100.0, 40.0, 3, 2), 100.0);
+        assert_eq!(cost_floor(100.0, 80.0, 3, 0), 240.0);
+    }
 
     #[test]
     fn a_worker_that_could_not_be_checked_wins_over_a_violation() {
