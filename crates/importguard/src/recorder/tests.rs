@@ -317,6 +317,10 @@ mod props {
                     stack,
                     thread: None,
                     error: None,
+                    channel: Channel::Finder,
+                    reified: false,
+                    declared: None,
+                    audit_t_ns: None,
                 },
             )
     }

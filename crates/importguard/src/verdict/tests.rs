@@ -257,25 +257,16 @@ fn attempt(name: &str, t: u64, stack: &[&str]) -> recorder::ImportAttempt {
         stack: stack.iter().map(|s| s.to_string()).collect(),
         thread: None,
         error: None,
+        channel: recorder::Channel::Both,
+        reified: false,
+        declared: None,
+        audit_t_ns: None,
     }
 }
 
 fn recording(imports: Vec<recorder::ImportAttempt>, exit: Option<(&[&str], &[&str])>) -> Recording {
     Recording {
-        start: Some(recorder::Start {
-            t_ns: 0,
-            pid: 1,
-            version: 1,
-            python: None,
-            implementation: None,
-            executable: None,
-            argv: vec![],
-            block: false,
-            forbid: vec![],
-            allow: vec![],
-            modules: None,
-            forked: false,
-        }),
+        start: Some(serde_json::from_str(r#"{"t_ns": 0, "pid": 1, "version": 1}"#).unwrap()),
         imports,
         exit: exit.map(|(m, l)| recorder::Exit {
             t_ns: 99,

@@ -1,0 +1,173 @@
+# coldstart bootstrap prelude (embedded in the importguard crate).
+#
+# Shared by every bootstrap coldstart writes as `sitecustomize.py` into a
+# private temporary folder put first on PYTHONPATH (the import recorder, the
+# memory view): the bootstrap file is this prelude followed by its body.
+#
+# It gives the body:
+#   _cs_dumps(v)          JSON for the few types records hold (no json import:
+#                         it pulls in re, which would show in importtime)
+#   _CsRecords(path)      a JSON-lines record file, one write per record, that
+#                         never writes into a descriptor that is no longer its
+#                         own (a worker may close every descriptor)
+#   _cs_chain(emit, fail) runs the sitecustomize the environment already had,
+#                         found on sys.path after our own folder, and takes our
+#                         folder off sys.path
+#   _CS_FORMAT            the record format version, written in every start
+#                         record; the Rust reader refuses a version it does
+#                         not know
+# It imports only what the interpreter has loaded before site runs.
+
+import sys
+import os
+import time
+
+_CS_FORMAT = 2
+_cs_monotonic_ns = time.monotonic_ns
+_cs_here = os.path.dirname(os.path.abspath(__file__))
+
+_CS_ESCAPES = {i: "\\u%04x" % i for i in range(32)}
+_CS_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\t"): "\\t"})
+
+
+def _cs_dumps(v):
+    """JSON for str, None, bool, int, dict, list and tuple (others as str)."""
+    if isinstance(v, str):
+        if v.isprintable() and '"' not in v and "\\" not in v:
+            return '"' + v + '"'
+        return '"' + v.translate(_CS_ESCAPES) + '"'
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, dict):
+        return "{" + ",".join(_cs_dumps(str(k)) + ":" + _cs_dumps(x) for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_cs_dumps(x) for x in v) + "]"
+    return _cs_dumps(str(v))
+
+
+class _CsRecords(object):
+    """A record file of JSON lines. The first interpreter to open `path`
+    owns it (O_EXCL); any other image (a child interpreter, an exec'd image,
+    a forked child after `reopen`) writes `path.PID.GEN` beside it."""
+
+    __slots__ = ("path", "fd", "id", "pid")
+
+    def __init__(self, path, gen=0):
+        self.path = path
+        self.fd = -1
+        self.id = None
+        self.pid = os.getpid()
+        try:
+            self.fd = self._open(path, True)
+        except FileExistsError:
+            self.fd = self._open("%s.%d.%d" % (path, self.pid, gen), False)
+        self.id = self._identity(self.fd)
+
+    @staticmethod
+    def _open(p, exclusive):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        if exclusive:
+            flags |= os.O_EXCL
+        return os.open(p, flags, 0o600)
+
+    @staticmethod
+    def _identity(fd):
+        st = os.fstat(fd)
+        return (st.st_dev, st.st_ino)
+
+    def write(self, rec):
+        """Writes one record, whichever process this is."""
+        fd = self.fd
+        if fd < 0:
+            return
+        try:
+            # The worker may close every descriptor and open its own files:
+            # never write into a file that is not ours.
+            if self._identity(fd) != self.id:
+                self.fd = -1
+                return
+            os.write(fd, (_cs_dumps(rec) + "\n").encode("utf-8", "replace"))
+        except Exception:
+            self.fd = -1
+
+    def emit(self, rec):
+        """Writes one record if this is the process that opened the file (a
+        forked child that did not `reopen` stays silent)."""
+        if os.getpid() == self.pid:
+            self.write(rec)
+
+    def reopen(self, gen=0):
+        """In a forked child: a file of its own, `path.PID.GEN`."""
+        inherited = self.fd
+        self.pid = os.getpid()
+        try:
+            self.fd = self._open("%s.%d.%d" % (self.path, self.pid, gen), False)
+            self.id = self._identity(self.fd)
+        except Exception:
+            self.fd = -1
+        if inherited >= 0:
+            try:
+                os.close(inherited)
+            except Exception:
+                pass
+
+
+def _cs_is_here(entry):
+    try:
+        return os.path.abspath(entry or os.curdir) == _cs_here
+    except Exception:
+        return False
+
+
+def _cs_chain(emit, fail):
+    """Runs the sitecustomize this environment had before us (a venv's or a
+    distribution's), found on sys.path after our own folder, and takes our
+    folder off sys.path. `emit(rec)` gets a `chain` record (may be None);
+    `fail(where, exc)` hears of anything that went wrong."""
+    try:
+        from _frozen_importlib_external import PathFinder
+        from _frozen_importlib import module_from_spec
+    except Exception as exc:
+        fail("chain", exc)
+        return
+    rest = []
+    ours = False
+    for entry in sys.path:
+        if _cs_is_here(entry):
+            ours = True
+        elif ours:
+            rest.append(entry)
+    # Our folder has done its job: leave sys.path as the worker expects it.
+    sys.path[:] = [e for e in sys.path if not _cs_is_here(e)]
+    try:
+        spec = PathFinder.find_spec("sitecustomize", rest)
+    except Exception as exc:
+        fail("chain", exc)
+        return
+    if emit is not None:
+        emit({"type": "chain", "t_ns": _cs_monotonic_ns(),
+              "file": None if spec is None else spec.origin})
+    if spec is None:
+        return
+    module = module_from_spec(spec)
+    mine = sys.modules.get("sitecustomize")
+    if mine is not None:
+        sys.modules["_coldstart_bootstrap"] = mine
+    sys.modules["sitecustomize"] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        # What site.py does for a failing sitecustomize, and nothing more.
+        fail("chained sitecustomize", exc)
+        if mine is not None:
+            sys.modules["sitecustomize"] = mine
+        print("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n"
+              "%s: %s" % (type(exc).__name__, exc), file=sys.stderr)
+
+# ---- end of the prelude; the bootstrap's body follows ----
