@@ -366,7 +366,7 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
     let mut lazy: Vec<String> = Vec::new();
     // Names any image recorded (an importtime-only root is one none did).
     let mut recorded_names: HashSet<&str> = HashSet::new();
-    let mut exit_lazy: HashSet<&str> = HashSet::new();
+    let mut exit_lazy: Vec<&str> = Vec::new();
     // Per image, its roots in time order.
     let mut per_image: Vec<(&Recording, Vec<(String, RecordedRoot<'_>)>)> = Vec::new();
     for img in &images {
@@ -376,6 +376,7 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
         }
         if let Some(e) = &img.exit {
             exit_lazy.extend(e.lazy.iter().map(String::as_str));
+            exit_lazy.dedup();
         }
         per_image.push((img, roots));
     }
@@ -531,10 +532,9 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
         if policy.forbids(n)
             && !recorded_names.contains(n)
             && !violations.iter().any(|v| v.module == n)
+            && !lazy.iter().any(|l| l == n)
         {
-            if !lazy.iter().any(|l| l == n) {
-                lazy.push(n.to_owned());
-            }
+            lazy.push(n.to_owned());
         }
     }
     probed.retain(|p| !violations.iter().any(|v| v.module == *p));
