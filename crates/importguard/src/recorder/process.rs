@@ -32,7 +32,7 @@ impl fmt::Display for ImageId {
         if self.exec_gen == 0 {
             write!(f, "pid {}", self.pid)
         } else {
-            write!(f, "pid {} (after {} exec)", self.pid, self.exec_gen)
+            write!(f, "pid {} after exec #{}", self.pid, self.exec_gen)
         }
     }
 }
@@ -154,6 +154,7 @@ pub(super) fn tree(rec: &Recording) -> Vec<ProcessInfo> {
         }
         let mut spawn_kind = None;
         let mut started_at = None;
+        let mut command = start.command();
         match relation {
             Relation::Root => {}
             Relation::Fork => started_at = start.by.clone(),
@@ -167,13 +168,18 @@ pub(super) fn tree(rec: &Recording) -> Vec<ProcessInfo> {
                     let s = &images[pi].spawns[si];
                     spawn_kind = Some(s.kind);
                     started_at = s.by.clone();
+                    // Before 3.10 Python keeps no orig_argv (`-c` code is
+                    // lost): the command line as the parent started it.
+                    if start.orig_argv.is_empty() && !s.argv.is_empty() {
+                        command = s.argv.clone();
+                    }
                 }
             }
         }
         out.push(ProcessInfo {
             image,
             ppid: start.ppid,
-            command: start.command(),
+            command,
             relation,
             parent,
             spawn_kind,

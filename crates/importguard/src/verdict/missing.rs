@@ -315,3 +315,138 @@ fn from_command(command: &[String]) -> MissingReason {
         _ => MissingReason::Unexplained,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(lines: &[&str]) -> Recording {
+        Recording::parse(lines.join("\n").as_bytes())
+    }
+
+    const START: &str = r#"{"type":"start","t_ns":10,"pid":7,"version":2,"gen":0,"how":"root"}"#;
+
+    fn answering(pid: Option<u32>, command: &str) -> Answering {
+        Answering {
+            pid,
+            command: command.split(' ').map(String::from).collect(),
+        }
+    }
+
+    #[test]
+    fn no_recorder_and_no_importtime_says_which_flags_kept_them_out() {
+        let none = Recording::default();
+        let m = check(Some(&none), false, &answering(Some(9), "python3 -I w.py")).unwrap();
+        assert_eq!(
+            m.reason,
+            MissingReason::Flags {
+                flags: vec!["-I".into()]
+            }
+        );
+        assert_eq!(
+            m.missing,
+            [EvidenceKind::Recorder, EvidenceKind::Importtime]
+        );
+        assert!(m.to_string().contains("has -I"), "{m}");
+        let m = check(Some(&none), false, &answering(None, "node w.js")).unwrap();
+        assert_eq!(m.reason, MissingReason::Unexplained);
+        assert_eq!(
+            check(
+                Some(&none),
+                true,
+                &answering(Some(9), "python3 -I -X importtime w.py")
+            ),
+            None,
+            "importtime alone is evidence"
+        );
+        assert_eq!(
+            check(None, false, &Answering::default()),
+            None,
+            "no recorder used"
+        );
+    }
+
+    #[test]
+    fn the_recorded_worker_answering_is_evidence() {
+        let r = rec(&[START]);
+        assert_eq!(
+            check(Some(&r), false, &answering(Some(7), "python3 w.py")),
+            None
+        );
+        assert_eq!(check(Some(&r), false, &Answering::default()), None);
+    }
+
+    #[test]
+    fn an_exec_that_failed_leaves_the_recorded_image_answering() {
+        let r = rec(&[
+            START,
+            r#"{"type":"spawn","t_ns":20,"kind":"exec","argv":["python3","w.py"],"env":{"inherited":false}}"#,
+            r#"{"type":"import","name":"json","t_ns":30,"channel":"both"}"#,
+        ]);
+        assert_eq!(
+            check(Some(&r), false, &answering(Some(7), "python3 w.py")),
+            None
+        );
+    }
+
+    #[test]
+    fn an_exec_that_keeps_importtime_is_judged_by_importtime() {
+        let r = rec(&[
+            START,
+            r#"{"type":"spawn","t_ns":20,"kind":"exec","argv":["python3","w.py"],"env":{"importtime":true}}"#,
+        ]);
+        assert_eq!(
+            check(Some(&r), true, &answering(Some(7), "python3 w.py")),
+            None
+        );
+        let m = check(Some(&r), false, &answering(Some(7), "python3 w.py")).unwrap();
+        assert!(
+            matches!(m.reason, MissingReason::ExecWithoutRecorder { .. }),
+            "{m:?}"
+        );
+        // -E in the new command line ignores PYTHONPROFILEIMPORTTIME.
+        let r = rec(&[
+            START,
+            r#"{"type":"spawn","t_ns":20,"kind":"exec","argv":["python3","-E","w.py"],"env":{"importtime":true,"record":true,"pythonpath":true}}"#,
+        ]);
+        let m = check(Some(&r), true, &answering(Some(7), "python3 w.py")).unwrap();
+        match &m.reason {
+            MissingReason::ExecWithoutRecorder { flags, dropped, .. } => {
+                assert_eq!(flags, &["-E"]);
+                assert!(dropped.is_empty(), "{dropped:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn another_process_answering_is_explained_by_the_start_that_lost_the_recorder() {
+        let r = rec(&[
+            START,
+            r#"{"type":"spawn","t_ns":20,"kind":"subprocess","argv":["python3","-I","inner.py"],"env":{"inherited":true,"record":true,"pythonpath":true},"by":{"file":"/app/launch.py","line":4}}"#,
+        ]);
+        let m = check(Some(&r), true, &answering(Some(8), "python3 launch.py")).unwrap();
+        assert_eq!(m.pid, Some(8));
+        match &m.reason {
+            MissingReason::ChildWithoutRecorder {
+                from,
+                kind,
+                at,
+                flags,
+                ..
+            } => {
+                assert_eq!((from.pid, *kind), (7, SpawnKind::Subprocess));
+                assert_eq!(at.as_ref().unwrap().to_string(), "/app/launch.py:4");
+                assert_eq!(flags, &["-I"]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let m = check(
+            Some(&rec(&[START])),
+            true,
+            &answering(Some(8), "python3 w.py"),
+        )
+        .unwrap();
+        assert_eq!(m.reason, MissingReason::Unexplained);
+    }
+}
