@@ -22,6 +22,11 @@ use super::RecorderError;
 /// The shared Python prelude (its own file: `prelude.py`).
 pub const PRELUDE: &str = include_str!("prelude.py");
 
+/// The `sitecustomize.py` every bootstrap is run through: it runs
+/// `../bootstrap.py` (the prelude and a body), compiled once per Python
+/// version and cached beside it as `bootstrap.py.TAG.bin`.
+pub const STUB: &str = include_str!("stub.py");
+
 /// The record format version the prelude writes (`_CS_FORMAT`) in every
 /// start record: 2 adds process lineage, spawns, channels and lazy loading
 /// to version 1.
@@ -50,8 +55,18 @@ pub struct FormatMismatch {
     pub found: u32,
 }
 
-/// A bootstrap written to a private (0700) temporary folder as
-/// `site/sitecustomize.py`; the folder goes away when this value drops.
+/// A bootstrap put first on a worker's `PYTHONPATH`: a folder holding
+/// `bootstrap.py` (the prelude and a body) and `site/sitecustomize.py`
+/// ([`STUB`]), and a private (0700) temporary folder for the worker's
+/// records that goes away when this value drops.
+///
+/// The bootstrap's folder is shared by every worker that runs the same
+/// bootstrap: `$TMPDIR/coldstart-bootstrap-UID/HASH/`, private to the user
+/// (0700, checked: a folder someone else owns or others can write is never
+/// used), written once and never rewritten, so the compiled code the stub
+/// caches there stays valid and a worker does not compile the bootstrap at
+/// every start (about 6 ms, most of the recorder's cost). Where that folder
+/// cannot be used, the bootstrap goes into the private folder.
 #[derive(Debug)]
 pub struct Bootstrap {
     dir: tempfile::TempDir,
@@ -59,8 +74,9 @@ pub struct Bootstrap {
 }
 
 impl Bootstrap {
-    /// Writes [`PRELUDE`] then `body` as `sitecustomize.py` in a fresh
-    /// private folder whose name starts with `prefix`.
+    /// Writes [`PRELUDE`] then `body` as the bootstrap, with the stub as
+    /// `sitecustomize.py` (shared, see above), and makes a fresh private
+    /// folder whose name starts with `prefix`.
     pub fn prepare(prefix: &str, body: &str) -> Result<Bootstrap, RecorderError> {
         let dir = tempfile::Builder::new()
             .prefix(prefix)
@@ -70,34 +86,36 @@ impl Bootstrap {
                 source,
             })?;
         set_private(dir.path())?;
-        let site = dir.path().join("site");
-        std::fs::create_dir(&site).map_err(|source| RecorderError::Write {
-            path: site.clone(),
-            source,
-        })?;
-        set_private(&site)?;
-        let file = site.join("sitecustomize.py");
-        let mut text = String::with_capacity(PRELUDE.len() + body.len() + 1);
-        text.push_str(PRELUDE);
-        if !PRELUDE.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(body);
-        std::fs::write(&file, text).map_err(|source| RecorderError::Write {
-            path: file.clone(),
-            source,
-        })?;
+        let text = source(body);
+        let site = match shared_site(dir.path(), &text) {
+            Some(site) => site,
+            None => {
+                let write = |path: PathBuf, text: &str| {
+                    std::fs::write(&path, text)
+                        .map_err(|source| RecorderError::Write { path, source })
+                };
+                write(dir.path().join("bootstrap.py"), &text)?;
+                let site = dir.path().join("site");
+                std::fs::create_dir(&site).map_err(|source| RecorderError::Write {
+                    path: site.clone(),
+                    source,
+                })?;
+                set_private(&site)?;
+                write(site.join("sitecustomize.py"), STUB)?;
+                site
+            }
+        };
         Ok(Bootstrap { dir, site })
     }
 
-    /// The private folder (the bootstrap's `site/` and whatever the caller
-    /// puts beside it, such as record files).
+    /// The private folder (for record files and whatever else the caller
+    /// keeps per worker).
     pub fn dir(&self) -> &Path {
         self.dir.path()
     }
 
     /// The folder that holds `sitecustomize.py`, to put first on
-    /// `PYTHONPATH`.
+    /// `PYTHONPATH`; `bootstrap.py` is in its parent.
     pub fn site(&self) -> &Path {
         &self.site
     }
@@ -112,6 +130,68 @@ impl Bootstrap {
         }
         path
     }
+}
+
+/// The bootstrap's text: [`PRELUDE`], then `body`.
+pub fn source(body: &str) -> String {
+    let mut text = String::with_capacity(PRELUDE.len() + body.len() + 1);
+    text.push_str(PRELUDE);
+    if !PRELUDE.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(body);
+    text
+}
+
+/// The shared `site/` folder of the bootstrap `text`, or `None` when it
+/// cannot be used safely. `private` is a folder this process just made: the
+/// owner every shared folder must have.
+fn shared_site(private: &Path, text: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata(private).ok()?.uid();
+    let root = std::env::temp_dir().join(format!("coldstart-bootstrap-{uid}"));
+    let hash = fnv1a(STUB.as_bytes()) ^ fnv1a(text.as_bytes()).rotate_left(1);
+    let folder = root.join(format!("{hash:016x}"));
+    let site = folder.join("site");
+    for d in [&root, &folder, &site] {
+        match std::fs::create_dir(d) {
+            Ok(()) => set_private(d).ok()?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(_) => return None,
+        }
+        // Never a symlink, never someone else's, never writable by others.
+        let meta = std::fs::symlink_metadata(d).ok()?;
+        if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+            return None;
+        }
+    }
+    for (file, text) in [
+        (folder.join("bootstrap.py"), text),
+        (site.join("sitecustomize.py"), STUB),
+    ] {
+        match std::fs::read(&file) {
+            // Written before: leave it (the cached code is checked by
+            // nothing else than the folder's name).
+            Ok(bytes) if bytes == text.as_bytes() => {}
+            _ => {
+                let tmp = tempfile::NamedTempFile::new_in(&folder).ok()?;
+                std::fs::write(tmp.path(), text).ok()?;
+                tmp.persist(&file).ok()?;
+            }
+        }
+        let meta = std::fs::symlink_metadata(&file).ok()?;
+        if !meta.is_file() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
+            return None;
+        }
+    }
+    Some(site)
+}
+
+/// FNV-1a, 64 bits: names a bootstrap's shared folder by its text.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 fn set_private(path: &Path) -> Result<(), RecorderError> {
@@ -146,12 +226,25 @@ mod tests {
     fn a_bootstrap_is_the_prelude_then_the_body_in_a_private_folder() {
         use std::os::unix::fs::PermissionsExt;
         let b = Bootstrap::prepare("coldstart-test-", "BODY = 1\n").unwrap();
-        let text = std::fs::read_to_string(b.site().join("sitecustomize.py")).unwrap();
+        let stub = std::fs::read_to_string(b.site().join("sitecustomize.py")).unwrap();
+        assert_eq!(stub, STUB);
+        let file = b.site().parent().unwrap().join("bootstrap.py");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(text, source("BODY = 1\n"));
         assert!(text.starts_with(PRELUDE) && text.ends_with("BODY = 1\n"));
         for p in [b.dir(), b.site()] {
             let mode = std::fs::metadata(p).unwrap().permissions().mode();
             assert_eq!(mode & 0o777, 0o700, "{}", p.display());
         }
+        // A second worker shares the written bootstrap, untouched (so the
+        // .pyc Python keeps beside it stays valid), with its own records.
+        let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+        let c = Bootstrap::prepare("coldstart-test-", "BODY = 1\n").unwrap();
+        assert_eq!(c.site(), b.site());
+        assert_ne!(c.dir(), b.dir());
+        assert_eq!(std::fs::metadata(&file).unwrap().modified().unwrap(), mtime);
+        let d = Bootstrap::prepare("coldstart-test-", "BODY = 2\n").unwrap();
+        assert_ne!(d.site(), b.site(), "another text, another folder");
         let pp = b.pythonpath(Some(OsStr::new("/x")));
         assert_eq!(pp, OsString::from(format!("{}:/x", b.site().display())));
         assert_eq!(b.pythonpath(Some(OsStr::new(""))), b.site().as_os_str());

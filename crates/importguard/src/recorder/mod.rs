@@ -42,8 +42,9 @@ pub use process::{ImageId, ProcessInfo, PythonArgs, Relation};
 /// The recorder's own part of the bootstrap, after [`bootstrap::PRELUDE`].
 pub const BODY: &str = include_str!("sitecustomize.py");
 
-/// The whole bootstrap, written as `sitecustomize.py`: the prelude, then
-/// [`BODY`].
+/// The whole recorder bootstrap, written as `bootstrap.py` beside the
+/// `site/` folder whose `sitecustomize.py` ([`bootstrap::STUB`]) runs it:
+/// the prelude, then [`BODY`].
 pub const BOOTSTRAP: &str = concat!(include_str!("prelude.py"), include_str!("sitecustomize.py"));
 
 /// The environment variable naming the record file.

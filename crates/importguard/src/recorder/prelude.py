@@ -30,31 +30,53 @@ _CS_ESCAPES = {i: "\\u%04x" % i for i in range(32)}
 _CS_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\t"): "\\t"})
 
 
+def _cs_str(v, _esc=_CS_ESCAPES):
+    if v.isprintable() and '"' not in v and "\\" not in v:
+        return '"' + v + '"'
+    return '"' + v.translate(_esc) + '"'
+
+
 def _cs_dumps(v):
     """JSON for str, None, bool, int, dict, list and tuple (others as str)."""
-    if isinstance(v, str):
-        if v.isprintable() and '"' not in v and "\\" not in v:
-            return '"' + v + '"'
-        return '"' + v.translate(_CS_ESCAPES) + '"'
+    t = type(v)
+    if t is str:
+        return _cs_str(v)
+    if t is int:
+        return str(v)
     if v is None:
         return "null"
     if v is True:
         return "true"
     if v is False:
         return "false"
+    if t is dict:
+        return "{" + ",".join(
+            _cs_str(k) + ":" + (_cs_str(x) if type(x) is str else _cs_dumps(x))
+            for k, x in v.items()) + "}"
+    if t is list or t is tuple:
+        return "[" + ",".join(_cs_str(x) if type(x) is str else _cs_dumps(x) for x in v) + "]"
+    if isinstance(v, str):
+        return _cs_str(str(v))
     if isinstance(v, int):
-        return str(v)
+        return str(int(v))
     if isinstance(v, dict):
-        return "{" + ",".join(_cs_dumps(str(k)) + ":" + _cs_dumps(x) for k, x in v.items()) + "}"
+        return _cs_dumps(dict(v))
     if isinstance(v, (list, tuple)):
-        return "[" + ",".join(_cs_dumps(x) for x in v) + "]"
-    return _cs_dumps(str(v))
+        return _cs_dumps(list(v))
+    return _cs_str(str(v))
 
 
 class _CsRecords(object):
     """A record file of JSON lines. The first interpreter to open `path`
     owns it (O_EXCL); any other image (a child interpreter, an exec'd image,
-    a forked child after `reopen`) writes `path.PID.GEN` beside it."""
+    a forked child after `reopen`) writes `path.PID.GEN` beside it.
+
+    The descriptor is moved high (into 768..1023, below the usual limit of
+    1024) where a free slot exists: a worker that closes every descriptor
+    closes it too (writes then fail and the file falls silent), and one
+    that opens files gets low numbers, so the slot is not reused unless the
+    worker holds hundreds of files. A descriptor that could not be moved is
+    checked (fstat) before every write instead."""
 
     __slots__ = ("path", "fd", "id", "pid")
 
@@ -64,10 +86,10 @@ class _CsRecords(object):
         self.id = None
         self.pid = os.getpid()
         try:
-            self.fd = self._open(path, True)
+            fd = self._open(path, True)
         except FileExistsError:
-            self.fd = self._open("%s.%d.%d" % (path, self.pid, gen), False)
-        self.id = self._identity(self.fd)
+            fd = self._open("%s.%d.%d" % (path, self.pid, gen), False)
+        self._adopt(fd)
 
     @staticmethod
     def _open(p, exclusive):
@@ -81,15 +103,33 @@ class _CsRecords(object):
         st = os.fstat(fd)
         return (st.st_dev, st.st_ino)
 
+    def _adopt(self, fd):
+        for high in range(1023, 767, -1):
+            try:
+                os.fstat(high)
+                continue
+            except OSError:
+                pass
+            try:
+                os.dup2(fd, high, inheritable=False)
+                os.close(fd)
+                self.fd = high
+                self.id = None
+                return
+            except Exception:
+                break
+        self.fd = fd
+        self.id = self._identity(fd)
+
     def write(self, rec):
         """Writes one record, whichever process this is."""
         fd = self.fd
         if fd < 0:
             return
         try:
-            # The worker may close every descriptor and open its own files:
-            # never write into a file that is not ours.
-            if self._identity(fd) != self.id:
+            # A low descriptor may have been closed and its number reused by
+            # the worker: never write into a file that is not ours.
+            if self.id is not None and self._identity(fd) != self.id:
                 self.fd = -1
                 return
             os.write(fd, (_cs_dumps(rec) + "\n").encode("utf-8", "replace"))
@@ -106,16 +146,16 @@ class _CsRecords(object):
         """In a forked child: a file of its own, `path.PID.GEN`."""
         inherited = self.fd
         self.pid = os.getpid()
-        try:
-            self.fd = self._open("%s.%d.%d" % (self.path, self.pid, gen), False)
-            self.id = self._identity(self.fd)
-        except Exception:
-            self.fd = -1
+        self.fd = -1
         if inherited >= 0:
             try:
                 os.close(inherited)
             except Exception:
                 pass
+        try:
+            self._adopt(self._open("%s.%d.%d" % (self.path, self.pid, gen), False))
+        except Exception:
+            self.fd = -1
 
 
 def _cs_is_here(entry):

@@ -395,17 +395,24 @@ def _install():
             fail("spawn", exc)
 
     # -- the audit hook: the channel code cannot remove ---------------------
+    lazy_code = [None]
+
     def lazy_body(code):
         """The module name when this exec of `<module>` code is the body of
         a LazyLoader module running on first attribute access, else None."""
+        lc = lazy_code[0]
+        if lc is None:
+            cls = getattr(sys.modules.get("importlib.util"), "_LazyModule", None)
+            if cls is None:
+                return None
+            lc = lazy_code[0] = cls.__getattribute__.__code__
         try:
             f = getframe(2)
         except ValueError:
             return None
         n = 0
         while f is not None and n < 6:
-            c = f.f_code
-            if c.co_name == "__getattribute__" and machinery(c.co_filename):
+            if f.f_code is lc:
                 local = f.f_locals
                 name = local.get("original_name")
                 if name is None:
@@ -417,6 +424,8 @@ def _install():
         return None
 
     def hook(event, args):
+        if event not in hooked:
+            return
         if event == "import":
             try:
                 name = args[0]
@@ -498,6 +507,7 @@ def _install():
             except Exception as exc:
                 fail("spawn", exc)
 
+    hooked = frozenset(("import", "exec")) | _SPAWN_EVENTS
     audit = False
     addaudithook = getattr(sys, "addaudithook", None)
     if addaudithook is not None:

@@ -108,6 +108,10 @@ fn prepare_writes_a_private_bootstrap_first_on_pythonpath() {
     assert_eq!(rest, "/a:/b");
     assert_eq!(
         std::fs::read_to_string(Path::new(first).join("sitecustomize.py")).unwrap(),
+        bootstrap::STUB
+    );
+    assert_eq!(
+        std::fs::read_to_string(Path::new(first).parent().unwrap().join("bootstrap.py")).unwrap(),
         BOOTSTRAP
     );
     assert_eq!(env[OsStr::new(RECORD_ENV)], setup.record_path().as_os_str());
