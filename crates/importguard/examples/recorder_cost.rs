@@ -124,9 +124,7 @@ fn main() {
             recorded_cpu.push(b.2);
         }
     }
-    println!(
-        "reference worker, {rounds} interleaved rounds after {WARMUP} warm-up ({python})"
-    );
+    println!("reference worker, {rounds} interleaved rounds after {WARMUP} warm-up ({python})");
     for (what, a, b) in [
         ("spawn to ready (wall)", &plain, &recorded),
         ("worker CPU to ready", &plain_ready_cpu, &recorded_ready_cpu),

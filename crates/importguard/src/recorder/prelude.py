@@ -50,9 +50,24 @@ def _cs_dumps(v):
     if v is False:
         return "false"
     if t is dict:
-        return "{" + ",".join(
-            _cs_str(k) + ":" + (_cs_str(x) if type(x) is str else _cs_dumps(x))
-            for k, x in v.items()) + "}"
+        # Keys are the bootstrap's own field names: plain ASCII, no escaping.
+        parts = []
+        add = parts.append
+        for k, x in v.items():
+            tx = type(x)
+            if tx is str:
+                add('"%s":%s' % (k, _cs_str(x)))
+            elif tx is int:
+                add('"%s":%d' % (k, x))
+            elif x is True:
+                add('"%s":true' % k)
+            elif x is False:
+                add('"%s":false' % k)
+            elif x is None:
+                add('"%s":null' % k)
+            else:
+                add('"%s":%s' % (k, _cs_dumps(x)))
+        return "{" + ",".join(parts) + "}"
     if t is list or t is tuple:
         return "[" + ",".join(_cs_str(x) if type(x) is str else _cs_dumps(x) for x in v) + "]"
     if isinstance(v, str):

@@ -107,6 +107,21 @@ def _install():
                 or filename == recorder_file
                 or filename.startswith(importlib_dir))
 
+    # Frames are told apart by their module (f_globals) where possible:
+    # reading frame.f_code raises an `object.__getattr__` audit event, which
+    # would call this recorder's own hook once per frame walked.
+    my_globals = globals()
+    machinery_names = ("importlib", "_frozen_importlib", "_frozen_importlib_external")
+
+    def machinery_frame(f):
+        g = f.f_globals
+        if g is my_globals:
+            return True
+        name = g.get("__name__")
+        if type(name) is not str:
+            return machinery(f.f_code.co_filename)
+        return name in machinery_names or name.startswith("importlib.")
+
     def matches(name, patterns):
         for p in patterns:
             if name == p or (name.startswith(p) and name[len(p)] == "."):
@@ -137,15 +152,28 @@ def _install():
         first_party = None
         stack = []
         while f is not None:
-            code = f.f_code
-            if by is None and not machinery(code.co_filename):
+            g = f.f_globals
+            if g is my_globals:
+                mach = True
+            else:
+                name = g.get("__name__")
+                if type(name) is str:
+                    mach = name in machinery_names or name.startswith("importlib.")
+                else:
+                    mach = machinery(f.f_code.co_filename)
+            if by is None and not mach:
                 by = f
             if (want_origin and first_party is None and by is not None
                     and not not_first_party(f)):
                 first_party = f
-            if code.co_name == "<module>":
-                stack.append(f.f_globals.get("__name__", "?"))
-            f = f.f_back
+            back = f.f_back
+            # A module's top-level frame is the outermost of a run of frames
+            # of that module (never the machinery's): only there is the
+            # code's name worth reading.
+            if (not mach and (back is None or back.f_globals is not g)
+                    and f.f_code.co_name == "<module>"):
+                stack.append(g.get("__name__", "?"))
+            f = back
         if by is not None:
             rec["by"] = where(by)
         if first_party is not None and first_party is not by:
@@ -193,6 +221,7 @@ def _install():
     # declared), and the lines of PEP 810 `lazy import`s, by name.
     probed_at = {}
     declared = {}
+    lazy_files = {}
     busy = set()
 
     class ColdstartRecorder:
@@ -212,6 +241,7 @@ def _install():
         def _find(self, name, path, target, tid):
             t_ns = monotonic_ns()
             rec = {"type": "import", "name": name, "t_ns": t_ns}
+            probe_origin = False
             seen = audited.get(tid)
             if seen is not None and name in seen:
                 seen.discard(name)
@@ -230,12 +260,14 @@ def _install():
                 # importlib.util.find_spec("torch") asks the finders without
                 # importing: an availability probe, not an import.
                 caller = f.f_back
-                if (caller is not None and caller.f_code.co_name == "find_spec"
-                        and machinery(caller.f_code.co_filename)):
+                if (caller is not None
+                        and caller.f_globals.get("__name__") == "importlib.util"
+                        and caller.f_code.co_name == "find_spec"):
                     rec["probe"] = True
                     line = lazy_declaration(caller)
                     if line is not None:
                         probed_at[name] = line
+                    probe_origin = True
                 describe(rec, f, matches(name, forbid) is not None)
                 if name in declared and not rec.get("probe"):
                     rec["declared"] = declared.pop(name)
@@ -274,6 +306,12 @@ def _install():
             rec["found"] = spec is not None
             if err is not None:
                 rec["error"] = "%s: %s" % (type(err).__name__, err)
+            if probe_origin and spec is not None:
+                # A module that may be loaded lazily (LazyLoader starts
+                # from find_spec): its body, when it runs, is looked at.
+                origin = getattr(spec, "origin", None)
+                if type(origin) is str:
+                    lazy_files[origin] = name
             emit(rec)
             if err is not None:
                 raise err
@@ -400,25 +438,28 @@ def _install():
     def lazy_body(code):
         """The module name when this exec of `<module>` code is the body of
         a LazyLoader module running on first attribute access, else None."""
+        if code.co_filename not in lazy_files:
+            return None
         lc = lazy_code[0]
         if lc is None:
-            cls = getattr(sys.modules.get("importlib.util"), "_LazyModule", None)
+            util = sys.modules.get("importlib.util")
+            cls = getattr(util, "_LazyModule", None)
             if cls is None:
                 return None
-            lc = lazy_code[0] = cls.__getattribute__.__code__
+            lc = lazy_code[0] = (cls.__getattribute__.__code__, util.__dict__)
         try:
             f = getframe(2)
         except ValueError:
             return None
         n = 0
         while f is not None and n < 6:
-            if f.f_code is lc:
+            if f.f_globals is lc[1] and f.f_code is lc[0]:
                 local = f.f_locals
                 name = local.get("original_name")
                 if name is None:
                     spec = local.get("__spec__")
                     name = getattr(spec, "name", None)
-                return name or code.co_filename
+                return name or lazy_files[code.co_filename]
             f = f.f_back
             n += 1
         return None

@@ -23,7 +23,7 @@ def _cs_code():
     except Exception:
         pass
     with open(src, "rb") as f:
-        code = compile(f.read(), __file__, "exec")
+        code = compile(f.read(), __file__, "exec", optimize=2)
     try:
         tmp = "%s.%d.tmp" % (cache, os.getpid())
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
