@@ -22,6 +22,8 @@ const WARMUP: usize = 3;
 
 /// One lifecycle: spawn, ready line, shutdown, exit. Returns spawn-to-ready,
 /// the worker's CPU time to ready and over its life, in milliseconds.
+// The child is reaped by wait4 (for its own rusage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn lifecycle(python: &str, worker: &Path, recorder: bool) -> (f64, f64, f64) {
     let mut cmd = Command::new(python);
     cmd.args([
