@@ -293,6 +293,11 @@ fn a_helper_interpreter_and_a_forked_child_at_start_up_are_judged_in_their_proce
         "fork",
     );
     at(forked.importer.as_ref(), name, "child import");
+    at(
+        forked.chain_lines.last().unwrap().as_ref(),
+        name,
+        "child import",
+    );
     // The worker itself imported nothing forbidden.
     assert!(
         r.verdict

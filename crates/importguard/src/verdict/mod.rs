@@ -397,6 +397,20 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
             .map(|m| imported_by.get(m.as_str()).map(|f| (*f).clone()))
             .collect()
     };
+    // In a child image, its own records first: the same module may have
+    // been imported from another line in the worker.
+    let lines_in = |img: &Recording, chain: &[String]| -> Vec<Option<Frame>> {
+        chain
+            .iter()
+            .map(|m| {
+                img.imports
+                    .iter()
+                    .find(|a| !a.probe && a.name == *m && a.by.is_some())
+                    .and_then(|a| a.by.clone())
+                    .or_else(|| imported_by.get(m.as_str()).map(|f| (*f).clone()))
+            })
+            .collect()
+    };
 
     // importtime's roots: forbidden nodes with no forbidden ancestor and no
     // forbidden parent package seen before them.
@@ -505,7 +519,11 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
                 pattern: pattern_of(policy, name),
                 status: root.status,
                 detail: root.detail.clone(),
-                chain_lines: lines_of(&chain),
+                chain_lines: if is_worker {
+                    lines_of(&chain)
+                } else {
+                    lines_in(img, &chain)
+                },
                 chain,
                 chain_source,
                 origin: first.origin().cloned(),
