@@ -91,15 +91,22 @@ class _CsRecords(object):
     closes it too (writes then fail and the file falls silent), and one
     that opens files gets low numbers, so the slot is not reused unless the
     worker holds hundreds of files. A descriptor that could not be moved is
-    checked (fstat) before every write instead."""
+    checked (fstat) before every write instead.
 
-    __slots__ = ("path", "fd", "id", "pid")
+    `defer(rec)` keeps a record back, to be written by the next `emit` (in
+    order, before it), by `flush`, or when 256 are waiting: for records no
+    verdict needs if the process dies before then (the body defers only
+    those), so the worker does not serialise them while it starts."""
+
+    __slots__ = ("path", "fd", "id", "pid", "pending", "deferring")
 
     def __init__(self, path, gen=0):
         self.path = path
         self.fd = -1
         self.id = None
         self.pid = os.getpid()
+        self.pending = []
+        self.deferring = True
         try:
             fd = self._open(path, True)
         except FileExistsError:
@@ -152,16 +159,45 @@ class _CsRecords(object):
             self.fd = -1
 
     def emit(self, rec):
-        """Writes one record if this is the process that opened the file (a
-        forked child that did not `reopen` stays silent)."""
+        """Writes one record (after any deferred ones) if this is the
+        process that opened the file (a forked child that did not `reopen`
+        stays silent)."""
         if os.getpid() == self.pid:
+            if self.pending:
+                self.flush()
             self.write(rec)
+
+    def defer(self, rec):
+        """Keeps a record back (see the class doc), unless `deferring` was
+        turned off (then it is `emit`)."""
+        if not self.deferring:
+            self.emit(rec)
+            return
+        pending = self.pending
+        pending.append(rec)
+        if len(pending) >= 256:
+            self.flush()
+
+    def flush(self):
+        """Writes the deferred records, in order, in one write."""
+        pending, self.pending = self.pending, []
+        if not pending or os.getpid() != self.pid or self.fd < 0:
+            return
+        fd = self.fd
+        try:
+            if self.id is not None and self._identity(fd) != self.id:
+                self.fd = -1
+                return
+            os.write(fd, ("\n".join([_cs_dumps(r) for r in pending]) + "\n").encode("utf-8", "replace"))
+        except Exception:
+            self.fd = -1
 
     def reopen(self, gen=0):
         """In a forked child: a file of its own, `path.PID.GEN`."""
         inherited = self.fd
         self.pid = os.getpid()
         self.fd = -1
+        self.pending = []
         if inherited >= 0:
             try:
                 os.close(inherited)

@@ -2,8 +2,12 @@
 # (prelude.py) in the `sitecustomize.py` written to a private temporary
 # folder put first on PYTHONPATH.
 #
-# It records, as JSON lines flushed one by one to the file named by
-# COLDSTART_RECORD (child images write `FILE.PID.GEN` beside it):
+# It records, as JSON lines written to the file named by COLDSTART_RECORD
+# (child images write `FILE.PID.GEN` beside it), each at once except the
+# worker's imports of names outside the policy, which are kept back until
+# the next record that is written (in order), a fork, an exec, exit, or 256
+# of them: what a verdict needs (forbidden names, probes, failures, spawns)
+# is on disk before the worker goes on, even if it then crashes.
 #   start   this image began: pid, ppid, exec generation, the image that
 #           started it, argv, sys.flags, whether importtime is on, and for a
 #           forked child the line that called fork
@@ -83,7 +87,11 @@ def _install():
         parent = None
     state = {"gen": gen}
     records = _CsRecords(path, gen)
+    # Only the worker itself (whose start is timed) keeps records back;
+    # children write each at once (forked ones often end with os._exit).
+    records.deferring = how in ("root", "exec")
     emit = records.emit
+    defer = records.defer
 
     def fail(where, exc):
         emit({"type": "error", "t_ns": monotonic_ns(), "where": where,
@@ -312,7 +320,12 @@ def _install():
                 origin = getattr(spec, "origin", None)
                 if type(origin) is str:
                     lazy_files[origin] = name
-            emit(rec)
+            if err is None and not rec.get("probe") and not matches(name, forbid):
+                # Nothing a verdict needs if the worker dies before the next
+                # record is written: keep it back (see _CsRecords.defer).
+                defer(rec)
+            else:
+                emit(rec)
             if err is not None:
                 raise err
             return spec
@@ -502,7 +515,10 @@ def _install():
                 written[name] = t_ns
                 if records.pid != getpid():
                     rec["pid"] = getpid()
-                emit(rec)
+                if matches(name, forbid):
+                    emit(rec)
+                else:
+                    defer(rec)
             except ModuleNotFoundError:
                 raise
             except Exception as exc:
@@ -585,6 +601,7 @@ def _install():
             old = records.pid
             old_gen = state["gen"]
             records.reopen(0)
+            records.deferring = False
             state["gen"] = 0
             pid = getpid()
             os.environ[_IMAGE_ENV] = "%d:0" % pid
@@ -605,7 +622,9 @@ def _install():
             records.fd = -1
 
     try:
-        os.register_at_fork(after_in_child=after_fork)
+        # Deferred records are written before a fork, so the child does not
+        # inherit them (and a fork_exec'd child finds them on disk).
+        os.register_at_fork(before=records.flush, after_in_child=after_fork)
     except Exception:
         pass
 
