@@ -248,6 +248,18 @@ fn lazy_loader_executed_during_health_fails_in_health_with_both_lines() {
 }
 
 #[test]
+fn the_lazy_loader_package_is_declared_at_the_workers_line_not_its_own() {
+    let name = "lazy_loader_health.py";
+    let r = run(name, &[], 1);
+    let torch = r.torch();
+    assert_eq!(torch.len(), 1, "{:#?}", r.verdict);
+    let t = torch[0];
+    assert_eq!(t.phase, Some(health1()));
+    at(t.importer.as_ref(), name, "touched");
+    at(t.lazy.as_ref().unwrap().declared.as_ref(), name, "declared");
+}
+
+#[test]
 fn lazy_loader_declared_and_never_touched_passes() {
     let r = run("lazy_health.py", &["--untouched"], 1);
     assert!(r.verdict.holds(), "{:#?}", r.verdict);
