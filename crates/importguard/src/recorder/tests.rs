@@ -108,12 +108,123 @@ fn prepare_writes_a_private_bootstrap_first_on_pythonpath() {
     assert_eq!(rest, "/a:/b");
     assert_eq!(
         std::fs::read_to_string(Path::new(first).join("sitecustomize.py")).unwrap(),
+        bootstrap::STUB
+    );
+    assert_eq!(
+        std::fs::read_to_string(Path::new(first).parent().unwrap().join("bootstrap.py")).unwrap(),
         BOOTSTRAP
     );
     assert_eq!(env[OsStr::new(RECORD_ENV)], setup.record_path().as_os_str());
     let dir = setup.dir().to_path_buf();
     drop(setup);
     assert!(!dir.exists(), "the folder goes away with the setup");
+}
+
+#[test]
+fn an_attempt_both_channels_wrote_is_read_as_one() {
+    let rec = Recording::parse(
+        br#"{"type":"start","t_ns":1,"pid":2,"version":2}
+{"type":"import","name":"torch","t_ns":10,"channel":"audit","by":{"file":"w.py","line":3}}
+{"type":"import","name":"json","t_ns":11,"channel":"finder","found":true}
+{"type":"import","name":"torch","t_ns":12,"channel":"both","audit_t_ns":10,"found":true}
+"#,
+    );
+    let names: Vec<_> = rec
+        .imports
+        .iter()
+        .map(|i| (i.name.as_str(), i.channel))
+        .collect();
+    assert_eq!(names, [("torch", Channel::Both), ("json", Channel::Finder)]);
+    let torch = &rec.imports[0];
+    assert_eq!((torch.t_ns, torch.found), (10, Some(true)));
+    assert_eq!(
+        torch.by.as_ref().unwrap().to_string(),
+        "w.py:3",
+        "the audit record's line is kept"
+    );
+}
+
+#[test]
+fn a_record_file_of_an_unknown_format_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("records.jsonl");
+    std::fs::write(
+        &path,
+        "{\"type\":\"start\",\"t_ns\":1,\"pid\":2,\"version\":99}\n",
+    )
+    .unwrap();
+    let err = read(&path).unwrap_err();
+    assert!(matches!(err, RecorderError::Format { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("format version 99") && text.contains("rerun with one build"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_process_tree_links_each_image_to_the_line_that_started_it() {
+    let root = Recording::parse(
+        br#"{"type":"start","t_ns":1,"pid":10,"version":2,"how":"root","orig_argv":["python3","w.py"]}
+{"type":"spawn","t_ns":5,"kind":"subprocess","argv":["python3","-c","a"],"by":{"file":"w.py","line":4}}
+{"type":"spawn","t_ns":6,"kind":"subprocess","argv":["python3","-c","b"],"by":{"file":"w.py","line":5}}
+{"type":"spawn","t_ns":9,"kind":"exec","argv":["python3","w.py","--again"],"by":{"file":"w.py","line":7}}
+"#,
+    );
+    let child = |text: &[u8]| Recording::parse_images(text).remove(0);
+    let mut rec = root;
+    rec.children = vec![
+        // Started second but matched by its command line, not by time.
+        child(br#"{"type":"start","t_ns":7,"pid":11,"version":2,"how":"child","parent":[10,0],"ppid":10,"orig_argv":["/usr/bin/python3","-c","a"]}"#),
+        child(br#"{"type":"start","t_ns":8,"pid":12,"version":2,"how":"child","parent":[10,0],"ppid":10,"orig_argv":["/usr/bin/python3","-c","b"]}"#),
+        child(br#"{"type":"start","t_ns":8,"pid":13,"version":2,"how":"fork","forked":true,"parent":[10,0],"by":{"file":"w.py","line":6}}"#),
+        child(br#"{"type":"start","t_ns":10,"pid":10,"gen":1,"version":2,"how":"exec","parent":[10,0]}"#),
+    ];
+    let tree = rec.processes();
+    let row = |p: &ProcessInfo| {
+        (
+            p.image.pid,
+            p.image.exec_gen,
+            p.relation,
+            p.parent.map(|i| i.pid),
+            p.started_at.as_ref().map(|f| f.line),
+        )
+    };
+    let rows: Vec<_> = tree.iter().map(row).collect();
+    assert_eq!(
+        rows,
+        [
+            (10, 0, Relation::Root, None, None),
+            (11, 0, Relation::Child, Some(10), Some(4)),
+            (12, 0, Relation::Child, Some(10), Some(5)),
+            (13, 0, Relation::Fork, Some(10), Some(6)),
+            (10, 1, Relation::Exec, Some(10), Some(7)),
+        ]
+    );
+    assert_eq!(
+        tree[1].to_string(),
+        "pid 11 (/usr/bin/python3 -c a), a subprocess child of pid 10, started at w.py:4"
+    );
+    assert_eq!(
+        tree[4].to_string(),
+        "pid 10 after exec #1 (python3 w.py --again), the worker after os.exec, started at w.py:7"
+    );
+}
+
+#[test]
+fn a_reused_pid_file_splits_into_images_at_each_start() {
+    let images = Recording::parse_images(
+        br#"{"type":"start","t_ns":1,"pid":5,"version":2}
+{"type":"import","name":"a","t_ns":2}
+{"type":"start","t_ns":3,"pid":5,"version":2}
+{"type":"import","name":"b","t_ns":4}
+"#,
+    );
+    let names: Vec<Vec<&str>> = images
+        .iter()
+        .map(|r| r.imports.iter().map(|i| i.name.as_str()).collect())
+        .collect();
+    assert_eq!(names, [vec!["a"], vec!["b"]]);
 }
 
 /// The bootstrap in a real interpreter: records, chains, blocks, and stays
@@ -317,6 +428,10 @@ mod props {
                     stack,
                     thread: None,
                     error: None,
+                    channel: Channel::Finder,
+                    reified: false,
+                    declared: None,
+                    audit_t_ns: None,
                 },
             )
     }

@@ -12,11 +12,22 @@
 //! whether it was loaded, only attempted, or blocked. [`merge`] folds the
 //! verdicts of a target's fresh processes into one list.
 //!
+//! Every image the recorder saw is judged alike: the worker, the image it
+//! exec'd into, its subprocesses, forked children and `multiprocessing`
+//! workers; each violation says in which process it happened
+//! ([`Violation::process`]), which recorder channel saw it
+//! ([`Violation::channel`]) and, for a module loaded lazily, the line that
+//! declared it and the line that made it real ([`Violation::lazy`]).
+//!
 //! Either source may be missing: `--log` judges an importtime log alone;
 //! a worker run with `-S`, `-I` or `-E` never ran the recorder, and the
 //! verdict says so ([`RecorderState::DidNotRun`]) and uses importtime alone.
-//! Nothing here starts a process or renders for people.
+//! When the process that answered the protocol left neither
+//! ([`judge_answered`] with the harness's [`Answering`]), the verdict holds
+//! a [`MissingEvidence`] that the caller must turn into an error, never a
+//! pass. Nothing here starts a process or renders for people.
 
+mod missing;
 mod policy;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -25,8 +36,9 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::importtime::{ImportLog, Metric, NodeId, NodeKind};
-use crate::recorder::{Frame, ImportAttempt, Recording};
+use crate::recorder::{Channel, Frame, ImportAttempt, ProcessInfo, Recording, SpawnKind};
 
+pub use missing::{Answering, EvidenceKind, MissingEvidence, MissingReason};
 pub use policy::{Allowance, Classification, Policy, PolicyError, in_package};
 
 /// One request the harness sent, on its clock.
@@ -172,6 +184,25 @@ pub struct Violation {
     pub recorded: bool,
     /// Whether importtime shows it.
     pub in_importtime: bool,
+    /// The process it happened in (recorder): the worker, or a child with
+    /// its command line, parent and the line that started it.
+    pub process: Option<ProcessInfo>,
+    /// The recorder channel that saw its first attempt.
+    pub channel: Option<Channel>,
+    /// For a module imported lazily and made real later: the line that
+    /// declared it and the line that touched it.
+    pub lazy: Option<LazyUse>,
+}
+
+/// A lazily imported module made real: where it was declared, where it was
+/// touched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LazyUse {
+    /// The line that declared it lazy (the `find_spec` behind a LazyLoader,
+    /// or the `lazy import` statement), when the recorder saw it.
+    pub declared: Option<Frame>,
+    /// The line whose access ran its body.
+    pub made_real_at: Option<Frame>,
 }
 
 /// A module the allow list let through.
@@ -217,12 +248,18 @@ pub struct ProcessVerdict {
     pub importtime: bool,
     /// Things the reader should know (evidence missing, bootstrap errors).
     pub notes: Vec<String>,
+    /// Every image the recorder saw, the worker first, with how each was
+    /// started and by which line.
+    pub processes: Vec<ProcessInfo>,
+    /// The process that answered the protocol left no import evidence: the
+    /// check cannot pass (exit 2), whatever `violations` says.
+    pub missing: Option<MissingEvidence>,
 }
 
 impl ProcessVerdict {
-    /// No violation.
+    /// No violation, and evidence from the process that answered.
     pub fn holds(&self) -> bool {
-        self.violations.is_empty()
+        self.violations.is_empty() && self.missing.is_none()
     }
 }
 
@@ -246,8 +283,16 @@ struct RecordedRoot<'a> {
     beneath: Vec<String>,
 }
 
-/// Judges one process's evidence.
+/// Judges one worker's evidence, taking its first recorded interpreter as
+/// the process that answered the protocol (see [`judge_answered`]).
 pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
+    judge_answered(policy, ev, &Answering::default())
+}
+
+/// Judges one worker's evidence: every image the recorder saw (the worker
+/// and the processes it started), and whether `answering`, the process
+/// that answered the protocol, left any evidence ([`ProcessVerdict::missing`]).
+pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering) -> ProcessVerdict {
     let mut notes = Vec::new();
     let recording = ev.recording.filter(|r| r.ran());
     let recorder = match ev.recording {
@@ -270,103 +315,77 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
                 .to_owned(),
         );
     }
+    let processes: Vec<ProcessInfo> = recording.map(Recording::processes).unwrap_or_default();
+    let images: Vec<&Recording> = recording
+        .map(|r| r.images().filter(|i| i.ran()).collect())
+        .unwrap_or_default();
+    let info_of = |img: &Recording| -> Option<&ProcessInfo> {
+        let id = img.image()?;
+        processes.iter().find(|p| p.image == id)
+    };
     if let Some(r) = recording {
         for e in &r.errors {
             notes.push(format!("recorder error in {}: {}", e.place, e.error));
         }
-        if r.exit.is_none() {
+        let exec_ed = r.spawns.iter().any(|s| s.kind == SpawnKind::Exec);
+        if r.exit.is_none() && !exec_ed {
             notes.push(
                 "the recorder saw no normal exit (crash, kill or os._exit): modules found are taken as loaded"
                     .to_owned(),
             );
         }
+        for child in &r.children {
+            for e in &child.errors {
+                let who = child
+                    .image()
+                    .map_or_else(String::new, |i| format!(" ({i})"));
+                notes.push(format!("recorder error{who} in {}: {}", e.place, e.error));
+            }
+        }
+        for img in &images {
+            for s in img
+                .spawns
+                .iter()
+                .filter(|s| !s.env.record || !s.env.pythonpath)
+            {
+                let at =
+                    s.by.as_ref()
+                        .map_or_else(String::new, |b| format!(" at {b}"));
+                notes.push(format!(
+                    "{} started `{}` ({}){at} with an environment without the import recorder: its own imports are not seen",
+                    img.image().map_or_else(|| "the worker".to_owned(), |i| i.to_string()),
+                    s.argv.join(" "),
+                    s.kind,
+                ));
+            }
+        }
     }
 
     let mut allowed: BTreeMap<String, AllowedHit> = BTreeMap::new();
-    let mut note_allowed = |module: &str| {
-        if let Classification::Allowed { pattern, allowance } = policy.classify(module) {
-            allowed
-                .entry(module.to_owned())
-                .or_insert_with(|| AllowedHit {
-                    module: module.to_owned(),
-                    pattern: pattern.to_owned(),
-                    allowed_by: allowance.module.clone(),
-                    reason: allowance.reason.clone(),
-                });
-        }
-    };
-
-    // The recorder's roots, in time order, and which root each forbidden
-    // name belongs to.
-    let mut rec_roots: Vec<(String, RecordedRoot<'_>)> = Vec::new();
     let mut probed: Vec<String> = Vec::new();
-    let mut root_of: HashMap<&str, usize> = HashMap::new();
-    if let Some(r) = recording {
-        let final_modules: Option<FinalModules<'_>> = r.exit.as_ref().map(|e| {
-            (
-                e.modules.iter().map(String::as_str).collect(),
-                e.lazy.iter().map(String::as_str).collect(),
-            )
-        });
-        for a in &r.imports {
-            note_allowed(&a.name);
-            if !policy.forbids(&a.name) {
-                continue;
-            }
-            if a.probe {
-                if !probed.contains(&a.name) {
-                    probed.push(a.name.clone());
-                }
-                continue;
-            }
-            let owner = a
-                .stack
-                .iter()
-                .find(|m| policy.forbids(m))
-                .and_then(|m| root_of.get(m.as_str()).copied())
-                .or_else(|| parents(&a.name).find_map(|p| root_of.get(p).copied()));
-            let (status, detail, lazy) =
-                attempt_status(a, final_modules.as_ref(), r.exit.as_ref().map(|e| e.t_ns));
-            match owner {
-                Some(i) => {
-                    root_of.insert(&a.name, i);
-                    let (root_name, root) = &mut rec_roots[i];
-                    if a.name != *root_name && !root.beneath.contains(&a.name) {
-                        root.beneath.push(a.name.clone());
-                    }
-                }
-                None => match root_of.get(a.name.as_str()) {
-                    Some(&i) => {
-                        // Asked again: the strongest outcome wins.
-                        let root = &mut rec_roots[i].1;
-                        if status < root.status {
-                            root.status = status;
-                            root.detail = detail;
-                        }
-                        root.lazy &= lazy;
-                    }
-                    None => {
-                        root_of.insert(&a.name, rec_roots.len());
-                        rec_roots.push((
-                            a.name.clone(),
-                            RecordedRoot {
-                                first: a,
-                                status,
-                                detail,
-                                lazy,
-                                beneath: Vec::new(),
-                            },
-                        ));
-                    }
-                },
-            }
+    let mut lazy: Vec<String> = Vec::new();
+    // Names any image recorded (an importtime-only root is one none did).
+    let mut recorded_names: HashSet<&str> = HashSet::new();
+    let mut exit_lazy: Vec<&str> = Vec::new();
+    // Per image, its roots in time order.
+    let mut per_image: Vec<(&Recording, Vec<(String, RecordedRoot<'_>)>)> = Vec::new();
+    for img in &images {
+        let roots = recorded_roots(policy, img, &mut allowed, &mut probed);
+        for a in img.imports.iter().filter(|a| !a.probe) {
+            recorded_names.insert(a.name.as_str());
         }
+        if let Some(e) = &img.exit {
+            exit_lazy.extend(e.lazy.iter().map(String::as_str));
+            exit_lazy.dedup();
+        }
+        per_image.push((img, roots));
     }
 
-    // Who imported each module (its first real attempt), for chain lines.
+    // Who imported each module (its first real attempt), for chain lines:
+    // the worker's own images first.
     let mut imported_by: HashMap<&str, &Frame> = HashMap::new();
-    if let Some(r) = recording {
-        for a in r.imports.iter().filter(|a| !a.probe) {
+    for img in &images {
+        for a in img.imports.iter().filter(|a| !a.probe) {
             if let Some(by) = &a.by {
                 imported_by.entry(a.name.as_str()).or_insert(by);
             }
@@ -376,6 +395,20 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
         chain
             .iter()
             .map(|m| imported_by.get(m.as_str()).map(|f| (*f).clone()))
+            .collect()
+    };
+    // In a child image, its own records first: the same module may have
+    // been imported from another line in the worker.
+    let lines_in = |img: &Recording, chain: &[String]| -> Vec<Option<Frame>> {
+        chain
+            .iter()
+            .map(|m| {
+                img.imports
+                    .iter()
+                    .find(|a| !a.probe && a.name == *m && a.by.is_some())
+                    .and_then(|a| a.by.clone())
+                    .or_else(|| imported_by.get(m.as_str()).map(|f| (*f).clone()))
+            })
             .collect()
     };
 
@@ -391,7 +424,7 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
             }
             let id = NodeId(u32::try_from(i).unwrap_or(u32::MAX));
             let name = log.name(id);
-            note_allowed(name);
+            note_allowed(policy, &mut allowed, name);
             if !policy.forbids(name) {
                 continue;
             }
@@ -426,75 +459,109 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
         log.find_module(name)
             .find(|&id| log.node(id).kind == NodeKind::Entry)
     };
+    // Modules the worker's own images recorded: a child's import of the
+    // same module is not the one importtime shows first.
+    let worker_names: HashSet<&str> = images
+        .iter()
+        .filter(|img| info_of(img).is_none_or(ProcessInfo::is_worker))
+        .flat_map(|img| img.imports.iter().map(|a| a.name.as_str()))
+        .collect();
 
     let mut violations = Vec::new();
-    let mut lazy = Vec::new();
     let chain_names = |id: NodeId| -> Vec<String> {
         log.map(|l| l.chain(id).iter().map(|&c| l.name(c).to_owned()).collect())
             .unwrap_or_default()
     };
-    for (name, root) in &rec_roots {
-        if root.lazy {
-            lazy.push(name.clone());
-            continue;
-        }
-        let node = first_node(name);
-        let (chain, chain_source) = match node {
-            Some(id) => (chain_names(id), ChainSource::Importtime),
-            None => (recorded_chain(root.first, log), ChainSource::Recorder),
-        };
-        let cumulative_us = match node {
-            Some(id) => log.map(|l| l.node(id).cumulative_us),
-            // No line of its own (importlib.import_module): the subtrees of
-            // its submodules that importtime shows as roots.
-            None => log.and_then(|l| {
-                let parts: Vec<i64> = it_roots
-                    .iter()
-                    .filter(|&&r| in_package(l.name(r), name))
-                    .map(|&r| l.node(r).cumulative_us)
-                    .collect();
-                (!parts.is_empty()).then(|| parts.iter().sum())
-            }),
-        };
-        let mut beneath = root.beneath.clone();
-        if let Some(id) = node {
-            for n in it_beneath.get(&id).into_iter().flatten() {
-                if !beneath.contains(n) {
-                    beneath.push(n.clone());
+    for (img, roots) in &per_image {
+        let info = info_of(img);
+        let is_worker = info.is_none_or(ProcessInfo::is_worker);
+        for (name, root) in roots {
+            if root.lazy {
+                if !lazy.contains(name) {
+                    lazy.push(name.clone());
+                }
+                continue;
+            }
+            let node = if is_worker || !worker_names.contains(name.as_str()) {
+                first_node(name)
+            } else {
+                None
+            };
+            let (chain, chain_source) = match node {
+                Some(id) => (chain_names(id), ChainSource::Importtime),
+                None => (recorded_chain(root.first, log), ChainSource::Recorder),
+            };
+            let cumulative_us = match node {
+                Some(id) => log.map(|l| l.node(id).cumulative_us),
+                // No line of its own (importlib.import_module): the subtrees
+                // of its submodules that importtime shows as roots.
+                None if is_worker => log.and_then(|l| {
+                    let parts: Vec<i64> = it_roots
+                        .iter()
+                        .filter(|&&r| in_package(l.name(r), name))
+                        .map(|&r| l.node(r).cumulative_us)
+                        .collect();
+                    (!parts.is_empty()).then(|| parts.iter().sum())
+                }),
+                None => None,
+            };
+            let mut beneath = root.beneath.clone();
+            if let Some(id) = node {
+                for n in it_beneath.get(&id).into_iter().flatten() {
+                    if !beneath.contains(n) {
+                        beneath.push(n.clone());
+                    }
                 }
             }
+            let first = root.first;
+            violations.push(Violation {
+                module: name.clone(),
+                pattern: pattern_of(policy, name),
+                status: root.status,
+                detail: root.detail.clone(),
+                chain_lines: if is_worker {
+                    lines_of(&chain)
+                } else {
+                    lines_in(img, &chain)
+                },
+                chain,
+                chain_source,
+                origin: first.origin().cloned(),
+                importer: first.by.clone(),
+                phase: ev.timeline.map(|t| t.phase_of(first.t_ns)),
+                t_ns: Some(first.t_ns),
+                cumulative_us,
+                beneath,
+                recorded: true,
+                in_importtime: node.is_some(),
+                process: info.cloned(),
+                channel: Some(first.channel),
+                lazy: first.reified.then(|| LazyUse {
+                    declared: first.declared.clone(),
+                    made_real_at: first.origin().cloned(),
+                }),
+            });
         }
-        violations.push(Violation {
-            module: name.clone(),
-            pattern: pattern_of(policy, name),
-            status: root.status,
-            detail: root.detail.clone(),
-            chain_lines: lines_of(&chain),
-            chain,
-            chain_source,
-            origin: root.first.origin().cloned(),
-            importer: root.first.by.clone(),
-            phase: ev.timeline.map(|t| t.phase_of(root.first.t_ns)),
-            t_ns: Some(root.first.t_ns),
-            cumulative_us,
-            beneath,
-            recorded: true,
-            in_importtime: node.is_some(),
-        });
     }
+    // Time order across processes.
+    violations.sort_by_key(|v: &Violation| v.t_ns.unwrap_or(u64::MAX));
+    // Forbidden names only probed for, or declared lazy and never touched.
+    for n in exit_lazy {
+        if policy.forbids(n)
+            && !recorded_names.contains(n)
+            && !violations.iter().any(|v| v.module == n)
+            && !lazy.iter().any(|l| l == n)
+        {
+            lazy.push(n.to_owned());
+        }
+    }
+    probed.retain(|p| !violations.iter().any(|v| v.module == *p));
     // Roots only importtime shows: the recorder did not run, or did not see
-    // them (another interpreter writing to the same stderr).
+    // them (an interpreter without the recorder writing to the same stderr).
     if let Some(log) = log {
         for &id in &it_roots {
             let name = log.name(id);
-            if recording.is_some() && root_of.contains_key(name) {
-                continue;
-            }
-            if recording.is_some_and(|r| {
-                r.exit
-                    .as_ref()
-                    .is_some_and(|e| e.lazy.iter().any(|l| l == name))
-            }) {
+            if recorded_names.contains(name) || lazy.iter().any(|l| l == name) {
                 continue;
             }
             let chain = chain_names(id);
@@ -514,10 +581,14 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
                 beneath: it_beneath.get(&id).cloned().unwrap_or_default(),
                 recorded: false,
                 in_importtime: true,
+                process: None,
+                channel: None,
+                lazy: None,
             });
         }
     }
 
+    let missing = missing::check(ev.recording, log.is_some(), answering);
     ProcessVerdict {
         violations,
         allowed: allowed.into_values().collect(),
@@ -526,7 +597,94 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
         recorder,
         importtime: log.is_some(),
         notes,
+        processes,
+        missing,
     }
+}
+
+fn note_allowed(policy: &Policy, allowed: &mut BTreeMap<String, AllowedHit>, module: &str) {
+    if let Classification::Allowed { pattern, allowance } = policy.classify(module) {
+        allowed
+            .entry(module.to_owned())
+            .or_insert_with(|| AllowedHit {
+                module: module.to_owned(),
+                pattern: pattern.to_owned(),
+                allowed_by: allowance.module.clone(),
+                reason: allowance.reason.clone(),
+            });
+    }
+}
+
+/// One image's forbidden roots in time order (a forbidden module imported
+/// by another is counted beneath it).
+fn recorded_roots<'a>(
+    policy: &Policy,
+    r: &'a Recording,
+    allowed: &mut BTreeMap<String, AllowedHit>,
+    probed: &mut Vec<String>,
+) -> Vec<(String, RecordedRoot<'a>)> {
+    let mut rec_roots: Vec<(String, RecordedRoot<'a>)> = Vec::new();
+    let mut root_of: HashMap<&str, usize> = HashMap::new();
+    let final_modules: Option<FinalModules<'_>> = r.exit.as_ref().map(|e| {
+        (
+            e.modules.iter().map(String::as_str).collect(),
+            e.lazy.iter().map(String::as_str).collect(),
+        )
+    });
+    for a in &r.imports {
+        note_allowed(policy, allowed, &a.name);
+        if !policy.forbids(&a.name) {
+            continue;
+        }
+        if a.probe {
+            if !probed.contains(&a.name) {
+                probed.push(a.name.clone());
+            }
+            continue;
+        }
+        let owner = a
+            .stack
+            .iter()
+            .find(|m| policy.forbids(m))
+            .and_then(|m| root_of.get(m.as_str()).copied())
+            .or_else(|| parents(&a.name).find_map(|p| root_of.get(p).copied()));
+        let (status, detail, lazy) =
+            attempt_status(a, final_modules.as_ref(), r.exit.as_ref().map(|e| e.t_ns));
+        match owner {
+            Some(i) => {
+                root_of.insert(&a.name, i);
+                let (root_name, root) = &mut rec_roots[i];
+                if a.name != *root_name && !root.beneath.contains(&a.name) {
+                    root.beneath.push(a.name.clone());
+                }
+            }
+            None => match root_of.get(a.name.as_str()) {
+                Some(&i) => {
+                    // Asked again: the strongest outcome wins.
+                    let root = &mut rec_roots[i].1;
+                    if status < root.status {
+                        root.status = status;
+                        root.detail = detail;
+                    }
+                    root.lazy &= lazy;
+                }
+                None => {
+                    root_of.insert(&a.name, rec_roots.len());
+                    rec_roots.push((
+                        a.name.clone(),
+                        RecordedRoot {
+                            first: a,
+                            status,
+                            detail,
+                            lazy,
+                            beneath: Vec::new(),
+                        },
+                    ));
+                }
+            },
+        }
+    }
+    rec_roots
 }
 
 fn pattern_of(policy: &Policy, name: &str) -> String {
@@ -642,26 +800,41 @@ pub struct MergedViolation {
 /// status, in the order first seen.
 pub fn merge(verdicts: &[ProcessVerdict]) -> Vec<MergedViolation> {
     let mut out: Vec<(MergedViolation, Vec<i64>)> = Vec::new();
+    // One entry per module, status and kind of process (the worker, a
+    // forked child, a child interpreter).
+    let key = |x: &Violation| {
+        (
+            x.module.clone(),
+            x.status,
+            x.process.as_ref().map(|p| p.relation),
+        )
+    };
     for v in verdicts {
+        let mut counted: Vec<usize> = Vec::new();
         for x in &v.violations {
             let costs = x.cumulative_us.into_iter();
-            match out
-                .iter_mut()
-                .find(|(m, _)| m.first.module == x.module && m.first.status == x.status)
-            {
-                Some((m, c)) => {
-                    m.processes += 1;
+            match out.iter().position(|(m, _)| key(&m.first) == key(x)) {
+                Some(i) => {
+                    let (m, c) = &mut out[i];
+                    // Two pool workers of one verdict count once.
+                    if !counted.contains(&i) {
+                        m.processes += 1;
+                        counted.push(i);
+                    }
                     c.extend(costs);
                 }
-                None => out.push((
-                    MergedViolation {
-                        first: x.clone(),
-                        processes: 1,
-                        of: verdicts.len(),
-                        median_cumulative_us: None,
-                    },
-                    costs.collect(),
-                )),
+                None => {
+                    counted.push(out.len());
+                    out.push((
+                        MergedViolation {
+                            first: x.clone(),
+                            processes: 1,
+                            of: verdicts.len(),
+                            median_cumulative_us: None,
+                        },
+                        costs.collect(),
+                    ));
+                }
             }
         }
     }

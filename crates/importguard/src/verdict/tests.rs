@@ -257,25 +257,16 @@ fn attempt(name: &str, t: u64, stack: &[&str]) -> recorder::ImportAttempt {
         stack: stack.iter().map(|s| s.to_string()).collect(),
         thread: None,
         error: None,
+        channel: recorder::Channel::Both,
+        reified: false,
+        declared: None,
+        audit_t_ns: None,
     }
 }
 
 fn recording(imports: Vec<recorder::ImportAttempt>, exit: Option<(&[&str], &[&str])>) -> Recording {
     Recording {
-        start: Some(recorder::Start {
-            t_ns: 0,
-            pid: 1,
-            version: 1,
-            python: None,
-            implementation: None,
-            executable: None,
-            argv: vec![],
-            block: false,
-            forbid: vec![],
-            allow: vec![],
-            modules: None,
-            forked: false,
-        }),
+        start: Some(serde_json::from_str(r#"{"t_ns": 0, "pid": 1, "version": 1}"#).unwrap()),
         imports,
         exit: exit.map(|(m, l)| recorder::Exit {
             t_ns: 99,
@@ -445,4 +436,62 @@ fn slowest_lists_the_top_cumulative_with_chains() {
     }
     let max = log.nodes().iter().map(|n| n.cumulative_us).max().unwrap();
     assert_eq!(top[0].cumulative_us, max);
+}
+
+/// A worker whose two pool workers (spawned children) import torch: each is
+/// a violation in its own process, and a merge counts the worker once.
+#[test]
+fn children_are_judged_in_their_processes_and_merged_per_worker() {
+    let parse = |t: &str| Recording::parse(t.as_bytes());
+    let mut rec = parse(
+        r#"{"type":"start","t_ns":1,"pid":10,"version":2,"how":"root"}
+{"type":"spawn","t_ns":50,"kind":"fork_exec","argv":["python3","-c","spawn_main()"],"by":{"file":"/app/w.py","line":19}}
+{"type":"spawn","t_ns":51,"kind":"fork_exec","argv":["python3","-c","spawn_main()"],"by":{"file":"/app/w.py","line":19}}
+{"type":"exit","t_ns":900,"modules":["sys"]}"#,
+    );
+    for pid in [11, 12] {
+        rec.children.push(parse(&format!(
+            r#"{{"type":"start","t_ns":6{pid},"pid":{pid},"version":2,"how":"child","parent":[10,0],"ppid":10,"orig_argv":["python3","-c","spawn_main()"]}}
+{{"type":"import","name":"torch","t_ns":7{pid},"channel":"both","found":true,"by":{{"file":"/app/w.py","line":12}},"stack":["__mp_main__"]}}"#
+        )));
+    }
+    let tl = Timeline {
+        spawned_at_ns: Some(0),
+        ready_at_ns: Some(20),
+        requests: vec![RequestMark {
+            op: "health".into(),
+            sent_at_ns: 40,
+        }],
+        shutdown_sent_at_ns: Some(800),
+    };
+    let v = judge(
+        &policy(),
+        &Evidence {
+            importtime: None,
+            recording: Some(&rec),
+            timeline: Some(&tl),
+        },
+    );
+    assert_eq!(v.violations.len(), 2, "{:#?}", v.violations);
+    for (x, pid) in v.violations.iter().zip([11, 12]) {
+        let p = x.process.as_ref().unwrap();
+        assert_eq!((p.image.pid, p.relation), (pid, recorder::Relation::Child));
+        assert_eq!(p.started_at.as_ref().unwrap().line, 19);
+        assert_eq!(
+            x.phase,
+            Some(Phase::Request {
+                op: "health".into(),
+                index: 1
+            })
+        );
+        assert_eq!(x.channel, Some(recorder::Channel::Both));
+    }
+    assert!(v.missing.is_none() && !v.holds());
+    let merged = merge(&[v.clone(), v]);
+    assert_eq!(merged.len(), 1, "{merged:#?}");
+    assert_eq!(
+        (merged[0].processes, merged[0].of),
+        (2, 2),
+        "each worker counted once"
+    );
 }

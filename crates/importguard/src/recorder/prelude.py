@@ -1,0 +1,264 @@
+# coldstart bootstrap prelude (embedded in the importguard crate).
+#
+# Shared by every bootstrap coldstart writes as `sitecustomize.py` into a
+# private temporary folder put first on PYTHONPATH (the import recorder, the
+# memory view): the bootstrap file is this prelude followed by its body.
+#
+# It gives the body:
+#   _cs_dumps(v)          JSON for the few types records hold (no json import:
+#                         it pulls in re, which would show in importtime)
+#   _CsRecords(path)      a JSON-lines record file, one write per record, that
+#                         never writes into a descriptor that is no longer its
+#                         own (a worker may close every descriptor)
+#   _cs_chain(emit, fail) runs the sitecustomize the environment already had,
+#                         found on sys.path after our own folder, and takes our
+#                         folder off sys.path
+#   _CS_FORMAT            the record format version, written in every start
+#                         record; the Rust reader refuses a version it does
+#                         not know
+# It imports only what the interpreter has loaded before site runs.
+
+import sys
+import os
+import time
+
+_CS_FORMAT = 2
+_cs_monotonic_ns = time.monotonic_ns
+_cs_here = os.path.dirname(os.path.abspath(__file__))
+
+_CS_ESCAPES = {i: "\\u%04x" % i for i in range(32)}
+_CS_ESCAPES.update({ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\t"): "\\t"})
+
+
+def _cs_str(v, _esc=_CS_ESCAPES):
+    if v.isprintable() and '"' not in v and "\\" not in v:
+        return '"' + v + '"'
+    return '"' + v.translate(_esc) + '"'
+
+
+def _cs_dumps(v):
+    """JSON for str, None, bool, int, dict, list and tuple (others as str)."""
+    t = type(v)
+    if t is str:
+        return _cs_str(v)
+    if t is int:
+        return str(v)
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if t is dict:
+        # Keys are the bootstrap's own field names: plain ASCII, no escaping.
+        parts = []
+        add = parts.append
+        for k, x in v.items():
+            tx = type(x)
+            if tx is str:
+                add('"%s":%s' % (k, _cs_str(x)))
+            elif tx is int:
+                add('"%s":%d' % (k, x))
+            elif x is True:
+                add('"%s":true' % k)
+            elif x is False:
+                add('"%s":false' % k)
+            elif x is None:
+                add('"%s":null' % k)
+            else:
+                add('"%s":%s' % (k, _cs_dumps(x)))
+        return "{" + ",".join(parts) + "}"
+    if t is list or t is tuple:
+        return "[" + ",".join(_cs_str(x) if type(x) is str else _cs_dumps(x) for x in v) + "]"
+    if isinstance(v, str):
+        return _cs_str(str(v))
+    if isinstance(v, int):
+        return str(int(v))
+    if isinstance(v, dict):
+        return _cs_dumps(dict(v))
+    if isinstance(v, (list, tuple)):
+        return _cs_dumps(list(v))
+    return _cs_str(str(v))
+
+
+class _CsRecords(object):
+    """A record file of JSON lines. The first interpreter to open `path`
+    owns it (O_EXCL); any other image (a child interpreter, an exec'd image,
+    a forked child after `reopen`) writes `path.PID.GEN` beside it.
+
+    The descriptor is moved high (into 768..1023, below the usual limit of
+    1024) where a free slot exists: a worker that closes every descriptor
+    closes it too (writes then fail and the file falls silent), and one
+    that opens files gets low numbers, so the slot is not reused unless the
+    worker holds hundreds of files. A descriptor that could not be moved is
+    checked (fstat) before every write instead.
+
+    `defer(rec)` keeps a record back, to be written by the next `emit` (in
+    order, before it), by `flush`, or when 256 are waiting: for records no
+    verdict needs if the process dies before then (the body defers only
+    those), so the worker does not serialise them while it starts."""
+
+    __slots__ = ("path", "fd", "id", "pid", "pending", "deferring")
+
+    def __init__(self, path, gen=0):
+        self.path = path
+        self.fd = -1
+        self.id = None
+        self.pid = os.getpid()
+        self.pending = []
+        self.deferring = True
+        try:
+            fd = self._open(path, True)
+        except FileExistsError:
+            fd = self._open("%s.%d.%d" % (path, self.pid, gen), False)
+        self._adopt(fd)
+
+    @staticmethod
+    def _open(p, exclusive):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        if exclusive:
+            flags |= os.O_EXCL
+        return os.open(p, flags, 0o600)
+
+    @staticmethod
+    def _identity(fd):
+        st = os.fstat(fd)
+        return (st.st_dev, st.st_ino)
+
+    def _adopt(self, fd):
+        for high in range(1023, 767, -1):
+            try:
+                os.fstat(high)
+                continue
+            except OSError:
+                pass
+            try:
+                os.dup2(fd, high, inheritable=False)
+                os.close(fd)
+                self.fd = high
+                self.id = None
+                return
+            except Exception:
+                break
+        self.fd = fd
+        self.id = self._identity(fd)
+
+    def write(self, rec):
+        """Writes one record, whichever process this is."""
+        fd = self.fd
+        if fd < 0:
+            return
+        try:
+            # A low descriptor may have been closed and its number reused by
+            # the worker: never write into a file that is not ours.
+            if self.id is not None and self._identity(fd) != self.id:
+                self.fd = -1
+                return
+            os.write(fd, (_cs_dumps(rec) + "\n").encode("utf-8", "replace"))
+        except Exception:
+            self.fd = -1
+
+    def emit(self, rec):
+        """Writes one record (after any deferred ones) if this is the
+        process that opened the file (a forked child that did not `reopen`
+        stays silent)."""
+        if os.getpid() == self.pid:
+            if self.pending:
+                self.flush()
+            self.write(rec)
+
+    def defer(self, rec):
+        """Keeps a record back (see the class doc), unless `deferring` was
+        turned off (then it is `emit`)."""
+        if not self.deferring:
+            self.emit(rec)
+            return
+        pending = self.pending
+        pending.append(rec)
+        if len(pending) >= 256:
+            self.flush()
+
+    def flush(self):
+        """Writes the deferred records, in order, in one write."""
+        pending, self.pending = self.pending, []
+        if not pending or os.getpid() != self.pid or self.fd < 0:
+            return
+        fd = self.fd
+        try:
+            if self.id is not None and self._identity(fd) != self.id:
+                self.fd = -1
+                return
+            os.write(fd, ("\n".join([_cs_dumps(r) for r in pending]) + "\n").encode("utf-8", "replace"))
+        except Exception:
+            self.fd = -1
+
+    def reopen(self, gen=0):
+        """In a forked child: a file of its own, `path.PID.GEN`."""
+        inherited = self.fd
+        self.pid = os.getpid()
+        self.fd = -1
+        self.pending = []
+        if inherited >= 0:
+            try:
+                os.close(inherited)
+            except Exception:
+                pass
+        try:
+            self._adopt(self._open("%s.%d.%d" % (self.path, self.pid, gen), False))
+        except Exception:
+            self.fd = -1
+
+
+def _cs_is_here(entry):
+    try:
+        return os.path.abspath(entry or os.curdir) == _cs_here
+    except Exception:
+        return False
+
+
+def _cs_chain(emit, fail):
+    """Runs the sitecustomize this environment had before us (a venv's or a
+    distribution's), found on sys.path after our own folder, and takes our
+    folder off sys.path. `emit(rec)` gets a `chain` record (may be None);
+    `fail(where, exc)` hears of anything that went wrong."""
+    try:
+        from _frozen_importlib_external import PathFinder
+        from _frozen_importlib import module_from_spec
+    except Exception as exc:
+        fail("chain", exc)
+        return
+    rest = []
+    ours = False
+    for entry in sys.path:
+        if _cs_is_here(entry):
+            ours = True
+        elif ours:
+            rest.append(entry)
+    # Our folder has done its job: leave sys.path as the worker expects it.
+    sys.path[:] = [e for e in sys.path if not _cs_is_here(e)]
+    try:
+        spec = PathFinder.find_spec("sitecustomize", rest)
+    except Exception as exc:
+        fail("chain", exc)
+        return
+    if emit is not None:
+        emit({"type": "chain", "t_ns": _cs_monotonic_ns(),
+              "file": None if spec is None else spec.origin})
+    if spec is None:
+        return
+    module = module_from_spec(spec)
+    mine = sys.modules.get("sitecustomize")
+    if mine is not None:
+        sys.modules["_coldstart_bootstrap"] = mine
+    sys.modules["sitecustomize"] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        # What site.py does for a failing sitecustomize, and nothing more.
+        fail("chained sitecustomize", exc)
+        if mine is not None:
+            sys.modules["sitecustomize"] = mine
+        print("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n"
+              "%s: %s" % (type(exc).__name__, exc), file=sys.stderr)
+
+# ---- end of the prelude; the bootstrap's body follows ----
