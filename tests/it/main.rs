@@ -3,6 +3,7 @@
 mod bench;
 mod boundary;
 mod conformance;
+mod evidence;
 mod importtime;
 mod pyspy;
 mod serve;

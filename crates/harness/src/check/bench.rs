@@ -39,7 +39,7 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
             .map_or(f64::NAN, |u| (u.user + u.sys).as_secs_f64() * 1e3);
         Ok((start.elapsed().as_secs_f64() * 1e3, cpu))
     };
-    let mut record_plain = |cost: &mut CheckCost| -> Result<()> {
+    let record_plain = |cost: &mut CheckCost| -> Result<()> {
         let (wall, cpu) = plain()?;
         cost.plain_ms.push(wall);
         cost.plain_cpu_ms.push(cpu);

@@ -27,7 +27,7 @@ use std::path::Path;
 use importguard::importtime::{self, ImportLog};
 use importguard::recorder::{Recorder, Recording, is_module_pattern};
 use importguard::verdict::{
-    self, Evidence, Policy, ProcessVerdict, RecorderState, RequestMark, Timeline,
+    self, Answering, Evidence, Policy, ProcessVerdict, RecorderState, RequestMark, Timeline,
 };
 use report::boundary::{ProcessReport, Status, TargetReport, tree_text};
 
@@ -244,6 +244,7 @@ pub(crate) fn check_process(
 
     let mut timeline = Timeline::default();
     let mut pid = None;
+    let mut answering_pid = None;
     let mut ready_ms = None;
     let outcome: std::result::Result<spawn::Finished, spawn::Error> = (|| {
         let spawned = lifecycle.spawn(&cmd)?;
@@ -251,6 +252,9 @@ pub(crate) fn check_process(
         timeline.spawned_at_ns = Some(spawned.spawned_at_ns());
         let mut w = spawned.wait_ready()?;
         ready_ms = Some(w.ready_ms());
+        // The process that answers the protocol: the ready line's own pid
+        // when it gives one (a launcher may exec or fork), else spawn's.
+        answering_pid = w.ready.value.pid.or(pid);
         timeline.ready_at_ns = Some(w.ready_at_ns());
         for _ in 0..lifecycle.health {
             // Marked before sending (and kept if the request fails), so an
@@ -290,24 +294,22 @@ pub(crate) fn check_process(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::io("read", &stderr_path, e)),
     };
-    let verdict = verdict::judge(
+    let verdict = verdict::judge_answered(
         policy,
         &Evidence {
             importtime: log.as_ref(),
             recording: Some(&recording),
             timeline: Some(&timeline),
         },
+        &Answering {
+            pid: answering_pid.or(pid),
+            command: t.command.clone(),
+        },
     );
     let entries = log.as_ref().map_or(0, ImportLog::entry_count);
-    // A worker that ran but left no evidence at all was not checked.
-    let error = error.or_else(|| {
-        (!recording.ran() && entries == 0).then(|| {
-            "no import evidence: the import recorder did not run and stderr holds no importtime lines; \
-             the worker probably runs Python with -E or -I (which ignore PYTHONPATH and \
-             PYTHONPROFILEIMPORTTIME) or is not Python: add `-X importtime` to its command, or drop -E/-I"
-                .to_owned()
-        })
-    });
+    // A check that cannot see never passes: the process that answered the
+    // protocol left no evidence (a cleared environment, -I/-E, an exec).
+    let error = error.or_else(|| verdict.missing.as_ref().map(ToString::to_string));
     Ok(ProcessReport {
         index,
         pid,
@@ -317,7 +319,7 @@ pub(crate) fn check_process(
         stderr_tail,
         recorder: verdict.recorder,
         chained_sitecustomize: recording.chain.as_ref().and_then(|c| c.file.clone()),
-        child_interpreters: recording.child_files.len(),
+        child_interpreters: recording.children.len(),
         importtime_entries: entries,
         verdict,
         log,

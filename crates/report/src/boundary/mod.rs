@@ -291,6 +291,29 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
             .as_ref()
             .map_or_else(|| "unknown".to_owned(), ToString::to_string);
         let _ = writeln!(out, "    phase: {phase}");
+        if let Some(proc_) = x.process.as_ref().filter(|p| !p.is_worker()) {
+            let _ = writeln!(out, "    process: {proc_}");
+        }
+        if x.channel == Some(importguard::recorder::Channel::Audit) {
+            let _ = writeln!(
+                out,
+                "    seen by: the audit hook only (the import bypassed the finder on sys.meta_path)"
+            );
+        }
+        if let Some(l) = &x.lazy {
+            let at = |f: &Option<importguard::recorder::Frame>| {
+                f.as_ref().map_or_else(
+                    || "unknown".to_owned(),
+                    |f| format!("{}:{}", show_path(&f.file, cwd), f.line),
+                )
+            };
+            let _ = writeln!(
+                out,
+                "    lazy:  declared at {}, made real at {}",
+                at(&l.declared),
+                at(&l.made_real_at)
+            );
+        }
         let cost = v.median_cumulative_us.or(x.cumulative_us).map_or_else(
             || "unknown (no importtime line)".to_owned(),
             |c| format!("{} cumulative", ms(c)),
@@ -325,7 +348,10 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
         }
         if p.child_interpreters > 0 {
             extra.insert(
-                "note: child interpreters (fork, subprocess) ran too; only the worker's own imports are judged by the recorder, importtime lines of children on the same stderr count".to_owned(),
+                format!(
+                    "note: {} child interpreter(s) (fork, subprocess, multiprocessing, exec) ran the recorder too; their imports are judged like the worker's",
+                    p.child_interpreters
+                ),
                 (),
             );
         }
