@@ -1,13 +1,15 @@
 //! The memory view of `bench --memory`: a separate, untimed worker with
 //! tracemalloc on from interpreter start, read at ready, after the serve
 //! phase (when one is planned) and at exit, beside RSS and the `wait4`
-//! peak. The bootstrap (`memory_bootstrap.py`, written as `sitecustomize`)
+//! peak. The bootstrap (`memory_bootstrap.py`, a body on importguard's
+//! shared prelude, injected as `sitecustomize` the recorder's way)
 //! takes its readings in the worker when signalled (SIGUSR1 with the
 //! allocation sites, SIGUSR2 without) and writes them as JSON lines.
 
 use std::path::Path;
 use std::time::Duration;
 
+use importguard::recorder::bootstrap::{Bootstrap, check_format};
 use phases::memory::{AllocationSite, MemoryPoint, MemoryView, Moment};
 use rustix::process::{Pid, Signal, kill_process};
 use serde_json::Value;
@@ -16,7 +18,8 @@ use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;
 use crate::serve::{Plan, Side, clip, serve, short_error, start};
 
-/// The bootstrap of the memory view, written as `sitecustomize.py`.
+/// The body of the memory view's bootstrap, run after the recorder's shared
+/// prelude.
 const MEMORY_BOOTSTRAP: &str = include_str!("memory_bootstrap.py");
 /// The file the bootstrap writes, named by this variable.
 const MEMORY_ENV: &str = "COLDSTART_MEMORY";
@@ -28,18 +31,16 @@ const TOP_SITES: usize = 15;
 /// is planned) and at exit; peak RSS from `wait4`.
 pub fn run_memory(side: &Side<'_>, plan: Option<&Plan>, stop: &Interrupt) -> Result<MemoryView> {
     let variant = side.variant;
-    let dir = tempfile::Builder::new()
-        .prefix("coldstart-memory-")
-        .tempdir()
-        .map_err(|e| Error::io("create", &std::env::temp_dir(), e))?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| Error::io("make private", dir.path(), e))?;
-    }
-    let bootstrap = dir.path().join("sitecustomize.py");
-    std::fs::write(&bootstrap, MEMORY_BOOTSTRAP).map_err(|e| Error::io("write", &bootstrap, e))?;
-    let record = dir.path().join("memory.jsonl");
+    // The recorder's own way to inject a bootstrap: a private folder, the
+    // shared prelude (chaining to the environment's sitecustomize, writing
+    // versioned records), and this body.
+    let boot = Bootstrap::prepare("coldstart-memory-", MEMORY_BOOTSTRAP).map_err(|cause| {
+        Error::Recorder {
+            context: "could not write the memory bootstrap",
+            cause,
+        }
+    })?;
+    let record = boot.dir().join("memory.jsonl");
     let mut cmd = side.cmd.clone();
     let inherited = cmd
         .get_envs()
@@ -47,12 +48,7 @@ pub fn run_memory(side: &Side<'_>, plan: Option<&Plan>, stop: &Interrupt) -> Res
         .last()
         .map(|(_, v)| v.map(|v| v.to_os_string()))
         .unwrap_or_else(|| std::env::var_os("PYTHONPATH"));
-    let mut pythonpath = dir.path().as_os_str().to_os_string();
-    if let Some(rest) = inherited.filter(|p| !p.is_empty()) {
-        pythonpath.push(":");
-        pythonpath.push(rest);
-    }
-    cmd.env("PYTHONPATH", pythonpath)
+    cmd.env("PYTHONPATH", boot.pythonpath(inherited.as_deref()))
         .env(MEMORY_ENV, &record)
         .env("COLDSTART_MEMORY_TOP", TOP_SITES.to_string())
         .env("PYTHONTRACEMALLOC", "1");
@@ -71,6 +67,11 @@ pub fn run_memory(side: &Side<'_>, plan: Option<&Plan>, stop: &Interrupt) -> Res
             clip(fin.stderr_tail.trim())
         );
     };
+    let version = start.get("version").and_then(Value::as_u64).unwrap_or(0) as u32;
+    if let Err(e) = check_format(version) {
+        let _ = w.kill();
+        invalid!("the memory bootstrap's records are not the harness's format: {e}");
+    }
     // Signals go to the process that spawn started, never to a pid read
     // from a file: the bootstrap must be running in that very process.
     let pid = w.worker.pid();

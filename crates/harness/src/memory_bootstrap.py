@@ -1,60 +1,40 @@
-# coldstart memory view bootstrap (embedded in xtask, written at run time to
-# a private temporary folder that is put first on PYTHONPATH as
-# `sitecustomize`; it chains to the sitecustomize the environment had).
+# coldstart memory view bootstrap: the BODY that follows the shared prelude
+# (importguard::recorder::bootstrap::PRELUDE). The harness writes both with
+# `importguard::recorder::bootstrap::Bootstrap::prepare("coldstart-memory-", MEMORY_BODY)`
+# and puts `Bootstrap::site()` first on PYTHONPATH; the stub there runs
+# the prelude and this body, and `_cs_chain` runs the sitecustomize the
+# environment had.
 #
 # Only for the memory view, a run of its own: never in timed trials.
 # tracemalloc is on from interpreter start (the harness sets
 # PYTHONTRACEMALLOC=1; if that was ignored, this starts it here and says so).
-# It writes JSON lines, one write each, to the file named by COLDSTART_MEMORY:
-#   start     this bootstrap ran: pid, whether tracing began at interpreter start
+# It writes JSON lines, one write each, to the file named by COLDSTART_MEMORY
+# (another interpreter started with the same environment writes its own
+# `FILE.PID.GEN` beside it, which the harness ignores):
+#   start     this bootstrap ran: pid, the record format `version` (the
+#             prelude's _CS_FORMAT, checked by the reader), whether tracing
+#             began at interpreter start
+#   chain     the sitecustomize the environment already had (or null)
 #   snapshot  on SIGUSR1 or SIGUSR2 (sent by the harness): traced current
 #             and peak (the peak is then reset: each reading's peak is the
 #             most since the previous one), the tracer's own overhead, VmRSS
-#             and VmHWM read at the same moment; with SIGUSR1 also the top
-#             allocation sites by file:line, listed by a forked copy of the
-#             worker (listing allocates megabytes the worker should not keep;
-#             where fork fails, in place, with what that left recorded)
+#             and VmHWM read at the same moment, and `threads`; with SIGUSR1
+#             also the top allocation sites by file:line, listed by a forked
+#             copy of the worker when the worker has one thread (listing
+#             allocates megabytes the worker should not keep), else in place,
+#             with what that left recorded (see the notes: no fork in a
+#             threaded process)
 #   exit      the same figures at interpreter exit (atexit)
 #   error     anything that went wrong in here (swallowed, never raised)
 #
 # It imports only builtin modules (_tracemalloc, _signal, atexit), so the
 # worker's own imports and memory stay as they are.
 
-import os
-import sys
-import time
-
-
-def _dumps(v):
-    if isinstance(v, str):
-        out = []
-        for ch in v:
-            o = ord(ch)
-            if ch == '"' or ch == "\\":
-                out.append("\\" + ch)
-            elif o < 32:
-                out.append("\\u%04x" % o)
-            else:
-                out.append(ch)
-        return '"' + "".join(out) + '"'
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, dict):
-        return "{" + ",".join(_dumps(str(k)) + ":" + _dumps(x) for k, x in v.items()) + "}"
-    if isinstance(v, (list, tuple)):
-        return "[" + ",".join(_dumps(x) for x in v) + "]"
-    return _dumps(str(v))
-
 
 def _status():
-    """VmRSS and VmHWM of this process in bytes (None where absent)."""
-    rss = hwm = None
+    """VmRSS and VmHWM in bytes and the thread count of this process (None
+    where absent)."""
+    rss = hwm = threads = None
     try:
         with open("/proc/self/status", "rb") as f:
             for line in f:
@@ -62,15 +42,17 @@ def _status():
                     rss = int(line.split()[1]) * 1024
                 elif line.startswith(b"VmHWM:"):
                     hwm = int(line.split()[1]) * 1024
+                elif line.startswith(b"Threads:"):
+                    threads = int(line.split()[1])
     except Exception:
         pass
-    return rss, hwm
+    return rss, hwm, threads
 
 
 def _install():
     path = os.environ.get("COLDSTART_MEMORY")
     if not path:
-        return
+        return None
     import _signal
     import _tracemalloc
 
@@ -78,26 +60,17 @@ def _install():
     from_start = _tracemalloc.is_tracing()
     if not from_start:
         _tracemalloc.start(1)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o600)
-    pid = os.getpid()
+    records = _CsRecords(path)
+    emit = records.emit    # only from the worker itself
+    write = records.write  # from the forked lister too
     state = {"seq": 0}
-
-    def write(rec):
-        try:
-            os.write(fd, (_dumps(rec) + "\n").encode("utf-8", "replace"))
-        except Exception:
-            pass
-
-    def emit(rec):
-        if os.getpid() == pid:  # not a child the worker forked
-            write(rec)
 
     def figures(kind):
         # The figures first, before anything here allocates.
         current, peak = _tracemalloc.get_traced_memory()
-        t_ns = time.monotonic_ns()
-        rss, hwm = _status()
-        rec = {
+        t_ns = _cs_monotonic_ns()
+        rss, hwm, threads = _status()
+        return {
             "type": kind,
             "t_ns": t_ns,
             "traced_current": current,
@@ -105,8 +78,8 @@ def _install():
             "tracemalloc_overhead": _tracemalloc.get_tracemalloc_memory(),
             "rss": rss,
             "hwm": hwm,
+            "threads": threads,
         }
-        return rec
 
     def top_sites():
         sites = {}
@@ -128,7 +101,12 @@ def _install():
         process's memory and traces) that writes the record: listing
         allocates megabytes, which the worker then never holds, and the
         worker never waits for that copy, so its wait4 peak RSS stays its
-        own. False when fork is not possible."""
+        own. Only when this process has a single thread: a fork copies the
+        locks other threads hold (tracemalloc's own, a C library's) into a
+        child where no thread will ever release them. False when it did
+        not fork."""
+        if rec.get("threads") != 1:
+            return False
         try:
             child = os.fork()
         except Exception:
@@ -160,67 +138,57 @@ def _install():
             if signum == _signal.SIGUSR1:
                 if list_elsewhere(rec):
                     return
-                # No fork here: list in place, and say what that left.
+                # No fork (threads, or fork failed): list in place, and say
+                # what that left.
                 rec["top"] = top_sites()
                 rec["listed_in"] = "the worker"
                 rec["traced_after"] = _tracemalloc.get_traced_memory()[0]
                 rec["rss_after"] = _status()[0]
             emit(rec)
         except Exception as exc:
-            emit({"type": "error", "where": "snapshot", "error": "%s: %s" % (type(exc).__name__, exc)})
+            emit({"type": "error", "t_ns": _cs_monotonic_ns(), "where": "snapshot",
+                  "error": "%s: %s" % (type(exc).__name__, exc)})
 
     def at_exit():
         try:
             emit(figures("exit"))
         except Exception as exc:
-            emit({"type": "error", "where": "exit", "error": "%s: %s" % (type(exc).__name__, exc)})
+            emit({"type": "error", "t_ns": _cs_monotonic_ns(), "where": "exit",
+                  "error": "%s: %s" % (type(exc).__name__, exc)})
 
     import atexit
 
     _signal.signal(_signal.SIGUSR1, on_signal)
     _signal.signal(_signal.SIGUSR2, on_signal)
     atexit.register(at_exit)
-    emit({"type": "start", "t_ns": time.monotonic_ns(), "pid": pid, "tracing_from_start": from_start})
+    emit({"type": "start", "t_ns": _cs_monotonic_ns(), "pid": os.getpid(),
+          "version": _CS_FORMAT, "tracing_from_start": from_start})
+
+    def fail(where, exc):
+        emit({"type": "error", "t_ns": _cs_monotonic_ns(), "where": where,
+              "error": "%s: %s" % (type(exc).__name__, exc)})
+
+    return emit, fail
 
 
-_here = os.path.dirname(os.path.abspath(__file__))
-
-
-def _is_here(entry):
+def _main():
+    emit = None
+    fail = None
     try:
-        return os.path.abspath(entry or os.curdir) == _here
-    except Exception:
-        return False
+        hooks = _install()
+        if hooks is not None:
+            emit, fail = hooks
+    except Exception as exc:
+        sys.stderr.write("coldstart memory bootstrap: %s: %s\n" % (type(exc).__name__, exc))
+
+    def quiet(where, exc):
+        if fail is not None:
+            fail(where, exc)
+
+    try:
+        _cs_chain(emit, quiet)
+    except Exception as exc:
+        quiet("chain", exc)
 
 
-def _chain():
-    """Runs the sitecustomize this environment had before us, found on
-    sys.path after our own folder, and takes our folder off sys.path."""
-    from _frozen_importlib_external import PathFinder
-    from _frozen_importlib import module_from_spec
-
-    rest = []
-    ours = False
-    for entry in sys.path:
-        if _is_here(entry):
-            ours = True
-        elif ours:
-            rest.append(entry)
-    sys.path[:] = [e for e in sys.path if not _is_here(e)]
-    spec = PathFinder.find_spec("sitecustomize", rest)
-    if spec is None:
-        return
-    module = module_from_spec(spec)
-    sys.modules["sitecustomize"] = module
-    spec.loader.exec_module(module)
-
-
-try:
-    _install()
-except Exception as _exc:
-    sys.stderr.write("coldstart memory bootstrap: %s: %s\n" % (type(_exc).__name__, _exc))
-try:
-    _chain()
-except Exception as _exc:
-    print("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n"
-          "%s: %s" % (type(_exc).__name__, _exc), file=sys.stderr)
+_main()
