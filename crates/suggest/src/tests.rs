@@ -41,6 +41,9 @@ fn violation(root: &Path, file: &str, line: u32, module: &str) -> Violation {
         beneath: vec![],
         recorded: true,
         in_importtime: true,
+        process: None,
+        channel: None,
+        lazy: None,
     }
 }
 

@@ -541,6 +541,9 @@ mod tests {
             beneath: vec!["torch._C".into()],
             recorded: true,
             in_importtime: true,
+            process: None,
+            channel: None,
+            lazy: None,
         };
         let mut r = TargetReport {
             name: "app".into(),

@@ -52,6 +52,9 @@ fn hand_made(chain: &[&str], lines: Vec<Option<Frame>>) -> Violation {
         beneath: vec![],
         recorded: true,
         in_importtime: true,
+        process: None,
+        channel: None,
+        lazy: None,
     }
 }
 
