@@ -6,6 +6,8 @@
 //! does not render anything for people (that is `report`) nor start
 //! processes (that is `spawn`).
 
+#![warn(missing_docs)]
+
 pub mod importtime;
 pub mod recorder;
 pub mod verdict;

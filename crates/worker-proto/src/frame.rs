@@ -32,19 +32,33 @@ pub enum FrameError {
     #[error(
         "malformed protocol line: {reason}; the line starts `{prefix}`; a stdout line that starts with `{{` must be one JSON object (send logs to stderr)"
     )]
-    Malformed { prefix: String, reason: String },
+    Malformed {
+        /// The line's first characters, escaped by [`escaped_prefix`].
+        prefix: String,
+        /// The JSON parser's explanation of why the line is not a message.
+        reason: String,
+    },
     /// Not valid UTF-8.
     #[error(
         "protocol line is not UTF-8 (first bad byte at offset {valid_up_to}); the line starts `{prefix}`; the worker must write UTF-8 JSON on stdout"
     )]
-    NotUtf8 { prefix: String, valid_up_to: usize },
+    NotUtf8 {
+        /// The line's first characters, escaped by [`escaped_prefix`].
+        prefix: String,
+        /// Byte offset of the first invalid byte; everything before it is UTF-8.
+        valid_up_to: usize,
+    },
     /// Longer than the cap.
     #[error(
         "protocol line of {len} bytes exceeds the {cap}-byte cap; the line starts `{prefix}`; send large payloads another way or split them"
     )]
     TooLong {
+        /// The line's first characters, escaped by [`escaped_prefix`].
         prefix: String,
+        /// The line's full length in bytes, without its `\n`.
         len: usize,
+        /// The cap it exceeded, in bytes ([`MAX_LINE_BYTES`] unless the
+        /// reader was built with another).
         cap: usize,
     },
 }
@@ -130,7 +144,12 @@ pub enum RawLine {
     Line(Vec<u8>),
     /// A line longer than the cap: its first bytes and its full length. The
     /// rest was read and dropped, never buffered.
-    TooLong { prefix: Vec<u8>, len: usize },
+    TooLong {
+        /// The line's first bytes (at most 256), kept for the error message.
+        prefix: Vec<u8>,
+        /// The line's full length in bytes, without its `\n`.
+        len: usize,
+    },
     /// Bytes after the last `\n` when the stream ended.
     Partial(Vec<u8>),
 }
@@ -162,7 +181,10 @@ impl RawLine {
 /// after the `read` that delivered the line's last byte.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
+    /// The line as cut from the stream.
     pub line: RawLine,
+    /// The reader's clock (nanoseconds) right after the `read` that delivered
+    /// the line's last byte; `None` when the reader has no clock.
     pub read_at_ns: Option<u64>,
 }
 

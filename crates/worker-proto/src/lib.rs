@@ -59,6 +59,8 @@
 //! `#[non_exhaustive]` where new variants may come. Unknown fields are never
 //! dropped: every type carries an `extra` map that round-trips.
 
+#![warn(missing_docs)]
+
 mod frame;
 mod message;
 

@@ -45,14 +45,25 @@ impl Default for Ready {
 #[non_exhaustive]
 pub enum Request {
     /// `{"op": "health"}`.
-    Health { extra: Object },
+    Health {
+        /// Any fields besides `op` (usually none), in the order given.
+        extra: Object,
+    },
     /// `{"op": "shutdown"}`.
-    Shutdown { extra: Object },
+    Shutdown {
+        /// Any fields besides `op` (usually none), in the order given.
+        extra: Object,
+    },
     /// Any other op, with its fields (`{"op": "infer", "text": "..."}`).
     /// Build requests with [`Request::new`]: an `Other` named `health` or
     /// `shutdown` encodes like the typed variant but does not compare equal
     /// to what decoding gives back.
-    Other { op: String, extra: Object },
+    Other {
+        /// The op name as sent on the wire (`infer`, `load`, ...).
+        op: String,
+        /// The request's fields besides `op`, in order.
+        extra: Object,
+    },
 }
 
 impl Request {
@@ -188,6 +199,7 @@ impl<'de> Deserialize<'de> for HealthStatus {
 /// The `response` object of a health reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HealthResponse {
+    /// The worker's `status`: `"ok"` when ready to serve, `"loading"` before.
     pub status: HealthStatus,
     /// Every other field, in the order received.
     #[serde(flatten)]
@@ -197,7 +209,9 @@ pub struct HealthResponse {
 /// `{"op": "health", "response": {"status": "ok", ...}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HealthReply {
+    /// The `response` object carrying the worker's status.
     pub response: HealthResponse,
+    /// Every top-level field besides `op` and `response`, in the order received.
     #[serde(flatten)]
     pub extra: Object,
 }
@@ -205,6 +219,7 @@ pub struct HealthReply {
 /// `{"op": "shutdown"}`, the acknowledgement before the worker exits.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ShutdownReply {
+    /// Every field besides `op`, in the order received.
     #[serde(flatten)]
     pub extra: Object,
 }
@@ -212,7 +227,9 @@ pub struct ShutdownReply {
 /// `{"op": "error", "error": "text"}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorReply {
+    /// The worker's error message (e.g. `unknown op: 'bogus'`).
     pub error: String,
+    /// Every field besides `op` and `error`, in the order received.
     #[serde(flatten)]
     pub extra: Object,
 }
@@ -221,6 +238,7 @@ pub struct ErrorReply {
 /// `health` reply without a well-formed `response.status`, kept whole.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OtherReply {
+    /// The op name as received (`capabilities`, `load`, `infer`, ...).
     pub op: String,
     /// The fields besides `op`.
     pub extra: Object,
@@ -230,9 +248,13 @@ pub struct OtherReply {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Reply {
+    /// A well-formed `health` reply with a `response.status`.
     Health(HealthReply),
+    /// The `shutdown` acknowledgement sent before the worker exits.
     Shutdown(ShutdownReply),
+    /// An `{"op": "error", "error": ...}` reply to a request the worker could not serve.
     Error(ErrorReply),
+    /// Any other op, or a `health`/`error` reply that is not well formed, kept whole.
     Other(OtherReply),
 }
 
