@@ -11,7 +11,9 @@ use phases::simulate::{self, Noise, Scenario};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let runs: u64 = args.first().map_or(200, |s| s.parse().expect("RUNS is a count"));
+    let runs: u64 = args
+        .first()
+        .map_or(200, |s| s.parse().expect("RUNS is a count"));
     let mut rule = StopRule::default();
     let num = |i: usize| args.get(i).map(|s| s.parse::<f64>().expect("a number"));
     if let Some(v) = num(1) {

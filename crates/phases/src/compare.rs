@@ -190,6 +190,10 @@ pub struct Unsettled {
     /// fewest rounds that give one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub needed: Option<usize>,
+    /// With `needed`: the level asked (the interval's own level is the
+    /// lower one it reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<f64>,
 }
 
 /// A ratio B/A with its interval and verdict.
@@ -341,6 +345,7 @@ fn finish(p: Parts) -> Comparison {
                 detectable: detectable(&p.ci, p.threshold),
                 more: more_to_settle(p.ratio, &p.ci, p.threshold, n),
                 needed: None,
+                level: None,
             }
         } else {
             let needed = fewest_for_level(p.level);
@@ -348,6 +353,7 @@ fn finish(p: Parts) -> Comparison {
                 detectable: None,
                 more: Some(needed.saturating_sub(n).max(1) as u64),
                 needed: Some(needed),
+                level: Some(p.level),
             }
         }
     });
@@ -583,6 +589,7 @@ mod tests {
         assert!(c.ci.level < 0.99, "{c:?}");
         let u = c.unsettled.unwrap();
         assert_eq!(u.needed, Some(8));
+        assert_eq!(u.level, Some(0.99));
         assert_eq!(u.more, Some(3));
         assert_eq!(u.detectable, None);
         // With eight, the same rounds are a change.

@@ -571,7 +571,10 @@ pub struct SequentialRun {
 impl AbAnalysis {
     /// The comparisons the answer rests on, with their measures, from the
     /// run's phases (and CPU time).
-    pub fn answer<'a>(&'a self, phases: &'a [PhaseSummary]) -> Vec<(Measure, Option<&'a Comparison>)> {
+    pub fn answer<'a>(
+        &'a self,
+        phases: &'a [PhaseSummary],
+    ) -> Vec<(Measure, Option<&'a Comparison>)> {
         self.basis
             .iter()
             .map(|&m| {
@@ -1004,7 +1007,10 @@ pub(crate) mod tests {
         // CPU time (the same in every trial) beside wall time; the answer
         // rests on ready's wall time, looked at once at 95%.
         let ab = s.ab.as_ref().unwrap();
-        assert_eq!(ab.cpu.as_ref().unwrap().verdict, compare::Verdict::Equivalent);
+        assert_eq!(
+            ab.cpu.as_ref().unwrap().verdict,
+            compare::Verdict::Equivalent
+        );
         assert_eq!(ab.basis, [Measure::READY]);
         assert_eq!(ab.level, 0.95);
         assert!(ab.sequential.is_none());
