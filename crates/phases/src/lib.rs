@@ -26,6 +26,8 @@
 //! - [`simulate`]: synthetic interleaved runs (seeded noise, drift,
 //!   outliers) played through the whole procedure, to check its error
 //!   rates.
+//! - [`measure`]: what is compared: a phase's wall time or the workers'
+//!   CPU time, one value per trial, paired by round.
 //! - [`summary`]: the run summary (`summary.json`): environment,
 //!   configuration, counts and failure rate, per-phase statistics, ratios.
 //! - [`warn`]: pyperf-style warnings about noisy or thin runs.
@@ -44,6 +46,7 @@
 
 pub mod clock;
 pub mod compare;
+pub mod measure;
 pub mod memory;
 pub mod record;
 pub mod sequential;

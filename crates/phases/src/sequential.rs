@@ -57,8 +57,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::compare::{Comparison, DEFAULT_NOISE_THRESHOLD};
+use crate::measure::{Measure, compare_measure};
 use crate::record::{TrialKind, TrialRecord};
-use crate::summary::{Measure, compare_measure};
 
 /// The interval level at every look (and in the final summary).
 pub const DEFAULT_LEVEL: f64 = 0.995;
