@@ -12,17 +12,29 @@
 //!   standard deviation, min, max, p90, MAD, coefficient of variation, and
 //!   outliers labelled (never removed); every definition is in that
 //!   module's doc.
-//! - [`compare`]: A against B as a ratio of medians with a bootstrap
-//!   interval, paired for interleaved runs and unpaired for two saved runs,
-//!   and the verdict (faster, slower, no significant difference within a
-//!   noise threshold).
-//! - [`phase`]: the timed phases, the samples each trial gives for them,
-//!   and one phase's statistics.
-//! - [`run`]: the environment, configuration and counts of a run.
+//! - [`compare`]: A against B as a ratio with an interval: for interleaved
+//!   runs the Hodges-Lehmann estimate of the per-round ratios with its
+//!   signed-rank interval (or their median with a bootstrap), for two saved
+//!   runs the ratio of medians with an unpaired bootstrap; and one of four
+//!   verdicts against a noise band: faster, slower, equivalent, or
+//!   inconclusive with the smallest change the run could have detected.
+//!   Its doc says why a run's answer rests on wall time by default, with
+//!   CPU time compared beside it.
+//! - [`sequential`]: the stopping rule an interleaved run follows, as a
+//!   pure decision after every round (settled, round budget, time budget),
+//!   guarded against optional stopping.
+//! - [`simulate`]: synthetic interleaved runs (seeded noise, drift,
+//!   outliers) played through the whole procedure, to check its error
+//!   rates.
+//! - [`measure`]: what is compared: a phase's wall time or the workers'
+//!   CPU time, one value per trial, paired by round.
+//! - [`phase`]: the timed phases' samples per trial and one phase's
+//!   statistics.
+//! - [`run`]: the environment, placement, configuration and counts of a run.
 //! - [`summary`]: the run summary (`summary.json`): the above, per-phase
-//!   statistics and ratios, resources, warnings, and the serve phases and
-//!   memory views of the run. It builds on `phase`, `run` and `warn`;
-//!   `warn` builds on `phase` and `run` alone.
+//!   statistics and ratios, the A/B analysis, resources, warnings, and the
+//!   serve phases and memory views of the run. It builds on `phase`, `run`
+//!   and `warn`; `warn` builds on `phase` and `run` alone.
 //! - [`warn`]: pyperf-style warnings about noisy or thin runs.
 //! - [`jsonl`]: the one reader and writer of the records as JSON lines
 //!   (`trials.jsonl`, `requests.jsonl`).
@@ -42,21 +54,24 @@
 pub mod clock;
 pub mod compare;
 pub mod jsonl;
+pub mod measure;
 pub mod memory;
 pub mod phase;
 pub mod record;
 pub mod run;
+pub mod sequential;
 pub mod serve;
+pub mod simulate;
 pub mod stats;
 pub mod summary;
 pub mod warn;
 
-pub use compare::{Comparison, DEFAULT_NOISE_THRESHOLD, Verdict};
-pub use phase::Phase;
+pub use compare::{Comparison, DEFAULT_NOISE_THRESHOLD, Method, Unsettled, Verdict};
 pub use record::{
     Check, Escalation, ExitStatus, Marks, Outcome, PhaseDurations, RoundTrip, TrialKind,
     TrialRecord, Usage, Variant, WorkerRecord,
 };
+pub use sequential::{Decision, StopReason, StopRule, Stopped, decided};
 pub use stats::{Bootstrap, Interval, Outlier, Stats, StatsError};
-pub use summary::RunSummary;
+pub use summary::{AbAnalysis, Measure, Phase, Placement, RunSummary};
 pub use warn::{Warning, WarningKind};

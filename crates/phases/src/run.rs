@@ -1,7 +1,8 @@
 //! What a run is beside its figures: the tool, the machine and its load,
-//! the benchmarked commands and their interpreters (the environment); how
-//! the run was asked for (the configuration); and what ran and failed (the
-//! counts). Both the summary and the warnings build on this module.
+//! the benchmarked commands and their interpreters (the environment); where
+//! the processes ran (the placement); how the run was asked for (the
+//! configuration); and what ran and failed (the counts). Both the summary
+//! and the warnings build on this module.
 
 use std::collections::BTreeMap;
 
@@ -108,6 +109,25 @@ impl Environment {
     pub fn target(&self, v: Variant) -> Option<&TargetInfo> {
         self.targets.iter().find(|t| t.variant == v)
     }
+}
+
+/// Where the trials' processes ran: the CPU pinning that was done, for the
+/// environment record. Filled by `spawn::affinity::place`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The CPUs the harness could run on when it started (its affinity).
+    pub available: Vec<usize>,
+    /// The CPU set every worker, A and B alike, was started on; empty when
+    /// the workers were not pinned.
+    pub workers: Vec<usize>,
+    /// The CPUs the harness's trial thread was moved to, off the workers'
+    /// set; absent when it stayed where it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<Vec<usize>>,
+    /// What was not done, and why (one CPU only, a refused
+    /// `sched_setaffinity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// How the run was asked for.

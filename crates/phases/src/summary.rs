@@ -7,20 +7,28 @@
 //! their rate reported) but their timings are not mixed with correct ones.
 //! Durations in this file are milliseconds (`unit`), converted from the
 //! records' nanoseconds.
+//!
+//! With two variants, every phase gets its ratio B/A ([`PhaseSummary::ratio`],
+//! wall time), the worker's CPU time gets one beside them, and [`AbAnalysis`]
+//! (`ab`) says how they were computed, which of them the run's answer rests
+//! on and, for a run that stopped by itself, why it stopped. [`Placement`]
+//! (`placement`) records where the processes ran. Both blocks are absent in
+//! summaries written before they existed, which still read back.
 
 use serde::{Deserialize, Serialize};
 
-use crate::compare;
+use crate::compare::{self, Comparison, Method};
+pub use crate::measure::{Measure, compare_measure, measure_pairs};
 use crate::memory::MemoryView;
+pub use crate::phase::{Phase, PhaseSummary, SeriesSummary, ms, pairs, series};
 use crate::record::{TrialKind, TrialRecord, Variant};
+pub use crate::run::{
+    Configuration, Counts, Environment, Load, Placement, Pressure, PythonInfo, TargetInfo, Tool,
+};
+use crate::sequential::{StopRule, Stopped};
 use crate::serve::ServeStats;
 use crate::stats::{self, Bootstrap, StatsError};
 use crate::warn::{self, Warning};
-
-pub use crate::phase::{Phase, PhaseSummary, SeriesSummary, ms, pairs, series};
-pub use crate::run::{
-    Configuration, Counts, Environment, Load, Pressure, PythonInfo, TargetInfo, Tool,
-};
 
 /// The `schema` of `summary.json`.
 pub const SCHEMA: &str = "coldstart-bench-summary/1";
@@ -41,6 +49,13 @@ pub struct RunSummary {
     /// How much the harness added to the trials' own lifecycles.
     pub overhead: Overhead,
     pub warnings: Vec<Warning>,
+    /// With two variants: how they were compared, what the answer rests on,
+    /// CPU time beside wall time, and why the run stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ab: Option<AbAnalysis>,
+    /// Where the processes ran (CPU pinning), when the harness recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
     /// The serve phase of each side that had one (after the timed trials).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub serve: Vec<ServeStats>,
@@ -50,6 +65,59 @@ pub struct RunSummary {
     /// A serve phase or memory view that could not be run, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub serve_failures: Vec<String>,
+}
+
+/// How the two variants of an interleaved run were compared.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbAnalysis {
+    /// How every ratio and interval was computed.
+    pub method: Method,
+    /// The level of every comparison's interval: 0.95 for a run looked at
+    /// once, the stopping rule's (wider) level for one that looked after
+    /// every round.
+    pub level: f64,
+    /// The measures whose verdicts are the run's answer (by default wall
+    /// time of `ready`; a stopping rule's measures).
+    pub basis: Vec<Measure>,
+    /// The workers' CPU time B/A, beside wall time; absent when `wait4`
+    /// gave no usage.
+    pub cpu: Option<Comparison>,
+    /// For a run that stopped by itself: the rule and why it stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<SequentialRun>,
+}
+
+/// A run that ran rounds until its question was answered or a budget ran
+/// out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequentialRun {
+    /// The rule it followed.
+    pub rule: StopRule,
+    /// Why and when it stopped.
+    pub stopped: Stopped,
+}
+
+impl AbAnalysis {
+    /// The comparisons the answer rests on, with their measures, from the
+    /// run's phases (and CPU time).
+    pub fn answer<'a>(
+        &'a self,
+        phases: &'a [PhaseSummary],
+    ) -> Vec<(Measure, Option<&'a Comparison>)> {
+        self.basis
+            .iter()
+            .map(|&m| {
+                let c = match m {
+                    Measure::Wall(p) => phases
+                        .iter()
+                        .find(|s| s.phase() == p)
+                        .and_then(|s| s.ratio.as_ref()),
+                    Measure::Cpu => self.cpu.as_ref(),
+                };
+                (m, c)
+            })
+            .collect()
+    }
 }
 
 /// Medians of the workers' resource use for one variant.
@@ -131,11 +199,23 @@ pub fn variants(records: &[TrialRecord]) -> Vec<Variant> {
     }
 }
 
-/// Per-phase statistics (and paired ratios when both variants ran).
+/// Per-phase statistics (and paired ratios when both variants ran), the
+/// ratios at [`compare::DEFAULT_LEVEL`].
 pub fn phase_summaries(
     records: &[TrialRecord],
     boot: &Bootstrap,
     threshold: f64,
+) -> Result<Vec<PhaseSummary>, StatsError> {
+    phase_summaries_at(records, boot, threshold, compare::DEFAULT_LEVEL)
+}
+
+/// Per-phase statistics, and paired rank-based ratios at `level` when both
+/// variants ran.
+pub fn phase_summaries_at(
+    records: &[TrialRecord],
+    boot: &Bootstrap,
+    threshold: f64,
+    level: f64,
 ) -> Result<Vec<PhaseSummary>, StatsError> {
     let has_b = records.iter().any(|r| r.variant == Variant::B);
     Phase::ALL
@@ -148,12 +228,7 @@ pub fn phase_summaries(
             let a = side(Variant::A)?;
             let b = if has_b { side(Variant::B)? } else { None };
             let ratio = if has_b {
-                let (pa, pb) = pairs(records, phase);
-                match compare::paired(&pa, &pb, boot, threshold) {
-                    Ok(c) => Some(c),
-                    Err(StatsError::Empty | StatsError::NonPositiveBaseline { .. }) => None,
-                    Err(e) => return Err(e),
-                }
+                compare_measure(records, Measure::Wall(phase), level, threshold)?
             } else {
                 None
             };
@@ -168,6 +243,14 @@ pub fn phase_summaries(
         .collect()
 }
 
+/// How [`RunSummary::assemble`] compares the variants.
+struct Analysis {
+    level: f64,
+    threshold: f64,
+    basis: Vec<Measure>,
+    sequential: Option<SequentialRun>,
+}
+
 impl RunSummary {
     /// Whether anything went wrong after the trials beyond rejections: a
     /// view that could not run, a wrong reply, a serve phase that ended
@@ -180,8 +263,11 @@ impl RunSummary {
                 .any(|s| s.wrong_replies > 0 || s.ended_early.is_some())
     }
 
-    /// Builds the summary of finished trials, with its warnings.
-    /// `loop_wall_s` is the trial loop's wall time (see [`Overhead`]).
+    /// Builds the summary of finished trials run a fixed number of times,
+    /// with its warnings. With two variants, the ratios are looked at once,
+    /// at [`compare::DEFAULT_LEVEL`], and the answer rests on wall time of
+    /// `ready`. `loop_wall_s` is the trial loop's wall time (see
+    /// [`Overhead`]).
     pub fn build(
         records: &[TrialRecord],
         environment: Environment,
@@ -189,13 +275,81 @@ impl RunSummary {
         interrupted: bool,
         loop_wall_s: f64,
     ) -> Result<RunSummary, StatsError> {
-        let phases = phase_summaries(
+        let threshold = configuration.noise_threshold;
+        Self::assemble(
+            records,
+            environment,
+            configuration,
+            interrupted,
+            loop_wall_s,
+            Analysis {
+                level: compare::DEFAULT_LEVEL,
+                threshold,
+                basis: vec![Measure::READY],
+                sequential: None,
+            },
+        )
+    }
+
+    /// Builds the summary of a run that followed a stopping rule
+    /// ([`crate::sequential`]): every ratio at the rule's level and noise
+    /// threshold (the level its looks used, so the summary claims nothing
+    /// the looks did not), the answer resting on the rule's measures, and
+    /// why the run stopped.
+    pub fn build_sequential(
+        records: &[TrialRecord],
+        environment: Environment,
+        configuration: Configuration,
+        interrupted: bool,
+        loop_wall_s: f64,
+        rule: &StopRule,
+        stopped: Stopped,
+    ) -> Result<RunSummary, StatsError> {
+        Self::assemble(
+            records,
+            environment,
+            configuration,
+            interrupted,
+            loop_wall_s,
+            Analysis {
+                level: rule.level,
+                threshold: rule.threshold,
+                basis: rule.measures.clone(),
+                sequential: Some(SequentialRun {
+                    rule: rule.clone(),
+                    stopped,
+                }),
+            },
+        )
+    }
+
+    fn assemble(
+        records: &[TrialRecord],
+        environment: Environment,
+        configuration: Configuration,
+        interrupted: bool,
+        loop_wall_s: f64,
+        analysis: Analysis,
+    ) -> Result<RunSummary, StatsError> {
+        let phases = phase_summaries_at(
             records,
             &configuration.bootstrap,
-            configuration.noise_threshold,
+            analysis.threshold,
+            analysis.level,
         )?;
         let trials = Counts::of(records, interrupted);
         let warnings = warn::run_warnings(&phases, &trials, &environment, &configuration);
+        let ab = if records.iter().any(|r| r.variant == Variant::B) {
+            Some(AbAnalysis {
+                method: Method::HodgesLehmann,
+                level: analysis.level,
+                basis: analysis.basis,
+                cpu: compare_measure(records, Measure::Cpu, analysis.level, analysis.threshold)?,
+                sequential: analysis.sequential,
+            })
+        } else {
+            None
+        };
         Ok(RunSummary {
             schema: SCHEMA.to_owned(),
             environment,
@@ -208,6 +362,8 @@ impl RunSummary {
                 .collect(),
             overhead: Overhead::of(records, loop_wall_s),
             warnings,
+            ab,
+            placement: None,
             serve: Vec::new(),
             memory: Vec::new(),
             serve_failures: Vec::new(),
@@ -377,13 +533,14 @@ pub(crate) mod tests {
         }
     }
 
-    /// A warm-up pair, then 5 rounds with B about twice as slow to ready.
+    /// A warm-up pair, then 6 rounds with B about twice as slow to ready
+    /// (6: the fewest rounds a 95% signed-rank interval needs).
     pub(crate) fn ab_records() -> Vec<TrialRecord> {
         let mut v = vec![
             trial(0, 0, TrialKind::Warmup, Variant::A, 500.0),
             trial(1, 0, TrialKind::Warmup, Variant::B, 500.0),
         ];
-        for (i, a) in [50.0, 52.0, 49.0, 51.0, 50.5].into_iter().enumerate() {
+        for (i, a) in [50.0, 52.0, 49.0, 51.0, 50.5, 49.5].into_iter().enumerate() {
             v.push(trial(2 + 2 * i, i, TrialKind::Measured, Variant::A, a));
             v.push(trial(
                 3 + 2 * i,
@@ -402,27 +559,44 @@ pub(crate) mod tests {
             RunSummary::build(&ab_records(), environment(), configuration(), false, 1.0).unwrap();
         let ready = s.phase(Phase::Ready).unwrap();
         let a = &ready.a.as_ref().unwrap().stats;
-        assert_eq!(a.n, 5);
-        assert_eq!(a.median, 50.5);
+        assert_eq!(a.n, 6);
+        assert_eq!(a.median, 50.25);
         assert_eq!(a.max, 52.0, "the 500 ms warm-up must not count");
         let r = ready.ratio.as_ref().unwrap();
         assert_eq!(r.verdict, compare::Verdict::Slower);
-        assert!((r.ratio - 102.0 / 50.5).abs() < 1e-9);
-        // health: 100 us in every trial -> ratio 1, not significant.
+        // The Hodges-Lehmann estimate of the per-round ratios 2 + 1/a:
+        // exp of the 11th of the 21 Walsh averages of their logs.
+        assert!((r.ratio - 2.019_900_987_672_415_7).abs() < 1e-9, "{r:?}");
+        assert_eq!(r.method, compare::Method::HodgesLehmann);
+        // health: 100 us in every trial -> ratio 1, the interval [1, 1]
+        // inside the band: equivalent.
         let h = s.phase(Phase::Health).unwrap();
         assert_eq!(h.a.as_ref().unwrap().stats.median, 0.1);
         assert_eq!(
             h.ratio.as_ref().unwrap().verdict,
-            compare::Verdict::NoSignificantDifference
+            compare::Verdict::Equivalent
         );
-        assert_eq!(s.trials.run, 12);
+        // CPU time (the same in every trial) beside wall time; the answer
+        // rests on ready's wall time, looked at once at 95%.
+        let ab = s.ab.as_ref().unwrap();
+        assert_eq!(
+            ab.cpu.as_ref().unwrap().verdict,
+            compare::Verdict::Equivalent
+        );
+        assert_eq!(ab.basis, [Measure::READY]);
+        assert_eq!(ab.level, 0.95);
+        assert!(ab.sequential.is_none());
+        let answer = ab.answer(&s.phases);
+        assert_eq!(answer[0].1.unwrap().verdict, compare::Verdict::Slower);
+        assert_eq!(s.trials.run, 14);
         assert_eq!(s.trials.warmup, 2);
         assert_eq!(s.trials.failed, 0);
         assert_eq!(s.resources.len(), 2);
         assert_eq!(s.resources[0].user_ms, Some(10.0));
         assert_eq!(s.resources[1].max_rss_bytes, Some((9u64 << 20) as f64));
-        // 12 lifecycles: 2 x 502.3 + 5 x (a + 2.3) + 5 x (2a + 1 + 2.3) ms.
-        let want = (2.0 * 502.3 + 252.5 + 11.5 + 2.0 * 252.5 + 5.0 * 3.3) / 1e3;
+        // 14 lifecycles: 2 x 502.3 + 6 x (a + 2.3) + 6 x (2a + 1 + 2.3) ms,
+        // the a summing to 302.
+        let want = (2.0 * 502.3 + 302.0 + 13.8 + 2.0 * 302.0 + 6.0 * 3.3) / 1e3;
         assert!(
             (s.overhead.lifecycles_s - want).abs() < 1e-6,
             "{:?}",
@@ -440,10 +614,14 @@ pub(crate) mod tests {
         let s = RunSummary::build(&recs, environment(), configuration(), false, 1.0).unwrap();
         assert_eq!(s.trials.failed, 1);
         assert_eq!(s.trials.failed_by_check["ready"], 1);
-        assert!((s.trials.failure_rate - 1.0 / 12.0).abs() < 1e-12);
+        assert!((s.trials.failure_rate - 1.0 / 14.0).abs() < 1e-12);
         let ready = s.phase(Phase::Ready).unwrap();
-        assert_eq!(ready.a.as_ref().unwrap().stats.n, 4);
-        assert_eq!(ready.ratio.as_ref().unwrap().n_a, 4);
+        assert_eq!(ready.a.as_ref().unwrap().stats.n, 5);
+        let r = ready.ratio.as_ref().unwrap();
+        assert_eq!(r.n_a, 5);
+        // Five pairs are too few for a 95% signed-rank interval: no claim.
+        assert_eq!(r.verdict, compare::Verdict::Inconclusive);
+        assert_eq!(r.unsettled.unwrap().needed, Some(6));
         assert!(
             s.warnings
                 .iter()

@@ -1,5 +1,5 @@
-//! What to start: argv, environment overrides, working directory, and how
-//! much of the worker's output the harness keeps.
+//! What to start: argv, environment overrides, working directory, the CPUs
+//! to run on, and how much of the worker's output the harness keeps.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -27,6 +27,8 @@ pub struct Command {
     pub(crate) stderr_tail_bytes: usize,
     pub(crate) max_noise_lines: usize,
     pub(crate) write_timeout: Duration,
+    /// The CPU set to start the worker on (ascending, no duplicates).
+    pub(crate) cpus: Option<Vec<usize>>,
 }
 
 impl Command {
@@ -41,6 +43,7 @@ impl Command {
             stderr_tail_bytes: DEFAULT_STDERR_TAIL_BYTES,
             max_noise_lines: DEFAULT_MAX_NOISE_LINES,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
+            cpus: None,
         }
     }
 
@@ -109,6 +112,27 @@ impl Command {
         self
     }
 
+    /// Starts the worker on exactly these CPUs: `sched_setaffinity` in the
+    /// child before `exec` (Linux), so everything the worker runs,
+    /// interpreter start-up included, runs there, and every thread and
+    /// process it starts inherits the set. An empty set, a CPU the machine
+    /// does not let this process use, or one beyond
+    /// [`affinity::MAX_CPUS`](crate::affinity::MAX_CPUS) makes the spawn
+    /// fail with [`ErrorKind::SpawnFailed`](crate::ErrorKind::SpawnFailed)
+    /// saying so. See [`crate::affinity::place`] for the set to use.
+    pub fn cpus(&mut self, cpus: impl IntoIterator<Item = usize>) -> &mut Self {
+        let mut set: Vec<usize> = cpus.into_iter().collect();
+        set.sort_unstable();
+        set.dedup();
+        self.cpus = Some(set);
+        self
+    }
+
+    /// The CPUs the worker is started on, when set.
+    pub fn get_cpus(&self) -> Option<&[usize]> {
+        self.cpus.as_deref()
+    }
+
     /// The program.
     pub fn get_program(&self) -> &OsStr {
         &self.program
@@ -129,11 +153,15 @@ impl Command {
         self.current_dir.as_deref()
     }
 
-    /// The command as a person would type it in a POSIX shell: environment
-    /// overrides first (`-u NAME` for a removal, as `env` spells it), then
-    /// argv, each word quoted only when it needs to be.
+    /// The command as a person would type it in a POSIX shell: the CPU set
+    /// first (`taskset -c 1`), then environment overrides (`-u NAME` for a
+    /// removal, as `env` spells it), then argv, each word quoted only when
+    /// it needs to be.
     pub fn display(&self) -> String {
         let mut words = Vec::new();
+        if let Some(cpus) = &self.cpus {
+            words.push(format!("taskset -c {}", crate::affinity::cpu_list(cpus)));
+        }
         let removes = self.env.iter().any(|(_, v)| v.is_none());
         if removes {
             words.push("env".to_owned());
@@ -149,7 +177,9 @@ impl Command {
         words.join(" ")
     }
 
-    pub(crate) fn to_std(&self) -> std::process::Command {
+    /// The std command to spawn; fails only on a CPU set that cannot be
+    /// built.
+    pub(crate) fn to_std(&self) -> Result<std::process::Command, crate::affinity::AffinityError> {
         use std::os::unix::process::CommandExt as _;
         use std::process::Stdio;
 
@@ -168,7 +198,16 @@ impl Command {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        cmd
+        if let Some(cpus) = &self.cpus {
+            let set = crate::affinity::CpuSet::new(cpus)?;
+            // SAFETY: the closure makes one async-signal-safe syscall on a
+            // set built before `fork`; it allocates nothing and takes no
+            // lock.
+            unsafe {
+                cmd.pre_exec(move || set.apply());
+            }
+        }
+        Ok(cmd)
     }
 }
 
@@ -223,6 +262,19 @@ mod tests {
             Command::new("python3").env_remove("PYTHONPATH").arg("w.py"),
             "env -u PYTHONPATH python3 w.py",
         );
+    }
+
+    #[test]
+    fn a_cpu_set_reads_as_taskset() {
+        check(
+            Command::new("python3")
+                .cpus([3, 1, 3])
+                .env_remove("X")
+                .arg("w.py"),
+            "taskset -c 1,3 env -u X python3 w.py",
+        );
+        assert_eq!(Command::new("x").cpus([2, 0]).get_cpus(), Some(&[0, 2][..]));
+        assert_eq!(Command::new("x").get_cpus(), None);
     }
 
     #[test]

@@ -144,6 +144,13 @@ impl Error {
     fn hint(&self) -> String {
         let d = &self.0;
         match (&d.kind, &d.phase) {
+            (ErrorKind::SpawnFailed(e), _)
+                if e
+                    .get_ref()
+                    .is_some_and(|inner| inner.is::<crate::affinity::AffinityError>()) =>
+            {
+                "start the worker on CPUs this process may use (`taskset -pc $$` lists them), or without a CPU set".into()
+            }
             (ErrorKind::SpawnFailed(_), _) => {
                 "check that the program exists and is executable, that the working directory exists, and that the stderr file's folder is writable".into()
             }

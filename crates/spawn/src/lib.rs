@@ -9,6 +9,10 @@
 //! synchronous: std threads and channels, no async runtime. Linux first
 //! (process groups, `wait4`, `/proc`).
 //!
+//! A [`Command`] may name the CPUs the worker runs on
+//! ([`Command::cpus`]); [`affinity`] reads and sets CPU affinity and
+//! records what was done for the run's environment block.
+//!
 //! # Lifecycle
 //!
 //! A [`Worker`] moves through these states:
@@ -73,10 +77,14 @@
 //! - No statistics, no trial records, no rendering: it stamps and measures
 //!   one worker's life; `phases` and `report` make sense of the figures.
 //! - No CLI and no configuration file: callers build a [`Command`].
+//! - No placement policy of its own: [`affinity`] can start a worker on a
+//!   CPU set and move the harness's thread, and [`affinity::place`] offers
+//!   a split, but the caller decides whether to pin.
 //! - No chasing of processes that leave the worker's process group
 //!   (`setsid`, `setpgid`): they are outside its reach; only the pipes they
 //!   may hold are handled (bounded waits).
 
+pub mod affinity;
 mod command;
 mod drain;
 mod error;

@@ -229,9 +229,26 @@ impl Worker {
             None => None,
         };
         reap::become_subreaper();
-        let mut std_cmd = cmd.to_std();
+        let mut std_cmd = cmd
+            .to_std()
+            .map_err(|e| spawn_error(cmd, io::Error::new(io::ErrorKind::InvalidInput, e)))?;
         let spawned_at_ns = monotonic_ns();
-        let mut child = std_cmd.spawn().map_err(|e| spawn_error(cmd, e))?;
+        let mut child = std_cmd.spawn().map_err(|e| match &cmd.cpus {
+            // sched_setaffinity in the child refused the set (no CPU of it
+            // is one this process may use).
+            Some(cpus) if e.raw_os_error() == Some(libc::EINVAL) => spawn_error(
+                cmd,
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    crate::affinity::AffinityError::Pin {
+                        who: "the worker",
+                        cpus: crate::affinity::cpu_list(cpus),
+                        source: e,
+                    },
+                ),
+            ),
+            _ => spawn_error(cmd, e),
+        })?;
         let pid = child.id();
         group::register(pid as i32);
 
@@ -1056,6 +1073,86 @@ mod tests {
             finished: Some(Box::new(finished)),
         });
         insta::assert_snapshot!(err.to_string());
+    }
+
+    /// A Python worker that reports the CPUs it may run on in its ready
+    /// line, then waits for stdin to close.
+    fn affinity_reporter(cpus: &[usize]) -> Command {
+        let mut cmd = Command::new("python3");
+        cmd.args([
+            "-c",
+            "import json, os, sys\n\
+             print(json.dumps({'ready': True, 'cpus': sorted(os.sched_getaffinity(0))}), flush=True)\n\
+             sys.stdin.read()",
+        ])
+        .cpus(cpus.iter().copied());
+        cmd
+    }
+
+    fn reported_cpus(cmd: &Command) -> Vec<usize> {
+        let mut w = Worker::spawn(cmd).unwrap();
+        let ready = w.wait_ready(Duration::from_secs(30)).unwrap();
+        let cpus = serde_json::from_value(ready.value.extra["cpus"].clone()).unwrap();
+        w.kill();
+        cpus
+    }
+
+    #[test]
+    fn a_python_worker_runs_on_exactly_its_cpu_set() {
+        let _serial = serial();
+        let all = crate::affinity::current_cpus().unwrap();
+        let last = *all.last().unwrap();
+        assert_eq!(reported_cpus(&affinity_reporter(&[last])), [last]);
+        assert_eq!(reported_cpus(&affinity_reporter(&all)), all);
+    }
+
+    #[test]
+    fn a_pinned_harness_thread_still_starts_its_worker_on_the_workers_cpus() {
+        let _serial = serial();
+        // On a thread of its own, as the harness's trial loop would be.
+        std::thread::spawn(|| {
+            let p = crate::affinity::place(1);
+            let Some(harness) = p.harness.clone() else {
+                // One CPU: nothing to separate; the worker gets it anyway.
+                assert_eq!(reported_cpus(&affinity_reporter(&p.available)), p.available);
+                return;
+            };
+            assert_eq!(crate::affinity::current_cpus().unwrap(), harness);
+            assert_eq!(reported_cpus(&affinity_reporter(&p.workers)), p.workers);
+            // Without a set of its own, a worker inherits the harness's.
+            let mut plain = affinity_reporter(&[]);
+            plain.cpus = None;
+            assert_eq!(reported_cpus(&plain), harness);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_cpu_set_the_machine_refuses_is_a_spawn_error_that_says_so() {
+        let _serial = serial();
+        let beyond = crate::affinity::MAX_CPUS - 1;
+        if crate::affinity::current_cpus().unwrap().contains(&beyond) {
+            return; // a machine with every CPU a set can name
+        }
+        let err = Worker::spawn(&affinity_reporter(&[beyond])).unwrap_err();
+        assert!(matches!(err.kind, ErrorKind::SpawnFailed(_)));
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("could not pin the worker to CPU {beyond}")),
+            "{text}"
+        );
+        assert!(text.contains("taskset -c 1023 python3"), "{text}");
+        assert!(
+            text.contains("what to do: start the worker on CPUs this process may use"),
+            "{text}"
+        );
+        // Out of any set's range: refused before anything starts.
+        let err = Worker::spawn(&affinity_reporter(&[crate::affinity::MAX_CPUS + 5])).unwrap_err();
+        assert!(err.to_string().contains("is beyond the"), "{err}");
+        assert_eq!(err.pid, 0);
+        let err = Worker::spawn(&affinity_reporter(&[])).unwrap_err();
+        assert!(err.to_string().contains("no CPU given"), "{err}");
     }
 
     #[test]

@@ -2,8 +2,10 @@
 
 use phases::summary::{Load, PhaseSummary, RunSummary};
 
+use phases::Comparison;
+
 use super::terminal::{ratio_rows, stats_rows};
-use super::{fmt_mib, fmt_ms, fmt_pct};
+use super::{answer_lines, fmt_level, fmt_mib, fmt_ms, fmt_pct, placement_line};
 
 fn table(header: &[String], rows: &[Vec<String>]) -> String {
     let esc = |c: &String| c.replace('|', "\\|");
@@ -42,11 +44,16 @@ fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
     v.as_ref().map_or("n/a".to_owned(), |v| v.to_string())
 }
 
-/// The phase tables of a run or a comparison (statistics, then ratios).
-pub fn phase_tables(phases: &[PhaseSummary]) -> String {
+/// The phase tables of a run or a comparison (statistics, then ratios,
+/// with CPU time's when given, the header at `level` when given).
+pub fn phase_tables(
+    phases: &[PhaseSummary],
+    cpu: Option<&Comparison>,
+    level: Option<f64>,
+) -> String {
     let (h, rows) = stats_rows(phases, ["A", "B"]);
     let mut out = table(&h, &rows);
-    let (h, rows) = ratio_rows(phases);
+    let (h, rows) = ratio_rows(phases, cpu, level);
     if !rows.is_empty() {
         out.push('\n');
         out.push_str(&table(&h, &rows));
@@ -102,12 +109,29 @@ pub fn render(s: &RunSummary) -> String {
         "Statistics over the measured, correct trials (warm-ups and failed trials are kept in \
          `trials.jsonl`, not here). Outliers are labelled by trial number, never removed.\n\n",
     );
-    o.push_str(&phase_tables(&s.phases));
-    if s.phases.iter().any(|p| p.ratio.is_some()) {
+    let ab = s.ab.as_ref();
+    o.push_str(&phase_tables(
+        &s.phases,
+        ab.and_then(|a| a.cpu.as_ref()),
+        ab.map(|a| a.level),
+    ));
+    if let Some(ab) = ab {
         o.push_str(&format!(
-            "\nRatios are median(B) / median(A) over rounds paired A with B, with a bootstrap \
-             {:.0}% interval; a verdict needs the whole interval outside 1 +- {}.\n",
-            cfg.bootstrap.level * 100.0,
+            "\nRatios B/A pair each round's A with its B: the {}, {}. A verdict: \
+             `slower` or `faster` when the whole interval lies outside 1 +- {}, \
+             `equivalent` when it lies inside, `inconclusive` otherwise (with the smallest \
+             change the run could have detected).\n\n",
+            ab.method.words(),
+            fmt_level(ab.level),
+            fmt_pct(cfg.noise_threshold)
+        ));
+        for line in answer_lines(s) {
+            o.push_str(&format!("- {line}\n"));
+        }
+    } else if s.phases.iter().any(|p| p.ratio.is_some()) {
+        o.push_str(&format!(
+            "\nRatios are B/A over rounds paired A with B; a verdict needs the whole interval \
+             outside 1 +- {}.\n",
             fmt_pct(cfg.noise_threshold)
         ));
     }
@@ -179,6 +203,9 @@ pub fn render(s: &RunSummary) -> String {
     ));
     o.push_str(&format!("- at start: {}\n", load(&env.at_start)));
     o.push_str(&format!("- at end: {}\n", load(&env.at_end)));
+    if let Some(p) = &s.placement {
+        o.push_str(&format!("- placement: {}\n", placement_line(p)));
+    }
     if let Some(f) = env.cpu_stall_fraction() {
         o.push_str(&format!("- CPU stalls during the run: {}\n", fmt_pct(f)));
     }
@@ -281,5 +308,44 @@ mod snapshots {
         let s = fixture::summary(&recs);
         insta::assert_snapshot!("summary_md", super::render(&s));
         insta::assert_snapshot!("terminal", crate::bench::terminal::render(&s));
+    }
+
+    /// The ratio section of a run that followed the default stopping rule
+    /// and ran out of time undecided, pinned to one CPU.
+    #[test]
+    fn ratios_of_a_sequential_run_that_ran_out_of_time() {
+        use phases::sequential::{StopReason, StopRule, Stopped};
+        let recs = fixture::wobbly_records();
+        let (env, config) = fixture::parts(&recs);
+        let stopped = Stopped {
+            reason: StopReason::TimeBudget,
+            rounds: 12,
+            elapsed_s: 60.2,
+        };
+        let mut s = phases::RunSummary::build_sequential(
+            &recs,
+            env,
+            config,
+            false,
+            60.0,
+            &StopRule::default(),
+            stopped,
+        )
+        .unwrap();
+        s.placement = Some(phases::Placement {
+            available: vec![0, 1],
+            workers: vec![1],
+            harness: Some(vec![0]),
+            note: None,
+        });
+        let text = crate::bench::terminal::render(&s);
+        let ratios = text
+            .split("\n\n")
+            .filter(|p| {
+                p.contains("ratio B/A") || p.contains("stopped:") || p.contains("placement:")
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        insta::assert_snapshot!("sequential_terminal", ratios);
     }
 }

@@ -46,6 +46,188 @@ pub fn fmt_ratio(c: &phases::Comparison) -> String {
     format!("{:.3} [{:.3}, {:.3}]", c.ratio, c.ci.lo, c.ci.hi)
 }
 
+/// A confidence level as a person writes it: `95%`, `99.5%`.
+pub fn fmt_level(level: f64) -> String {
+    let pct = level * 100.0;
+    if (pct - pct.round()).abs() < 1e-9 {
+        format!("{pct:.0}%")
+    } else {
+        format!("{}%", (pct * 100.0).round() / 100.0)
+    }
+}
+
+/// What a comparison's rounds are called: `rounds` when paired, `trials
+/// per side` when not.
+fn unit(c: &phases::Comparison) -> &'static str {
+    if c.paired {
+        "rounds"
+    } else {
+        "trials per side"
+    }
+}
+
+/// The verdict cell of a ratio table: the verdict, and for an
+/// inconclusive one the smallest change it could have detected (or how
+/// many pairs an interval needs).
+pub fn fmt_verdict(c: &phases::Comparison) -> String {
+    if c.verdict != phases::Verdict::Inconclusive {
+        return c.verdict.words().to_owned();
+    }
+    match (c.unsettled.and_then(|u| u.needed), c.detectable()) {
+        (Some(needed), _) => format!("inconclusive, needs {needed} {}", unit(c)),
+        (None, Some(d)) => format!("inconclusive, could detect {}", fmt_pct(d)),
+        (None, None) => "inconclusive".to_owned(),
+    }
+}
+
+/// One sentence on a comparison a run's answer rests on: what it says
+/// against the noise band, and for an inconclusive one what the run could
+/// have detected and about what would settle it.
+pub fn verdict_sentence(measure: phases::Measure, c: &phases::Comparison) -> String {
+    use phases::Verdict;
+    let band = fmt_pct(c.threshold);
+    let head = format!(
+        "{}: {}: B/A {} at {}",
+        measure.describe(),
+        c.verdict,
+        fmt_ratio(c),
+        fmt_level(c.ci.level)
+    );
+    match c.verdict {
+        Verdict::Slower => format!("{head}, wholly above 1 + {band}"),
+        Verdict::Faster => format!("{head}, wholly below 1 - {band}"),
+        Verdict::Equivalent => {
+            format!("{head}, wholly inside 1 +- {band}: no change beyond {band}")
+        }
+        Verdict::Inconclusive => {
+            let n = c.n_a.min(c.n_b);
+            let u = c.unsettled.unwrap_or(phases::Unsettled {
+                detectable: None,
+                more: None,
+                needed: None,
+                level: None,
+            });
+            if let Some(needed) = u.needed {
+                return format!(
+                    "{head}: {n} {} are too few for a {} interval; at least {needed} are needed",
+                    unit(c),
+                    fmt_level(u.level.unwrap_or(c.ci.level))
+                );
+            }
+            let mut out = format!("{head} reaches outside 1 +- {band} without leaving it");
+            if let Some(d) = c.detectable() {
+                out.push_str(&format!(
+                    "; this run could have detected a change of {} or more",
+                    fmt_pct(d)
+                ));
+            }
+            match u.more {
+                Some(m) if m > 100_000 => out.push_str(&format!(
+                    "; settling it would take over 100000 more {}",
+                    unit(c)
+                )),
+                Some(m) => out.push_str(&format!("; about {m} more {} would settle it", unit(c))),
+                None if c.detectable().is_some() => out.push_str(
+                    "; the estimate sits on the band's edge, so more rounds may not settle it",
+                ),
+                None => {}
+            }
+            out
+        }
+    }
+}
+
+/// The lines that say what an A/B run's answer rests on and why it
+/// stopped (empty without two variants).
+pub fn answer_lines(s: &phases::RunSummary) -> Vec<String> {
+    use phases::StopReason;
+    let Some(ab) = &s.ab else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (measure, c) in ab.answer(&s.phases) {
+        out.push(match c {
+            Some(c) => verdict_sentence(measure, c),
+            None => format!(
+                "{}: no comparison: no round had both trials correct with this measure",
+                measure.describe()
+            ),
+        });
+    }
+    let basis: Vec<String> = ab.basis.iter().map(|m| m.describe()).collect();
+    let beside = if ab.basis.contains(&phases::Measure::Cpu) {
+        "the other phases are compared beside it"
+    } else {
+        "CPU time (user + system from wait4, the worker's whole life) is compared beside it"
+    };
+    out.push(format!(
+        "the answer rests on {}; {beside}",
+        basis.join(" and "),
+    ));
+    match &ab.sequential {
+        Some(run) => {
+            let st = &run.stopped;
+            let undecided: Vec<String> = ab
+                .answer(&s.phases)
+                .into_iter()
+                .filter(|(_, c)| !c.is_some_and(|c| c.verdict.is_settled()))
+                .map(|(m, _)| m.name().to_owned())
+                .collect();
+            let still = if undecided.is_empty() {
+                String::new()
+            } else {
+                format!(", {} still inconclusive", undecided.join(" and "))
+            };
+            out.push(match st.reason {
+                StopReason::Decided => format!(
+                    "stopped: decided after {} rounds ({:.1} s)",
+                    st.rounds, st.elapsed_s
+                ),
+                StopReason::RoundBudget => format!(
+                    "stopped: the round budget ({} rounds) ran out after {:.1} s{still}",
+                    run.rule.max_rounds, st.elapsed_s
+                ),
+                StopReason::TimeBudget => format!(
+                    "stopped: the time budget ({} s) ran out after {} rounds{still}",
+                    run.rule.max_seconds, st.rounds
+                ),
+                StopReason::Interrupted => format!(
+                    "stopped: interrupted after {} rounds ({:.1} s){still}",
+                    st.rounds, st.elapsed_s
+                ),
+            });
+        }
+        None => {
+            if let Some(n) = s.configuration.trials {
+                out.push(format!("rounds: a fixed {n}, looked at once"));
+            }
+        }
+    }
+    out
+}
+
+/// One line on where the processes ran, when the harness recorded it.
+pub fn placement_line(p: &phases::Placement) -> String {
+    let list = |v: &[usize]| {
+        v.iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut out = if p.workers.is_empty() {
+        format!("workers not pinned (CPUs {} available)", list(&p.available))
+    } else {
+        format!("workers pinned to CPU {}", list(&p.workers))
+    };
+    if let Some(h) = &p.harness {
+        out.push_str(&format!(", harness on CPU {}", list(h)));
+    }
+    if let Some(note) = &p.note {
+        out.push_str(&format!(" ({note})"));
+    }
+    out
+}
+
 #[cfg(test)]
 pub(crate) mod fixture {
     //! A small A/B run shared by the renderers' tests.
@@ -112,6 +294,12 @@ pub(crate) mod fixture {
     }
 
     pub fn summary(records: &[TrialRecord]) -> RunSummary {
+        let (env, config) = parts(records);
+        RunSummary::build(records, env, config, false, 1.0).unwrap()
+    }
+
+    /// The environment and configuration of the fixture run.
+    pub fn parts(records: &[TrialRecord]) -> (Environment, Configuration) {
         let target = |variant, name: &str| TargetInfo {
             variant,
             name: name.into(),
@@ -187,13 +375,175 @@ pub(crate) mod fixture {
             shutdown_timeout_s: 10.0,
             grace_s: 2.0,
         };
-        RunSummary::build(records, env, config, false, 1.0).unwrap()
+        (env, config)
+    }
+
+    /// Twelve rounds in which B is 25% slower in even rounds and 10%
+    /// faster in odd ones: never settled.
+    pub fn wobbly_records() -> Vec<TrialRecord> {
+        let mut v = Vec::new();
+        for round in 0..12usize {
+            let a = 60.0 + (round * 7 % 5) as f64;
+            let b = if round.is_multiple_of(2) {
+                a * 1.25
+            } else {
+                a / 1.1
+            };
+            v.push(trial(2 * round, round, TrialKind::Measured, Variant::A, a));
+            v.push(trial(
+                2 * round + 1,
+                round,
+                TrialKind::Measured,
+                Variant::B,
+                b,
+            ));
+        }
+        v
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use phases::sequential::{StopReason, StopRule, Stopped};
+
+    #[test]
+    fn levels_read_as_people_write_them() {
+        assert_eq!(fmt_level(0.95), "95%");
+        assert_eq!(fmt_level(0.995), "99.5%");
+        assert_eq!(fmt_level(0.9999), "99.99%");
+    }
+
+    fn sequential(reason: StopReason) -> phases::RunSummary {
+        let recs = fixture::wobbly_records();
+        let (env, config) = fixture::parts(&recs);
+        let rule = StopRule::default();
+        let stopped = Stopped {
+            reason,
+            rounds: 12,
+            elapsed_s: 60.2,
+        };
+        phases::RunSummary::build_sequential(&recs, env, config, false, 60.0, &rule, stopped)
+            .unwrap()
+    }
+
+    #[test]
+    fn an_inconclusive_answer_says_what_it_could_detect_and_what_would_settle_it() {
+        let s = sequential(StopReason::TimeBudget);
+        let ready = s
+            .phase(phases::Phase::Ready)
+            .unwrap()
+            .ratio
+            .clone()
+            .unwrap();
+        assert_eq!(ready.verdict, phases::Verdict::Inconclusive);
+        assert_eq!(ready.ci.level, 0.995);
+        let lines = answer_lines(&s);
+        let first = &lines[0];
+        let d = fmt_pct(ready.detectable().unwrap());
+        let more = ready.unsettled.unwrap().more.unwrap();
+        assert!(
+            first.starts_with("ready (wall time): inconclusive: B/A ")
+                && first.contains("at 99.5% reaches outside 1 +- 2.0% without leaving it")
+                && first.contains(&format!("could have detected a change of {d} or more"))
+                && first.contains(&format!("about {more} more rounds would settle it")),
+            "{first}"
+        );
+        assert_eq!(
+            lines.last().unwrap(),
+            "stopped: the time budget (60 s) ran out after 12 rounds, ready still inconclusive"
+        );
+        // The table cell says it too, and the header names the level.
+        let text = terminal::render(&s);
+        assert!(
+            text.contains(&format!("inconclusive, could detect {d}")),
+            "{text}"
+        );
+        assert!(text.contains("ratio B/A [99.5% CI]"), "{text}");
+        let md = markdown::render(&s);
+        assert!(md.contains(&format!("- {first}")), "{md}");
+    }
+
+    #[test]
+    fn every_stop_reason_reads_as_a_sentence() {
+        for (reason, want) in [
+            (
+                StopReason::Decided,
+                "stopped: decided after 12 rounds (60.2 s)",
+            ),
+            (
+                StopReason::RoundBudget,
+                "stopped: the round budget (400 rounds) ran out after 60.2 s, ready still inconclusive",
+            ),
+            (
+                StopReason::Interrupted,
+                "stopped: interrupted after 12 rounds (60.2 s), ready still inconclusive",
+            ),
+        ] {
+            let lines = answer_lines(&sequential(reason));
+            assert_eq!(lines.last().unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn too_few_rounds_and_equivalence_read_plainly() {
+        let recs = fixture::wobbly_records();
+        let few = phases::compare::paired_rank(&[1.0; 5], &[2.0; 5], 0.99, 0.02).unwrap();
+        assert_eq!(fmt_verdict(&few), "inconclusive, needs 8 rounds");
+        let line = verdict_sentence(phases::Measure::READY, &few);
+        assert!(
+            line.ends_with("5 rounds are too few for a 99% interval; at least 8 are needed"),
+            "{line}"
+        );
+        let same = phases::compare::paired_rank(&[3.0; 8], &[3.0; 8], 0.99, 0.02).unwrap();
+        let line = verdict_sentence(phases::Measure::Cpu, &same);
+        assert_eq!(
+            line,
+            "cpu (user + system time): equivalent: B/A 1.000 [1.000, 1.000] at 99%, wholly inside 1 +- 2.0%: no change beyond 2.0%"
+        );
+        // A comparison read back from a summary written before four
+        // verdicts: inconclusive, and what it could detect is known.
+        let old: phases::Comparison = serde_json::from_str(
+            r#"{"ratio":1.02,"ci":{"lo":0.79,"hi":1.661,"level":0.95},
+            "verdict":"no_significant_difference","threshold":0.02,"paired":true,
+            "n_a":10,"n_b":10}"#,
+        )
+        .unwrap();
+        assert_eq!(fmt_verdict(&old), "inconclusive, could detect 47.9%");
+        assert!(recs.len() == 24);
+    }
+
+    #[test]
+    fn placement_reads_as_a_line() {
+        let p = phases::Placement {
+            available: vec![0, 1],
+            workers: vec![1],
+            harness: Some(vec![0]),
+            note: None,
+        };
+        assert_eq!(
+            placement_line(&p),
+            "workers pinned to CPU 1, harness on CPU 0"
+        );
+        let one = phases::Placement {
+            available: vec![0],
+            workers: vec![],
+            harness: None,
+            note: Some("one CPU: nothing to separate".into()),
+        };
+        assert_eq!(
+            placement_line(&one),
+            "workers not pinned (CPUs 0 available) (one CPU: nothing to separate)"
+        );
+        let mut s = fixture::summary(&fixture::records(true));
+        s.placement = Some(p);
+        assert!(
+            terminal::render(&s).contains("placement: workers pinned to CPU 1, harness on CPU 0")
+        );
+        assert!(
+            markdown::render(&s).contains("- placement: workers pinned to CPU 1, harness on CPU 0")
+        );
+    }
 
     #[test]
     fn units_suit_the_size() {

@@ -1,10 +1,12 @@
 //! The terminal table printed after a run, and the comparison table of
 //! `cargo xtask compare`. Plain text, aligned columns, no colour.
 
-use phases::Variant;
 use phases::summary::{PhaseSummary, RunSummary, SeriesSummary};
+use phases::{Comparison, Variant};
 
-use super::{fmt_mib, fmt_ms, fmt_pct, fmt_ratio};
+use super::{
+    answer_lines, fmt_level, fmt_mib, fmt_ms, fmt_pct, fmt_ratio, fmt_verdict, placement_line,
+};
 
 /// Header and cells of the statistics table, one row per phase and variant.
 pub fn stats_rows(phases: &[PhaseSummary], labels: [&str; 2]) -> (Vec<String>, Vec<Vec<String>>) {
@@ -72,25 +74,41 @@ fn stats_cells(name: String, s: &SeriesSummary) -> Vec<String> {
     ]
 }
 
-/// Header and cells of the ratio table (phases that have a ratio).
-pub fn ratio_rows(phases: &[PhaseSummary]) -> (Vec<String>, Vec<Vec<String>>) {
-    let header = ["phase", "ratio B/A [95% CI]", "verdict", "pairs"]
-        .map(String::from)
-        .to_vec();
-    let rows = phases
+/// Header and cells of the ratio table: each phase that has a ratio (wall
+/// time), then CPU time when given. The header names the interval level:
+/// `level`, or else the widest level among the rows.
+pub fn ratio_rows(
+    phases: &[PhaseSummary],
+    cpu: Option<&Comparison>,
+    level: Option<f64>,
+) -> (Vec<String>, Vec<Vec<String>>) {
+    let rows_of: Vec<(String, &Comparison)> = phases
         .iter()
-        .filter_map(|p| {
-            let c = p.ratio.as_ref()?;
-            Some(vec![
-                p.phase().to_string(),
+        .filter_map(|p| Some((p.phase().to_string(), p.ratio.as_ref()?)))
+        .chain(cpu.map(|c| ("cpu (user+sys)".to_owned(), c)))
+        .collect();
+    let level =
+        level.unwrap_or_else(|| rows_of.iter().map(|(_, c)| c.ci.level).fold(0.0, f64::max));
+    let header = [
+        "phase".to_owned(),
+        format!("ratio B/A [{} CI]", fmt_level(level)),
+        "verdict".to_owned(),
+        "pairs".to_owned(),
+    ]
+    .to_vec();
+    let rows = rows_of
+        .into_iter()
+        .map(|(name, c)| {
+            vec![
+                name,
                 fmt_ratio(c),
-                c.verdict.words().to_owned(),
+                fmt_verdict(c),
                 if c.paired {
                     c.n_a.to_string()
                 } else {
                     format!("{} vs {} (unpaired)", c.n_a, c.n_b)
                 },
-            ])
+            ]
         })
         .collect();
     (header, rows)
@@ -150,10 +168,22 @@ pub fn render(s: &RunSummary) -> String {
     ));
     let (h, rows) = stats_rows(&s.phases, ["A", "B"]);
     out.push_str(&aligned(&h, &rows));
-    let (h, rows) = ratio_rows(&s.phases);
+    let ab = s.ab.as_ref();
+    let (h, rows) = ratio_rows(
+        &s.phases,
+        ab.and_then(|a| a.cpu.as_ref()),
+        ab.map(|a| a.level),
+    );
     if !rows.is_empty() {
         out.push('\n');
         out.push_str(&aligned(&h, &rows));
+        if let Some(ab) = ab {
+            out.push_str(&format!("(ratios: {})\n\n", ab.method.words()));
+        }
+        for line in answer_lines(s) {
+            out.push_str(&line);
+            out.push('\n');
+        }
     }
     for r in &s.resources {
         let f = |v: Option<f64>, g: fn(f64) -> String| v.map_or("-".to_owned(), g);
@@ -167,6 +197,9 @@ pub fn render(s: &RunSummary) -> String {
         ));
     }
     out.push('\n');
+    if let Some(p) = &s.placement {
+        out.push_str(&format!("placement: {}\n", placement_line(p)));
+    }
     if let Some(r) = s.overhead.ratio {
         out.push_str(&format!(
             "harness: {:.2} s of wall time for {:.2} s of worker lifecycles ({:.3}x)\n",
@@ -188,7 +221,7 @@ pub fn render_comparison(a: &str, b: &str, phases: &[PhaseSummary]) -> String {
     let (h, rows) = stats_rows(phases, ["A", "B"]);
     out.push_str(&aligned(&h, &rows));
     out.push('\n');
-    let (h, rows) = ratio_rows(phases);
+    let (h, rows) = ratio_rows(phases, None, None);
     out.push_str(&aligned(&h, &rows));
     out
 }
@@ -212,7 +245,12 @@ mod tests {
             assert!(text.contains(name), "{name} missing in\n{text}");
         }
         assert!(text.contains("faster"), "{text}");
-        assert!(text.contains("no significant difference"), "{text}");
+        assert!(text.contains("equivalent"), "{text}");
+        assert!(text.contains("cpu (user+sys)"), "{text}");
+        assert!(
+            text.contains("the answer rests on ready (wall time)"),
+            "{text}"
+        );
         assert!(text.contains("1 failed"), "{text}");
         assert!(text.contains("warning: "), "{text}");
         assert!(text.contains("45.0 us"), "{text}");
