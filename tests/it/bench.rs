@@ -371,3 +371,30 @@ fn bench_precision_stops_between_the_bounds() {
         "n {n}, half-width {half}, {s}"
     );
 }
+
+#[test]
+fn vs_without_a_count_runs_until_the_comparison_is_decided() {
+    // A 60 ms slower start-up is decided `slower` long before the budget;
+    // the run says why it stopped and how many rounds it took.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let slow = quoted(&standin_argv(&["--delay-ms", "60"]));
+    let o = bench(
+        &out,
+        &["--warmup", "1", "--max-seconds", "60", "--vs", &slow],
+        &standin_argv(&[]),
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let s = summary(&out);
+    assert_eq!(
+        s["phases"]["ready"]["ratio"]["verdict"], "slower",
+        "{}",
+        s["phases"]
+    );
+    let stopped = &s["ab"]["sequential"]["stopped"];
+    assert_eq!(stopped["reason"], "decided", "{stopped}");
+    let rounds = stopped["rounds"].as_u64().unwrap();
+    assert!((12..=400).contains(&rounds), "{stopped}");
+    assert_eq!(s["configuration"]["trials"], Value::Null);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("stopped: decided after"));
+}

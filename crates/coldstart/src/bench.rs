@@ -31,9 +31,16 @@ pub struct Args {
     /// Warm-up trials per variant: run and recorded, left out of the statistics.
     #[arg(long, default_value_t = 1)]
     warmup: usize,
-    /// Measured trials per variant [default: 10].
+    /// Measured trials per variant [default: 10; with --vs, rounds until the
+    /// comparison is decided (see --max-rounds, --max-seconds)].
     #[arg(long, conflicts_with = "precision")]
     trials: Option<usize>,
+    /// With --vs: the most interleaved rounds before the run stops undecided.
+    #[arg(long, value_name = "N")]
+    max_rounds: Option<usize>,
+    /// With --vs: the most seconds of rounds before the run stops undecided.
+    #[arg(long, value_name = "SECS")]
+    max_seconds: Option<f64>,
     /// Run until the 95% CI half-width of the median ready time is within
     /// this share of the median (0.02 or 2%), between --min-trials and
     /// --max-trials.
@@ -230,6 +237,20 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         health: args.health,
         concurrency: args.concurrency,
         noise_threshold: args.noise_threshold,
+        // `--vs` without a fixed count runs until the question is answered.
+        sequential: (b.is_some() && args.trials.is_none() && args.precision.is_none()).then(|| {
+            let mut rule = phases::StopRule {
+                threshold: args.noise_threshold,
+                ..phases::StopRule::default()
+            };
+            if let Some(n) = args.max_rounds {
+                rule.max_rounds = n;
+            }
+            if let Some(s) = args.max_seconds {
+                rule.max_seconds = s;
+            }
+            rule
+        }),
         bootstrap: Bootstrap {
             resamples: args.resamples,
             seed: args.seed,

@@ -24,6 +24,7 @@ use phases::record::{
     Check, Escalation, Marks, Outcome, RoundTrip, TrialKind, TrialRecord, Usage, Variant,
     WorkerRecord,
 };
+use phases::sequential::{StopReason, StopRule, Stopped};
 use phases::serve::{RequestRecord, ServeStats};
 use phases::summary::{self, Configuration, Environment, Phase, RunSummary, TargetInfo};
 use phases::{Bootstrap, jsonl, stats, warn};
@@ -62,6 +63,10 @@ pub struct BenchOptions {
     pub noise_threshold: f64,
     /// Resamples, seed and level of every confidence interval.
     pub bootstrap: Bootstrap,
+    /// With two sides: run interleaved rounds until every compared measure
+    /// is decided (faster, slower or equivalent) or a budget runs out,
+    /// instead of a fixed count (`trials` and `precision` then unset).
+    pub sequential: Option<StopRule>,
     /// The serve phase and memory view after the trials.
     pub serve: ServeOptions,
     /// Where the run's files go (see [`out_dir`]).
@@ -85,6 +90,11 @@ impl BenchOptions {
         }
         if self.trials == Some(0) {
             invalid!("--trials must be at least 1");
+        }
+        if let Some(rule) = &self.sequential {
+            rule.validate().map_err(|e| {
+                Error::Invalid(format!("the stopping rule cannot be followed: {e}"))
+            })?;
         }
         Ok(())
     }
@@ -398,17 +408,19 @@ pub fn run(
     }
     let variants: Vec<Variant> = sides.iter().map(|s| s.variant).collect();
     let boot = opts.bootstrap;
-    let trials = match opts.precision {
-        Some(_) => None,
-        None => Some(opts.trials.unwrap_or(10)),
+    // An interleaved run follows the stopping rule when one is given.
+    let rule = opts.sequential.as_ref().filter(|_| sides.len() > 1);
+    let trials = match (opts.precision, rule) {
+        (Some(_), _) | (None, Some(_)) => None,
+        (None, None) => Some(opts.trials.unwrap_or(10)),
     };
     let first = &sides[0].target;
     let config = Configuration {
         warmup: opts.warmup,
         trials,
         precision: opts.precision,
-        min_trials: trials.unwrap_or(opts.min_trials),
-        max_trials: trials.unwrap_or(opts.max_trials),
+        min_trials: trials.unwrap_or(rule.map_or(opts.min_trials, |r| r.min_rounds)),
+        max_trials: trials.unwrap_or(rule.map_or(opts.max_trials, |r| r.max_rounds)),
         health: sides[0].lifecycle.health,
         concurrency: opts.concurrency,
         interleaved: sides.len() > 1,
@@ -430,6 +442,7 @@ pub fn run(
     let mut records: Vec<TrialRecord> = Vec::new();
     let loop_start = Instant::now();
     let mut order_flip = false;
+    let mut stopped: Option<Stopped> = None;
     'rounds: for (kind, count) in [
         (TrialKind::Warmup, opts.warmup),
         (TrialKind::Measured, per_variant_max),
@@ -460,6 +473,14 @@ pub fn run(
                     .map_err(crate::error::jsonl)?;
                 records.push(rec);
                 progress.trial(&records, &variants);
+            }
+            // After each whole measured round: is the question answered?
+            if let Some(rule) = rule.filter(|_| kind == TrialKind::Measured) {
+                let elapsed = loop_start.elapsed();
+                if let Some(s) = phases::decided(&records, rule, elapsed).stopped(elapsed) {
+                    stopped = Some(s);
+                    break 'rounds;
+                }
             }
         }
     }
@@ -498,13 +519,33 @@ pub fn run(
         at_end: env::load(),
         targets: sides.iter().map(|s| s.info.clone()).collect(),
     };
-    let mut summary =
-        RunSummary::build(&records, environment, config, was_interrupted, loop_wall_s).map_err(
-            |cause| Error::Stats {
-                context: "could not summarise the trials",
-                cause,
-            },
-        )?;
+    let built = match rule {
+        Some(rule) => {
+            let stopped = stopped.unwrap_or(Stopped {
+                reason: if was_interrupted {
+                    StopReason::Interrupted
+                } else {
+                    StopReason::RoundBudget
+                },
+                rounds: phases::sequential::rounds_run(&records),
+                elapsed_s: loop_wall_s,
+            });
+            RunSummary::build_sequential(
+                &records,
+                environment,
+                config,
+                was_interrupted,
+                loop_wall_s,
+                rule,
+                stopped,
+            )
+        }
+        None => RunSummary::build(&records, environment, config, was_interrupted, loop_wall_s),
+    };
+    let mut summary = built.map_err(|cause| Error::Stats {
+        context: "could not summarise the trials",
+        cause,
+    })?;
     summary.serve = extras.serve;
     summary.memory = extras.memory;
     summary.serve_failures = extras.failures;
