@@ -51,6 +51,8 @@
 //! pure data and arithmetic, so every figure can be recomputed from the
 //! records by hand.
 
+#![warn(missing_docs)]
+
 pub mod clock;
 pub mod compare;
 pub mod jsonl;

@@ -54,9 +54,11 @@ impl Moment {
 /// The figures at one moment, all taken by the worker at once.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MemoryPoint {
+    /// The moment in the worker's life these figures were read.
     pub at: Moment,
     /// The worker's monotonic stamp of the reading.
     pub t_ns: u64,
+    /// Bytes of live Python allocations now (`tracemalloc.get_traced_memory()`'s current figure).
     pub traced_current_bytes: u64,
     /// The most traced memory since the previous reading (at the first,
     /// since tracing began).
@@ -71,6 +73,7 @@ pub struct MemoryPoint {
     /// allocation sites) was done: the base for what the next phase added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traced_after_reading_bytes: Option<u64>,
+    /// `VmRSS` after the worker listed the allocation sites itself; absent when a fork listed them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rss_after_reading_bytes: Option<u64>,
 }
@@ -88,8 +91,11 @@ impl MemoryPoint {
 /// Live Python allocations made at one source line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllocationSite {
+    /// The source file of the allocating line, as tracemalloc reports it.
     pub file: String,
+    /// The line number in `file`.
     pub line: u32,
+    /// Total size of the live blocks allocated at this line, in bytes.
     pub size_bytes: u64,
     /// How many live blocks.
     pub count: u64,
@@ -98,6 +104,7 @@ pub struct AllocationSite {
 /// The memory view of one worker: `summary.json`'s `memory` entries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryView {
+    /// The variant (A or B) whose worker this view is of.
     pub variant: Variant,
     /// Whether tracing began at interpreter start (`PYTHONTRACEMALLOC`) or
     /// only when the bootstrap ran (after `site`'s own imports).

@@ -38,6 +38,7 @@ pub fn pairs(records: &[TrialRecord], phase: Phase) -> (Vec<f64>, Vec<f64>) {
 /// The statistics of one variant for one phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SeriesSummary {
+    /// The summarised samples' statistics (median with CI, spread, outliers), in ms.
     #[serde(flatten)]
     pub stats: Stats,
     /// The trial (`trial` in `trials.jsonl`) of each labelled outlier.
@@ -66,6 +67,7 @@ impl SeriesSummary {
 /// One phase's statistics in `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseSummary {
+    /// The phase these statistics are of; not serialised, set when built and when read back (see [`PhaseSummary::phase`]).
     #[serde(skip)]
     pub phase: Option<Phase>,
     /// Always `ms`.
@@ -88,6 +90,7 @@ impl PhaseSummary {
             .expect("set on construction and on deserialisation")
     }
 
+    /// The statistics of variant `v`, when it has any.
     pub fn variant(&self, v: Variant) -> Option<&SeriesSummary> {
         match v {
             Variant::A => self.a.as_ref(),

@@ -13,14 +13,18 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TrialKind {
+    /// Run to warm up caches and the interpreter; excluded from the statistics.
     Warmup,
+    /// Counted in the statistics.
     Measured,
 }
 
 /// Which of two interleaved commands a trial ran (A alone without `--vs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Variant {
+    /// The first (or only) command.
     A,
+    /// The command given with `--vs`, compared against A.
     B,
 }
 
@@ -158,11 +162,19 @@ impl Check {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
+    /// Every check passed and every worker exited 0.
     Correct,
-    Failed { check: Check, message: String },
+    /// A check failed.
+    Failed {
+        /// The first check that failed.
+        check: Check,
+        /// What went wrong, for a person.
+        message: String,
+    },
 }
 
 impl Outcome {
+    /// Whether the trial passed every check.
     pub fn is_correct(&self) -> bool {
         matches!(self, Outcome::Correct)
     }
@@ -171,7 +183,9 @@ impl Outcome {
 /// One request sent and its reply read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RoundTrip {
+    /// CLOCK_MONOTONIC ns just before the request was written.
     pub sent_ns: u64,
+    /// CLOCK_MONOTONIC ns when the reply was read.
     pub received_ns: u64,
 }
 
@@ -187,7 +201,9 @@ pub struct Marks {
     pub ready_t_ns: Option<u64>,
     /// Each health round trip, in order.
     pub health: Vec<RoundTrip>,
+    /// When the harness wrote the shutdown op.
     pub shutdown_sent_ns: Option<u64>,
+    /// When the harness read the shutdown acknowledgement.
     pub ack_read_ns: Option<u64>,
     /// When the harness reaped the process.
     pub exited_ns: Option<u64>,
@@ -196,8 +212,11 @@ pub struct Marks {
 /// CPU time and peak memory of one worker, from `wait4` on that child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// User CPU time, in ns (`ru_utime`).
     pub user_ns: u64,
+    /// System CPU time, in ns (`ru_stime`).
     pub sys_ns: u64,
+    /// Peak resident set, in bytes (`ru_maxrss`, converted from KiB).
     pub max_rss_bytes: u64,
 }
 
@@ -206,16 +225,19 @@ pub struct Usage {
 pub struct WorkerRecord {
     /// The child's pid, when it was started.
     pub pid: Option<u32>,
+    /// The marks taken during this worker's life.
     pub marks: Marks,
     /// From `wait4`; absent when the process could not be reaped normally.
     pub usage: Option<Usage>,
     /// VmRSS read right after the ready line, where the OS exposes it.
     pub rss_at_ready_bytes: Option<u64>,
+    /// How the process ended; absent when it was never started or not reaped.
     pub exit: Option<ExitStatus>,
     /// How the process had to be ended: `none`, `term`, `kill`.
     pub escalation: Escalation,
     /// stdout lines that were not protocol messages.
     pub noise_lines: usize,
+    /// Whether this worker passed every check, or the first it failed.
     pub outcome: Outcome,
 }
 
@@ -288,15 +310,19 @@ pub struct TrialRecord {
     /// With `--vs`, A and B of the same round ran back to back and are
     /// compared as a pair. Warm-ups and measured trials count rounds apart.
     pub round: usize,
+    /// Warm-up or measured.
     pub kind: TrialKind,
+    /// Which command (A or B) this trial ran.
     pub variant: Variant,
     /// Wall clock at the trial's start, milliseconds since the Unix epoch.
     pub started_unix_ms: u64,
     /// CLOCK_MONOTONIC at the trial's start.
     pub started_ns: u64,
+    /// The trial's phase durations, derived from its workers' marks.
     pub phases: PhaseDurations,
     /// The trial's outcome: the first failure among its workers, if any.
     pub outcome: Outcome,
+    /// One record per worker started in the trial (`concurrency` of them).
     pub workers: Vec<WorkerRecord>,
 }
 

@@ -14,7 +14,9 @@ use crate::stats::Bootstrap;
 /// The tool that produced the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tool {
+    /// The tool's name, `coldstart`.
     pub name: String,
+    /// The tool's version (its crate version).
     pub version: String,
     /// `git rev-parse HEAD` of the workspace, when it is a git checkout.
     pub git_revision: Option<String>,
@@ -27,6 +29,7 @@ pub struct Tool {
 pub struct Pressure {
     /// Share of the last 10 s some task waited for a CPU, in percent.
     pub some_avg10: f64,
+    /// Share of the last 60 s some task waited for a CPU, in percent.
     pub some_avg60: f64,
     /// Cumulative stall time, microseconds.
     pub some_total_us: u64,
@@ -37,6 +40,7 @@ pub struct Pressure {
 pub struct Load {
     /// 1, 5 and 15 minute load averages.
     pub loadavg: Option<[f64; 3]>,
+    /// CPU pressure from `/proc/pressure/cpu`; absent where the kernel does not expose it.
     pub pressure: Option<Pressure>,
 }
 
@@ -49,6 +53,7 @@ pub struct PythonInfo {
     pub resolved: Option<String>,
     /// `sys.executable` as the interpreter reports it.
     pub executable: Option<String>,
+    /// The interpreter's version from `sys.version_info`, e.g. `3.12.4`.
     pub version: Option<String>,
     /// `cpython`, `pypy`, ...
     pub implementation: Option<String>,
@@ -64,10 +69,13 @@ pub struct PythonInfo {
 /// One benchmarked command.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetInfo {
+    /// Which variant (A or B) this command is.
     pub variant: Variant,
+    /// The target's name.
     pub name: String,
     /// `coldstart.toml`, `built-in default` or `command line`.
     pub origin: String,
+    /// The command line, program first (`command[0]`) then its arguments.
     pub command: Vec<String>,
     /// The command as a person would type it.
     pub display: String,
@@ -75,6 +83,7 @@ pub struct TargetInfo {
     pub env: BTreeMap<String, String>,
     /// Removed from the inherited environment (e.g. PYTHONPROFILEIMPORTTIME).
     pub env_removed: Vec<String>,
+    /// The working directory the command ran in.
     pub cwd: String,
     /// Absent when `command[0]` does not look like a Python interpreter.
     pub python: Option<PythonInfo>,
@@ -83,17 +92,25 @@ pub struct TargetInfo {
 /// Where and when the run happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
+    /// The tool that produced the run.
     pub tool: Tool,
     /// RFC 3339, UTC.
     pub started_at: String,
+    /// Wall clock at the run's start, milliseconds since the Unix epoch.
     pub started_unix_ms: u64,
     /// Wall time of the whole run, seconds.
     pub duration_s: f64,
+    /// `model name` from `/proc/cpuinfo`.
     pub cpu_model: Option<String>,
+    /// CPUs the harness may run on (`available_parallelism`).
     pub cpu_count: usize,
+    /// The kernel release (`/proc/sys/kernel/osrelease`).
     pub kernel: Option<String>,
+    /// Load and CPU pressure when the run started.
     pub at_start: Load,
+    /// Load and CPU pressure when the run ended.
     pub at_end: Load,
+    /// Every benchmarked command, A first.
     pub targets: Vec<TargetInfo>,
 }
 
@@ -106,6 +123,7 @@ impl Environment {
             .then(|| b.some_total_us.saturating_sub(a.some_total_us) as f64 / 1e6 / self.duration_s)
     }
 
+    /// The benchmarked command of variant `v`, if the run had it.
     pub fn target(&self, v: Variant) -> Option<&TargetInfo> {
         self.targets.iter().find(|t| t.variant == v)
     }
@@ -133,13 +151,16 @@ pub struct Placement {
 /// How the run was asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Configuration {
+    /// Warm-up trials per variant, run before the measured ones.
     pub warmup: usize,
     /// Fixed measured trials per variant (absent with `--precision`).
     pub trials: Option<usize>,
     /// Stop when the median ready time's CI half-width is within this
     /// fraction of the median.
     pub precision: Option<f64>,
+    /// Fewest measured trials per variant before a precision target or stopping rule may end the run.
     pub min_trials: usize,
+    /// Most measured trials per variant the run would take.
     pub max_trials: usize,
     /// Health round trips per worker per trial.
     pub health: usize,
@@ -147,11 +168,17 @@ pub struct Configuration {
     pub concurrency: usize,
     /// A and B interleaved (`--vs`).
     pub interleaved: bool,
+    /// The bootstrap settings behind every confidence interval.
     pub bootstrap: Bootstrap,
+    /// Relative change within which A and B count as equivalent (0.02 is 2 %).
     pub noise_threshold: f64,
+    /// How long a worker had to send its ready line, seconds.
     pub ready_timeout_s: f64,
+    /// How long a worker had for each reply, seconds.
     pub request_timeout_s: f64,
+    /// How long a worker had for the shutdown acknowledgement, and again to exit, seconds.
     pub shutdown_timeout_s: f64,
+    /// Grace between SIGTERM and SIGKILL to the worker's group, seconds.
     pub grace_s: f64,
 }
 
@@ -160,7 +187,9 @@ pub struct Configuration {
 pub struct Counts {
     /// Every trial run, warm-ups included.
     pub run: usize,
+    /// Warm-up trials run.
     pub warmup: usize,
+    /// Measured trials run.
     pub measured: usize,
     /// Failed trials, warm-ups included (a trial cut short by Ctrl-C is
     /// kept and marked `interrupted`, not counted here).
@@ -174,6 +203,7 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// Counts the trials in `records`; `interrupted` says whether Ctrl-C stopped the run.
     pub fn of(records: &[TrialRecord], interrupted: bool) -> Counts {
         let mut failed_by_check = BTreeMap::new();
         for r in records {

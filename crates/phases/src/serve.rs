@@ -47,12 +47,18 @@ use crate::stats::{self, Bootstrap, Interval, StatsError, percentile_sorted};
 pub enum Load {
     /// `requests` requests, one in flight: each is sent when the previous
     /// reply arrived.
-    Closed { requests: usize },
+    Closed {
+        /// How many requests are sent.
+        requests: usize,
+    },
     /// `requests` requests scheduled at `rate_per_s`, whatever the replies
     /// do (`requests = floor(rate * duration)`, at least 1).
     Open {
+        /// The offered rate, requests per second.
         rate_per_s: f64,
+        /// How long requests are offered for, seconds.
         duration_s: f64,
+        /// How many requests are scheduled: `floor(rate_per_s * duration_s)`, at least 1.
         requests: usize,
     },
 }
@@ -101,21 +107,26 @@ impl Load {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RequestOutcome {
+    /// The reply had the request's op and passed the correctness checks.
     Ok,
     /// The worker answered `{"op": "error", "error": ...}`.
     ErrorReply {
+        /// The `error` text of the worker's error reply.
         error: String,
     },
     /// No reply within the request timeout; the worker was ended.
     Timeout {
+        /// How long the harness waited before giving up, ms.
         after_ms: f64,
     },
     /// The worker ended (or was ended) before answering.
     Lost {
+        /// Why no reply came (the error that ended the worker, or `not sent`).
         reason: String,
     },
     /// A reply that failed a correctness check.
     WrongReply {
+        /// Which check the reply failed.
         problem: String,
     },
 }
@@ -146,6 +157,7 @@ impl RequestOutcome {
 /// One request of the serve phase: one line of `requests.jsonl`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
+    /// The variant (A or B) whose worker served the request.
     pub variant: Variant,
     /// Position in the run, from 0; also the request's `id`.
     pub index: usize,
@@ -157,6 +169,7 @@ pub struct RequestRecord {
     pub received_at_ns: Option<u64>,
     /// `received_at - scheduled_at`, ns; `None` without a reply.
     pub latency_ns: Option<u64>,
+    /// What became of the request: ok, or how it failed.
     pub outcome: RequestOutcome,
 }
 
@@ -187,21 +200,32 @@ impl RequestRecord {
 /// Latency figures over the `ok` requests, in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyStats {
+    /// How many `ok` requests the figures are over.
     pub n: usize,
+    /// Median latency, ms.
     pub median: f64,
+    /// Bootstrap confidence interval of the median, ms.
     pub median_ci: Interval,
+    /// 90th percentile latency (type 7), ms.
     pub p90: f64,
+    /// Bootstrap confidence interval of the p90, ms.
     pub p90_ci: Interval,
+    /// 99th percentile latency (type 7), ms.
     pub p99: f64,
+    /// Bootstrap confidence interval of the p99, ms.
     pub p99_ci: Interval,
+    /// Slowest `ok` latency, ms (no interval: the bootstrap cannot bound a maximum).
     pub max: f64,
+    /// Mean latency, ms.
     pub mean: f64,
 }
 
 /// Median latency of the first and the last third of the `ok` requests.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Trend {
+    /// Median latency of the first third of the `ok` requests in index order, ms.
     pub first_third_median_ms: f64,
+    /// Median latency of the last third of the `ok` requests in index order, ms.
     pub last_third_median_ms: f64,
 }
 
@@ -216,36 +240,52 @@ impl Trend {
 /// The harness's lateness in writing requests (`sent - scheduled`), ms.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SendLag {
+    /// Median send lag over the sent requests, ms.
     pub median_ms: f64,
+    /// Largest send lag, ms.
     pub max_ms: f64,
 }
 
 /// The serve phase of one worker: `summary.json`'s `serve` entries.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServeStats {
+    /// The variant (A or B) whose worker served.
     pub variant: Variant,
+    /// How requests were offered: closed or open loop and how many.
     pub load: Load,
     /// The request as sent (without its per-request `id`).
     pub request: serde_json::Value,
+    /// Requests scheduled (the load's request count).
     pub scheduled: usize,
+    /// Requests actually written to the worker.
     pub sent: usize,
+    /// Requests answered correctly (`ok`).
     pub ok: usize,
+    /// Requests answered with an error reply.
     pub error_replies: usize,
+    /// Requests that got no reply within the request timeout.
     pub timeouts: usize,
+    /// Sent requests lost because the worker ended before answering (a request never sent is not counted).
     pub lost: usize,
+    /// Requests answered wrongly (failed a correctness check).
     pub wrong_replies: usize,
     /// Error replies, timeouts and lost requests.
     pub rejections: usize,
     /// `rejections / sent` (0 when nothing was sent).
     pub rejection_rate: f64,
+    /// From the first scheduled send to the last reply (for an open loop at least the offered duration), seconds.
     pub window_s: f64,
     /// `ok / window_s`, requests per second.
     pub throughput_per_s: f64,
     /// The offered rate of an open loop.
     pub offered_per_s: Option<f64>,
+    /// Latency statistics over the `ok` requests; `None` without any.
     pub latency_ms: Option<LatencyStats>,
+    /// Median latency of the first and last thirds of the `ok` requests; `None` under 3 of them.
     pub trend: Option<Trend>,
+    /// The harness's own lateness in writing requests; `None` when nothing was sent.
     pub send_lag: Option<SendLag>,
+    /// The most requests written and not yet answered at any instant.
     pub max_in_flight: usize,
     /// Why the phase ended early (the worker's error), if it did.
     pub ended_early: Option<String>,

@@ -55,13 +55,26 @@ pub enum StatsError {
     Empty,
     /// A NaN or infinite sample.
     #[error("sample {index} is not a finite number ({value}); the records are corrupt")]
-    NotFinite { index: usize, value: f64 },
+    NotFinite {
+        /// Position of the sample in the series.
+        index: usize,
+        /// The offending value (NaN or infinite).
+        value: f64,
+    },
     /// A ratio was asked for with a baseline median of zero or less.
     #[error("the baseline median is {median}, so a ratio of medians is undefined")]
-    NonPositiveBaseline { median: f64 },
+    NonPositiveBaseline {
+        /// The baseline's median.
+        median: f64,
+    },
     /// Paired series must have the same length.
     #[error("paired series differ in length ({a} and {b}); pair trials by round before comparing")]
-    UnpairedLengths { a: usize, b: usize },
+    UnpairedLengths {
+        /// Length of the A series.
+        a: usize,
+        /// Length of the B series.
+        b: usize,
+    },
     /// The bootstrap configuration cannot give an interval.
     #[error("invalid bootstrap settings: {0}")]
     BadConfig(&'static str),
@@ -69,7 +82,12 @@ pub enum StatsError {
     #[error(
         "sample {index} is {value}, so its log ratio is undefined; compare only positive durations"
     )]
-    NonPositive { index: usize, value: f64 },
+    NonPositive {
+        /// Position of the sample in the series.
+        index: usize,
+        /// The value, zero or negative.
+        value: f64,
+    },
     /// A confidence level outside (0, 1).
     #[error("the confidence level {0} is not strictly between 0 and 1: give 0.95 or 0.99")]
     BadLevel(f64),
@@ -128,7 +146,9 @@ impl Bootstrap {
 /// A confidence interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
+    /// Lower bound, in the samples' unit.
     pub lo: f64,
+    /// Upper bound, in the samples' unit.
     pub hi: f64,
     /// The confidence level, e.g. 0.95.
     pub level: f64,
@@ -161,7 +181,9 @@ pub enum OutlierRule {
 pub struct Outlier {
     /// Position in the series as given.
     pub index: usize,
+    /// The sample's value.
     pub value: f64,
+    /// Which rule labelled it.
     pub rule: OutlierRule,
     /// The modified z-score (absent under the Tukey rule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -171,14 +193,19 @@ pub struct Outlier {
 /// The summary of one series.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
+    /// How many samples the series has.
     pub n: usize,
+    /// The sample median.
     pub median: f64,
     /// Bootstrap percentile interval of the median.
     pub median_ci: Interval,
+    /// The arithmetic mean.
     pub mean: f64,
     /// Sample standard deviation; `None` when `n = 1`.
     pub sd: Option<f64>,
+    /// The smallest sample.
     pub min: f64,
+    /// The largest sample.
     pub max: f64,
     /// 90th percentile (type 7).
     pub p90: f64,
@@ -434,6 +461,7 @@ pub struct SignedRank {
     /// The interval at the level asked (or `[min, max]` when the sample is
     /// too small for it).
     pub lo: f64,
+    /// Upper end of the interval (`lo` is the lower end).
     pub hi: f64,
     /// The level asked.
     pub level: f64,

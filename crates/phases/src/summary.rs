@@ -36,9 +36,13 @@ pub const SCHEMA: &str = "coldstart-bench-summary/1";
 /// `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
+    /// The schema tag, [`SCHEMA`].
     pub schema: String,
+    /// The tool, machine, load and benchmarked commands of the run.
     pub environment: Environment,
+    /// How the run was asked for (trial counts, timeouts, bootstrap).
     pub configuration: Configuration,
+    /// How many trials ran and failed, by check.
     pub trials: Counts,
     /// Keyed by phase name, in the order of a worker's life.
     #[serde(with = "phase_map")]
@@ -48,6 +52,7 @@ pub struct RunSummary {
     pub resources: Vec<Resources>,
     /// How much the harness added to the trials' own lifecycles.
     pub overhead: Overhead,
+    /// Pyperf-style warnings about noisy or thin runs.
     pub warnings: Vec<Warning>,
     /// With two variants: how they were compared, what the answer rests on,
     /// CPU time beside wall time, and why the run stopped.
@@ -123,7 +128,9 @@ impl AbAnalysis {
 /// Medians of the workers' resource use for one variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Resources {
+    /// The variant (A or B) these figures are of.
     pub variant: Variant,
+    /// How many correct measured trials the medians are over.
     pub trials: usize,
     /// Median user CPU per trial, ms (`wait4`).
     pub user_ms: Option<f64>,
@@ -136,6 +143,7 @@ pub struct Resources {
 }
 
 impl Resources {
+    /// Medians of the resource use of `variant`'s correct measured trials.
     pub fn of(records: &[TrialRecord], variant: Variant) -> Resources {
         let ok: Vec<&TrialRecord> = records
             .iter()
@@ -176,6 +184,7 @@ pub struct Overhead {
 }
 
 impl Overhead {
+    /// The harness's overhead from the trial records and the trial loop's wall time in seconds.
     pub fn of(records: &[TrialRecord], loop_wall_s: f64) -> Overhead {
         let lifecycles_s = records
             .iter()
@@ -370,6 +379,7 @@ impl RunSummary {
         })
     }
 
+    /// The statistics of `phase`, if the run has them.
     pub fn phase(&self, phase: Phase) -> Option<&PhaseSummary> {
         self.phases.iter().find(|p| p.phase() == phase)
     }

@@ -34,23 +34,34 @@ pub const MIN_TRIALS_FOR_CI: usize = 5;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WarningKind {
+    /// A phase's coefficient of variation is above [`MAX_CV`].
     HighVariation,
+    /// A phase's minimum or maximum is more than [`MAX_SPREAD`] away from its median.
     FarFromMedian,
+    /// CPU pressure above [`MAX_CPU_STALL`] of the run, or a 1-minute load average above the CPU count at the end.
     Pressure,
+    /// At least one trial failed.
     Failures,
+    /// Fewer than [`MIN_TRIALS_FOR_CI`] measured trials, or a `--precision` not reached within `--max-trials`.
     TooFewTrials,
+    /// `command[0]` is a shim, not the interpreter, so every trial also pays for a second process.
     Shim,
+    /// Ctrl-C ended the run early.
     Interrupted,
 }
 
 /// One warning, with the sentence a person reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Warning {
+    /// What the warning is about.
     pub kind: WarningKind,
+    /// The phase it concerns, when it concerns one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
+    /// The variant (A or B) it concerns, when it concerns one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<Variant>,
+    /// The sentence a person reads.
     pub message: String,
 }
 

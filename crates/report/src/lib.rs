@@ -5,6 +5,8 @@
 //! Owns formatting only: it reads the models of `importguard` and `phases`
 //! and never parses logs, runs processes or computes statistics itself.
 
+#![warn(missing_docs)]
+
 pub mod bench;
 pub mod boundary;
 pub mod importtime;

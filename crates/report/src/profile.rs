@@ -12,6 +12,7 @@ use std::io::{self, BufWriter, Write};
 pub struct SampledStack {
     /// Frames from the root (process or thread) to the leaf.
     pub frames: Vec<String>,
+    /// How many samples landed on this stack.
     pub samples: u64,
 }
 
@@ -105,6 +106,7 @@ pub fn speedscope(stacks: &[SampledStack], name: &str, w: &mut dyn Write) -> io:
 /// One frame's share of the samples.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FrameTotal {
+    /// The frame as it appears in the collapsed stacks.
     pub frame: String,
     /// Samples where this frame was the leaf (on CPU itself).
     pub self_samples: u64,

@@ -46,23 +46,35 @@ pub enum ErrorKind {
     SpawnFailed(#[source] io::Error),
     /// The expected line did not come in time.
     #[error("no answer within {}", fmt_duration(*after))]
-    Timeout { after: Duration },
+    Timeout {
+        /// How long the harness waited.
+        after: Duration,
+    },
     /// stdout ended (the worker exited or closed it) before the expected line.
     #[error("the worker closed its stdout before answering")]
     ExitedEarly,
     /// stdout ended in the middle of a line (no final `\n`).
     #[error("the worker's stdout ended in the middle of a line that starts `{prefix}`")]
-    PartialLine { prefix: String },
+    PartialLine {
+        /// The start of the unfinished line, escaped for display.
+        prefix: String,
+    },
     /// A line that is not a protocol line: malformed JSON after `{`, not
     /// UTF-8, or longer than the cap.
     #[error(transparent)]
     Protocol(#[from] FrameError),
     /// A well-formed message, but not the one expected now.
     #[error("the worker sent `{got}`")]
-    UnexpectedReply { got: String },
+    UnexpectedReply {
+        /// The message that came instead, described and cut for quoting.
+        got: String,
+    },
     /// More noise lines on stdout than the command's bound.
     #[error("the worker wrote more than {limit} non-protocol lines on stdout")]
-    TooMuchNoise { limit: usize },
+    TooMuchNoise {
+        /// The command's bound on noise lines ([`crate::Command::max_noise_lines`]).
+        limit: usize,
+    },
     /// Reading from or writing to the worker's pipes failed.
     #[error("talking to the worker failed: {0}")]
     Io(#[source] io::Error),
@@ -98,7 +110,9 @@ impl ErrorKind {
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct ErrorDetail {
+    /// What kind of failure it was.
     pub kind: ErrorKind,
+    /// The phase of the worker's life in which it failed.
     pub phase: Phase,
     /// The command as a person would type it ([`crate::Command::display`]).
     pub command: String,

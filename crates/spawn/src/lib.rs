@@ -84,6 +84,8 @@
 //!   (`setsid`, `setpgid`): they are outside its reach; only the pipes they
 //!   may hold are handled (bounded waits).
 
+#![warn(missing_docs)]
+
 pub mod affinity;
 mod command;
 mod drain;

@@ -41,14 +41,18 @@ const QUOTE_MAX: usize = 200;
 /// delivered its line, before parsing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stamped<T> {
+    /// The parsed message (the ready line, or a reply).
     pub value: T,
+    /// CLOCK_MONOTONIC ns right after the `read` that delivered its line.
     pub read_at_ns: u64,
 }
 
 /// One request and its reply, with both stamps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exchange {
+    /// The op of the request that was sent.
     pub request_op: String,
+    /// The worker's reply to it.
     pub reply: Reply,
     /// Taken just before the request line was written.
     pub sent_at_ns: u64,
@@ -61,6 +65,7 @@ pub struct Exchange {
 pub struct NoiseLine {
     /// The line, cut to 4 KiB at most.
     pub text: String,
+    /// CLOCK_MONOTONIC ns right after the `read` that delivered the line.
     pub read_at_ns: u64,
     /// The phase in which the harness read it.
     pub phase: Phase,
@@ -110,12 +115,17 @@ pub struct ShutdownTimeline {
 /// A worker's end: how it exited, what it cost, and what it left.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finished {
+    /// The worker's pid.
     pub pid: u32,
+    /// How the process ended: exit code, signal, or unknown.
     pub status: ExitStatus,
     /// From `wait4` on this child; `None` only with [`ExitStatus::Unknown`].
     pub rusage: Option<Rusage>,
+    /// When each step of the end happened (shutdown sent, ack, stdin closed, signals, exit).
     pub shutdown: ShutdownTimeline,
+    /// Whether SIGTERM or SIGKILL to the group was needed to end it.
     pub escalation: Escalation,
+    /// Every noise line seen on stdout during the worker's life.
     pub noise: Vec<NoiseLine>,
     /// The last bytes of stderr (lossy UTF-8, at most the tail bound).
     pub stderr_tail: String,

@@ -20,23 +20,36 @@ use phases::summary::{Phase, RunSummary, variants};
 /// The whole file.
 #[derive(Debug, Serialize)]
 pub struct Export {
+    /// One result per phase, and per variant with `--vs`.
     pub results: Vec<HyperfineResult>,
 }
 
 /// One `results[]` entry.
 #[derive(Debug, Serialize)]
 pub struct HyperfineResult {
+    /// The phase's name (`ready`, `health`, ...), with ` (A)` or ` (B)` appended under `--vs`.
     pub command: String,
+    /// Mean of the samples, seconds.
     pub mean: f64,
+    /// Sample standard deviation, seconds; `null` with one sample.
     pub stddev: Option<f64>,
+    /// Median of the samples, seconds.
     pub median: f64,
+    /// Mean user CPU time per sample's trial, summed over its workers, seconds (`wait4`).
     pub user: f64,
+    /// Mean system CPU time per sample's trial, summed over its workers, seconds (`wait4`).
     pub system: f64,
+    /// Smallest sample, seconds.
     pub min: f64,
+    /// Largest sample, seconds.
     pub max: f64,
+    /// Every sample, seconds (measured, correct trials; every round trip for `health`).
     pub times: Vec<f64>,
+    /// For each sample, its trial's peak RSS in bytes (the largest worker's `ru_maxrss` from `wait4`; 0 when unknown).
     pub memory_usage_byte: Vec<u64>,
+    /// For each sample, its trial's exit code as a shell reports it (128 + signal; -1 when unknown).
     pub exit_codes: Vec<i32>,
+    /// With `--vs`, the `phase` and `variant` this result is of.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parameters: Option<serde_json::Map<String, serde_json::Value>>,
 }
