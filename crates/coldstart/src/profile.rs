@@ -69,6 +69,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             rate: args.rate,
             health: args.health,
             until_ready: args.until.is_some(),
+            top: args.top,
         },
     )?;
     let mut stdout = std::io::stdout().lock();
@@ -108,6 +109,11 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         }
     }
     writeln!(stdout)?;
-    report::profile::top_table(&p.stacks, args.top, args.rate, &mut stdout)?;
+    let rows: Vec<(&str, u64, u64)> = p
+        .top
+        .iter()
+        .map(|f| (f.frame.as_str(), f.self_samples, f.total_samples))
+        .collect();
+    report::profile::top_table(&rows, p.sampled, args.rate, &mut stdout)?;
     Ok(ExitCode::SUCCESS)
 }

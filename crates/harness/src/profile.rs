@@ -15,7 +15,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use pystacks::{CollapsedStack, ImportShare, Sampler, SamplerOptions};
+use pystacks::{CollapsedStack, FrameTotal, ImportShare, Sampler, SamplerOptions};
 
 use crate::error::{Error, Result, invalid};
 use crate::lifecycle::Lifecycle;
@@ -32,6 +32,8 @@ pub struct ProfileOptions {
     pub health: Option<usize>,
     /// Stop sampling at the ready line.
     pub until_ready: bool,
+    /// How many frames to rank.
+    pub top: usize,
 }
 
 /// A finished profile, its files written.
@@ -43,8 +45,11 @@ pub struct Profile {
     pub health: usize,
     /// How the worker ended.
     pub exit: String,
-    /// Every sampled stack (the whole run, or up to ready).
-    pub stacks: Vec<report::profile::SampledStack>,
+    /// The frames with the most self samples over every sampled stack
+    /// (the whole run, or up to ready), ranked.
+    pub top: Vec<FrameTotal>,
+    /// Samples in those stacks.
+    pub sampled: u64,
     /// Where the start-up samples (spawn to ready) went.
     pub startup: ImportShare,
     /// Samples taken, and rounds that started late.
@@ -130,7 +135,8 @@ pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<Profile> {
         ready_ms,
         health: lifecycle.health,
         exit,
-        stacks,
+        top: pystacks::top_frames(&collapsed, opts.top),
+        sampled: collapsed.iter().map(|s| s.samples).sum(),
         startup,
         samples: sampled.sample_count(),
         late_ticks: sampled.late_ticks,

@@ -150,6 +150,28 @@ pub fn top_frames(stacks: &[CollapsedStack], n: usize) -> Vec<FrameTotal> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn top_frames_count_self_at_the_leaf_and_total_once_per_stack() {
+        let stack = |frames: &[&str], samples| CollapsedStack {
+            frames: frames.iter().map(|f| f.to_string()).collect(),
+            samples,
+        };
+        let s = [
+            stack(&["process 1", "main", "f", "f"], 4),
+            stack(&["process 1", "main", "g"], 6),
+            stack(&["process 1", "main"], 1),
+        ];
+        let top = top_frames(&s, 10);
+        let get = |name: &str| top.iter().find(|f| f.frame == name).unwrap().clone();
+        assert_eq!(get("g").self_samples, 6);
+        assert_eq!(get("f").self_samples, 4);
+        assert_eq!(get("f").total_samples, 4, "recursion counts a stack once");
+        assert_eq!(get("main").total_samples, 11);
+        assert_eq!(get("main").self_samples, 1);
+        assert!(top.iter().all(|f| !f.frame.starts_with("process ")));
+        assert_eq!(top[0].frame, "g");
+    }
+
     fn stack(frames: &str, samples: u64) -> CollapsedStack {
         CollapsedStack {
             frames: frames.split(';').map(str::to_owned).collect(),

@@ -103,70 +103,15 @@ pub fn speedscope(stacks: &[SampledStack], name: &str, w: &mut dyn Write) -> io:
     w.write_all(b"\n")
 }
 
-/// One frame's share of the samples.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FrameTotal {
-    /// The frame as it appears in the collapsed stacks.
-    pub frame: String,
-    /// Samples where this frame was the leaf (on CPU itself).
-    pub self_samples: u64,
-    /// Samples where this frame was anywhere on the stack (counted once per
-    /// stack even under recursion).
-    pub total_samples: u64,
-}
-
-/// Frames ranked by self samples, then total samples, then name; the root
-/// frames of process and thread labels (`process 12:...`, `thread ...`) are
-/// left out of the ranking.
-pub fn top_frames(stacks: &[SampledStack], n: usize) -> Vec<FrameTotal> {
-    let mut by: HashMap<&str, (u64, u64)> = HashMap::new();
-    for s in stacks {
-        let mut seen: Vec<&str> = Vec::new();
-        for (i, f) in s.frames.iter().enumerate() {
-            if is_label(f) {
-                continue;
-            }
-            let e = by.entry(f.as_str()).or_default();
-            if !seen.contains(&f.as_str()) {
-                e.1 += s.samples;
-                seen.push(f.as_str());
-            }
-            if i + 1 == s.frames.len() {
-                e.0 += s.samples;
-            }
-        }
-    }
-    let mut out: Vec<FrameTotal> = by
-        .into_iter()
-        .map(|(frame, (self_samples, total_samples))| FrameTotal {
-            frame: frame.to_owned(),
-            self_samples,
-            total_samples,
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        b.self_samples
-            .cmp(&a.self_samples)
-            .then(b.total_samples.cmp(&a.total_samples))
-            .then(a.frame.cmp(&b.frame))
-    });
-    out.truncate(n);
-    out
-}
-
-fn is_label(frame: &str) -> bool {
-    frame.starts_with("process ") || frame.starts_with("thread ")
-}
-
-/// The top-frames table as text: self and total samples with their share
-/// of all samples and the time they stand for at `rate_hz`.
+/// The top-frames table as text: `all` samples at `rate_hz`, then each
+/// ranked row (frame, self samples, total samples) with its share of all
+/// samples. The ranking is the sampler's (`pystacks::top_frames`).
 pub fn top_table(
-    stacks: &[SampledStack],
-    n: usize,
+    rows: &[(&str, u64, u64)],
+    all: u64,
     rate_hz: u32,
     w: &mut dyn Write,
 ) -> io::Result<()> {
-    let all: u64 = stacks.iter().map(|s| s.samples).sum();
     writeln!(
         w,
         "{all} samples at {rate_hz} Hz (about {:.0} ms on CPU)",
@@ -184,15 +129,14 @@ pub fn top_table(
             x as f64 * 100.0 / all as f64
         }
     };
-    for f in top_frames(stacks, n) {
+    for &(frame, self_samples, total_samples) in rows {
         writeln!(
             w,
-            "{:>8} {:>5.1}% {:>8} {:>5.1}%  {}",
-            f.self_samples,
-            pct(f.self_samples),
-            f.total_samples,
-            pct(f.total_samples),
-            f.frame
+            "{:>8} {:>5.1}% {:>8} {:>5.1}%  {frame}",
+            self_samples,
+            pct(self_samples),
+            total_samples,
+            pct(total_samples),
         )?;
     }
     Ok(())
@@ -230,20 +174,6 @@ mod tests {
         let s = stacks("<module> (my app/x.py:1);g (y.py:2) 3\n");
         assert_eq!(s[0].frames[0], "<module> (my app/x.py:1)");
         assert_eq!(s[0].samples, 3);
-    }
-
-    #[test]
-    fn top_frames_count_self_at_the_leaf_and_total_once_per_stack() {
-        let s = stacks("process 1;main;f;f 4\nprocess 1;main;g 6\nprocess 1;main 1\n");
-        let top = top_frames(&s, 10);
-        let get = |name: &str| top.iter().find(|f| f.frame == name).unwrap().clone();
-        assert_eq!(get("g").self_samples, 6);
-        assert_eq!(get("f").self_samples, 4);
-        assert_eq!(get("f").total_samples, 4, "recursion counts a stack once");
-        assert_eq!(get("main").total_samples, 11);
-        assert_eq!(get("main").self_samples, 1);
-        assert!(top.iter().all(|f| !f.frame.starts_with("process ")));
-        assert_eq!(top[0].frame, "g");
     }
 
     #[test]
