@@ -89,12 +89,11 @@ fn a_hung_worker_times_out_with_its_python_stack_with_no_py_spy_installed() {
 fn an_import_heavy_start_up_spends_most_samples_inside_imports() {
     let out = tempfile::tempdir().unwrap();
     let assert = support::xtask()
-        .args(["profile", "--rate", "1000", "--until", "ready", "--out"])
+        .args(["profile", "--rate", "200", "--until", "ready", "--out"])
         .arg(out.path())
         .arg("--")
         .arg(support::python())
-        .args(["-m", "refworker", "--test-echo"])
-        .env("PYTHONPATH", support::worker_dir())
+        .arg(fixture("import_heavy_worker.py"))
         .env("PATH", BARE_PATH)
         .assert()
         .success();
