@@ -205,10 +205,15 @@ impl Plan {
 }
 
 pub(crate) fn clip(s: &str) -> String {
-    if s.len() <= 120 {
+    clip_to(s, 120)
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, with `…` when cut.
+pub(crate) fn clip_to(s: &str, max: usize) -> String {
+    if s.len() <= max {
         return s.to_owned();
     }
-    let mut end = 120;
+    let mut end = max;
     while !s.is_char_boundary(end) {
         end -= 1;
     }

@@ -227,17 +227,6 @@ impl Side {
     }
 }
 
-fn clip(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
-}
-
 fn record_end(rec: &mut WorkerRecord, fin: &spawn::Finished) {
     rec.usage = fin.rusage.map(|u| Usage {
         user_ns: u.user.as_nanos() as u64,
@@ -261,7 +250,7 @@ fn failed(rec: &mut WorkerRecord, check: Check, message: String, interrupt: &Int
     };
     rec.outcome = Outcome::Failed {
         check,
-        message: clip(&message, 4000),
+        message: serve::clip_to(&message, 4000),
     };
 }
 
