@@ -461,9 +461,12 @@ pub struct ImportAttempt {
     /// first-party line that started it), when it is not `by` itself.
     #[serde(default)]
     pub first_party: Option<Frame>,
-    /// How many modules' top-level code was running (the import nesting).
+    /// For a forbidden name: how many modules' top-level code was running
+    /// (the import nesting, the length of `stack`); `None` for other names,
+    /// whose stack the recorder does not walk to the top (it costs every
+    /// import of the worker's start-up).
     #[serde(default)]
-    pub depth: u32,
+    pub depth: Option<u32>,
     /// The innermost module whose top-level code was running, if any: the
     /// importing module, from which a chain can be rebuilt link by link.
     #[serde(default)]

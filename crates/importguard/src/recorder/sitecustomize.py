@@ -117,9 +117,18 @@ def _install():
 
     # Frames are told apart by their module (f_globals) where possible:
     # reading frame.f_code raises an `object.__getattr__` audit event, which
-    # would call this recorder's own hook once per frame walked.
+    # would call this recorder's own hook once per frame walked. The import
+    # machinery's own modules (and this recorder) are known by the identity
+    # of their globals; the rest of importlib by its module names.
     my_globals = globals()
     machinery_names = ("importlib", "_frozen_importlib", "_frozen_importlib_external")
+    machinery_globals = [my_globals]
+    for _name in machinery_names[1:]:
+        _mod = sys.modules.get(_name)
+        if _mod is not None:
+            machinery_globals.append(_mod.__dict__)
+    boot_globals = machinery_globals[1] if len(machinery_globals) > 1 else my_globals
+    ext_globals = machinery_globals[-1]
 
     def machinery_frame(f):
         g = f.f_globals
@@ -135,6 +144,17 @@ def _install():
             if name == p or (name.startswith(p) and name[len(p)] == "."):
                 return p
         return None
+
+    # The first component of every forbidden pattern: most names are told
+    # apart from the policy by one set lookup.
+    forbid_heads = frozenset(p.partition(".")[0] for p in forbid)
+
+    def forbidden(name):
+        """The policy's verdict on `name`: whether it matches a forbidden
+        pattern, and then whether it is refused (`--block` and not allowed)."""
+        if name.partition(".")[0] not in forbid_heads or matches(name, forbid) is None:
+            return False, False
+        return True, block and matches(name, allow) is None
 
     def not_first_party(frame):
         # The standard library (not the site-packages folder inside it),
@@ -154,42 +174,48 @@ def _install():
     main_thread = get_ident()
 
     def describe(rec, f, want_origin):
-        """Fills who asked (`by`), the first-party line, the nesting and, for
-        forbidden names, the stack of executing modules, from frame `f` up."""
+        """Fills who asked (`by`) and the innermost executing module
+        (`parent`), from frame `f` up; for forbidden names (`want_origin`)
+        also the first-party line and the whole stack of executing modules
+        with its depth. Only a forbidden name pays for a walk to the top of
+        the stack: for the others the walk stops at the first module."""
         by = None
         first_party = None
         stack = []
         while f is not None:
             g = f.f_globals
-            if g is my_globals:
-                mach = True
-            else:
-                name = g.get("__name__")
-                if type(name) is str:
-                    mach = name in machinery_names or name.startswith("importlib.")
-                else:
-                    mach = machinery(f.f_code.co_filename)
-            if by is None and not mach:
+            if g is boot_globals or g is ext_globals or g is my_globals:
+                f = f.f_back
+                continue
+            name = g.get("__name__")
+            if type(name) is str:
+                if name in machinery_names or name.startswith("importlib."):
+                    f = f.f_back
+                    continue
+            elif machinery(f.f_code.co_filename):
+                f = f.f_back
+                continue
+            if by is None:
                 by = f
-            if (want_origin and first_party is None and by is not None
-                    and not not_first_party(f)):
+            if want_origin and first_party is None and not not_first_party(f):
                 first_party = f
             back = f.f_back
-            # A module's top-level frame is the outermost of a run of frames
-            # of that module (never the machinery's): only there is the
-            # code's name worth reading.
-            if (not mach and (back is None or back.f_globals is not g)
-                    and f.f_code.co_name == "<module>"):
+            # A module's top-level code runs with its globals as its locals
+            # (a function's, a class body's do not); only the outermost frame
+            # of a run of frames of one module is worth asking.
+            if (back is None or back.f_globals is not g) and f.f_locals is g:
                 stack.append(g.get("__name__", "?"))
+                if not want_origin:
+                    break
             f = back
         if by is not None:
             rec["by"] = where(by)
         if first_party is not None and first_party is not by:
             rec["first_party"] = where(first_party)
-        rec["depth"] = len(stack)
         if stack:
             rec["parent"] = stack[0]
         if want_origin:
+            rec["depth"] = len(stack)
             stack.reverse()
             rec["stack"] = stack
         tid = get_ident()
@@ -249,6 +275,7 @@ def _install():
         def _find(self, name, path, target, tid):
             t_ns = monotonic_ns()
             rec = {"type": "import", "name": name, "t_ns": t_ns}
+            bad, refused = forbidden(name)
             probe_origin = False
             seen = audited.get(tid)
             if seen is not None and name in seen:
@@ -276,7 +303,7 @@ def _install():
                     if line is not None:
                         probed_at[name] = line
                     probe_origin = True
-                describe(rec, f, matches(name, forbid) is not None)
+                describe(rec, f, bad)
                 if name in declared and not rec.get("probe"):
                     rec["declared"] = declared.pop(name)
                     rec["reified"] = True
@@ -285,7 +312,7 @@ def _install():
             except Exception as exc:
                 fail("frames", exc)
 
-            if block and matches(name, forbid) and not matches(name, allow):
+            if refused:
                 rec["found"] = None
                 rec["blocked"] = True
                 emit(rec)
@@ -320,7 +347,7 @@ def _install():
                 origin = getattr(spec, "origin", None)
                 if type(origin) is str:
                     lazy_files[origin] = name
-            if err is None and not rec.get("probe") and not matches(name, forbid):
+            if err is None and not bad and not rec.get("probe"):
                 # Nothing a verdict needs if the worker dies before the next
                 # record is written: keep it back (see _CsRecords.defer).
                 defer(rec)
@@ -501,11 +528,12 @@ def _install():
                 # reordered): this hook writes the attempt itself.
                 t_ns = monotonic_ns()
                 rec = {"type": "import", "name": name, "t_ns": t_ns, "channel": "audit"}
-                describe(rec, getframe(1), matches(name, forbid) is not None)
+                bad, refused = forbidden(name)
+                describe(rec, getframe(1), bad)
                 if name in declared:
                     rec["declared"] = declared.pop(name)
                     rec["reified"] = True
-                if block and matches(name, forbid) and not matches(name, allow):
+                if refused:
                     rec["blocked"] = True
                     emit(rec)
                     raise refuse(name)
@@ -515,7 +543,7 @@ def _install():
                 written[name] = t_ns
                 if records.pid != getpid():
                     rec["pid"] = getpid()
-                if matches(name, forbid):
+                if bad:
                     emit(rec)
                 else:
                     defer(rec)
@@ -533,11 +561,12 @@ def _install():
                     return
                 rec = {"type": "import", "name": name, "t_ns": monotonic_ns(),
                        "channel": "audit", "reified": True, "found": True}
-                describe(rec, getframe(1), matches(name, forbid) is not None)
+                bad, refused = forbidden(name)
+                describe(rec, getframe(1), bad)
                 line = probed_at.get(name)
                 if line is not None:
                     rec["declared"] = line
-                if block and matches(name, forbid) and not matches(name, allow):
+                if refused:
                     rec["blocked"] = True
                     rec["found"] = None
                     emit(rec)

@@ -255,6 +255,55 @@ mod live {
         cmd.args(args).output().unwrap()
     }
 
+    /// The stub leaves the import system's cache of `sitecustomize` holding
+    /// the bootstrap's own code, so the next worker of the same version runs
+    /// it without compiling or running the stub, even with
+    /// PYTHONDONTWRITEBYTECODE (which keeps the interpreter from writing
+    /// that cache itself), and still records.
+    #[test]
+    fn the_next_worker_runs_the_bootstrap_from_the_import_cache() {
+        let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();
+        let site = PathBuf::from(setup.env()[0].1.clone());
+        let run_once = |setup: &RecorderSetup| {
+            let mut cmd = Command::new(python());
+            cmd.envs(setup.env().iter().map(|(k, v)| (k, v)))
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .env("PYTHONVERBOSE", "1")
+                .args(["-c", "import colorsys"]);
+            let out = cmd.output().unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        };
+        // The first run may be the one that writes the cache.
+        run_once(&setup);
+        let second = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();
+        let verbose = run_once(&second);
+        let cached = site.join("__pycache__");
+        assert!(
+            verbose.lines().any(|l| l.starts_with("# code object from")
+                && l.contains(cached.to_str().unwrap())
+                && l.contains("sitecustomize")),
+            "sitecustomize was not loaded from {}:\n{verbose}",
+            cached.display()
+        );
+        // What the cache holds is the bootstrap (the stub has no chain).
+        let pyc = std::fs::read_dir(&cached)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "pyc"))
+            .unwrap();
+        let bytes = std::fs::read(&pyc).unwrap();
+        assert!(
+            bytes.windows(9).any(|w| w == b"_cs_chain"),
+            "{} holds the stub, not the bootstrap",
+            pyc.display()
+        );
+        let rec = second.read().unwrap();
+        assert!(rec.ran() && rec.errors.is_empty(), "{rec:?}");
+        assert!(rec.imports.iter().any(|i| i.name == "colorsys"), "{rec:?}");
+    }
+
     #[test]
     fn records_attempts_chains_and_blocks() {
         let pre = tempfile::tempdir().unwrap();
@@ -309,7 +358,13 @@ mod live {
                 .find(|i| i.name == n)
                 .unwrap_or_else(|| panic!("{n} not recorded: {rec:?}"))
         };
-        assert!(find("fakeforbidden").blocked);
+        let forbidden = find("fakeforbidden");
+        assert!(forbidden.blocked);
+        assert_eq!(
+            (forbidden.depth, forbidden.stack.as_slice()),
+            (Some(1), ["__main__".to_string()].as_slice()),
+            "a forbidden name: the whole stack of executing modules"
+        );
         let probe = rec
             .imports
             .iter()
@@ -329,7 +384,8 @@ mod live {
         );
         assert_eq!(
             (colorsys.depth, colorsys.parent.as_deref()),
-            (1, Some("__main__"))
+            (None, Some("__main__")),
+            "a name outside the policy: the importing module, no walk to the top"
         );
         assert!(
             colorsys.stack.is_empty(),
@@ -421,7 +477,7 @@ mod props {
                     found,
                     blocked,
                     probe,
-                    depth: stack.len() as u32,
+                    depth: Some(stack.len() as u32),
                     parent: stack.last().cloned(),
                     by,
                     first_party,

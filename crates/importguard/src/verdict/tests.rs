@@ -250,7 +250,7 @@ fn attempt(name: &str, t: u64, stack: &[&str]) -> recorder::ImportAttempt {
         found: Some(true),
         blocked: false,
         probe: false,
-        depth: stack.len() as u32,
+        depth: Some(stack.len() as u32),
         parent: stack.last().map(|s| s.to_string()),
         by: None,
         first_party: None,
