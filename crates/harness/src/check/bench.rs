@@ -1,9 +1,13 @@
 //! `--bench N` of the check: what the whole check costs beside the
 //! worker's own lifecycle. N interleaved rounds, after one warm-up of each:
 //! the whole check of a target, one plain lifecycle of its worker (spawn,
-//! ready, health, shutdown; no importtime, no recorder) and one instrumented
-//! lifecycle (importtime, recorder, verdict); the two lifecycles swap
-//! places every round, so neither always follows the check.
+//! ready, health, shutdown; no importtime, no recorder), one lifecycle with
+//! the import recorder and its audit hook alone (no importtime: what the
+//! recorder costs the worker's start, its ready time paired with the plain
+//! lifecycle's in the same round) and one instrumented lifecycle
+//! (importtime, recorder, verdict). The plain and recorder-only lifecycles
+//! run back to back in alternating order, and the rounds alternate which
+//! side of the check they run on, so no series always follows another.
 //!
 //! The report also gives the check's physical floor on this machine: N
 //! concurrent workers cannot finish before one lifecycle does, nor before
@@ -14,6 +18,8 @@
 use std::time::Instant;
 
 use report::boundary::{CheckCost, Status};
+
+use importguard::recorder::Recorder;
 
 use super::{CheckOptions, check_process, check_target, policy_of};
 use crate::error::{Error, Result, invalid};
@@ -27,22 +33,76 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
     }
     let policy = policy_of(t)?;
     let lifecycle = Lifecycle::of(t);
-    let cmd = t.spawn_command();
-    // Wall ms and the worker's own CPU ms (user + sys, from wait4).
-    let plain = || -> Result<(f64, f64)> {
+    let pythonpath: Option<std::ffi::OsString> = t
+        .env
+        .get("PYTHONPATH")
+        .map(Into::into)
+        .or_else(|| std::env::var_os("PYTHONPATH"));
+    // One lifecycle without importtime, with the recorder's environment or
+    // without: wall ms, spawn-to-ready ms, the worker's own CPU ms (user +
+    // sys, from wait4). Both prepare the recorder's folder, so only the
+    // environment differs.
+    let lifecycle_of = |recorded: bool| -> Result<(f64, f64, f64)> {
+        let setup = Recorder::prepare(&policy.recorder_policy(false), pythonpath.as_deref())
+            .map_err(|cause| Error::Recorder {
+                context: "could not prepare the import recorder",
+                cause,
+            })?;
+        let mut cmd = t.spawn_command();
+        cmd.env_remove("PYTHONPROFILEIMPORTTIME");
+        if recorded {
+            for (k, v) in setup.env() {
+                cmd.env(k, v);
+            }
+        }
         let start = Instant::now();
-        let finished = lifecycle
-            .run(&cmd)
-            .map_err(|e| Error::worker("the worker's lifecycle failed", e))?;
+        let what = if recorded {
+            "the worker's lifecycle with the recorder failed"
+        } else {
+            "the worker's lifecycle failed"
+        };
+        let mut started = lifecycle
+            .spawn(&cmd)
+            .and_then(|s| s.wait_ready())
+            .map_err(|e| Error::worker(what, e))?;
+        let ready = started.ready_ms();
+        for _ in 0..lifecycle.health {
+            started.health().map_err(|e| Error::worker(what, e))?;
+        }
+        let finished = started.shutdown().map_err(|e| Error::worker(what, e))?;
+        let wall = start.elapsed().as_secs_f64() * 1e3;
+        if recorded {
+            // A figure for the recorder only where it ran, hook and all.
+            let rec = setup.read().map_err(|cause| Error::Recorder {
+                context: "could not read the recorder's records",
+                cause,
+            })?;
+            if !rec.ran() || rec.start.as_ref().and_then(|s| s.audit) != Some(true) {
+                invalid!(
+                    "the import recorder (with its audit hook) did not run in the worker, so its cost cannot be measured; run the check without --bench to see why"
+                );
+            }
+        }
         let cpu = finished
             .rusage
             .map_or(f64::NAN, |u| (u.user + u.sys).as_secs_f64() * 1e3);
-        Ok((start.elapsed().as_secs_f64() * 1e3, cpu))
+        Ok((wall, ready, cpu))
     };
-    let record_plain = |cost: &mut CheckCost| -> Result<()> {
-        let (wall, cpu) = plain()?;
-        cost.plain_ms.push(wall);
-        cost.plain_cpu_ms.push(cpu);
+    let plain = || lifecycle_of(false);
+    // The plain lifecycle and the recorder-only one, back to back, in the
+    // order given.
+    let record_pair = |cost: &mut CheckCost, plain_first: bool| -> Result<()> {
+        let (p, r) = if plain_first {
+            let p = lifecycle_of(false)?;
+            (p, lifecycle_of(true)?)
+        } else {
+            let r = lifecycle_of(true)?;
+            (lifecycle_of(false)?, r)
+        };
+        cost.plain_ms.push(p.0);
+        cost.plain_ready_ms.push(p.1);
+        cost.plain_cpu_ms.push(p.2);
+        cost.recorded_ready_ms.push(r.1);
         Ok(())
     };
     let instrumented = || -> Result<f64> {
@@ -62,16 +122,22 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
         check_ms: Vec::new(),
         plain_ms: Vec::new(),
         plain_cpu_ms: Vec::new(),
+        plain_ready_ms: Vec::new(),
+        recorded_ready_ms: Vec::new(),
         instrumented_ms: Vec::new(),
+        shim: shim_note(t),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    // One warm-up of each (page cache, bytecode), kept out of the figures.
+    // One warm-up of each (page cache, bytecode, the recorder's cached
+    // code), kept out of the figures.
     plain()?;
+    lifecycle_of(true)?;
     check_target(t, opts)?;
     for round in 0..rounds {
         let first_plain = round % 2 == 0;
+        // Rounds go plain, recorded, check, instrumented, then the reverse.
         if first_plain {
-            record_plain(&mut cost)?;
+            record_pair(&mut cost, true)?;
         } else {
             cost.instrumented_ms.push(instrumented()?);
         }
@@ -84,8 +150,28 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
         if first_plain {
             cost.instrumented_ms.push(instrumented()?);
         } else {
-            record_plain(&mut cost)?;
+            record_pair(&mut cost, false)?;
         }
     }
     Ok(cost)
+}
+
+/// Why the target's `command[0]` is a shim and what to run instead, if it
+/// is one (asked of the interpreter itself, as the bench's environment
+/// record does).
+fn shim_note(t: &Target) -> Option<String> {
+    let program = t.command.first()?;
+    let info = crate::env::python_info(program, &t.env, &t.cwd);
+    if !info.shim {
+        return None;
+    }
+    let why = info
+        .note
+        .unwrap_or_else(|| format!("`{program}` is a shim"));
+    Some(match info.executable {
+        Some(exe) => {
+            format!("`{program}` is a shim ({why}): run {exe} directly to measure the worker alone")
+        }
+        None => format!("`{program}` is a shim ({why})"),
+    })
 }

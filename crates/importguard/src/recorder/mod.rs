@@ -453,7 +453,11 @@ pub struct ImportAttempt {
     /// An availability probe (`importlib.util.find_spec`), not an import.
     #[serde(default)]
     pub probe: bool,
-    /// The first frame outside the import machinery: who asked.
+    /// The first frame outside the import machinery: who asked. Recorded
+    /// for forbidden names (and lazy bodies, probes' declarations, attempts
+    /// the audit hook saw alone of a forbidden name); the worker's other
+    /// imports carry no frame since format 2 (their lines, where a chain
+    /// needs them, are in the forbidden record's `stack_by`).
     #[serde(default)]
     pub by: Option<Frame>,
     /// For a forbidden name: the first frame outside the import machinery,
@@ -468,13 +472,20 @@ pub struct ImportAttempt {
     #[serde(default)]
     pub depth: Option<u32>,
     /// The innermost module whose top-level code was running, if any: the
-    /// importing module, from which a chain can be rebuilt link by link.
+    /// importing module (recorded with `by`).
     #[serde(default)]
     pub parent: Option<String>,
     /// For a forbidden name: all the modules whose top-level code was
     /// running, outermost first (empty for other names, to keep records small).
     #[serde(default)]
     pub stack: Vec<String>,
+    /// Beside `stack`, the line that imported each of those modules (the
+    /// first frame outside the import machinery above the module's own
+    /// frame), read while they were all executing: the lines of a chain's
+    /// links. Empty in records that predate it; `None` where no frame was
+    /// above (the interpreter's own start of `__main__`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack_by: Vec<Option<Frame>>,
     /// Set when the attempt came from a thread other than the main one.
     #[serde(default)]
     pub thread: Option<u64>,

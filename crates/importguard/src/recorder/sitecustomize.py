@@ -12,8 +12,10 @@
 #           started it, argv, sys.flags, whether importtime is on, and for a
 #           forked child the line that called fork
 #   chain   the sitecustomize the environment already had, run after us
-#   import  an import attempt: the name, found or not, who asked (file:line),
-#           the modules executing at the time, and the channel that saw it:
+#   import  an import attempt: the name, found or not, and the channel that
+#           saw it; for a forbidden name also who asked (file:line), the
+#           first-party line, and the modules executing at the time with
+#           the line that imported each (every link of its chain):
 #           `finder` (our sys.meta_path finder, placed first), `audit` (the
 #           `import` audit event, which code cannot remove: a worker that
 #           rewrote sys.meta_path) or `both`; `reified` when the body of a
@@ -175,13 +177,17 @@ def _install():
 
     def describe(rec, f, want_origin):
         """Fills who asked (`by`) and the innermost executing module
-        (`parent`), from frame `f` up; for forbidden names (`want_origin`)
-        also the first-party line and the whole stack of executing modules
-        with its depth. Only a forbidden name pays for a walk to the top of
-        the stack: for the others the walk stops at the first module."""
+        (`parent`), from frame `f` up; with `want_origin` (a forbidden name)
+        also the first-party line and the whole stack of executing modules,
+        outermost first, with the line that imported each (`stack_by`: the
+        first frame outside the machinery above that module's own frame):
+        the lines of a chain's every link, read at the one moment they are
+        all on the stack. Without it the walk stops at the first module."""
         by = None
         first_party = None
         stack = []
+        stack_by = []
+        importer_of = -1
         while f is not None:
             g = f.f_globals
             if g is boot_globals or g is ext_globals or g is my_globals:
@@ -197,6 +203,9 @@ def _install():
                 continue
             if by is None:
                 by = f
+            elif importer_of >= 0:
+                stack_by[importer_of] = where(f)
+                importer_of = -1
             if want_origin and first_party is None and not not_first_party(f):
                 first_party = f
             back = f.f_back
@@ -207,6 +216,8 @@ def _install():
                 stack.append(g.get("__name__", "?"))
                 if not want_origin:
                     break
+                stack_by.append(None)
+                importer_of = len(stack_by) - 1
             f = back
         if by is not None:
             rec["by"] = where(by)
@@ -218,6 +229,8 @@ def _install():
             rec["depth"] = len(stack)
             stack.reverse()
             rec["stack"] = stack
+            stack_by.reverse()
+            rec["stack_by"] = stack_by
         tid = get_ident()
         if tid != main_thread:
             rec["thread"] = tid
@@ -303,7 +316,14 @@ def _install():
                     if line is not None:
                         probed_at[name] = line
                     probe_origin = True
-                describe(rec, f, bad)
+                # Only a forbidden name's record says where it came from:
+                # its stack holds the line of every link of its chain. The
+                # worker's other imports are not walked (it costs each of
+                # them, and nothing is judged on them).
+                if bad:
+                    describe(rec, f, True)
+                elif tid != main_thread:
+                    rec["thread"] = tid
                 if name in declared and not rec.get("probe"):
                     rec["declared"] = declared.pop(name)
                     rec["reified"] = True
@@ -529,7 +549,10 @@ def _install():
                 t_ns = monotonic_ns()
                 rec = {"type": "import", "name": name, "t_ns": t_ns, "channel": "audit"}
                 bad, refused = forbidden(name)
-                describe(rec, getframe(1), bad)
+                if bad:
+                    describe(rec, getframe(1), True)
+                elif tid != main_thread:
+                    rec["thread"] = tid
                 if name in declared:
                     rec["declared"] = declared.pop(name)
                     rec["reified"] = True

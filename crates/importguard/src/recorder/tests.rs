@@ -376,25 +376,85 @@ mod live {
         );
         let missing = find("surely_not_installed_xyz");
         assert_eq!(missing.found, Some(false));
-        assert_eq!(missing.by.as_ref().unwrap().to_string(), "<string>:9");
         let colorsys = find("colorsys");
+        assert_eq!(colorsys.found, Some(true));
         assert_eq!(
-            (colorsys.found, colorsys.by.as_ref().unwrap().line),
-            (Some(true), 12)
-        );
-        assert_eq!(
-            (colorsys.depth, colorsys.parent.as_deref()),
-            (None, Some("__main__")),
-            "a name outside the policy: the importing module, no walk to the top"
-        );
-        assert!(
-            colorsys.stack.is_empty(),
-            "the whole stack only for forbidden names"
+            (
+                &colorsys.by,
+                colorsys.depth,
+                colorsys.parent.as_deref(),
+                colorsys.stack.len()
+            ),
+            (&None, None, None, 0),
+            "a name outside the policy is not walked: no frame, no stack"
         );
         let exit = rec.exit.as_ref().unwrap();
         assert!(exit.modules.iter().any(|m| m == "colorsys"));
         assert!(!exit.modules.iter().any(|m| m == "fakeforbidden"));
         assert!(rec.start.as_ref().unwrap().t_ns <= colorsys.t_ns && colorsys.t_ns <= exit.t_ns);
+    }
+
+    /// A forbidden name's record holds the line that imported every module
+    /// on its chain, read while they were all executing: here `__main__`
+    /// imports `linka` (line 2), whose function `load` imports `linkb`
+    /// (line 3), whose body imports the forbidden `fakeforbidden` (line 2).
+    #[test]
+    fn a_forbidden_record_holds_the_line_of_every_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        write(
+            "linka.py",
+            "def load():\n    x = 1\n    import linkb\n\nload()\n",
+        );
+        write("linkb.py", "# the forbidden import\nimport fakeforbidden\n");
+        write("fakeforbidden.py", "");
+        write("main.py", "# the worker\nimport linka\n");
+        let policy = RecorderPolicy {
+            forbid: vec!["fakeforbidden".into()],
+            ..RecorderPolicy::default()
+        };
+        let setup = Recorder::prepare(&policy, Some(dir.path().as_os_str())).unwrap();
+        let out = run(
+            &setup,
+            None,
+            &[dir.path().join("main.py").to_str().unwrap()],
+        );
+        assert!(out.status.success(), "{out:?}");
+        let rec = setup.read().unwrap();
+        let f = rec
+            .imports
+            .iter()
+            .find(|i| i.name == "fakeforbidden")
+            .unwrap();
+        assert_eq!(f.stack, ["__main__", "linka", "linkb"]);
+        let lines: Vec<_> = f
+            .stack_by
+            .iter()
+            .map(|b| {
+                b.as_ref().map(|b| {
+                    (
+                        Path::new(&b.file)
+                            .file_name()
+                            .unwrap()
+                            .to_str()
+                            .unwrap()
+                            .to_owned(),
+                        b.line,
+                    )
+                })
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                None,
+                Some(("main.py".to_owned(), 2)),
+                Some(("linka.py".to_owned(), 3)),
+            ],
+            "{f:?}"
+        );
+        assert_eq!(f.by.as_ref().map(|b| b.line), Some(2));
+        assert_eq!(f.depth, Some(3));
     }
 
     #[test]
@@ -481,6 +541,7 @@ mod props {
                     parent: stack.last().cloned(),
                     by,
                     first_party,
+                    stack_by: stack.iter().map(|_| None).collect(),
                     stack,
                     thread: None,
                     error: None,

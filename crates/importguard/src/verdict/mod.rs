@@ -381,15 +381,11 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
         per_image.push((img, roots));
     }
 
-    // Who imported each module (its first real attempt), for chain lines:
-    // the worker's own images first.
+    // Who imported each module, for chain lines: the worker's own images
+    // first, then the children's.
     let mut imported_by: HashMap<&str, &Frame> = HashMap::new();
     for img in &images {
-        for a in img.imports.iter().filter(|a| !a.probe) {
-            if let Some(by) = &a.by {
-                imported_by.entry(a.name.as_str()).or_insert(by);
-            }
-        }
+        importers(img, &mut imported_by);
     }
     let lines_of = |chain: &[String]| -> Vec<Option<Frame>> {
         chain
@@ -400,14 +396,14 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
     // In a child image, its own records first: the same module may have
     // been imported from another line in the worker.
     let lines_in = |img: &Recording, chain: &[String]| -> Vec<Option<Frame>> {
+        let mut own = HashMap::new();
+        importers(img, &mut own);
         chain
             .iter()
             .map(|m| {
-                img.imports
-                    .iter()
-                    .find(|a| !a.probe && a.name == *m && a.by.is_some())
-                    .and_then(|a| a.by.clone())
-                    .or_else(|| imported_by.get(m.as_str()).map(|f| (*f).clone()))
+                own.get(m.as_str())
+                    .or_else(|| imported_by.get(m.as_str()))
+                    .map(|f| (*f).clone())
             })
             .collect()
     };
@@ -697,6 +693,26 @@ fn pattern_of(policy: &Policy, name: &str) -> String {
 }
 
 /// `a.b.c` -> `a.b`, `a`.
+/// Adds, for each module one image's records place, the line that imported
+/// it (the first place wins): an attempt's own `by`, and the `stack_by` of
+/// a forbidden name's record, which holds the importing line of every
+/// module that was executing at that moment (the worker's other imports
+/// carry no frame of their own).
+fn importers<'a>(img: &'a Recording, out: &mut HashMap<&'a str, &'a Frame>) {
+    for a in img.imports.iter().filter(|a| !a.probe) {
+        if let Some(by) = &a.by {
+            out.entry(a.name.as_str()).or_insert(by);
+        }
+        if a.stack_by.len() == a.stack.len() {
+            for (m, by) in a.stack.iter().zip(&a.stack_by) {
+                if let Some(by) = by {
+                    out.entry(m.as_str()).or_insert(by);
+                }
+            }
+        }
+    }
+}
+
 fn parents(name: &str) -> impl Iterator<Item = &str> {
     name.match_indices('.')
         .map(move |(i, _)| &name[..i])

@@ -255,6 +255,7 @@ fn attempt(name: &str, t: u64, stack: &[&str]) -> recorder::ImportAttempt {
         by: None,
         first_party: None,
         stack: stack.iter().map(|s| s.to_string()).collect(),
+        stack_by: Vec::new(),
         thread: None,
         error: None,
         channel: recorder::Channel::Both,

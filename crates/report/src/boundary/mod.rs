@@ -415,6 +415,43 @@ pub struct CheckCost {
     pub cores: usize,
     /// One instrumented lifecycle (importtime, recorder, verdict), per round.
     pub instrumented_ms: Vec<f64>,
+    /// The plain lifecycle's spawn-to-ready time, per round.
+    pub plain_ready_ms: Vec<f64>,
+    /// Spawn-to-ready of a lifecycle with the import recorder and its audit
+    /// hook alone (no importtime), run next to the plain one, per round.
+    pub recorded_ready_ms: Vec<f64>,
+    /// Set when the target's `command[0]` is a shim (a second process on
+    /// every start, in both series): why, and the interpreter to run instead.
+    pub shim: Option<String>,
+}
+
+/// What the import recorder and its audit hook may cost a worker's start:
+/// at most 5% of a plain lifecycle's ready time.
+pub const RECORDER_BUDGET: f64 = 0.05;
+
+/// The recorder's cost on the worker's start: the paired ratio of the
+/// recorder-only ready times to the plain ones (Hodges-Lehmann over the
+/// rounds, 95% signed-rank interval, 2% noise band), `None` with fewer than
+/// two rounds.
+pub fn recorder_cost(c: &CheckCost) -> Option<phases::compare::Comparison> {
+    if c.plain_ready_ms.len() < 2 || c.plain_ready_ms.len() != c.recorded_ready_ms.len() {
+        return None;
+    }
+    phases::compare::paired_rank(&c.plain_ready_ms, &c.recorded_ready_ms, 0.95, 0.02).ok()
+}
+
+/// Where a recorder cost stands against [`RECORDER_BUDGET`]: `within` when
+/// its whole interval is at or below the budget, `over` when all of it is
+/// above, else `not settled against` (more rounds would tell).
+pub fn budget_verdict(c: &phases::compare::Comparison) -> &'static str {
+    let limit = 1.0 + RECORDER_BUDGET;
+    if c.ci.hi <= limit {
+        "within"
+    } else if c.ci.lo > limit {
+        "over"
+    } else {
+        "not settled against"
+    }
 }
 
 /// The cost of the check as text: medians, ranges and ratios.
@@ -452,6 +489,27 @@ pub fn render_cost(c: &CheckCost, out: &mut String) {
         cm / pm,
         im / pm
     );
+    if let Some(r) = recorder_cost(c) {
+        let ready = |v: &[f64]| phases::stats::median(v).unwrap_or(f64::NAN);
+        let _ = writeln!(
+            out,
+            "  the recorder and its audit hook alone (no importtime): ready median {:.2} ms against plain {:.2} ms; ratio {:.3} (95% CI {:.3} .. {:.3}), cost {:+.1}%: {} the {:.0}% budget",
+            ready(&c.recorded_ready_ms),
+            ready(&c.plain_ready_ms),
+            r.ratio,
+            r.ci.lo,
+            r.ci.hi,
+            (r.ratio - 1.0) * 100.0,
+            budget_verdict(&r),
+            RECORDER_BUDGET * 100.0
+        );
+        if let Some(shim) = &c.shim {
+            let _ = writeln!(
+                out,
+                "  note: {shim}; both series pay for it, which makes every ratio here smaller than the worker's own"
+            );
+        }
+    }
     let cpu = phases::stats::median(&c.plain_cpu_ms).unwrap_or(f64::NAN);
     let floor = cost_floor(pm, cpu, c.processes, c.cores);
     let _ = writeln!(
@@ -473,6 +531,51 @@ pub fn cost_floor(plain_wall_ms: f64, plain_cpu_ms: f64, processes: usize, cores
 mod tests {
     use super::*;
     use importguard::verdict;
+
+    #[test]
+    fn the_recorders_cost_is_judged_against_its_budget_by_its_whole_interval() {
+        let cost = |plain: &[f64], recorded: &[f64]| CheckCost {
+            target: "t".into(),
+            command: "python3 w.py".into(),
+            rounds: plain.len(),
+            processes: 3,
+            health: 1,
+            check_ms: vec![100.0; plain.len()],
+            plain_ms: vec![50.0; plain.len()],
+            plain_cpu_ms: vec![40.0; plain.len()],
+            cores: 2,
+            instrumented_ms: vec![60.0; plain.len()],
+            plain_ready_ms: plain.to_vec(),
+            recorded_ready_ms: recorded.to_vec(),
+            shim: None,
+        };
+        let plain: Vec<f64> = (0..20).map(|i| 30.0 + f64::from(i % 5) * 0.1).collect();
+        let near = |k: f64| -> Vec<f64> {
+            plain
+                .iter()
+                .enumerate()
+                .map(|(i, p)| p * (k + if i % 2 == 0 { 0.002 } else { -0.002 }))
+                .collect()
+        };
+        let within = recorder_cost(&cost(&plain, &near(1.03))).unwrap();
+        assert!((within.ratio - 1.03).abs() < 0.003, "{within:?}");
+        assert_eq!(budget_verdict(&within), "within");
+        let over = recorder_cost(&cost(&plain, &near(1.08))).unwrap();
+        assert_eq!(budget_verdict(&over), "over");
+        let wide: Vec<f64> = plain
+            .iter()
+            .enumerate()
+            .map(|(i, p)| p * if i % 2 == 0 { 1.10 } else { 1.0 })
+            .collect();
+        assert_eq!(
+            budget_verdict(&recorder_cost(&cost(&plain, &wide)).unwrap()),
+            "not settled against"
+        );
+        assert!(recorder_cost(&cost(&plain[..1], &plain[..1])).is_none());
+        let mut text = String::new();
+        render_cost(&cost(&plain, &near(1.03)), &mut text);
+        assert!(text.contains("cost +3.0%: within the 5% budget"), "{text}");
+    }
 
     #[test]
     fn the_floor_is_one_lifecycle_or_the_cpu_work_spread_over_the_cores() {
