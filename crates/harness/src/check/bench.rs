@@ -6,8 +6,9 @@
 //! recorder costs the worker's start, its ready time paired with the plain
 //! lifecycle's in the same round) and one instrumented lifecycle
 //! (importtime, recorder, verdict). The plain and recorder-only lifecycles
-//! run back to back in alternating order, and the rounds alternate which
-//! side of the check they run on, so no series always follows another.
+//! run back to back at the start of every round, their order balanced
+//! against what ran before them; the check and the instrumented lifecycle
+//! swap places every round, so neither always follows the other.
 //!
 //! The report also gives the check's physical floor on this machine: N
 //! concurrent workers cannot finish before one lifecycle does, nor before
@@ -134,11 +135,16 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
     lifecycle_of(true)?;
     check_target(t, opts)?;
     for round in 0..rounds {
-        let first_plain = round % 2 == 0;
-        // Rounds go plain, recorded, check, instrumented, then the reverse.
-        if first_plain {
-            record_pair(&mut cost, true)?;
-        } else {
+        // Every round starts with the pair; then the check and the
+        // instrumented lifecycle, in alternating order. What precedes the
+        // pair (the last round's check or its instrumented lifecycle)
+        // alternates every round and the pair's order every second round,
+        // so each order follows each of them equally often: the first
+        // lifecycle after three concurrent workers may start slower, and
+        // that must not fall on one side of the comparison.
+        record_pair(&mut cost, (round / 2) % 2 == 0)?;
+        let check_first = round % 2 == 0;
+        if !check_first {
             cost.instrumented_ms.push(instrumented()?);
         }
         let start = Instant::now();
@@ -147,10 +153,8 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
         if r.status == Status::Error {
             invalid!("the check could not be completed; run it without --bench to see why");
         }
-        if first_plain {
+        if check_first {
             cost.instrumented_ms.push(instrumented()?);
-        } else {
-            record_pair(&mut cost, false)?;
         }
     }
     Ok(cost)

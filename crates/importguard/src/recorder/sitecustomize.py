@@ -281,101 +281,107 @@ def _install():
                 return None
             busy.add(tid)
             try:
-                return self._find(name, path, target, tid)
+                return find_attempt(self, name, path, target, tid)
             finally:
                 busy.discard(tid)
 
-        def _find(self, name, path, target, tid):
-            t_ns = monotonic_ns()
-            rec = {"type": "import", "name": name, "t_ns": t_ns}
+    def find_attempt(self, name, path, target, tid):
+        """The finder's work for one attempt (outside the recursion guard)."""
+        t_ns = monotonic_ns()
+        rec = {"type": "import", "name": name, "t_ns": t_ns}
+        if name.partition(".")[0] in forbid_heads:
             bad, refused = forbidden(name)
-            probe_origin = False
-            seen = audited.get(tid)
-            if seen is not None and name in seen:
-                seen.discard(name)
+        else:
+            bad = refused = False
+        probe = False
+        probe_origin = False
+        seen = audited.get(tid)
+        if seen is not None and name in seen:
+            seen.discard(name)
+            rec["channel"] = "both"
+        else:
+            written = audit_written.get(tid)
+            if written is not None and name in written:
+                # The hook wrote this attempt already (another finder
+                # came first and did not answer): the reader merges them.
                 rec["channel"] = "both"
+                rec["audit_t_ns"] = written.pop(name)
             else:
-                written = audit_written.get(tid)
-                if written is not None and name in written:
-                    # The hook wrote this attempt already (another finder
-                    # came first and did not answer): the reader merges them.
-                    rec["channel"] = "both"
-                    rec["audit_t_ns"] = written.pop(name)
-                else:
-                    rec["channel"] = "finder"
-            try:
-                f = getframe(2)
-                # importlib.util.find_spec("torch") asks the finders without
-                # importing: an availability probe, not an import.
-                caller = f.f_back
-                if (caller is not None
-                        and caller.f_globals.get("__name__") == "importlib.util"
-                        and caller.f_code.co_name == "find_spec"):
-                    rec["probe"] = True
-                    line = lazy_declaration(caller)
-                    if line is not None:
-                        probed_at[name] = line
-                    probe_origin = True
-                # Only a forbidden name's record says where it came from:
-                # its stack holds the line of every link of its chain. The
-                # worker's other imports are not walked (it costs each of
-                # them, and nothing is judged on them).
-                if bad:
-                    describe(rec, f, True)
-                elif tid != main_thread:
-                    rec["thread"] = tid
-                if name in declared and not rec.get("probe"):
-                    rec["declared"] = declared.pop(name)
-                    rec["reified"] = True
-                if records.pid != getpid():
-                    rec["pid"] = getpid()
-            except Exception as exc:
-                fail("frames", exc)
+                rec["channel"] = "finder"
+        try:
+            f = getframe(2)
+            # importlib.util.find_spec("torch") asks the finders without
+            # importing: an availability probe, not an import.
+            caller = f.f_back
+            if (caller is not None
+                    and caller.f_globals.get("__name__") == "importlib.util"
+                    and caller.f_code.co_name == "find_spec"):
+                rec["probe"] = probe = True
+                line = lazy_declaration(caller)
+                if line is not None:
+                    probed_at[name] = line
+                probe_origin = True
+            # Only a forbidden name's record says where it came from:
+            # its stack holds the line of every link of its chain. The
+            # worker's other imports are not walked (it costs each of
+            # them, and nothing is judged on them).
+            if bad:
+                describe(rec, f, True)
+            elif tid != main_thread:
+                rec["thread"] = tid
+            if name in declared and not probe:
+                rec["declared"] = declared.pop(name)
+                rec["reified"] = True
+            if records.pid != getpid():
+                rec["pid"] = getpid()
+        except Exception as exc:
+            fail("frames", exc)
 
-            if refused:
-                rec["found"] = None
-                rec["blocked"] = True
-                emit(rec)
-                if rec.get("probe"):
-                    # An availability probe is told "not installed", so the
-                    # library takes its path for a missing package.
-                    return None
-                raise refuse(name)
+        if refused:
+            rec["found"] = None
+            rec["blocked"] = True
+            emit(rec)
+            if probe:
+                # An availability probe is told "not installed", so the
+                # library takes its path for a missing package.
+                return None
+            raise refuse(name)
 
-            spec = None
-            err = None
+        spec = None
+        err = None
+        try:
+            meta_path = sys.meta_path
             try:
-                seen_self = False
-                for finder in sys.meta_path:
-                    if not seen_self:
-                        seen_self = finder is self
-                        continue
-                    find = getattr(finder, "find_spec", None)
-                    if find is None:
-                        continue
-                    spec = find(name, path, target)
-                    if spec is not None:
-                        break
-            except BaseException as exc:
-                err = exc
-            rec["found"] = spec is not None
-            if err is not None:
-                rec["error"] = "%s: %s" % (type(err).__name__, err)
-            if probe_origin and spec is not None:
-                # A module that may be loaded lazily (LazyLoader starts
-                # from find_spec): its body, when it runs, is looked at.
-                origin = getattr(spec, "origin", None)
-                if type(origin) is str:
-                    lazy_files[origin] = name
-            if err is None and not bad and not rec.get("probe"):
-                # Nothing a verdict needs if the worker dies before the next
-                # record is written: keep it back (see _CsRecords.defer).
-                defer(rec)
-            else:
-                emit(rec)
-            if err is not None:
-                raise err
-            return spec
+                rest = meta_path[meta_path.index(self) + 1:]
+            except ValueError:
+                rest = ()
+            for finder in rest:
+                find = getattr(finder, "find_spec", None)
+                if find is None:
+                    continue
+                spec = find(name, path, target)
+                if spec is not None:
+                    break
+        except BaseException as exc:
+            err = exc
+        rec["found"] = spec is not None
+        if err is not None:
+            rec["error"] = "%s: %s" % (type(err).__name__, err)
+        if probe_origin and spec is not None:
+            # A module that may be loaded lazily (LazyLoader starts
+            # from find_spec): its body, when it runs, is looked at.
+            origin = getattr(spec, "origin", None)
+            if type(origin) is str:
+                lazy_files[origin] = name
+        if err is None and not bad and not probe:
+            # Nothing a verdict needs if the worker dies before the next
+            # record is written: keep it back (see _CsRecords.defer).
+            defer(rec)
+        else:
+            emit(rec)
+        if err is not None:
+            raise err
+        return spec
 
     finder = ColdstartRecorder()
 
