@@ -1,16 +1,17 @@
 //! Evidence that cannot be dodged, through the check as users run it: the
 //! stand-in workers of `tests/fixtures/evidence` (each says what it
 //! simulates) with the stand-in torch of `tests/fixtures/boundary/stand-ins`.
+//! Every case runs with the default interpreter, and once more with Python
+//! 3.15 (PEP 810 `lazy import` and the recorder's hooks on 3.15) where one is
+//! found.
+
+use std::path::Path;
 
 use crate::support::{fixtures, python, xtask};
 
-/// `cargo xtask import-boundary --processes 1 -- python FIXTURE`: exit code
-/// and the text report.
-fn check(fixture: &str) -> (i32, String) {
-    check_args(fixture, &[])
-}
-
-fn check_args(fixture: &str, args: &[&str]) -> (i32, String) {
+/// `cargo xtask import-boundary --processes 1 -- PY FIXTURE ARGS`: exit
+/// code and the text report.
+fn check_with(py: &Path, fixture: &str, args: &[&str]) -> (i32, String) {
     let dir = fixtures().join("evidence");
     let out = xtask()
         .current_dir(&dir)
@@ -19,19 +20,36 @@ fn check_args(fixture: &str, args: &[&str]) -> (i32, String) {
             format!(".:{}", fixtures().join("boundary/stand-ins").display()),
         )
         .args(["import-boundary", "--processes", "1", "--"])
-        .arg(python())
+        .arg(py)
         .arg(fixture)
         .args(args)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    eprintln!("{fixture}: exit {:?}\n{text}", out.status.code());
+    eprintln!(
+        "{} {fixture}: exit {:?}\n{text}",
+        py.display(),
+        out.status.code()
+    );
     (out.status.code().unwrap_or(-1), text)
+}
+
+/// The Python 3.15 the PEP 810 cases need, or `None` after the NOT RUN line.
+fn python315(what: &str) -> Option<std::path::PathBuf> {
+    let found = test_interpreters::interpreter(15);
+    if found.is_none() {
+        println!("NOT RUN: {what}: {}", test_interpreters::not_found(15));
+    }
+    found
 }
 
 #[test]
 fn a_re_exec_with_a_scrubbed_environment_is_an_error_that_says_why_never_a_pass() {
-    let (code, text) = check("reexec_scrubbed.py");
+    re_exec_scrubbed(python());
+}
+
+fn re_exec_scrubbed(py: &Path) {
+    let (code, text) = check_with(py, "reexec_scrubbed.py", &[]);
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("no import evidence from pid"), "{text}");
     assert!(text.contains("replaced itself with os.exec at"), "{text}");
@@ -40,7 +58,11 @@ fn a_re_exec_with_a_scrubbed_environment_is_an_error_that_says_why_never_a_pass(
 
 #[test]
 fn a_helper_interpreter_and_a_forked_child_are_judged_in_their_own_processes() {
-    let (code, text) = check("helper_startup.py");
+    helper_and_fork(python());
+}
+
+fn helper_and_fork(py: &Path) {
+    let (code, text) = check_with(py, "helper_startup.py", &[]);
     assert_eq!(code, 1, "{text}");
     assert!(
         text.contains("-c 'import torch'), a subprocess child of pid"),
@@ -54,7 +76,11 @@ fn a_helper_interpreter_and_a_forked_child_are_judged_in_their_own_processes() {
 
 #[test]
 fn a_lazy_module_made_real_in_health_is_loaded_there_from_the_touching_line() {
-    let (code, text) = check("lazy_health.py");
+    lazy_loader_in_health(python());
+}
+
+fn lazy_loader_in_health(py: &Path) {
+    let (code, text) = check_with(py, "lazy_health.py", &[]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("phase: health request #1"), "{text}");
     assert!(
@@ -65,8 +91,12 @@ fn a_lazy_module_made_real_in_health_is_loaded_there_from_the_touching_line() {
 
 #[test]
 fn imports_around_the_finder_still_name_their_line() {
+    around_the_finder(python());
+}
+
+fn around_the_finder(py: &Path) {
     for fixture in ["metapath_rewrite.py", "computed_import.py"] {
-        let (code, text) = check(fixture);
+        let (code, text) = check_with(py, fixture, &[]);
         assert_eq!(code, 1, "{fixture}: {text}");
         assert!(text.contains(&format!("from:  {fixture}:")), "{text}");
         assert!(!text.contains("no recorder evidence"), "{text}");
@@ -75,8 +105,12 @@ fn imports_around_the_finder_still_name_their_line() {
 
 #[test]
 fn pool_workers_and_a_second_exec_image_are_judged() {
+    pools_and_exec(python());
+}
+
+fn pools_and_exec(py: &Path) {
     for method in ["spawn", "fork"] {
-        let (code, text) = check_args("pool_health.py", &[method]);
+        let (code, text) = check_with(py, "pool_health.py", &[method]);
         assert_eq!(code, 1, "{method}: {text}");
         assert!(text.contains("phase: health request #1"), "{text}");
         assert!(
@@ -84,7 +118,36 @@ fn pool_workers_and_a_second_exec_image_are_judged() {
             "the pool's line: {text}"
         );
     }
-    let (code, text) = check("execv_second.py");
+    let (code, text) = check_with(py, "execv_second.py", &[]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("phase: start-up"), "{text}");
+}
+
+#[test]
+fn pep_810_lazy_import_made_real_in_health_fails_there_and_untouched_passes() {
+    let Some(py) = python315("PEP 810 `lazy import` through the check") else {
+        return;
+    };
+    let (code, text) = check_with(&py, "lazy_import315.py", &[]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("phase: health request #1"), "{text}");
+    assert!(
+        text.contains("lazy:  declared at lazy_import315.py:10, made real at lazy_import315.py:14"),
+        "{text}"
+    );
+    let (code, text) = check_with(&py, "lazy_import315.py", &["--untouched"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("lazy, never executed: torch"), "{text}");
+}
+
+#[test]
+fn every_evidence_case_holds_with_python_3_15() {
+    let Some(py) = python315("the evidence cases with Python 3.15") else {
+        return;
+    };
+    re_exec_scrubbed(&py);
+    helper_and_fork(&py);
+    lazy_loader_in_health(&py);
+    around_the_finder(&py);
+    pools_and_exec(&py);
 }

@@ -391,46 +391,16 @@ fn an_execv_into_a_second_image_is_judged_in_that_image() {
     assert_eq!(r.recording.spawns.last().unwrap().kind, SpawnKind::Exec);
 }
 
-/// A Python 3.15 interpreter for PEP 810, if this machine has one.
-fn python315() -> Option<OsString> {
-    if let Some(p) = std::env::var_os("COLDSTART_PYTHON315") {
-        return Some(p);
-    }
-    let pyenv = Path::new("/root/.pyenv/versions");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(pyenv)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("3.15"))
-        })
-        .map(|p| p.join("bin/python3"))
-        .filter(|p| p.exists())
-        .collect();
-    found.sort();
-    if let Some(p) = found.pop() {
-        return Some(p.into_os_string());
-    }
-    Command::new("python3.15")
-        .arg("-c")
-        .arg("pass")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| "python3.15".into())
-}
-
 #[test]
 fn pep_810_lazy_import_used_in_health_fails_with_both_lines_and_untouched_passes() {
-    let Some(py) = python315() else {
-        eprintln!(
-            "PEP 810 `lazy import` case NOT RUN: no Python 3.15 interpreter here \
-             (set COLDSTART_PYTHON315, or install one under pyenv)"
+    let Some(py) = test_interpreters::interpreter(15) else {
+        println!(
+            "NOT RUN: PEP 810 `lazy import` case: {}",
+            test_interpreters::not_found(15)
         );
         return;
     };
+    let py = py.into_os_string();
     let name = "lazy_import315.py";
     let r = run_with(&py, name, &[], 1);
     let torch = r.torch();

@@ -2,6 +2,7 @@
 
 pub mod bench_parser;
 pub mod dist;
+pub mod interpreters;
 pub mod test;
 
 use std::path::{Path, PathBuf};

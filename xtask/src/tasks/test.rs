@@ -7,11 +7,16 @@
 //!    `python3` (or `$COLDSTART_PYTHON`); nothing runs when a stamp in the
 //!    venv records the same requirements and base interpreter, otherwise
 //!    the venv is made afresh (`venv --clear`) and pip installs the pins;
+//!    then a Python 3.15 for the PEP 810 (`lazy import`) cases, unpacked
+//!    from Debian unstable's packages under `target/interpreters/` (see
+//!    [`super::interpreters`]; skipped when its stamp is there and it runs;
+//!    a failure there is a warning, never an error);
 //! 2. check: `cargo fmt --all --check`, then
 //!    `cargo clippy --workspace --all-targets -- -D warnings`;
 //! 3. test: `cargo nextest run --workspace --profile ci` where cargo-nextest
 //!    is installed, `cargo test --workspace` otherwise, with any arguments
-//!    given after `--`.
+//!    given after `--`, and `$COLDSTART_PYTHON3_15` naming the provisioned
+//!    3.15 (the tests' lookup is the `test-interpreters` crate).
 //!
 //! Exit codes: 0 all green, 1 a check or a test failed, 2 a step could not
 //! run (no python3, pip failed, cargo missing).
@@ -23,11 +28,13 @@ use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+use super::interpreters::{self, Mode};
 use super::project_root;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Do not create or refresh the test venv (.venv); use it as it is.
+    /// Do not create or refresh the test venv (.venv) nor download Python
+    /// 3.15; use what is there as it is.
     #[arg(long)]
     no_provision: bool,
     /// Skip `cargo fmt --check` and `cargo clippy`.
@@ -47,11 +54,13 @@ const STAMP: &str = ".coldstart-provisioned";
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let root = project_root();
-    if args.no_provision {
+    let python315 = if args.no_provision {
         step("provision: skipped (--no-provision)");
+        interpreters::python315(Mode::Existing)
     } else {
         provision(&root)?;
-    }
+        interpreters::python315(Mode::Download)
+    };
 
     if args.skip_lint {
         step("check: skipped (--skip-lint)");
@@ -94,6 +103,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         )
     };
     test.args(&args.runner_args);
+    if let Some(python) = &python315 {
+        test.env(test_interpreters::var(interpreters::MINOR), python);
+    }
     let label = with_args(label, &args.runner_args);
     if !run_step(&label, test)? {
         return Ok(failed("tests failed"));
@@ -102,7 +114,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn step(text: &str) {
+pub(super) fn step(text: &str) {
     eprintln!("==> {text}");
 }
 

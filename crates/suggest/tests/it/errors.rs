@@ -111,7 +111,7 @@ fn an_unreadable_answer_is_a_typed_error() {
 #[test]
 fn an_interpreter_older_than_3_8_is_refused() {
     let Some(py37) = interpreter(7) else {
-        println!("NOT RUN: no Python 3.7 interpreter found (python3.7 on PATH or pyenv)");
+        println!("NOT RUN: {}", test_interpreters::not_found(7));
         return;
     };
     let v = hand_made(&["torch"], vec![None]);

@@ -216,9 +216,9 @@ fn python_3_15_target_gets_a_lazy_from_import() {
 fn python_3_15_lazy_import_end_to_end() {
     let Some(py315) = crate::support::interpreter(15) else {
         println!(
-            "NOT RUN: no Python 3.15 interpreter found (set COLDSTART_PYTHON3_15, or put python3.15 \
-             on PATH); the lazy rewrite was only checked by assuming 3.15 in \
-             python_3_15_target_gets_a_lazy_from_import"
+            "NOT RUN: {}; the lazy rewrite was only checked by assuming 3.15 in \
+             python_3_15_target_gets_a_lazy_from_import",
+            test_interpreters::not_found(15)
         );
         return;
     };

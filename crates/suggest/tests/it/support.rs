@@ -47,42 +47,9 @@ pub fn executable_of(python: &Path) -> Option<PathBuf> {
         .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
-/// An interpreter of version `major.minor`: `$COLDSTART_PYTHON3_15`-style
-/// variable, `pythonX.Y` on PATH, or a pyenv installation.
-pub fn interpreter(minor: u32) -> Option<PathBuf> {
-    let var = format!("COLDSTART_PYTHON3_{minor}");
-    let mut wanted: Vec<PathBuf> = std::env::var_os(&var)
-        .map(PathBuf::from)
-        .into_iter()
-        .collect();
-    wanted.push(PathBuf::from(format!("python3.{minor}")));
-    let pyenv = std::env::var_os("PYENV_ROOT")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")));
-    if let Some(versions) = pyenv.map(|p| p.join("versions"))
-        && let Ok(entries) = std::fs::read_dir(versions)
-    {
-        let mut found: Vec<PathBuf> = entries
-            .flatten()
-            .filter(|e| {
-                e.file_name()
-                    .to_string_lossy()
-                    .starts_with(&format!("3.{minor}."))
-            })
-            .map(|e| e.path().join("bin").join(format!("python3.{minor}")))
-            .collect();
-        found.sort();
-        wanted.extend(found);
-    }
-    wanted.into_iter().find_map(|p| {
-        let exe = executable_of(&p)?;
-        let out = Command::new(&exe)
-            .args(["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
-            .output()
-            .ok()?;
-        (String::from_utf8_lossy(&out.stdout).trim() == format!("3.{minor}")).then_some(exe)
-    })
-}
+/// A Python `3.<minor>`: the workspace's one lookup (`$COLDSTART_PYTHON3_<minor>`,
+/// the one `cargo xtask test` provisions, PATH, pyenv).
+pub use test_interpreters::interpreter;
 
 /// What one worker run gave.
 #[derive(Debug)]

@@ -1,0 +1,117 @@
+//! The one lookup of a Python `3.<minor>` interpreter for coldstart's tests
+//! (the PEP 810 cases want 3.15; the suggest tests compare 3.7 to 3.13).
+//!
+//! In order:
+//! 1. `$COLDSTART_PYTHON3_<minor>` (`COLDSTART_PYTHON3_15` for 3.15), which
+//!    `cargo xtask test` sets for the test runner when it has provisioned
+//!    one; when set, it is the only candidate, and it must be a working
+//!    `3.<minor>`;
+//! 2. the interpreter `cargo xtask test` provisions at its fixed place,
+//!    [`provisioned`] (so a plain `cargo nextest run` after one
+//!    `cargo xtask test` finds it too);
+//! 3. `python3.<minor>` on PATH;
+//! 4. a pyenv installation `$PYENV_ROOT/versions/3.<minor>.*` (or
+//!    `$HOME/.pyenv`), the newest first.
+//!
+//! A candidate counts only when it runs and reports `3.<minor>`; the answer
+//! is its `sys.executable` (a pyenv shim resolved to the real binary).
+//! Used by tests only (and by xtask for [`provisioned`]); std only.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The environment variable naming the `3.<minor>` interpreter:
+/// `COLDSTART_PYTHON3_15` for 3.15.
+pub fn var(minor: u32) -> String {
+    format!("COLDSTART_PYTHON3_{minor}")
+}
+
+/// The workspace root (this crate lives at `crates/test-interpreters`).
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/test-interpreters lives two levels below the workspace root")
+        .to_path_buf()
+}
+
+/// Where `cargo xtask test` unpacks a provisioned `3.<minor>` (its
+/// filesystem root): `<workspace>/target/interpreters/python3.<minor>/root`.
+pub fn provisioned_root(minor: u32) -> PathBuf {
+    workspace_root()
+        .join("target")
+        .join("interpreters")
+        .join(format!("python3.{minor}"))
+        .join("root")
+}
+
+/// The provisioned `3.<minor>` executable, under [`provisioned_root`].
+pub fn provisioned(minor: u32) -> PathBuf {
+    provisioned_root(minor)
+        .join("usr/bin")
+        .join(format!("python3.{minor}"))
+}
+
+/// A working Python `3.<minor>`, or `None` (see the crate doc for the
+/// order). Panics when `$COLDSTART_PYTHON3_<minor>` is set to something that
+/// is not a working `3.<minor>`: an explicit choice must not silently turn
+/// into a NOT RUN.
+pub fn interpreter(minor: u32) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(var(minor)) {
+        let p = PathBuf::from(p);
+        return Some(version_checked(&p, minor).unwrap_or_else(|| {
+            panic!(
+                "${} is {} but that is not a working Python 3.{minor}",
+                var(minor),
+                p.display()
+            )
+        }));
+    }
+    let mut wanted = vec![
+        provisioned(minor),
+        PathBuf::from(format!("python3.{minor}")),
+    ];
+    let pyenv = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")));
+    if let Some(entries) = pyenv.and_then(|p| std::fs::read_dir(p.join("versions")).ok()) {
+        let prefix = format!("3.{minor}.");
+        let mut found: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path().join("bin").join(format!("python3.{minor}")))
+            .collect();
+        found.sort();
+        wanted.extend(found.into_iter().rev());
+    }
+    wanted.iter().find_map(|p| version_checked(p, minor))
+}
+
+/// Why [`interpreter`] found none, for a test's `NOT RUN:` line.
+pub fn not_found(minor: u32) -> String {
+    format!(
+        "no Python 3.{minor} interpreter found (set {}, run `cargo xtask test` which provisions \
+         one at {}, or put python3.{minor} on PATH or under pyenv)",
+        var(minor),
+        provisioned(minor).display()
+    )
+}
+
+/// `sys.executable` of `python` when it runs and is `3.<minor>`.
+fn version_checked(python: &Path, minor: u32) -> Option<PathBuf> {
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import sys; print('%d.%d' % sys.version_info[:2]); print(sys.executable)",
+        ])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let mut lines = text.lines();
+    let version = lines.next()?;
+    let exe = lines.next()?;
+    (out.status.success() && version == format!("3.{minor}") && !exe.is_empty())
+        .then(|| PathBuf::from(exe))
+}
