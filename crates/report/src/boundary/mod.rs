@@ -183,9 +183,7 @@ fn ms(us: i64) -> String {
 
 /// A path relative to the current directory when it is below it.
 fn show_path(file: &str, cwd: &Path) -> String {
-    Path::new(file)
-        .strip_prefix(cwd)
-        .map_or_else(|_| file.to_owned(), |p| p.display().to_string())
+    ci::relative(file, cwd)
 }
 
 /// The readable report of one target, paths shown relative to `cwd`.
@@ -292,7 +290,12 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
             .map_or_else(|| "unknown".to_owned(), ToString::to_string);
         let _ = writeln!(out, "    phase: {phase}");
         if let Some(proc_) = x.process.as_ref().filter(|p| !p.is_worker()) {
-            let _ = writeln!(out, "    process: {proc_}");
+            // The line that started it, shown like every other line here.
+            let mut shown = proc_.clone();
+            if let Some(at) = shown.started_at.as_mut() {
+                at.file = show_path(&at.file, cwd);
+            }
+            let _ = writeln!(out, "    process: {shown}");
         }
         if x.channel == Some(importguard::recorder::Channel::Audit) {
             let _ = writeln!(
