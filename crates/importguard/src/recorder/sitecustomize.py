@@ -56,7 +56,10 @@ def _policy(text):
 
 
 def _install():
+    # Both builtins; imported before the finder is in place (where site has
+    # not imported atexit already, the finder would see it first).
     import _thread
+    import atexit
 
     path = os.environ.get("COLDSTART_RECORD")
     if not path:
@@ -309,31 +312,32 @@ def _install():
             else:
                 rec["channel"] = "finder"
         try:
-            f = getframe(2)
-            # importlib.util.find_spec("torch") asks the finders without
-            # importing: an availability probe, not an import.
-            caller = f.f_back
-            if (caller is not None
-                    and caller.f_globals.get("__name__") == "importlib.util"
-                    and caller.f_code.co_name == "find_spec"):
-                rec["probe"] = probe = True
-                line = lazy_declaration(caller)
-                if line is not None:
-                    probed_at[name] = line
-                probe_origin = True
-            # Only a forbidden name's record says where it came from:
-            # its stack holds the line of every link of its chain. The
-            # worker's other imports are not walked (it costs each of
-            # them, and nothing is judged on them).
+            # Only a forbidden name's record says where it came from: its
+            # stack holds the line of every link of its chain, and a probe
+            # of it may declare a lazy module. The worker's other imports
+            # are not walked (it would cost each of them; nothing is judged
+            # on them).
             if bad:
+                f = getframe(2)
+                # importlib.util.find_spec("torch") asks the finders without
+                # importing: an availability probe, not an import.
+                caller = f.f_back
+                if (caller is not None
+                        and caller.f_globals.get("__name__") == "importlib.util"
+                        and caller.f_code.co_name == "find_spec"):
+                    rec["probe"] = probe = True
+                    line = lazy_declaration(caller)
+                    if line is not None:
+                        probed_at[name] = line
+                    probe_origin = True
                 describe(rec, f, True)
+                if records.pid != getpid():
+                    rec["pid"] = getpid()
             elif tid != main_thread:
                 rec["thread"] = tid
             if name in declared and not probe:
                 rec["declared"] = declared.pop(name)
                 rec["reified"] = True
-            if records.pid != getpid():
-                rec["pid"] = getpid()
         except Exception as exc:
             fail("frames", exc)
 
@@ -737,7 +741,6 @@ def _install():
     }
     emit(start)
     sys.meta_path.insert(0, finder)
-    import atexit
     atexit.register(at_exit)
     return emit, fail
 
