@@ -501,3 +501,55 @@ fn boundary_reference_worker_import_tree_snapshot() {
     report::importtime::snapshot(&log, &view, &opts, &mut text).unwrap();
     insta::assert_snapshot!("refworker_import_tree", String::from_utf8(text).unwrap());
 }
+
+/// `--bench` through the CLI: the recorder's own line, with its ratio,
+/// interval and the budget, beside the check's figures.
+#[test]
+fn bench_measures_the_recorder_alone_against_a_plain_lifecycle() {
+    let worker = crate::support::fixtures().join("workers/well_behaved.py");
+    let out = crate::support::xtask()
+        .args(["import-boundary", "--processes", "1", "--bench", "2", "--"])
+        .arg(crate::support::python())
+        .arg(&worker)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = text
+        .lines()
+        .find(|l| l.contains("the recorder and its audit hook alone (no importtime)"))
+        .unwrap_or_else(|| panic!("no recorder line:\n{text}"));
+    assert!(
+        line.contains("ready median") && line.contains("against plain"),
+        "{line}"
+    );
+    assert!(
+        line.contains("95% CI") && line.contains("the 5% budget"),
+        "{line}"
+    );
+    assert!(text.contains("CPU floor"), "{text}");
+}
+
+/// A worker the recorder cannot reach (`-I` ignores PYTHONPATH) gets no
+/// recorder figure: the benchmark stops with the reason, exit 2.
+#[test]
+fn bench_gives_no_recorder_figure_where_the_recorder_did_not_run() {
+    let worker = crate::support::fixtures().join("workers/well_behaved.py");
+    let out = crate::support::xtask()
+        .args(["import-boundary", "--processes", "1", "--bench", "2", "--"])
+        .arg(crate::support::python())
+        .arg("-I")
+        .arg(&worker)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the import recorder (with its audit hook) did not run in the worker"),
+        "{stderr}"
+    );
+}
