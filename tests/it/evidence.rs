@@ -87,6 +87,12 @@ fn lazy_loader_in_health(py: &Path) {
         text.contains("lazy:  declared at lazy_health.py:14, made real at lazy_health.py:27"),
         "{text}"
     );
+    assert!(
+        text.contains(
+            "seen by: the audit hook only (its body ran on first use, through a lazy loader"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -101,6 +107,15 @@ fn around_the_finder(py: &Path) {
         assert!(text.contains(&format!("from:  {fixture}:")), "{text}");
         assert!(!text.contains("no recorder evidence"), "{text}");
     }
+    // The finder list rewritten: only the audit hook saw the import, and
+    // the report says which channel and why.
+    let (_, text) = check_with(py, "metapath_rewrite.py", &[]);
+    assert!(
+        text.contains(
+            "seen by: the audit hook only (the import bypassed the finder on sys.meta_path)"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

@@ -298,10 +298,14 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
             let _ = writeln!(out, "    process: {shown}");
         }
         if x.channel == Some(importguard::recorder::Channel::Audit) {
-            let _ = writeln!(
-                out,
-                "    seen by: the audit hook only (the import bypassed the finder on sys.meta_path)"
-            );
+            // A lazily loaded module's body runs on first use, not through
+            // an import: only the hook's `exec` event sees it.
+            let why = if x.lazy.is_some() {
+                "its body ran on first use, through a lazy loader, not through an import"
+            } else {
+                "the import bypassed the finder on sys.meta_path"
+            };
+            let _ = writeln!(out, "    seen by: the audit hook only ({why})");
         }
         if let Some(l) = &x.lazy {
             let at = |f: &Option<importguard::recorder::Frame>| {
