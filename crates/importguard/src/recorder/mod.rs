@@ -19,6 +19,14 @@
 //! channels ([`Channel`]): a `sys.meta_path` finder placed first, and the
 //! `import` audit event that code cannot remove.
 //!
+//! Where each import came from is read only for forbidden names: their
+//! record holds who asked, the first-party line and the stack of executing
+//! modules with the line that imported each ([`ImportAttempt::stack_by`]),
+//! every link of the chain at the one moment they are all on the stack. The
+//! worker's other imports are recorded by name, time, result and channel,
+//! without walking a frame: that keeps the recorder's cost on a worker's
+//! start within a few percent (measured by the check's `--bench`).
+//!
 //! [`read`] parses one record file, tolerating a truncated last line (a
 //! crash keeps every record written before it), and refuses records of a
 //! format version this build does not read. A [`Recording`] without a start
