@@ -502,17 +502,22 @@ fn boundary_reference_worker_import_tree_snapshot() {
     insta::assert_snapshot!("refworker_import_tree", String::from_utf8(text).unwrap());
 }
 
+/// `import-boundary --processes 1 --bench 2 -- PYTHON [FLAGS] well_behaved.py`.
+fn bench_of(python_flags: &[&str]) -> std::process::Output {
+    crate::support::xtask()
+        .args(["import-boundary", "--processes", "1", "--bench", "2", "--"])
+        .arg(crate::support::python())
+        .args(python_flags)
+        .arg(crate::support::fixtures().join("workers/well_behaved.py"))
+        .output()
+        .unwrap()
+}
+
 /// `--bench` through the CLI: the recorder's own line, with its ratio,
 /// interval and the budget, beside the check's figures.
 #[test]
 fn bench_measures_the_recorder_alone_against_a_plain_lifecycle() {
-    let worker = crate::support::fixtures().join("workers/well_behaved.py");
-    let out = crate::support::xtask()
-        .args(["import-boundary", "--processes", "1", "--bench", "2", "--"])
-        .arg(crate::support::python())
-        .arg(&worker)
-        .output()
-        .unwrap();
+    let out = bench_of(&[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -538,14 +543,7 @@ fn bench_measures_the_recorder_alone_against_a_plain_lifecycle() {
 /// recorder figure: the benchmark stops with the reason, exit 2.
 #[test]
 fn bench_gives_no_recorder_figure_where_the_recorder_did_not_run() {
-    let worker = crate::support::fixtures().join("workers/well_behaved.py");
-    let out = crate::support::xtask()
-        .args(["import-boundary", "--processes", "1", "--bench", "2", "--"])
-        .arg(crate::support::python())
-        .arg("-I")
-        .arg(&worker)
-        .output()
-        .unwrap();
+    let out = bench_of(&["-I"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
