@@ -171,24 +171,8 @@ def _install():
     return emit, fail
 
 
-def _main():
-    emit = None
-    fail = None
-    try:
-        hooks = _install()
-        if hooks is not None:
-            emit, fail = hooks
-    except Exception as exc:
-        sys.stderr.write("coldstart memory bootstrap: %s: %s\n" % (type(exc).__name__, exc))
-
-    def quiet(where, exc):
-        if fail is not None:
-            fail(where, exc)
-
-    try:
-        _cs_chain(emit, quiet)
-    except Exception as exc:
-        quiet("chain", exc)
+def _report(exc):
+    sys.stderr.write("coldstart memory bootstrap: %s: %s\n" % (type(exc).__name__, exc))
 
 
-_main()
+_cs_main(_install, _report)

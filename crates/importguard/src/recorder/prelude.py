@@ -16,6 +16,9 @@
 #   _CS_FORMAT            the record format version, written in every start
 #                         record; the Rust reader refuses a version it does
 #                         not know
+#   _cs_main(install, on_error)
+#                         runs a body: its `install()`, then the chain, with
+#                         the chain's failures told to the body's `fail`
 # It imports only what the interpreter has loaded before site runs.
 
 import sys
@@ -260,5 +263,31 @@ def _cs_chain(emit, fail):
             sys.modules["sitecustomize"] = mine
         print("Error in sitecustomize; set PYTHONVERBOSE for traceback:\n"
               "%s: %s" % (type(exc).__name__, exc), file=sys.stderr)
+
+
+def _cs_main(install, on_error=None):
+    """Runs a bootstrap's body: `install()` returns `(emit, fail)` (or None
+    when it records nothing); an exception it raises goes to `on_error`
+    (else it is dropped: a bootstrap never breaks the worker); then the
+    environment's own sitecustomize runs (`_cs_chain`), its failures told to
+    the body's `fail`."""
+    emit = None
+    fail = None
+    try:
+        hooks = install()
+        if hooks is not None:
+            emit, fail = hooks
+    except Exception as exc:
+        if on_error is not None:
+            on_error(exc)
+
+    def quiet(where, exc):
+        if fail is not None:
+            fail(where, exc)
+
+    try:
+        _cs_chain(emit, quiet)
+    except Exception as exc:
+        quiet("chain", exc)
 
 # ---- end of the prelude; the bootstrap's body follows ----

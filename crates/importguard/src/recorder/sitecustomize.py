@@ -745,24 +745,4 @@ def _install():
     return emit, fail
 
 
-def _main():
-    emit = None
-    fail = None
-    try:
-        hooks = _install()
-        if hooks is not None:
-            emit, fail = hooks
-    except Exception:
-        pass
-
-    def quiet(where, exc):
-        if fail is not None:
-            fail(where, exc)
-
-    try:
-        _cs_chain(emit, quiet)
-    except Exception as exc:
-        quiet("chain", exc)
-
-
-_main()
+_cs_main(_install)
