@@ -92,13 +92,15 @@ impl Lifecycle {
     }
 
     /// A whole plain lifecycle: spawn, ready, the health round trips,
-    /// shutdown. The exact handshake or the first error.
-    pub fn run(&self, cmd: &spawn::Command) -> Result<Finished, spawn::Error> {
+    /// shutdown. The exact handshake, with its spawn-to-ready time in ms
+    /// ([`Started::ready_ms`]), or the first error.
+    pub fn run(&self, cmd: &spawn::Command) -> Result<(f64, Finished), spawn::Error> {
         let mut started = self.spawn(cmd)?.wait_ready()?;
+        let ready_ms = started.ready_ms();
         for _ in 0..self.health {
             started.health()?;
         }
-        started.shutdown()
+        Ok((ready_ms, started.shutdown()?))
     }
 }
 

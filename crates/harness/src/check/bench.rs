@@ -22,7 +22,7 @@ use report::boundary::{CheckCost, Status};
 
 use importguard::recorder::Recorder;
 
-use super::{CheckOptions, check_process, check_target, policy_of};
+use super::{CheckOptions, check_process, check_target, inherited_pythonpath, policy_of};
 use crate::error::{Error, Result, invalid};
 use crate::lifecycle::Lifecycle;
 use crate::target::Target;
@@ -34,11 +34,7 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
     }
     let policy = policy_of(t)?;
     let lifecycle = Lifecycle::of(t);
-    let pythonpath: Option<std::ffi::OsString> = t
-        .env
-        .get("PYTHONPATH")
-        .map(Into::into)
-        .or_else(|| std::env::var_os("PYTHONPATH"));
+    let pythonpath = inherited_pythonpath(t);
     // One lifecycle without importtime, with the recorder's environment or
     // without: wall ms, spawn-to-ready ms, the worker's own CPU ms (user +
     // sys, from wait4). Both prepare the recorder's folder, so only the
@@ -57,20 +53,14 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
             }
         }
         let start = Instant::now();
-        let what = if recorded {
-            "the worker's lifecycle with the recorder failed"
-        } else {
-            "the worker's lifecycle failed"
-        };
-        let mut started = lifecycle
-            .spawn(&cmd)
-            .and_then(|s| s.wait_ready())
-            .map_err(|e| Error::worker(what, e))?;
-        let ready = started.ready_ms();
-        for _ in 0..lifecycle.health {
-            started.health().map_err(|e| Error::worker(what, e))?;
-        }
-        let finished = started.shutdown().map_err(|e| Error::worker(what, e))?;
+        let (ready, finished) = lifecycle.run(&cmd).map_err(|e| {
+            let what = if recorded {
+                "the worker's lifecycle with the recorder failed"
+            } else {
+                "the worker's lifecycle failed"
+            };
+            Error::worker(what, e)
+        })?;
         let wall = start.elapsed().as_secs_f64() * 1e3;
         if recorded {
             // A figure for the recorder only where it ran, hook and all.

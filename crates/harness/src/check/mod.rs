@@ -214,6 +214,15 @@ pub fn startup_log(t: &Target) -> Result<ImportLog> {
     })
 }
 
+/// The `PYTHONPATH` a target's worker would have (its own, else ours), for
+/// the recorder's folder to go in front of.
+pub(crate) fn inherited_pythonpath(t: &Target) -> Option<OsString> {
+    t.env
+        .get("PYTHONPATH")
+        .map(OsString::from)
+        .or_else(|| std::env::var_os("PYTHONPATH"))
+}
+
 /// One fresh worker through ready, health and shutdown, then its verdict.
 pub(crate) fn check_process(
     t: &Target,
@@ -222,11 +231,7 @@ pub(crate) fn check_process(
     block: bool,
     index: usize,
 ) -> Result<ProcessReport> {
-    let pythonpath: Option<OsString> = t
-        .env
-        .get("PYTHONPATH")
-        .map(OsString::from)
-        .or_else(|| std::env::var_os("PYTHONPATH"));
+    let pythonpath = inherited_pythonpath(t);
     let setup = Recorder::prepare(&policy.recorder_policy(block), pythonpath.as_deref()).map_err(
         |cause| Error::Recorder {
             context: "could not prepare the import recorder",

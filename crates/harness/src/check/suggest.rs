@@ -61,11 +61,7 @@ fn in_copy(t: &Target, copy: &Path) -> Target {
     m.cwd = PathBuf::from(remap(&t.cwd.display().to_string(), &t.root, copy));
     m.command = t.command.iter().map(|a| remap(a, &t.root, copy)).collect();
     // The target's own PYTHONPATH, else the one the worker would inherit.
-    let old = t.env.get("PYTHONPATH").cloned().unwrap_or_else(|| {
-        std::env::var_os("PYTHONPATH")
-            .map(|v| v.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    });
+    let old = super::inherited_pythonpath(t).unwrap_or_default();
     let mut entries: Vec<String> = vec![copy.display().to_string()];
     entries.extend(
         std::env::split_paths(&old)
