@@ -122,18 +122,9 @@ def _install():
 
     # Frames are told apart by their module (f_globals) where possible:
     # reading frame.f_code raises an `object.__getattr__` audit event, which
-    # would call this recorder's own hook once per frame walked. The import
-    # machinery's own modules (and this recorder) are known by the identity
-    # of their globals; the rest of importlib by its module names.
+    # would call this recorder's own hook once per frame walked.
     my_globals = globals()
     machinery_names = ("importlib", "_frozen_importlib", "_frozen_importlib_external")
-    machinery_globals = [my_globals]
-    for _name in machinery_names[1:]:
-        _mod = sys.modules.get(_name)
-        if _mod is not None:
-            machinery_globals.append(_mod.__dict__)
-    boot_globals = machinery_globals[1] if len(machinery_globals) > 1 else my_globals
-    ext_globals = machinery_globals[-1]
 
     def machinery_frame(f):
         g = f.f_globals
@@ -192,18 +183,10 @@ def _install():
         stack_by = []
         importer_of = -1
         while f is not None:
+            if machinery_frame(f):
+                f = f.f_back
+                continue
             g = f.f_globals
-            if g is boot_globals or g is ext_globals or g is my_globals:
-                f = f.f_back
-                continue
-            name = g.get("__name__")
-            if type(name) is str:
-                if name in machinery_names or name.startswith("importlib."):
-                    f = f.f_back
-                    continue
-            elif machinery(f.f_code.co_filename):
-                f = f.f_back
-                continue
             if by is None:
                 by = f
             elif importer_of >= 0:
