@@ -444,7 +444,13 @@ pub fn recorder_cost(c: &CheckCost) -> Option<phases::compare::Comparison> {
     if c.plain_ready_ms.len() < 2 || c.plain_ready_ms.len() != c.recorded_ready_ms.len() {
         return None;
     }
-    phases::compare::paired_rank(&c.plain_ready_ms, &c.recorded_ready_ms, 0.95, 0.02).ok()
+    phases::compare::paired_rank(
+        &c.plain_ready_ms,
+        &c.recorded_ready_ms,
+        0.95,
+        phases::DEFAULT_NOISE_THRESHOLD,
+    )
+    .ok()
 }
 
 /// Where a recorder cost stands against [`RECORDER_BUDGET`]: `within` when
