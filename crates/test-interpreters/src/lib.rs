@@ -3,9 +3,11 @@
 //!
 //! In order:
 //! 1. `$COLDSTART_PYTHON3_<minor>` (`COLDSTART_PYTHON3_15` for 3.15), which
-//!    `cargo xtask test` sets for the test runner when it has provisioned
-//!    one; when set, it is the only candidate, and it must be a working
-//!    `3.<minor>`;
+//!    `cargo xtask test` sets for the test runner (to the 3.15 it
+//!    provisioned, or to its fixed place when that failed); when set, it is
+//!    the only candidate, and it must be a working `3.<minor>`: a case that
+//!    wants it fails instead of printing NOT RUN, which is left to a plain
+//!    `cargo test` outside the provisioned run;
 //! 2. the interpreter `cargo xtask test` provisions at its fixed place,
 //!    [`provisioned`] (so a plain `cargo nextest run` after one
 //!    `cargo xtask test` finds it too);
@@ -61,7 +63,8 @@ pub fn interpreter(minor: u32) -> Option<PathBuf> {
         let p = PathBuf::from(p);
         return Some(version_checked(&p, minor).unwrap_or_else(|| {
             panic!(
-                "${} is {} but that is not a working Python 3.{minor}",
+                "${} is {} but that is not a working Python 3.{minor} (`cargo xtask test` sets \
+                 it to the interpreter it provisions: its provision step says why that failed)",
                 var(minor),
                 p.display()
             )
