@@ -81,7 +81,10 @@ fn assert_process_gone(pid: u32) {
 #[track_caller]
 fn not_before(started: Instant, bound: Duration) {
     let took = started.elapsed();
-    assert!(took >= bound, "took {took:?}, less than its bound {bound:?}");
+    assert!(
+        took >= bound,
+        "took {took:?}, less than its bound {bound:?}"
+    );
 }
 
 // ---- the happy path ------------------------------------------------------

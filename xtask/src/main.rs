@@ -3,7 +3,8 @@
 //! The same subcommands as the installed `coldstart` (`import-boundary` is
 //! `check`), with the workspace root as the project and the reference
 //! worker as the built-in default; plus the workspace-only tasks: `test`
-//! (provision, lint, the whole suite), `bench-parser` and `dist` (the wheel). Everything else
+//! (provision, lint, the whole suite), `bench-parser`, `dist` (the wheel) and
+//! `modcycles` (no module cycle inside a crate). Everything else
 //! lives in the library crates (`coldstart` for the CLI, `harness` for
 //! orchestration). Keep its dependency list short: it is built on every
 //! call.
@@ -36,6 +37,8 @@ enum Task {
     BenchParser(tasks::bench_parser::Args),
     /// Build the `coldstart` wheel (maturin, `bindings = "bin"`).
     Dist(tasks::dist::Args),
+    /// Find module cycles inside the workspace's crates (exit 1 on one).
+    Modcycles(tasks::modcycles::Args),
     /// Provision the test environment, then run fmt, clippy and the whole test suite.
     Test(tasks::test::Args),
 }
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
             .and_then(|project| coldstart::run(command, &project)),
         Task::BenchParser(args) => tasks::bench_parser::run(args),
         Task::Dist(args) => tasks::dist::run(args),
+        Task::Modcycles(args) => tasks::modcycles::run(args),
         Task::Test(args) => tasks::test::run(args),
     })
 }

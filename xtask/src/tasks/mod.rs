@@ -3,6 +3,7 @@
 pub mod bench_parser;
 pub mod dist;
 pub mod interpreters;
+pub mod modcycles;
 pub mod test;
 
 use std::path::{Path, PathBuf};

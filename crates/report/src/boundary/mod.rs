@@ -31,7 +31,7 @@
 //!        "index": int, "pid": int | null, "ready_ms": number | null,
 //!        "exit": str | null, "error": str | null, "stderr_tail": str | null,
 //!        "recorder": "ran" | "did_not_run" | "not_used", "chained_sitecustomize": str | null,
-//!        "child_interpreters": int,           // children that ran the recorder (not judged)
+//!        "child_interpreters": int,           // children that ran the recorder (judged like the worker)
 //!        "importtime_entries": int,
 //!        "verdict": { "violations": [...as above, without processes/of/median...],
 //!                     "allowed": [{"module", "pattern", "allowed_by", "reason"}],
@@ -144,8 +144,9 @@ pub struct ProcessReport {
     pub recorder: RecorderState,
     /// The environment's own sitecustomize that the recorder chained to.
     pub chained_sitecustomize: Option<String>,
-    /// Child interpreters (fork, subprocess) that ran the recorder too;
-    /// their records are kept apart and not judged.
+    /// Child interpreters (fork, subprocess, multiprocessing, exec) that ran
+    /// the recorder too; their imports are judged like the worker's, each in
+    /// its own process.
     pub child_interpreters: usize,
     /// Entries in its importtime log.
     pub importtime_entries: usize,
