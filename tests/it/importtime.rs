@@ -674,3 +674,58 @@ fn cli_runs_a_command_with_importtime() {
         String::from_utf8(out.stdout).unwrap()
     );
 }
+
+/// Without `--first-party`, the project's own packages (by the one
+/// first-party rule, in the folder the command runs in) are shown in full
+/// and a package inside its virtual environment stays third party.
+#[test]
+fn cli_snapshot_of_a_command_knows_the_project_s_own_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("coldstart_demo_app");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("__init__.py"),
+        "import coldstart_demo_dep\nfrom . import sub\n",
+    )
+    .unwrap();
+    std::fs::write(pkg.join("sub.py"), "X = 1\n").unwrap();
+    let venv = dir.path().join("venv");
+    let dep = venv.join("lib").join("coldstart_demo_dep");
+    std::fs::create_dir_all(&dep).unwrap();
+    std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    std::fs::write(dep.join("__init__.py"), "from . import inner\n").unwrap();
+    std::fs::write(dep.join("inner.py"), "").unwrap();
+    let code = "import sys; sys.path[:0] = ['', 'venv/lib']; import coldstart_demo_app";
+    let out = support::xtask()
+        .current_dir(dir.path())
+        .args(["importtime", "--format", "snapshot", "--"])
+        .arg(support::python())
+        .args(["-c", code])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no line for {name} in\n{text}"))
+            .to_owned()
+    };
+    assert!(
+        !line("coldstart_demo_app").contains("[third-party]"),
+        "{text}"
+    );
+    assert!(
+        line("coldstart_demo_app.sub").trim() == "coldstart_demo_app.sub",
+        "{text}"
+    );
+    assert!(
+        line("coldstart_demo_dep").contains("[third-party]"),
+        "{text}"
+    );
+    assert!(!text.contains("coldstart_demo_dep.inner"), "{text}");
+}

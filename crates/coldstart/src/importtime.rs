@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use harness::importlog;
+use importguard::firstparty;
 use importguard::importtime::ImportLog;
 use report::importtime::{SnapshotOptions, SnapshotTimes, View};
 
@@ -52,7 +53,9 @@ pub struct Args {
     #[arg(long, value_name = "N|all", default_value = "all")]
     pub session: String,
     /// Top-level names of first-party packages (comma separated), shown in
-    /// full by the snapshot format.
+    /// full by the snapshot format [default: the project's own packages and
+    /// modules in the current folder, its `src/` and the `PYTHONPATH`
+    /// entries below it].
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub first_party: Vec<String>,
     /// Rows per table in the top format.
@@ -155,7 +158,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Format::Speedscope => report::importtime::speedscope(&log, &view, &title, w),
         Format::Snapshot => {
             let opts = SnapshotOptions {
-                first_party: args.first_party.clone(),
+                first_party: if args.first_party.is_empty() {
+                    own_packages()
+                } else {
+                    args.first_party.clone()
+                },
                 collapse_startup: !args.expand.iter().any(|e| e == "startup"),
                 collapse_stdlib: !args.expand.iter().any(|e| e == "stdlib"),
                 collapse_third_party: !args.expand.iter().any(|e| e == "third-party"),
@@ -172,6 +179,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     .context("writing the output")?;
     w.flush().context("writing the output")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The first-party top-level names of the project in the current folder,
+/// by the one rule ([`importguard::firstparty`]).
+fn own_packages() -> Vec<String> {
+    let Ok(cwd) = std::env::current_dir() else {
+        return Vec::new();
+    };
+    let pythonpath = std::env::var_os("PYTHONPATH");
+    let dirs = firstparty::source_dirs(&cwd, pythonpath.as_deref(), &cwd);
+    firstparty::top_level_names(dirs, &cwd)
 }
 
 fn print_warnings(log: &ImportLog, source: &str, all: bool) {

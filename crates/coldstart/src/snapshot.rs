@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use harness::Target;
+use importguard::firstparty;
 use report::importtime::{SnapshotOptions, View};
 
 use crate::Project;
@@ -54,37 +55,13 @@ pub fn snapshot_path(root: &Path, target: &str) -> PathBuf {
         .join(format!("{safe}.snap"))
 }
 
-/// The top-level module names of the project's own code for `target`: the
-/// packages and modules in its folder and in its `PYTHONPATH` entries that
-/// lie inside the project.
+/// The top-level module names of the project's own code for `target`
+/// ([`importguard::firstparty::top_level_names`] of its folder, its `src/`
+/// and its `PYTHONPATH` entries inside the project).
 pub fn first_party(target: &Target) -> Vec<String> {
-    let mut dirs = vec![target.cwd.clone()];
-    if let Some(pp) = target.env.get("PYTHONPATH") {
-        dirs.extend(std::env::split_paths(pp).filter(|p| p.starts_with(&target.root)));
-    }
-    let mut names = Vec::new();
-    for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let path = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            let module = if path.is_dir() && path.join("__init__.py").is_file() {
-                Some(name)
-            } else {
-                name.strip_suffix(".py").map(str::to_owned)
-            };
-            if let Some(m) =
-                module.filter(|m| !m.starts_with('.') && m != "setup" && m != "conftest")
-            {
-                names.push(m);
-            }
-        }
-    }
-    names.sort();
-    names.dedup();
-    names
+    let pythonpath = target.env.get("PYTHONPATH").map(std::ffi::OsStr::new);
+    let dirs = firstparty::source_dirs(&target.cwd, pythonpath, &target.root);
+    firstparty::top_level_names(dirs, &target.root)
 }
 
 /// The deterministic start-up import tree of one target.

@@ -23,8 +23,8 @@ COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 TRY = tuple(getattr(ast, n) for n in ("Try", "TryStar") if hasattr(ast, n))
 # Methods that run when a class is called: a module-level `C()` runs them.
 CONSTRUCTORS = ("__init__", "__new__", "__post_init__")
-# Folders that never hold first-party code.
-NOT_FIRST_PARTY_DIRS = ("site-packages", "dist-packages", "__pypackages__")
+# What is first party: `_cs_first_party` and `_cs_excluded_dir`, the project's
+# one rule (importguard's firstparty.py), put before this script.
 SKIP_DIRS = (".git", ".hg", ".svn", "__pycache__", "node_modules", ".tox", ".nox",
              ".mypy_cache", ".pytest_cache", ".ruff_cache", "target")
 
@@ -481,9 +481,8 @@ class Project(object):
         if self._files is None:
             out = []
             for d, dirs, files in os.walk(self.root):
-                dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and x not in NOT_FIRST_PARTY_DIRS
-                                 and not x.startswith(".")
-                                 and not os.path.isfile(os.path.join(d, x, "pyvenv.cfg")))
+                dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not x.startswith(".")
+                                 and not _cs_excluded_dir(os.path.join(d, x)))
                 out.extend(os.path.join(d, f) for f in sorted(files) if f.endswith(".py"))
             self._files = out
         return self._files
@@ -753,23 +752,11 @@ def apply_edits(lines, edits):
 
 
 def first_party(path, root):
-    """None if `path` is first-party code under `root`, else why not."""
-    p = real(path)
-    if not (p == root or p.startswith(root.rstrip(os.sep) + os.sep)):
-        return "%s is outside the project (%s)" % (path, root)
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        lib = sysconfig.get_paths().get(key)
-        if lib and p.startswith(real(lib).rstrip(os.sep) + os.sep):
-            return "%s belongs to the interpreter (%s)" % (path, lib)
-    parts = os.path.relpath(p, root).split(os.sep)
-    d = root
-    for part in parts[:-1]:
-        if part in NOT_FIRST_PARTY_DIRS or part == ".venv":
-            return "%s is installed code (%s)" % (path, part)
-        d = os.path.join(d, part)
-        if os.path.isfile(os.path.join(d, "pyvenv.cfg")):
-            return "%s is inside a virtual environment (%s)" % (path, d)
-    return None
+    """None if `path` is first-party code under `root`, else why not (the
+    project's one rule; the interpreter's own library folders are not)."""
+    paths = sysconfig.get_paths()
+    libs = [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)]
+    return _cs_first_party(real(path), root, libs)
 
 
 def find_statement(src, line, module, package):

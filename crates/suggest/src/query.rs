@@ -109,7 +109,9 @@ pub(crate) fn classify(python: &Path, request: &Request<'_>) -> Result<Answer, S
         .tempdir()
         .map_err(|e| SuggestError::io("create", std::env::temp_dir(), e))?;
     let script = dir.path().join("classify.py");
-    std::fs::write(&script, SCRIPT).map_err(|e| SuggestError::io("write", &script, e))?;
+    // The one first-party rule's Python side, then the classifier.
+    let text = format!("{}\n{SCRIPT}", importguard::firstparty::PY);
+    std::fs::write(&script, text).map_err(|e| SuggestError::io("write", &script, e))?;
     let req_path = dir.path().join("request.json");
     let body = serde_json::to_vec(request).map_err(|e| SuggestError::Answer {
         python: python.to_path_buf(),

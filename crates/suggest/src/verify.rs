@@ -63,18 +63,10 @@ impl PatchedCopy {
     }
 }
 
-/// Folders copied as links (not first-party, possibly large).
-const LINKED_DIRS: &[&str] = &[
-    ".venv",
-    "venv",
-    "site-packages",
-    "dist-packages",
-    "__pypackages__",
-    "node_modules",
-    "target",
-    ".tox",
-    ".nox",
-];
+/// Folders copied as links besides those that are never first party
+/// ([`importguard::firstparty::excluded_dir`]): possibly large, no Python
+/// of the project.
+const LINKED_DIRS: &[&str] = &["node_modules", "target", ".tox", ".nox"];
 /// Folders left out.
 const SKIPPED_DIRS: &[&str] = &[
     ".git",
@@ -102,7 +94,7 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), SuggestError> {
             if SKIPPED_DIRS.contains(&name.as_ref()) {
                 continue;
             }
-            if LINKED_DIRS.contains(&name.as_ref()) || src.join("pyvenv.cfg").is_file() {
+            if LINKED_DIRS.contains(&name.as_ref()) || importguard::firstparty::excluded_dir(&src) {
                 link(&src, &dst)?;
             } else {
                 copy_tree(&src, &dst)?;

@@ -40,10 +40,16 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
     // sys, from wait4). Both prepare the recorder's folder, so only the
     // environment differs.
     let lifecycle_of = |recorded: bool| -> Result<(f64, f64, f64)> {
-        let setup = Recorder::prepare(&policy.recorder_policy(false), pythonpath.as_deref())
-            .map_err(|cause| Error::Recorder {
-                context: "could not prepare the import recorder",
-                cause,
+        let recorder_policy = importguard::recorder::RecorderPolicy {
+            root: Some(t.root.clone()),
+            ..policy.recorder_policy(false)
+        };
+        let setup =
+            Recorder::prepare(&recorder_policy, pythonpath.as_deref()).map_err(|cause| {
+                Error::Recorder {
+                    context: "could not prepare the import recorder",
+                    cause,
+                }
             })?;
         let mut cmd = t.spawn_command();
         cmd.env_remove("PYTHONPROFILEIMPORTTIME");

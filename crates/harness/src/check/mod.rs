@@ -25,7 +25,7 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use importguard::importtime::{self, ImportLog};
-use importguard::recorder::{Recorder, Recording, is_module_pattern};
+use importguard::recorder::{Recorder, RecorderPolicy, Recording, is_module_pattern};
 use importguard::verdict::{
     self, Answering, Evidence, Policy, ProcessVerdict, RecorderState, RequestMark, Timeline,
 };
@@ -232,12 +232,16 @@ pub(crate) fn check_process(
     index: usize,
 ) -> Result<ProcessReport> {
     let pythonpath = inherited_pythonpath(t);
-    let setup = Recorder::prepare(&policy.recorder_policy(block), pythonpath.as_deref()).map_err(
-        |cause| Error::Recorder {
+    let recorder_policy = RecorderPolicy {
+        root: Some(t.root.clone()),
+        ..policy.recorder_policy(block)
+    };
+    let setup = Recorder::prepare(&recorder_policy, pythonpath.as_deref()).map_err(|cause| {
+        Error::Recorder {
             context: "could not prepare the import recorder",
             cause,
-        },
-    )?;
+        }
+    })?;
     let stderr_path = setup.dir().join("stderr.log");
 
     let mut cmd = t.spawn_command();

@@ -48,15 +48,27 @@ pub use bootstrap::{FORMAT_VERSION, FormatMismatch};
 pub use process::{ImageId, ProcessInfo, PythonArgs, Relation};
 
 /// The recorder's own part of the bootstrap, after [`bootstrap::PRELUDE`].
-pub const BODY: &str = include_str!("sitecustomize.py");
+pub const BODY: &str = concat!(
+    include_str!("../firstparty.py"),
+    include_str!("sitecustomize.py")
+);
 
 /// The whole recorder bootstrap, written as `bootstrap.py` beside the
 /// `site/` folder whose `sitecustomize.py` ([`bootstrap::STUB`]) runs it:
 /// the prelude, then [`BODY`].
-pub const BOOTSTRAP: &str = concat!(include_str!("prelude.py"), include_str!("sitecustomize.py"));
+pub const BOOTSTRAP: &str = concat!(
+    include_str!("prelude.py"),
+    include_str!("../firstparty.py"),
+    include_str!("sitecustomize.py")
+);
 
 /// The environment variable naming the record file.
 pub const RECORD_ENV: &str = "COLDSTART_RECORD";
+
+/// The environment variable naming the project root (empty: none), whose
+/// first-party rule ([`crate::firstparty`]) picks a record's first-party
+/// line.
+pub const ROOT_ENV: &str = "COLDSTART_RECORD_ROOT";
 
 /// The environment variable holding the policy the bootstrap enforces:
 /// `block=1;forbid=torch,transformers;allow=transformers.utils`.
@@ -115,6 +127,11 @@ pub struct RecorderPolicy {
     pub allow: Vec<String>,
     /// Refuse forbidden imports with an ImportError that names the policy.
     pub block: bool,
+    /// The project root: the "first-party line" of a record is the first
+    /// frame that is first party by [`crate::firstparty`] under it (without
+    /// one: the first outside the standard library and the forbidden
+    /// packages).
+    pub root: Option<PathBuf>,
 }
 
 impl RecorderPolicy {
@@ -166,6 +183,13 @@ impl Recorder {
                 record_path.clone().into_os_string(),
             ),
             (OsString::from(POLICY_ENV), OsString::from(encoded)),
+            (
+                OsString::from(ROOT_ENV),
+                policy
+                    .root
+                    .as_ref()
+                    .map_or_else(OsString::new, |r| r.clone().into_os_string()),
+            ),
             // The worker is the first image, whatever started the harness.
             (OsString::from(IMAGE_ENV), OsString::new()),
         ];

@@ -68,6 +68,7 @@ def _install():
     forbid = policy.get("forbid", ())
     allow = policy.get("allow", ())
     block = policy.get("block", ()) == ("1",)
+    project_root = os.environ.get("COLDSTART_RECORD_ROOT") or None
     monotonic_ns = _cs_monotonic_ns
     getframe = sys._getframe
     get_ident = _thread.get_ident
@@ -153,15 +154,19 @@ def _install():
         return True, block and matches(name, allow) is None
 
     def not_first_party(frame):
-        # The standard library (not the site-packages folder inside it),
-        # frozen modules, and the forbidden packages' own code.
+        # The forbidden packages' own code; with a project root, what the
+        # one first-party rule refuses (firstparty.py); without one, the
+        # standard library (not the site-packages folder inside it) and
+        # frozen modules.
+        if matches(frame.f_globals.get("__name__") or "", forbid) is not None:
+            return True
         filename = frame.f_code.co_filename
+        if project_root is not None:
+            return _cs_first_party(filename, project_root, (stdlib,)) is not None
         if filename.startswith("<frozen "):
             return True
-        if (filename.startswith(stdlib) and "site-packages" not in filename
-                and "dist-packages" not in filename):
-            return True
-        return matches(frame.f_globals.get("__name__") or "", forbid) is not None
+        return (filename.startswith(stdlib) and "site-packages" not in filename
+                and "dist-packages" not in filename)
 
     def where(frame):
         code = frame.f_code

@@ -78,6 +78,7 @@ fn policy_is_encoded_for_the_bootstrap_and_bad_names_are_refused() {
         forbid: vec!["torch".into(), "transformers".into()],
         allow: vec!["transformers.utils".into()],
         block: true,
+        ..Default::default()
     };
     assert_eq!(
         p.encode().unwrap(),
@@ -316,6 +317,7 @@ mod live {
             forbid: vec!["fakeforbidden".into()],
             allow: vec![],
             block: true,
+            ..Default::default()
         };
         let setup = Recorder::prepare(&policy, None).unwrap();
         let code = "import sitecustomize, sys, importlib\n\
@@ -455,6 +457,55 @@ mod live {
         );
         assert_eq!(f.by.as_ref().map(|b| b.line), Some(2));
         assert_eq!(f.depth, Some(3));
+    }
+
+    /// With a project root, the first-party line is the first frame the one
+    /// first-party rule accepts: a vendored `site-packages` module that did
+    /// the import is skipped for the worker's own line that imported it.
+    #[test]
+    fn the_first_party_line_follows_the_project_rule() {
+        let dir = tempfile::tempdir().unwrap();
+        let vendor = dir.path().join("vendor").join("site-packages");
+        std::fs::create_dir_all(&vendor).unwrap();
+        std::fs::write(vendor.join("shim.py"), "import fakeforbidden\n").unwrap();
+        std::fs::write(vendor.join("fakeforbidden.py"), "").unwrap();
+        std::fs::write(dir.path().join("main.py"), "# the worker\nimport shim\n").unwrap();
+        let first_party_of = |root: Option<PathBuf>| {
+            let policy = RecorderPolicy {
+                forbid: vec!["fakeforbidden".into()],
+                root,
+                ..RecorderPolicy::default()
+            };
+            let setup = Recorder::prepare(&policy, Some(vendor.as_os_str())).unwrap();
+            let out = run(
+                &setup,
+                None,
+                &[dir.path().join("main.py").to_str().unwrap()],
+            );
+            assert!(out.status.success(), "{out:?}");
+            let rec = setup.read().unwrap();
+            let f = rec
+                .imports
+                .iter()
+                .find(|i| i.name == "fakeforbidden")
+                .unwrap()
+                .clone();
+            let origin = f.first_party.or(f.by).unwrap();
+            (
+                Path::new(&origin.file)
+                    .file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .to_owned(),
+                origin.line,
+            )
+        };
+        assert_eq!(first_party_of(None), ("shim.py".to_owned(), 1));
+        assert_eq!(
+            first_party_of(Some(dir.path().to_path_buf())),
+            ("main.py".to_owned(), 2)
+        );
     }
 
     #[test]

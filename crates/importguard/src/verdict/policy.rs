@@ -104,6 +104,7 @@ impl Policy {
             forbid: self.forbidden.clone(),
             allow: self.allowed.iter().map(|a| a.module.clone()).collect(),
             block,
+            root: None,
         }
     }
 }

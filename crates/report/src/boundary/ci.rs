@@ -2,9 +2,8 @@
 //! (an `::error` at the first-party line that started each violation, a
 //! `::notice` at each first-party link of its chain) and JUnit XML (one
 //! test case per target and forbidden pattern). Paths are relative to the
-//! project root given; a line is first-party when its file lies under that
-//! root and outside any `site-packages`, `dist-packages` or virtual
-//! environment.
+//! project root given; a line is first-party by the project's one rule,
+//! [`importguard::firstparty`].
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -14,16 +13,7 @@ use importguard::verdict::MergedViolation;
 
 use super::{Status, TargetReport};
 
-/// Whether `file` is the project's own code, under `root`.
-pub fn first_party(file: &str, root: &Path) -> bool {
-    let p = Path::new(file);
-    !file.starts_with('<')
-        && p.starts_with(root)
-        && !p.components().any(|c| {
-            let c = c.as_os_str();
-            c == "site-packages" || c == "dist-packages" || c == ".venv" || c == "venv"
-        })
-}
+use importguard::firstparty::is_first_party as first_party;
 
 /// `file` relative to `root` when it lies below it.
 pub fn relative(file: &str, root: &Path) -> String {
