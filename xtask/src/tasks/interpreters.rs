@@ -104,7 +104,7 @@ pub enum Mode {
 pub fn python315(mode: Mode) -> Option<PathBuf> {
     let var = test_interpreters::var(MINOR);
     if let Some(set) = std::env::var_os(&var) {
-        super::test::step(&format!(
+        super::steps::step(&format!(
             "provision: Python 3.{MINOR}: ${var} is set ({}), used as it is",
             Path::new(&set).display()
         ));
@@ -141,7 +141,7 @@ fn provision(mode: Mode) -> Result<PathBuf> {
     if recorded.is_some() || mode == Mode::Existing {
         match check(&python, home) {
             Ok(version) => {
-                super::test::step(&format!(
+                super::steps::step(&format!(
                     "provision: Python {version} at {} is provisioned (stamp {}): {}",
                     python.display(),
                     stamp.display(),
@@ -174,7 +174,7 @@ fn provision(mode: Mode) -> Result<PathBuf> {
         std::env::consts::ARCH
     );
     let started = Instant::now();
-    super::test::step(&format!(
+    super::steps::step(&format!(
         "provision: Python 3.{MINOR} from Debian unstable into {} (apt-get download, dpkg-deb -x; nothing system-wide)",
         root.display()
     ));
@@ -217,7 +217,7 @@ fn provision(mode: Mode) -> Result<PathBuf> {
     let version = check(&python, home)?;
     std::fs::write(&stamp, &recorded)
         .with_context(|| format!("cannot write the stamp {}", stamp.display()))?;
-    super::test::step(&format!(
+    super::steps::step(&format!(
         "provision: Python {version} at {} in {:.1} s: {}",
         python.display(),
         started.elapsed().as_secs_f64(),

@@ -4,7 +4,9 @@ pub mod bench_parser;
 pub mod dist;
 pub mod interpreters;
 pub mod modcycles;
+pub mod steps;
 pub mod test;
+pub mod venv;
 
 use std::path::{Path, PathBuf};
 

@@ -24,13 +24,15 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 
 use super::interpreters::{self, Mode};
 use super::project_root;
+use super::steps::{run_step, step};
+use super::venv;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -46,20 +48,13 @@ pub struct Args {
     runner_args: Vec<OsString>,
 }
 
-/// The requirements file the venv is provisioned from, relative to the root.
-const REQUIREMENTS: &str = "tests/requirements.txt";
-/// The venv, relative to the root (`tests/it/support.rs` looks there).
-const VENV: &str = ".venv";
-/// What the last successful provisioning installed, inside the venv.
-const STAMP: &str = ".coldstart-provisioned";
-
 pub fn run(args: Args) -> Result<ExitCode> {
     let root = project_root();
     let python315 = if args.no_provision {
         step("provision: skipped (--no-provision)");
         interpreters::python315(Mode::Existing)
     } else {
-        provision(&root)?;
+        venv::provision(&root)?;
         interpreters::python315(Mode::Download)
     };
 
@@ -115,10 +110,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(super) fn step(text: &str) {
-    eprintln!("==> {text}");
-}
-
 fn failed(what: &str) -> ExitCode {
     eprintln!("error: {what}");
     ExitCode::from(1)
@@ -143,20 +134,6 @@ where
     cmd
 }
 
-/// Prints the step, runs it with inherited streams; `Ok(false)` when it ran
-/// and failed.
-fn run_step(label: &str, mut cmd: Command) -> Result<bool> {
-    step(label);
-    let status = cmd
-        .stdin(Stdio::null())
-        .status()
-        .with_context(|| format!("cannot run {cmd:?}: is it installed and on PATH?"))?;
-    if !status.success() {
-        eprintln!("==> {label}: failed ({status})");
-    }
-    Ok(status.success())
-}
-
 fn has_nextest(root: &Path) -> bool {
     cargo(root, ["nextest", "--version"])
         .stdin(Stdio::null())
@@ -166,136 +143,9 @@ fn has_nextest(root: &Path) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Creates or refreshes `.venv`, skipping pip when the stamp matches.
-fn provision(root: &Path) -> Result<()> {
-    let requirements = root.join(REQUIREMENTS);
-    let text = std::fs::read(&requirements)
-        .with_context(|| format!("cannot read {}", requirements.display()))?;
-    let base = base_python()?;
-    let stamp_text = format!(
-        "requirements fnv1a64 {:016x}\nbase interpreter {}\n",
-        fnv1a64(&text),
-        base.display()
-    );
-    let venv = root.join(VENV);
-    let venv_python = venv.join("bin").join("python");
-    let stamp = venv.join(STAMP);
-
-    let current = std::fs::read_to_string(&stamp).ok();
-    let works = venv_python.exists() && python_runs(&venv_python);
-    if works && current.as_deref() == Some(stamp_text.as_str()) {
-        step(&format!(
-            "provision: {VENV} is up to date with {REQUIREMENTS} (base {})",
-            base.display()
-        ));
-        return Ok(());
-    }
-
-    // Anything else than an exact match starts from a clean venv, so a
-    // package dropped from the pins cannot linger and hide a missing one.
-    let mut venv_cmd = Command::new(&base);
-    venv_cmd.args(["-m", "venv"]);
-    if venv.exists() {
-        venv_cmd.arg("--clear");
-    }
-    venv_cmd.arg(&venv);
-    let label = format!("provision: {} -m venv {}", base.display(), venv.display());
-    if !run_step(&label, venv_cmd)? {
-        bail!(
-            "creating the test venv {} with {} failed; check that the interpreter has the venv module (Debian: apt-get install python3-venv)",
-            venv.display(),
-            base.display()
-        );
-    }
-
-    // A stale stamp must not survive a failed install.
-    let _ = std::fs::remove_file(&stamp);
-    let mut pip = Command::new(&venv_python);
-    pip.args(["-m", "pip", "install", "--disable-pip-version-check", "-r"])
-        .arg(&requirements)
-        .current_dir(root);
-    let label = format!(
-        "provision: {} -m pip install --disable-pip-version-check -r {REQUIREMENTS}",
-        venv_python.display()
-    );
-    if !run_step(&label, pip)? {
-        bail!(
-            "pip could not install {REQUIREMENTS} into {}; read pip's message above (network, index, pins)",
-            venv.display()
-        );
-    }
-    std::fs::write(&stamp, stamp_text)
-        .with_context(|| format!("cannot write the provisioning stamp {}", stamp.display()))?;
-    Ok(())
-}
-
-/// The real interpreter behind `python3` (or `$COLDSTART_PYTHON`): a
-/// pyenv-style shim resolves to the executable it runs.
-fn base_python() -> Result<PathBuf> {
-    let wanted = std::env::var_os("COLDSTART_PYTHON").unwrap_or_else(|| "python3".into());
-    let out = Command::new(&wanted)
-        .args(["-c", "import sys; print(sys.executable)"])
-        .stdin(Stdio::null())
-        .output()
-        .with_context(|| {
-            format!(
-                "cannot run {}: install python3 or set COLDSTART_PYTHON",
-                wanted.to_string_lossy()
-            )
-        })?;
-    if !out.status.success() {
-        bail!(
-            "{} -c 'print(sys.executable)' failed ({}): {}",
-            wanted.to_string_lossy(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    let path = String::from_utf8(out.stdout)
-        .context("the interpreter's path is not UTF-8")?
-        .trim()
-        .to_owned();
-    if path.is_empty() {
-        bail!(
-            "{} reports no sys.executable; point COLDSTART_PYTHON at a real interpreter",
-            wanted.to_string_lossy()
-        );
-    }
-    Ok(PathBuf::from(path))
-}
-
-fn python_runs(python: &Path) -> bool {
-    Command::new(python)
-        .args(["-c", ""])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// FNV-1a, 64 bits: a stable fingerprint of the requirements file (not a
-/// security measure; it only decides whether pip must run again).
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        hash ^= u64::from(b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fnv1a64_matches_the_reference_values() {
-        // From the FNV reference test vectors.
-        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
-    }
 
     #[test]
     fn runner_args_are_shown_in_the_step() {

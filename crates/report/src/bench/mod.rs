@@ -7,6 +7,7 @@
 //! the trial records it was built from. Nothing here measures or computes
 //! statistics; it only lays out what `phases` computed.
 
+mod canvas;
 pub mod hyperfine;
 pub mod markdown;
 pub mod serve;

@@ -16,7 +16,7 @@ use phases::serve::{RequestOutcome, RequestRecord, ServeStats};
 use phases::stats::Interval;
 use phases::summary::ms;
 
-use super::svg::{LEFT, RIGHT, WIDTH, colour, esc};
+use super::canvas::{LEFT, RIGHT, WIDTH, colour, esc};
 use super::{fmt_ms, fmt_pct};
 
 fn ci(v: f64, i: &Interval) -> String {

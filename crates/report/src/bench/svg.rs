@@ -13,32 +13,16 @@
 
 use std::fmt::Write as _;
 
-use phases::record::{TrialKind, TrialRecord, Variant};
+use phases::record::{TrialKind, TrialRecord};
 use phases::serve::RequestRecord;
 use phases::summary::{RunSummary, ms, variants};
 
+use super::canvas::{LEFT, RIGHT, WIDTH, colour, esc};
 use super::fmt_ms;
 
-pub(super) const WIDTH: f64 = 960.0;
-pub(super) const LEFT: f64 = 150.0;
-pub(super) const RIGHT: f64 = 40.0;
 const LANE: f64 = 34.0;
 const PANEL_PAD: f64 = 44.0;
 const TOP: f64 = 56.0;
-
-pub(super) fn colour(v: Variant) -> &'static str {
-    match v {
-        Variant::A => "#1f77b4",
-        Variant::B => "#ff7f0e",
-    }
-}
-
-pub(super) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// Ticks at 1, 2 or 5 times a power of ten covering `[lo, hi]`.
 fn ticks(lo: f64, hi: f64) -> Vec<f64> {

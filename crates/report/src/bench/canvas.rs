@@ -1,0 +1,29 @@
+//! What the bench's SVG pictures share: the page's width and margins, the
+//! colour of each variant, and text escaped for SVG. [`super::svg`] (the
+//! phases' strip plots) and [`super::serve`] (the serve and memory panels
+//! below them) both draw on it; it draws nothing itself.
+
+use phases::record::Variant;
+
+/// The picture's width, in SVG user units.
+pub(super) const WIDTH: f64 = 960.0;
+/// The left margin, where the panels' labels go.
+pub(super) const LEFT: f64 = 150.0;
+/// The right margin.
+pub(super) const RIGHT: f64 = 40.0;
+
+/// The colour of a variant: A blue, B orange.
+pub(super) fn colour(v: Variant) -> &'static str {
+    match v {
+        Variant::A => "#1f77b4",
+        Variant::B => "#ff7f0e",
+    }
+}
+
+/// `s` escaped for SVG text and attribute values.
+pub(super) fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

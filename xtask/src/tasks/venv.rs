@@ -1,0 +1,153 @@
+//! The test venv `.venv` at the workspace root, from `tests/requirements.txt`:
+//! made with the real interpreter behind `python3` (or `$COLDSTART_PYTHON`);
+//! nothing runs when a stamp in the venv records the same requirements and
+//! base interpreter, otherwise the venv is made afresh (`venv --clear`) and
+//! pip installs the pins. `cargo xtask test` provisions it for the suite,
+//! `cargo xtask dist` for maturin.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+use super::steps::{run_step, step};
+
+/// The requirements file the venv is provisioned from, relative to the root.
+pub const REQUIREMENTS: &str = "tests/requirements.txt";
+/// The venv, relative to the root (`tests/it/support.rs` looks there).
+pub const VENV: &str = ".venv";
+/// What the last successful provisioning installed, inside the venv.
+pub const STAMP: &str = ".coldstart-provisioned";
+
+/// Creates or refreshes `.venv` at `root` from its `tests/requirements.txt`,
+/// skipping pip when the stamp matches.
+pub fn provision(root: &Path) -> Result<()> {
+    let requirements = root.join(REQUIREMENTS);
+    let text = std::fs::read(&requirements)
+        .with_context(|| format!("cannot read {}", requirements.display()))?;
+    let base = base_python()?;
+    let stamp_text = format!(
+        "requirements fnv1a64 {:016x}\nbase interpreter {}\n",
+        fnv1a64(&text),
+        base.display()
+    );
+    let venv = root.join(VENV);
+    let venv_python = venv.join("bin").join("python");
+    let stamp = venv.join(STAMP);
+
+    let current = std::fs::read_to_string(&stamp).ok();
+    let works = venv_python.exists() && python_runs(&venv_python);
+    if works && current.as_deref() == Some(stamp_text.as_str()) {
+        step(&format!(
+            "provision: {VENV} is up to date with {REQUIREMENTS} (base {})",
+            base.display()
+        ));
+        return Ok(());
+    }
+
+    // Anything else than an exact match starts from a clean venv, so a
+    // package dropped from the pins cannot linger and hide a missing one.
+    let mut venv_cmd = Command::new(&base);
+    venv_cmd.args(["-m", "venv"]);
+    if venv.exists() {
+        venv_cmd.arg("--clear");
+    }
+    venv_cmd.arg(&venv);
+    let label = format!("provision: {} -m venv {}", base.display(), venv.display());
+    if !run_step(&label, venv_cmd)? {
+        bail!(
+            "creating the test venv {} with {} failed; check that the interpreter has the venv module (Debian: apt-get install python3-venv)",
+            venv.display(),
+            base.display()
+        );
+    }
+
+    // A stale stamp must not survive a failed install.
+    let _ = std::fs::remove_file(&stamp);
+    let mut pip = Command::new(&venv_python);
+    pip.args(["-m", "pip", "install", "--disable-pip-version-check", "-r"])
+        .arg(&requirements)
+        .current_dir(root);
+    let label = format!(
+        "provision: {} -m pip install --disable-pip-version-check -r {REQUIREMENTS}",
+        venv_python.display()
+    );
+    if !run_step(&label, pip)? {
+        bail!(
+            "pip could not install {REQUIREMENTS} into {}; read pip's message above (network, index, pins)",
+            venv.display()
+        );
+    }
+    std::fs::write(&stamp, stamp_text)
+        .with_context(|| format!("cannot write the provisioning stamp {}", stamp.display()))?;
+    Ok(())
+}
+
+/// The real interpreter behind `python3` (or `$COLDSTART_PYTHON`): a
+/// pyenv-style shim resolves to the executable it runs.
+fn base_python() -> Result<PathBuf> {
+    let wanted = std::env::var_os("COLDSTART_PYTHON").unwrap_or_else(|| "python3".into());
+    let out = Command::new(&wanted)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .stdin(Stdio::null())
+        .output()
+        .with_context(|| {
+            format!(
+                "cannot run {}: install python3 or set COLDSTART_PYTHON",
+                wanted.to_string_lossy()
+            )
+        })?;
+    if !out.status.success() {
+        bail!(
+            "{} -c 'print(sys.executable)' failed ({}): {}",
+            wanted.to_string_lossy(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let path = String::from_utf8(out.stdout)
+        .context("the interpreter's path is not UTF-8")?
+        .trim()
+        .to_owned();
+    if path.is_empty() {
+        bail!(
+            "{} reports no sys.executable; point COLDSTART_PYTHON at a real interpreter",
+            wanted.to_string_lossy()
+        );
+    }
+    Ok(PathBuf::from(path))
+}
+
+fn python_runs(python: &Path) -> bool {
+    Command::new(python)
+        .args(["-c", ""])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// FNV-1a, 64 bits: a stable fingerprint of the requirements file (not a
+/// security measure; it only decides whether pip must run again).
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fnv1a64_matches_the_reference_values() {
+        // From the FNV reference test vectors.
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+}
