@@ -3,7 +3,8 @@
 //! A group is registered when its leader is spawned and unregistered by the
 //! waiter thread once the leader is reaped and the group is empty. Signals
 //! go only to registered groups, so a group id is never signalled after its
-//! number could have been reused.
+//! number could have been reused. Every registered group is also announced
+//! to the [`crate::guard`], which kills it should the harness die first.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -22,11 +23,17 @@ fn live() -> MutexGuard<'static, BTreeSet<i32>> {
 }
 
 pub(crate) fn register(pgid: i32) {
-    live().insert(pgid);
+    let mut live = live();
+    live.insert(pgid);
+    crate::guard::announce(pgid);
 }
 
 pub(crate) fn unregister(pgid: i32) {
-    live().remove(&pgid);
+    let mut live = live();
+    if live.remove(&pgid) {
+        crate::guard::withdraw(pgid);
+    }
+    drop(live);
     GONE.notify_all();
 }
 

@@ -62,6 +62,13 @@
 //! is not the crate's to kill, and if it dies before the harness exits it
 //! stays a zombie until then.)
 //!
+//! Should the harness itself die first, however it dies (SIGKILL from a
+//! CI job's hard timeout or the OOM killer included), every live worker's
+//! group is killed with it: the first spawn also forks a small guard process
+//! that is told of each group as it is registered and withdrawn, and kills
+//! the groups still live when the harness's end closes its pipe (see the
+//! `guard` module).
+//!
 //! Waiting for a line also ends when the leader has exited and stdout then
 //! stays quiet for half a second without reaching EOF (a process that left
 //! the group holds it open): that is [`ErrorKind::ExitedEarly`], not a
@@ -91,6 +98,7 @@ mod command;
 mod drain;
 mod error;
 mod group;
+mod guard;
 mod reap;
 mod worker;
 

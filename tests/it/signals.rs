@@ -1,0 +1,228 @@
+//! Signals to the harness: SIGKILL of `coldstart` (a CI job's hard timeout,
+//! the OOM killer) leaves no worker and no process of a worker's group
+//! alive; SIGTERM, SIGHUP and SIGINT say what they cut short, keep what was
+//! measured and exit 143, 129, 130.
+//!
+//! The workers are stand-ins (`tests/fixtures/workers/helper_then_hang.py`
+//! starts a helper in its group and hangs before ready;
+//! `tests/fixtures/bench/standin.py` is the bench's quick worker).
+
+use std::io::Read as _;
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support;
+
+fn hang_fixture() -> PathBuf {
+    support::fixtures()
+        .join("workers")
+        .join("helper_then_hang.py")
+}
+
+/// One process as `/proc/PID/stat` shows it.
+#[derive(Debug, Clone, Copy)]
+struct Stat {
+    pid: i32,
+    ppid: i32,
+    pgrp: i32,
+    state: u8,
+}
+
+fn stat(pid: i32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold anything: the fields start after its ')'.
+    let rest = &text[text.rfind(')')? + 2..];
+    let mut f = rest.split(' ');
+    let state = f.next()?.bytes().next()?;
+    let ppid = f.next()?.parse().ok()?;
+    let pgrp = f.next()?.parse().ok()?;
+    Some(Stat {
+        pid,
+        ppid,
+        pgrp,
+        state,
+    })
+}
+
+fn processes() -> Vec<Stat> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter_map(stat)
+        .collect()
+}
+
+fn cmdline(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+/// Alive: not a zombie waiting for its parent, not dead.
+fn alive(s: &Stat) -> bool {
+    !matches!(s.state, b'Z' | b'X' | b'x')
+}
+
+/// The live members of these groups.
+fn members(groups: &[i32]) -> Vec<Stat> {
+    processes()
+        .into_iter()
+        .filter(|s| groups.contains(&s.pgrp) && alive(s))
+        .collect()
+}
+
+fn pidfd(pid: i32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open has no memory-safety preconditions.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    // SAFETY: a new fd owned by nothing else.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Waits, at most `bound`, until every process behind these pidfds has
+/// exited (a pidfd polls readable then). Returns the ones still running.
+fn wait_exited(fds: &mut Vec<(Stat, OwnedFd)>, bound: Duration) {
+    let deadline = Instant::now() + bound;
+    while !fds.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        let mut polls: Vec<libc::pollfd> = fds
+            .iter()
+            .map(|(_, fd)| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: a valid array of pollfd of the given length.
+        let n = unsafe {
+            libc::poll(
+                polls.as_mut_ptr(),
+                polls.len() as libc::nfds_t,
+                left.as_millis().max(1) as i32,
+            )
+        };
+        if n > 0 {
+            let mut i = 0;
+            fds.retain(|_| {
+                let keep = polls[i].revents == 0;
+                i += 1;
+                keep
+            });
+        }
+    }
+}
+
+/// Kills the harness when a test ends, passed or not, so a failing test
+/// leaves no harness behind.
+struct KillOnDrop(i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the test's own child (already dead: ESRCH).
+        unsafe { libc::kill(self.0, libc::SIGKILL) };
+    }
+}
+
+/// Starts the harness, waits (polling /proc, at most a minute) until
+/// `workers` stand-in workers run under it, each with its helper in its
+/// group, then kills the harness with SIGKILL and proves that every process
+/// of those groups ends within ten seconds (each watched by a pidfd taken
+/// before the kill, then /proc scanned for any other member).
+fn killed_harness_leaves_nothing(mut cmd: Command, workers: usize) {
+    let mut harness = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("coldstart runs");
+    let hpid = harness.id() as i32;
+    let _reaper = KillOnDrop(hpid);
+    // The workers' argv: the interpreter, then the fixture (the harness's
+    // own forks share its argv, which names both).
+    let argv = format!(
+        "{} {}",
+        support::python().display(),
+        hang_fixture().display()
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let groups = loop {
+        let leaders: Vec<i32> = processes()
+            .into_iter()
+            .filter(|s| s.ppid == hpid && s.pgrp == s.pid && cmdline(s.pid).starts_with(&argv))
+            .map(|s| s.pid)
+            .collect();
+        let ready = leaders.len() == workers && leaders.iter().all(|&g| members(&[g]).len() >= 2);
+        if ready {
+            break leaders;
+        }
+        if let Some(status) = harness.try_wait().unwrap() {
+            let mut err = String::new();
+            harness
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            panic!("the harness ended before its workers were up ({status}): {err}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {workers} workers with helpers under pid {hpid} within a minute"
+        );
+        // Watching /proc: a short pause between looks, not a fixed wait.
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let mut watched: Vec<(Stat, OwnedFd)> = members(&groups)
+        .into_iter()
+        .filter_map(|s| Some((s, pidfd(s.pid)?)))
+        .collect();
+    assert_eq!(watched.len(), 2 * workers, "{watched:?}");
+
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(hpid, libc::SIGKILL) }, 0);
+    let _ = harness.wait();
+    wait_exited(&mut watched, Duration::from_secs(10));
+    let left = members(&groups);
+    if !watched.is_empty() || !left.is_empty() {
+        let left: Vec<String> = left
+            .iter()
+            .map(|s| format!("{} ({})", s.pid, cmdline(s.pid)))
+            .collect();
+        for &g in &groups {
+            // SAFETY: kill(2); the groups are this test's workers'.
+            unsafe { libc::kill(-g, libc::SIGKILL) };
+        }
+        panic!(
+            "processes of the killed harness's worker groups {groups:?} still run 10 s after it: {left:?}"
+        );
+    }
+}
+
+#[test]
+fn sigkill_of_check_mid_run_leaves_no_worker_group_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(support::coldstart_bin());
+    cmd.current_dir(dir.path())
+        .args(["check", "--processes", "3", "--ready-timeout", "600", "--"])
+        .arg(support::python())
+        .arg(hang_fixture());
+    killed_harness_leaves_nothing(cmd, 3);
+}
+
+#[test]
+fn sigkill_of_bench_mid_trial_leaves_no_worker_group_alive() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(support::coldstart_bin());
+    cmd.current_dir(dir.path())
+        .arg("bench")
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .args(["--warmup", "0", "--trials", "3", "--"])
+        .arg(support::python())
+        .arg(hang_fixture());
+    killed_harness_leaves_nothing(cmd, 1);
+}
