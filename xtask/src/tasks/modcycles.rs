@@ -537,4 +537,10 @@ mod tests {
             ["crates/one: a <-> b"]
         );
     }
+
+    #[test]
+    fn this_workspace_has_no_module_cycle() {
+        let cycles = workspace_cycles(&project_root()).unwrap();
+        assert!(cycles.is_empty(), "module cycles: {cycles:?}");
+    }
 }
