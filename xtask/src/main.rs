@@ -46,7 +46,8 @@ enum Task {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     coldstart::finish(match cli.task {
-        Task::Coldstart(command) => coldstart::Project::workspace(&tasks::project_root())
+        Task::Coldstart(command) => settings::Project::workspace(&tasks::project_root())
+            .map_err(anyhow::Error::from)
             .and_then(|project| coldstart::run(command, &project)),
         Task::BenchParser(args) => tasks::bench_parser::run(args),
         Task::Dist(args) => tasks::dist::run(args),

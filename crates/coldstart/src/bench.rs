@@ -15,7 +15,7 @@ use harness::{Interrupt, OnPress, Target};
 use phases::record::{TrialRecord, Variant};
 use phases::{Bootstrap, TrialKind};
 
-use crate::Project;
+use settings::Project;
 
 /// The bench's flags.
 #[derive(Debug, clap::Args)]

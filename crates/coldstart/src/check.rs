@@ -12,7 +12,7 @@ use harness::check::{self, CheckOptions};
 use harness::{Interrupt, OnPress};
 use report::boundary::{JsonReport, TargetReport, ci, exit_code};
 
-use crate::Project;
+use settings::Project;
 
 /// How the check's report is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -223,7 +223,7 @@ fn targets_for_snapshot(args: &Args, project: &Project) -> Result<Vec<harness::T
     if args.module.is_some() || !args.command.is_empty() {
         return Ok(Vec::new());
     }
-    project.targets(args.target.as_deref(), &[])
+    Ok(project.targets(args.target.as_deref(), &[])?)
 }
 
 /// The targets to check, with the command line's overrides applied.

@@ -1,7 +1,7 @@
-//! coldstart: the command line. Owns clap, finding the config where the
-//! user stands ([`config`]), choosing targets ([`Project`]), printing and
-//! exit codes; everything it runs is the `harness` crate's, everything it
-//! prints is rendered by `report`.
+//! coldstart: the command line. Owns clap, printing and exit codes; the
+//! config found where the user stands and the targets a task runs are the
+//! `settings` crate's ([`Project`]), everything it runs is the `harness`
+//! crate's, everything it prints is rendered by `report`.
 //!
 //! The same command line serves two front doors: the installed `coldstart`
 //! binary, whose project is found from the current folder upward, and
@@ -19,17 +19,16 @@
 pub mod bench;
 pub mod check;
 pub mod compare;
-pub mod config;
 pub mod importtime;
 pub mod profile;
 pub mod snapshot;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Subcommand;
-use harness::Target;
+use settings::Project;
 
 /// The version and the git revision it was built from, as `--version` prints them.
 pub const VERSION: &str = concat!(
@@ -62,116 +61,6 @@ pub enum Command {
     Init,
 }
 
-/// Where the command runs: the project, its config if any, and what runs
-/// when no target is named.
-#[derive(Debug, Clone)]
-pub struct Project {
-    /// The project root: the config file's folder, or the workspace root.
-    pub root: PathBuf,
-    /// The config that was found or given.
-    pub config: Option<config::Config>,
-    /// What runs without a config and without `-- CMD`.
-    pub default: Option<Target>,
-    /// The current folder, where `-- CMD` runs.
-    pub cwd: PathBuf,
-}
-
-impl Project {
-    /// The project of a user standing in the current folder: `--config
-    /// FILE`, else the nearest config upward; no built-in default.
-    pub fn discover(config_file: Option<&Path>) -> Result<Project> {
-        let cwd = std::env::current_dir().context("the current folder is not readable")?;
-        let config = match config_file {
-            Some(f) => Some(config::load(&cwd.join(f))?),
-            None => config::discover(&cwd)?,
-        };
-        Ok(Project {
-            root: config
-                .as_ref()
-                .map_or_else(|| cwd.clone(), |c| c.root.clone()),
-            config,
-            default: None,
-            cwd,
-        })
-    }
-
-    /// The coldstart workspace at `root`, as `cargo xtask` runs it: its
-    /// `coldstart.toml` if it has one, else the reference worker.
-    pub fn workspace(root: &Path) -> Result<Project> {
-        let path = root.join(config::CONFIG_FILE);
-        let config = if path.is_file() {
-            Some(config::load(&path)?)
-        } else {
-            None
-        };
-        Ok(Project {
-            root: root.to_path_buf(),
-            config,
-            default: Some(Target::reference_worker(root)),
-            cwd: std::env::current_dir().context("the current folder is not readable")?,
-        })
-    }
-
-    /// The targets a task runs: `-- CMD...` wins (run in the current
-    /// folder), then `--target NAME` from the config, then every target of
-    /// the config, then the built-in default.
-    pub fn targets(&self, target: Option<&str>, command: &[String]) -> Result<Vec<Target>> {
-        if !command.is_empty() {
-            if target.is_some() {
-                bail!("give either --target or a command after `--`, not both");
-            }
-            return Ok(vec![Target::ad_hoc(&self.cwd, command.to_vec(), "command")]);
-        }
-        match (target, &self.config, &self.default) {
-            (Some(name), Some(c), _) => {
-                let names: Vec<_> = c.targets.iter().map(|t| t.name.as_str()).collect();
-                c.targets
-                    .iter()
-                    .find(|t| t.name == name)
-                    .map(|t| vec![t.clone()])
-                    .with_context(|| {
-                        format!(
-                            "no target `{name}` in {}; it has: {}",
-                            c.path.display(),
-                            names.join(", ")
-                        )
-                    })
-            }
-            (None, Some(c), _) => Ok(c.targets.clone()),
-            (Some(name), None, Some(d)) if d.name == name => Ok(vec![d.clone()]),
-            (Some(name), None, Some(d)) => bail!(
-                "no {} at {}, so the only target is the built-in `{}`, not `{name}`; add a [[target]] named `{name}` or run a command after `--`",
-                config::CONFIG_FILE,
-                self.root.display(),
-                d.name
-            ),
-            (None, None, Some(d)) => Ok(vec![d.clone()]),
-            (_, None, None) => bail!(
-                "no coldstart config found in {} or any folder above it, and no command given; \
-                 run `coldstart check -- python3 -m yourworker`, or write a coldstart.toml (or a \
-                 [tool.coldstart] table in pyproject.toml) such as:\n\n{}",
-                self.cwd.display(),
-                config::STARTER
-            ),
-        }
-    }
-
-    /// The one target a task takes (bench, profile): as [`Project::targets`],
-    /// refusing a config with several unless one is named.
-    pub fn one_target(&self, target: Option<&str>, command: &[String]) -> Result<Target> {
-        let mut targets = self.targets(target, command)?;
-        if targets.len() > 1 {
-            let names: Vec<_> = targets.iter().map(|t| t.name.as_str()).collect();
-            bail!(
-                "the config has {} targets ({}); pick one with --target NAME",
-                targets.len(),
-                names.join(", ")
-            );
-        }
-        Ok(targets.remove(0))
-    }
-}
-
 /// Runs one subcommand in `project`.
 pub fn run(command: Command, project: &Project) -> Result<ExitCode> {
     match command {
@@ -188,14 +77,14 @@ pub fn run(command: Command, project: &Project) -> Result<ExitCode> {
 /// `coldstart init`: a commented starter config in `dir`, never over an
 /// existing one.
 fn init(dir: &Path) -> Result<ExitCode> {
-    let path = dir.join(config::CONFIG_FILE);
+    let path = dir.join(settings::CONFIG_FILE);
     if path.exists() {
         bail!(
             "{} exists already; edit it, or remove it to start again",
             path.display()
         );
     }
-    std::fs::write(&path, config::STARTER)
+    std::fs::write(&path, settings::STARTER)
         .with_context(|| format!("could not write {}", path.display()))?;
     println!(
         "wrote {}: set the worker's command, then run `coldstart check`",

@@ -24,7 +24,8 @@ struct Cli {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     coldstart::finish(
-        coldstart::Project::discover(cli.config.as_deref())
+        settings::Project::discover(cli.config.as_deref())
+            .map_err(anyhow::Error::from)
             .and_then(|project| coldstart::run(cli.command, &project)),
     )
 }

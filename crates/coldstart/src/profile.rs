@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use harness::profile::ProfileOptions;
 
-use crate::Project;
+use settings::Project;
 
 /// The profile's flags.
 #[derive(Debug, clap::Args)]

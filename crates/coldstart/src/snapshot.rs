@@ -18,7 +18,7 @@ use harness::Target;
 use importguard::firstparty;
 use report::importtime::{SnapshotOptions, View};
 
-use crate::Project;
+use settings::Project;
 
 /// The snapshot's flags.
 #[derive(Debug, clap::Args)]

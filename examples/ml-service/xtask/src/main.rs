@@ -1,8 +1,8 @@
 //! `cargo xtask import-boundary`: the service's workers must not import
 //! torch, transformers or stanza before a model is requested. The targets
 //! come from `[tool.coldstart]` in this project's `pyproject.toml` (the
-//! same table the installed `coldstart check` reads); the check runs
-//! through `harness`, the report through `report`.
+//! same table the installed `coldstart check` reads, through `settings`);
+//! the check runs through `harness`, the report through `report`.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -28,7 +28,7 @@ fn run() -> Result<ExitCode> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("xtask lives one level below the project root")?;
-    let config = coldstart::config::load(&root.join("pyproject.toml"))?;
+    let config = settings::load(&root.join("pyproject.toml"))?;
     let mut reports = Vec::new();
     for target in &config.targets {
         reports.push(check::check_target(target, CheckOptions::default())?);

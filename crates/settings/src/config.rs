@@ -1,4 +1,5 @@
-//! The targets a user checks and benchmarks, found where the user stands:
+//! The config: the targets a user checks and benchmarks, found where the
+//! user stands:
 //! `--config FILE`, else the nearest `coldstart.toml`, else the nearest
 //! `pyproject.toml` with a `[tool.coldstart]` table, searching from the
 //! current folder up to the filesystem root (the way ruff and uv find
@@ -32,32 +33,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
 use harness::{Origin, Target};
 use importguard::verdict::Allowance;
 use serde::Deserialize;
 
-/// The config file's own name.
-pub const CONFIG_FILE: &str = "coldstart.toml";
-
-/// A commented starter config: what `coldstart init` writes and the
-/// missing-config error shows.
-pub const STARTER: &str = r#"# coldstart: the workers to check (`coldstart check`) and benchmark (`coldstart bench`).
-# Paths are relative to this file's folder. In pyproject.toml, write the same
-# tables as [[tool.coldstart.target]].
-
-[[target]]
-name = "worker"
-# The worker's command line, as your service starts it.
-command = ["python3", "-m", "myapp.worker"]
-# Set on top of the inherited environment.
-env = { PYTHONPATH = "src" }
-# Modules the worker must not import before a model is requested.
-forbidden = ["torch", "transformers", "stanza"]
-# allowed = [{ module = "transformers.utils.versions", reason = "tiny, no torch" }]
-# processes = 3        # fresh workers per check, run concurrently
-# ready_timeout = 60.0 # seconds
-"#;
+use crate::{CONFIG_FILE, Error, Problem};
 
 /// A config file that was found, and its targets.
 #[derive(Debug, Clone)]
@@ -113,11 +93,20 @@ struct RawTarget {
     snapshot: bool,
 }
 
-fn secs(v: Option<f64>, default: Duration, what: &str, name: &str) -> Result<Duration> {
+fn secs(
+    v: Option<f64>,
+    default: Duration,
+    key: &'static str,
+    name: &str,
+) -> Result<Duration, Problem> {
     match v {
         None => Ok(default),
         Some(s) if s.is_finite() && s > 0.0 => Ok(Duration::from_secs_f64(s)),
-        Some(s) => bail!("target `{name}`: `{what}` must be a positive number of seconds, got {s}"),
+        Some(got) => Err(Problem::NotPositive {
+            name: name.to_owned(),
+            key,
+            got,
+        }),
     }
 }
 
@@ -125,7 +114,7 @@ fn secs(v: Option<f64>, default: Duration, what: &str, name: &str) -> Result<Dur
 /// `coldstart.toml`, else the nearest `pyproject.toml` with
 /// `[tool.coldstart]`, from `start` up to the root. `Ok(None)` when there
 /// is none. A folder holding both is an error: the user must pick one.
-pub fn discover(start: &Path) -> Result<Option<Config>> {
+pub fn discover(start: &Path) -> Result<Option<Config>, Error> {
     for dir in start.ancestors() {
         let toml_path = dir.join(CONFIG_FILE);
         let py_path = dir.join("pyproject.toml");
@@ -136,11 +125,12 @@ pub fn discover(start: &Path) -> Result<Option<Config>> {
             None
         };
         match (has_toml, py_table) {
-            (true, Some(_)) => bail!(
-                "{} and {} both configure coldstart; keep one (move the targets into one file and remove the other table or file)",
-                toml_path.display(),
-                py_path.display()
-            ),
+            (true, Some(_)) => {
+                return Err(Error::Both {
+                    toml: toml_path,
+                    pyproject: py_path,
+                });
+            }
             (true, None) => return load(&toml_path).map(Some),
             (false, Some(table)) => {
                 return from_table(table, &py_path, Origin::Pyproject).map(Some);
@@ -152,34 +142,37 @@ pub fn discover(start: &Path) -> Result<Option<Config>> {
 }
 
 /// The `[tool.coldstart]` table of a `pyproject.toml`, if it has one.
-fn pyproject_table(path: &Path) -> Result<Option<toml::Value>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("could not read {}", path.display()))?;
-    let py: Pyproject =
-        toml::from_str(&text).with_context(|| format!("{} is not valid TOML", path.display()))?;
+fn pyproject_table(path: &Path) -> Result<Option<toml::Value>, Error> {
+    let py: Pyproject = read_toml(path)?;
     Ok(py.tool.coldstart)
+}
+
+/// A TOML file read and parsed.
+fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|source| Error::Toml {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+    })
 }
 
 /// Reads a config file given by name: a `coldstart.toml`, or a
 /// `pyproject.toml` whose `[tool.coldstart]` table holds the targets.
-pub fn load(path: &Path) -> Result<Config> {
+pub fn load(path: &Path) -> Result<Config, Error> {
     if path.file_name().is_some_and(|n| n == "pyproject.toml") {
-        let table = pyproject_table(path)?.with_context(|| {
-            format!(
-                "{} has no [tool.coldstart] table; add [[tool.coldstart.target]] tables, or give a coldstart.toml",
-                path.display()
-            )
+        let table = pyproject_table(path)?.ok_or_else(|| Error::NoTable {
+            path: path.to_path_buf(),
         })?;
         return from_table(table, path, Origin::Pyproject);
     }
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("could not read the config {}", path.display()))?;
-    let value: toml::Value =
-        toml::from_str(&text).with_context(|| format!("{} is not valid TOML", path.display()))?;
+    let value: toml::Value = read_toml(path)?;
     from_table(value, path, Origin::ColdstartToml)
 }
 
-fn from_table(value: toml::Value, path: &Path, origin: Origin) -> Result<Config> {
+fn from_table(value: toml::Value, path: &Path, origin: Origin) -> Result<Config, Error> {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let root = path
         .parent()
@@ -190,14 +183,20 @@ fn from_table(value: toml::Value, path: &Path, origin: Origin) -> Result<Config>
     } else {
         "the file"
     };
-    let file: File = value.try_into().with_context(|| {
-        format!(
-            "{} is not a valid coldstart config ({table}); fix it as the message says",
-            path.display()
-        )
-    })?;
-    let (targets, snapshot) = resolve_targets(file, &root, origin)
-        .with_context(|| format!("{} is not a valid coldstart config", path.display()))?;
+    let file: File = match value.try_into() {
+        Ok(file) => file,
+        Err(source) => {
+            return Err(Error::Shape {
+                path,
+                table,
+                source: Box::new(source),
+            });
+        }
+    };
+    let (targets, snapshot) = match resolve_targets(file, &root, origin) {
+        Ok(resolved) => resolved,
+        Err(source) => return Err(Error::Invalid { path, source }),
+    };
     Ok(Config {
         path,
         root,
@@ -213,14 +212,18 @@ fn against(root: &Path, p: &Path) -> PathBuf {
 }
 
 /// Parses a `coldstart.toml` text whose folder is `root` (tests, embedding).
-pub fn parse(text: &str, root: &Path) -> Result<Vec<Target>> {
-    let file: File = toml::from_str(text)?;
+pub fn parse(text: &str, root: &Path) -> Result<Vec<Target>, Error> {
+    let file: File = toml::from_str(text).map_err(|e| Error::Syntax(Box::new(e)))?;
     Ok(resolve_targets(file, root, Origin::ColdstartToml)?.0)
 }
 
-fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<(Vec<Target>, Vec<String>)> {
+fn resolve_targets(
+    file: File,
+    root: &Path,
+    origin: Origin,
+) -> Result<(Vec<Target>, Vec<String>), Problem> {
     if file.targets.is_empty() {
-        bail!("no [[target]] tables: add one, or remove the file");
+        return Err(Problem::NoTargets);
     }
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
@@ -228,15 +231,13 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<(Vec<Targe
     for raw in file.targets {
         let name = raw.name;
         if !seen.insert(name.clone()) {
-            bail!("target `{name}` is defined twice");
+            return Err(Problem::Twice(name));
         }
         if raw.command.is_empty() {
-            bail!(
-                "target `{name}`: `command` is empty; give the worker's argv, e.g. [\"python3\", \"-m\", \"myworker\"]"
-            );
+            return Err(Problem::EmptyCommand(name));
         }
         if raw.processes == Some(0) {
-            bail!("target `{name}`: `processes` must be at least 1");
+            return Err(Problem::NoProcesses(name));
         }
         let mut command = raw.command;
         if command[0].contains('/') {
@@ -246,17 +247,17 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<(Vec<Targe
             .cwd
             .map_or_else(|| root.to_path_buf(), |c| against(root, &c));
         if !cwd.is_dir() {
-            bail!(
-                "target `{name}`: `cwd` {} is not a folder; paths are relative to the config file's folder {}",
-                cwd.display(),
-                root.display()
-            );
+            return Err(Problem::CwdNotAFolder {
+                name,
+                cwd,
+                root: root.to_path_buf(),
+            });
         }
         let mut env = raw.env;
         if let Some(pp) = env.get_mut("PYTHONPATH") {
             let joined =
                 std::env::join_paths(std::env::split_paths(pp.as_str()).map(|p| against(root, &p)))
-                    .with_context(|| format!("target `{name}`: a PYTHONPATH entry holds a `:`"))?;
+                    .map_err(|e| Problem::PythonPath(name.clone(), e))?;
             *pp = joined.to_string_lossy().into_owned();
         }
         let base = Target::ad_hoc(root, command, &name);
@@ -302,6 +303,18 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<(Vec<Targe
 mod tests {
     use super::*;
 
+    /// An error and its causes, as the command line prints them.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut out = e.to_string();
+        let mut cause = e.source();
+        while let Some(c) = cause {
+            out.push_str(": ");
+            out.push_str(&c.to_string());
+            cause = c.source();
+        }
+        out
+    }
+
     #[test]
     fn full_target_parses_with_defaults_filled() {
         let dir = tempfile::tempdir().unwrap();
@@ -334,7 +347,7 @@ ready_timeout = 1.5
     #[test]
     fn bad_configs_say_what_to_fix() {
         let root = Path::new("/");
-        let err = |s: &str| format!("{:#}", parse(s, root).unwrap_err());
+        let err = |s: &str| chain(&parse(s, root).unwrap_err());
         assert!(err("").contains("no [[target]]"));
         assert!(err("[[target]]\nname='a'\ncommand=[]").contains("`command` is empty"));
         assert!(err("[[target]]\nname='a'\ncommand=['x']\nready_timeout=-1").contains("positive"));
@@ -369,7 +382,7 @@ ready_timeout = 1.5
             "[[target]]\nname='w'\ncommand=['x']\n",
         )
         .unwrap();
-        let err = format!("{:#}", discover(&deep).unwrap_err());
+        let err = chain(&discover(&deep).unwrap_err());
         assert!(err.contains("both configure coldstart"), "{err}");
     }
 }

@@ -1,0 +1,42 @@
+//! coldstart's settings: the config found where the user stands
+//! ([`config`]: `--config FILE`, the nearest `coldstart.toml`, the nearest
+//! `pyproject.toml` with `[tool.coldstart]`, resolved into
+//! [`harness::Target`]s) and the [`Project`] a command runs in (its root,
+//! its config, its built-in default, which targets a task runs).
+//!
+//! Owns the file format and its discovery, nothing else: it runs no worker,
+//! parses no flags, prints nothing and picks no exit code. The `coldstart`
+//! command line and an embedding project's own xtask both read their
+//! targets here, so neither depends on the other.
+
+#![warn(missing_docs)]
+
+pub mod config;
+mod error;
+mod project;
+
+pub use config::{Config, discover, load, parse};
+pub use error::{Error, Problem};
+pub use project::Project;
+
+/// The config file's own name.
+pub const CONFIG_FILE: &str = "coldstart.toml";
+
+/// A commented starter config: what `coldstart init` writes and the
+/// missing-config error shows.
+pub const STARTER: &str = r#"# coldstart: the workers to check (`coldstart check`) and benchmark (`coldstart bench`).
+# Paths are relative to this file's folder. In pyproject.toml, write the same
+# tables as [[tool.coldstart.target]].
+
+[[target]]
+name = "worker"
+# The worker's command line, as your service starts it.
+command = ["python3", "-m", "myapp.worker"]
+# Set on top of the inherited environment.
+env = { PYTHONPATH = "src" }
+# Modules the worker must not import before a model is requested.
+forbidden = ["torch", "transformers", "stanza"]
+# allowed = [{ module = "transformers.utils.versions", reason = "tiny, no torch" }]
+# processes = 3        # fresh workers per check, run concurrently
+# ready_timeout = 60.0 # seconds
+"#;
