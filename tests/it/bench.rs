@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use phases::TrialRecord;
 use serde_json::Value;
+use timeline::TrialRecord;
 
 use crate::support;
 
@@ -106,7 +106,7 @@ fn bench_detects_a_fixed_startup_delay() {
     assert_eq!(recs.len(), 18);
     assert_eq!(
         recs.iter()
-            .filter(|r| r.kind == phases::TrialKind::Warmup)
+            .filter(|r| r.kind == timeline::TrialKind::Warmup)
             .count(),
         2
     );
@@ -172,8 +172,8 @@ fn bench_records_and_counts_a_protocol_failure() {
     assert_eq!(recs.len(), 4);
     let bad = &recs[2];
     match &bad.outcome {
-        phases::Outcome::Failed { check, message } => {
-            assert_eq!(*check, phases::Check::Ready);
+        timeline::Outcome::Failed { check, message } => {
+            assert_eq!(*check, timeline::Check::Ready);
             assert!(message.contains("ready"), "{message}");
         }
         other => panic!("trial 2 should have failed, got {other:?}"),

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::thread::JoinHandle;
 
-use phases::clock::monotonic_ns;
 use serde_json::{Value, json};
+use timeline::monotonic_ns;
 use worker_proto::{
     Frame, FrameReader, HealthStatus, Inbound, Message, Ready, Reply, Request, encode,
 };

@@ -12,8 +12,9 @@ use anyhow::{Result, bail};
 use harness::serve::ServeOptions;
 use harness::trials::{self, BenchOptions, Progress};
 use harness::{Interrupt, OnPress, Target};
-use phases::record::{TrialRecord, Variant};
-use phases::{Bootstrap, TrialKind};
+use phases::Bootstrap;
+use timeline::TrialKind;
+use timeline::{TrialRecord, Variant};
 
 use settings::Project;
 
@@ -199,6 +200,10 @@ impl Progress for Bar {
 
     fn finish(&mut self) {
         self.0.finish_and_clear();
+    }
+
+    fn extra(&mut self, extra: &trials::Extra) {
+        eprintln!("{extra}");
     }
 }
 

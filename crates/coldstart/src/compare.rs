@@ -15,8 +15,8 @@ use anyhow::{Context, Result};
 use harness::trials::load_run;
 use phases::Bootstrap;
 use phases::compare::Verdict;
-use phases::record::Variant;
 use phases::summary::{Phase, RunSummary, compare_runs};
+use timeline::Variant;
 
 /// The comparison's flags.
 #[derive(Debug, clap::Args)]
@@ -70,8 +70,11 @@ fn label(dir: &Path, s: &RunSummary, v: Variant) -> String {
 
 /// Runs the comparison.
 pub fn run(args: Args) -> Result<ExitCode> {
-    let (sa, ra) = load_run(&args.a)?;
-    let (sb, rb) = load_run(&args.b)?;
+    let (a, b) = (load_run(&args.a)?, load_run(&args.b)?);
+    for w in a.warnings.iter().chain(&b.warnings) {
+        eprintln!("warning: {w}");
+    }
+    let (sa, ra, sb, rb) = (a.summary, a.records, b.summary, b.records);
     let boot = Bootstrap {
         resamples: args.resamples,
         seed: args.seed,

@@ -10,9 +10,9 @@ use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
 use std::process::Stdio;
 
-use phases::record::{TrialKind, Variant};
 use phases::summary::{self, Phase};
 use phases::{Bootstrap, Comparison, Stats, stats};
+use timeline::{TrialKind, Variant};
 
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
@@ -40,6 +40,8 @@ pub struct ProbeCheck {
     pub difference: Stats,
     /// bench / probe, paired by round.
     pub ratio: Comparison,
+    /// Measured rounds left out because a trial of theirs failed.
+    pub left_out: Vec<usize>,
 }
 
 impl ProbeCheck {
@@ -52,6 +54,9 @@ impl ProbeCheck {
     pub fn render(&self) -> String {
         let fmt = report::bench::fmt_ms;
         let mut out = String::new();
+        for i in &self.left_out {
+            let _ = writeln!(out, "round {i}: a trial failed; the round is left out");
+        }
         let _ = writeln!(out, "worker: {}", self.worker);
         for (who, s) in [("bench", &self.bench), ("probe", &self.probe)] {
             let _ = writeln!(
@@ -130,6 +135,7 @@ pub fn probe_check(
     writeln!(stdin, "{cfg}").map_err(probe_gone)?;
     // Per measured round: (bench's ready ms, the probe's ready ms).
     let mut pairs: Vec<(f64, f64)> = Vec::new();
+    let mut left_out = Vec::new();
     let mut trial = 0;
     for i in 0..(warmup + rounds) {
         if interrupt.is_set() {
@@ -170,9 +176,7 @@ pub fn probe_check(
             .flatten();
         match (kind, bench, probe) {
             (TrialKind::Measured, Some(b), Some(p)) => pairs.push((b, p)),
-            (TrialKind::Measured, _, _) => {
-                eprintln!("round {i}: a trial failed; the round is left out")
-            }
+            (TrialKind::Measured, _, _) => left_out.push(i),
             _ => {}
         }
     }
@@ -191,5 +195,6 @@ pub fn probe_check(
             .map_err(stats_err("could not compare bench and probe"))?,
         difference: stats::summarize(&diffs, &boot).map_err(stats_err("no paired rounds"))?,
         python,
+        left_out,
     })
 }

@@ -18,11 +18,11 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use phases::Bootstrap;
-use phases::Variant;
 use phases::jsonl;
 use phases::serve::{Load, RequestOutcome, RequestRecord, ServeStats};
 use serde_json::{Map, Value};
 use spawn::worker_proto::{Reply, Request};
+use timeline::Variant;
 
 use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;

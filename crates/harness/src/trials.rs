@@ -20,15 +20,15 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use phases::memory::MemoryView;
-use phases::record::{
-    Check, Escalation, Marks, Outcome, RoundTrip, TrialKind, TrialRecord, Usage, Variant,
-    WorkerRecord,
-};
 use phases::sequential::{StopReason, StopRule, Stopped};
 use phases::serve::{RequestRecord, ServeStats};
 use phases::summary::{self, Configuration, Environment, Phase, RunSummary, TargetInfo};
 use phases::{Bootstrap, jsonl, stats, warn};
 use spawn::worker_proto::Reply;
+use timeline::{
+    Check, Escalation, Marks, Outcome, RoundTrip, TrialKind, TrialRecord, Usage, Variant,
+    WorkerRecord,
+};
 
 use crate::env;
 use crate::error::{Error, Result, invalid};
@@ -108,6 +108,44 @@ pub trait Progress {
     fn trial(&mut self, records: &[TrialRecord], variants: &[Variant]);
     /// After the last trial.
     fn finish(&mut self);
+    /// After the trials, before each serve phase or memory view starts.
+    fn extra(&mut self, extra: &Extra);
+}
+
+/// An untimed step after the trials, as [`Progress::extra`] announces it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Extra {
+    /// A serve phase of one side on a fresh worker.
+    Serve {
+        /// The side.
+        variant: Variant,
+        /// The load, described (`100 requests, closed loop`).
+        load: String,
+        /// The request, as configured.
+        request: serde_json::Value,
+    },
+    /// A memory view of one side on a separate untimed worker.
+    Memory {
+        /// The side.
+        variant: Variant,
+    },
+}
+
+impl std::fmt::Display for Extra {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Extra::Serve {
+                variant,
+                load,
+                request,
+            } => write!(f, "serve phase ({variant}): {load}, request {request}"),
+            Extra::Memory { variant } => write!(
+                f,
+                "memory view ({variant}): a separate untimed worker with tracemalloc"
+            ),
+        }
+    }
 }
 
 /// A progress that shows nothing.
@@ -118,6 +156,7 @@ impl Progress for Quiet {
     fn start(&mut self, _: u64) {}
     fn trial(&mut self, _: &[TrialRecord], _: &[Variant]) {}
     fn finish(&mut self) {}
+    fn extra(&mut self, _: &Extra) {}
 }
 
 /// A finished bench run, its files written.
@@ -489,7 +528,7 @@ pub fn run(
                 cmd: &s.cmd,
             })
             .collect();
-        let extras = run_extras(&serve_sides, &opts.serve, &dir, &boot, interrupt)?;
+        let extras = run_extras(&serve_sides, &opts.serve, &dir, &boot, interrupt, progress)?;
         spawn::kill_all();
         extras
     } else {
@@ -570,6 +609,7 @@ fn run_extras(
     dir: &Path,
     boot: &Bootstrap,
     stop: &Interrupt,
+    progress: &mut dyn Progress,
 ) -> Result<Extras> {
     let mut extras = Extras::default();
     let load = opts.load()?;
@@ -592,12 +632,11 @@ fn run_extras(
             None => None,
         };
         if let (Some(plan), Some(log)) = (&plan, log.as_mut()) {
-            eprintln!(
-                "serve phase ({}): {}, request {}",
-                side.variant,
-                plan.load.describe(),
-                plan.describe()
-            );
+            progress.extra(&Extra::Serve {
+                variant: side.variant,
+                load: plan.load.describe(),
+                request: plan.describe(),
+            });
             match serve::run_serve(
                 side.lifecycle,
                 side.cmd,
@@ -617,10 +656,9 @@ fn run_extras(
             }
         }
         if opts.memory {
-            eprintln!(
-                "memory view ({}): a separate untimed worker with tracemalloc",
-                side.variant
-            );
+            progress.extra(&Extra::Memory {
+                variant: side.variant,
+            });
             match crate::memory::run_memory(side, plan.as_ref(), stop) {
                 Ok(m) => extras.memory.push(m),
                 Err(e) => extras
@@ -660,8 +698,19 @@ fn write_outputs(
     Ok(())
 }
 
+/// A saved run, read back from the folder [`run`] wrote.
+#[derive(Debug)]
+pub struct SavedRun {
+    /// `summary.json`.
+    pub summary: RunSummary,
+    /// `trials.jsonl`.
+    pub records: Vec<TrialRecord>,
+    /// What the caller should be told about the files (a last line cut short).
+    pub warnings: Vec<String>,
+}
+
 /// A saved run (a folder `run` wrote): its summary and its records.
-pub fn load_run(dir: &Path) -> Result<(RunSummary, Vec<TrialRecord>)> {
+pub fn load_run(dir: &Path) -> Result<SavedRun> {
     let path = dir.join("summary.json");
     let text = std::fs::read_to_string(&path).map_err(|e| {
         Error::Invalid(format!(
@@ -673,21 +722,23 @@ pub fn load_run(dir: &Path) -> Result<(RunSummary, Vec<TrialRecord>)> {
         context: format!("{} is not a bench summary", path.display()),
         cause,
     })?;
-    let records = read_trials(&dir.join("trials.jsonl"))?;
-    Ok((summary, records))
-}
-
-/// Reads a run's `trials.jsonl`, saying on stderr when its last line was
-/// cut short (the run was killed while writing it).
-pub fn read_trials(path: &Path) -> Result<Vec<TrialRecord>> {
-    let read = jsonl::read(path).map_err(crate::error::jsonl)?;
-    if let Some(n) = read.cut_short_line {
-        eprintln!(
-            "warning: {} line {n} is cut short (the run was killed while writing it); it is skipped",
-            path.display()
-        );
-    }
-    Ok(read.records)
+    let path = dir.join("trials.jsonl");
+    let read = jsonl::read(&path).map_err(crate::error::jsonl)?;
+    let warnings = read
+        .cut_short_line
+        .map(|n| {
+            format!(
+                "{} line {n} is cut short (the run was killed while writing it); it is skipped",
+                path.display()
+            )
+        })
+        .into_iter()
+        .collect();
+    Ok(SavedRun {
+        summary,
+        records: read.records,
+        warnings,
+    })
 }
 
 /// The output folder: `out`, or a fresh `bench-out/<UTC stamp>/` under

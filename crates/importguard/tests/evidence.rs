@@ -19,7 +19,7 @@ use importguard::verdict::{
     Answering, Evidence, MissingReason, Phase, Policy, ProcessVerdict, RequestMark, Status,
     Timeline, Violation, judge_answered,
 };
-use phases::clock::monotonic_ns;
+use timeline::monotonic_ns;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 

@@ -1,13 +1,9 @@
-//! phases: monotonic marks, phase durations, trial records and statistics.
+//! phases: statistics, comparisons and summaries of the trial records.
+//!
+//! The clock and the per-trial records it reads are the `timeline` crate's
+//! (below this one, shared with `spawn` and `pystacks`).
 //!
 //! What it owns:
-//! - [`clock`]: the one clock, CLOCK_MONOTONIC in nanoseconds, shared with
-//!   Python's `time.monotonic_ns()`.
-//! - [`record`]: one trial's marks (spawned, ready read, the worker's ready
-//!   stamp, each health round trip, shutdown sent, acknowledgement read,
-//!   exited), the phase durations derived from them, CPU time and peak RSS
-//!   from `wait4`, RSS at ready, and the outcome (correct, or which check
-//!   failed). One record is one line of a bench run's `trials.jsonl`.
 //! - [`stats`]: median with a seeded bootstrap confidence interval, mean,
 //!   standard deviation, min, max, p90, MAD, coefficient of variation, and
 //!   outliers labelled (never removed); every definition is in that
@@ -45,21 +41,19 @@
 //! - [`memory`]: the memory view: Python-traced memory beside RSS at the
 //!   same moments, allocation sites, and a one-line reading.
 //!
-//! What it deliberately does not own: starting processes or reading the
-//! protocol (`spawn`), reading `/proc` or asking an interpreter about
+//! What it deliberately does not own: the clock and the trial records
+//! (`timeline`), starting processes or reading the protocol (`spawn`), reading `/proc` or asking an interpreter about
 //! itself (`harness`), and rendering for people (`report`). Everything here is
 //! pure data and arithmetic, so every figure can be recomputed from the
 //! records by hand.
 
 #![warn(missing_docs)]
 
-pub mod clock;
 pub mod compare;
 pub mod jsonl;
 pub mod measure;
 pub mod memory;
 pub mod phase;
-pub mod record;
 pub mod run;
 pub mod sequential;
 pub mod serve;
@@ -69,11 +63,7 @@ pub mod summary;
 pub mod warn;
 
 pub use compare::{Comparison, DEFAULT_NOISE_THRESHOLD, Method, Unsettled, Verdict};
-pub use record::{
-    Check, Escalation, ExitStatus, Marks, Outcome, PhaseDurations, RoundTrip, TrialKind,
-    TrialRecord, Usage, Variant, WorkerRecord,
-};
 pub use sequential::{Decision, StopReason, StopRule, Stopped, decided};
 pub use stats::{Bootstrap, Interval, Outlier, Stats, StatsError};
-pub use summary::{AbAnalysis, Measure, Phase, Placement, RunSummary};
+pub use summary::{AbAnalysis, Measure, Phase, RunSummary};
 pub use warn::{Warning, WarningKind};

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::compare::{self, Comparison};
-use crate::record::{TrialKind, TrialRecord, Variant};
 use crate::stats::{self, StatsError};
+use timeline::{TrialKind, TrialRecord, Variant};
 
 /// A phase of a worker's life, as named in every output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

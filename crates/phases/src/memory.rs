@@ -26,7 +26,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::Variant;
+use timeline::Variant;
 
 /// Where in the worker's life a point was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

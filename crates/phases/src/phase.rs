@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::compare::Comparison;
 use crate::measure::measure_pairs;
 pub use crate::measure::{Measure, Phase, ms};
-use crate::record::{TrialKind, TrialRecord, Variant};
 use crate::stats::{self, Bootstrap, Stats, StatsError};
+use timeline::{TrialKind, TrialRecord, Variant};
 
 /// The samples that enter the statistics: measured, correct trials of one
 /// variant. Each sample comes with the index of its trial.

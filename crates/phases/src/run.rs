@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::{TrialKind, TrialRecord, Variant};
 use crate::stats::Bootstrap;
+use timeline::{TrialKind, TrialRecord, Variant};
 
 /// The tool that produced the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,25 +129,6 @@ impl Environment {
     }
 }
 
-/// Where the trials' processes ran: the CPU pinning that was done, for the
-/// environment record. Filled by `spawn::affinity::place`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Placement {
-    /// The CPUs the harness could run on when it started (its affinity).
-    pub available: Vec<usize>,
-    /// The CPU set every worker, A and B alike, was started on; empty when
-    /// the workers were not pinned.
-    pub workers: Vec<usize>,
-    /// The CPUs the harness's trial thread was moved to, off the workers'
-    /// set; absent when it stayed where it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub harness: Option<Vec<usize>>,
-    /// What was not done, and why (one CPU only, a refused
-    /// `sched_setaffinity`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
 /// How the run was asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Configuration {
@@ -210,8 +191,8 @@ impl Counts {
             // A trial cut short by the user (Ctrl-C) is kept and marked,
             // but it is not the worker's failure.
             match &r.outcome {
-                crate::record::Outcome::Failed { check, .. }
-                    if *check != crate::record::Check::Interrupted =>
+                timeline::Outcome::Failed { check, .. }
+                    if *check != timeline::Check::Interrupted =>
                 {
                     *failed_by_check
                         .entry(check.as_str().to_owned())

@@ -58,7 +58,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::compare::{Comparison, DEFAULT_NOISE_THRESHOLD};
 use crate::measure::{Measure, compare_measure};
-use crate::record::{TrialKind, TrialRecord};
+use timeline::{TrialKind, TrialRecord};
 
 /// The interval level at every look (and in the final summary).
 pub const DEFAULT_LEVEL: f64 = 0.995;
@@ -345,10 +345,10 @@ pub fn decided(records: &[TrialRecord], rule: &StopRule, elapsed: Duration) -> D
 mod tests {
     use super::*;
     use crate::compare::Verdict;
-    use crate::record::Variant;
     use crate::simulate::{self, Noise, Scenario};
     use crate::summary::Phase;
     use crate::summary::tests::trial;
+    use timeline::Variant;
 
     fn rule() -> StopRule {
         StopRule::default()
@@ -500,8 +500,8 @@ mod tests {
     fn failed_rounds_count_against_the_budget() {
         let mut recs = rounds(12, |_, a| a * 1.5);
         let n = recs.len();
-        recs[n - 1].outcome = crate::record::Outcome::Failed {
-            check: crate::record::Check::Ready,
+        recs[n - 1].outcome = timeline::Outcome::Failed {
+            check: timeline::Check::Ready,
             message: "no ready line".into(),
         };
         assert_eq!(rounds_run(&recs), 12);

@@ -38,8 +38,8 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::phase::ms;
-use crate::record::Variant;
 use crate::stats::{self, Bootstrap, Interval, StatsError, percentile_sorted};
+use timeline::Variant;
 
 /// How requests were offered.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -31,11 +31,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::compare::{Comparison, Verdict};
-use crate::record::{
-    ExitStatus, Marks, Outcome, TrialKind, TrialRecord, Usage, Variant, WorkerRecord,
-};
 use crate::sequential::{StopReason, StopRule, decided};
 use crate::stats::percentile_sorted;
+use timeline::{ExitStatus, Marks, Outcome, TrialKind, TrialRecord, Usage, Variant, WorkerRecord};
 
 /// How noisy the simulated machine is (see the module doc).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -204,7 +202,7 @@ pub fn run(s: &Scenario, seed: u64) -> Run {
                 }),
                 rss_at_ready_bytes: None,
                 exit: Some(ExitStatus::Code(0)),
-                escalation: crate::record::Escalation::None,
+                escalation: timeline::Escalation::None,
                 noise_lines: 0,
                 outcome: Outcome::Correct,
             };

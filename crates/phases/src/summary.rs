@@ -21,14 +21,15 @@ use crate::compare::{self, Comparison, Method};
 pub use crate::measure::{Measure, compare_measure, measure_pairs};
 use crate::memory::MemoryView;
 pub use crate::phase::{Phase, PhaseSummary, SeriesSummary, ms, pairs, series};
-use crate::record::{TrialKind, TrialRecord, Variant};
 pub use crate::run::{
-    Configuration, Counts, Environment, Load, Placement, Pressure, PythonInfo, TargetInfo, Tool,
+    Configuration, Counts, Environment, Load, Pressure, PythonInfo, TargetInfo, Tool,
 };
 use crate::sequential::{StopRule, Stopped};
 use crate::serve::ServeStats;
 use crate::stats::{self, Bootstrap, StatsError};
 use crate::warn::{self, Warning};
+use timeline::Placement;
+use timeline::{TrialKind, TrialRecord, Variant};
 
 /// The `schema` of `summary.json`.
 pub const SCHEMA: &str = "coldstart-bench-summary/1";
@@ -456,7 +457,7 @@ pub fn compare_runs(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::record::{ExitStatus, Marks, Outcome, RoundTrip, Usage, WorkerRecord};
+    use timeline::{ExitStatus, Marks, Outcome, RoundTrip, Usage, WorkerRecord};
 
     pub(crate) fn trial(
         trial: usize,
@@ -488,7 +489,7 @@ pub(crate) mod tests {
             }),
             rss_at_ready_bytes: Some(8 << 20),
             exit: Some(ExitStatus::Code(0)),
-            escalation: crate::record::Escalation::None,
+            escalation: timeline::Escalation::None,
             noise_lines: 0,
             outcome: Outcome::Correct,
         };
@@ -618,7 +619,7 @@ pub(crate) mod tests {
     fn failed_trials_are_counted_not_measured_and_break_their_pair() {
         let mut recs = ab_records();
         recs[4].outcome = Outcome::Failed {
-            check: crate::record::Check::Ready,
+            check: timeline::Check::Ready,
             message: "no ready line".into(),
         };
         let s = RunSummary::build(&recs, environment(), configuration(), false, 1.0).unwrap();

@@ -18,8 +18,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::phase::{Phase, PhaseSummary};
-use crate::record::Variant;
 use crate::run::{Configuration, Counts, Environment};
+use timeline::Variant;
 
 /// Coefficient of variation above which a series is called noisy.
 pub const MAX_CV: f64 = 0.10;
@@ -248,9 +248,9 @@ pub fn relative_half_width(s: &crate::stats::Stats) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::TrialKind;
     use crate::summary::RunSummary;
     use crate::summary::tests::{configuration, environment, trial};
+    use timeline::TrialKind;
 
     fn kinds(w: &[Warning]) -> Vec<WarningKind> {
         w.iter().map(|w| w.kind).collect()

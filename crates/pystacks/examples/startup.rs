@@ -29,7 +29,7 @@ fn main() {
         command
     };
 
-    let spawned_ns = phases::clock::monotonic_ns();
+    let spawned_ns = timeline::monotonic_ns();
     let mut child = Command::new(&command[0])
         .args(&command[1..])
         .env("PYTHONDONTWRITEBYTECODE", "1")
@@ -41,7 +41,7 @@ fn main() {
     BufReader::new(child.stdout.take().expect("piped"))
         .read_line(&mut line)
         .expect("a ready line");
-    let ready_ns = phases::clock::monotonic_ns();
+    let ready_ns = timeline::monotonic_ns();
     let profile = sampler.stop();
     let _ = child.wait();
 

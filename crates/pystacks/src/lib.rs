@@ -16,7 +16,7 @@
 //!   error shows of a hung worker ([`dump_text`]).
 //! - [`Sampler`]: samples a process and its subprocesses at a rate until
 //!   stopped ([`StopHandle`], a deadline, or the processes' exit); every
-//!   sample is stamped on CLOCK_MONOTONIC (`phases::clock`'s clock, the
+//!   sample is stamped on CLOCK_MONOTONIC (`timeline::monotonic_ns`'s clock, the
 //!   clock of Python's `time.monotonic_ns()`), so a caller can keep the
 //!   samples before the ready line. The [`Profile`] aggregates into
 //!   collapsed stacks ([`CollapsedStack`], the lines of `py-spy record

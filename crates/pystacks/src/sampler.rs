@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use phases::clock::monotonic_ns;
+use timeline::monotonic_ns;
 
 use crate::collapsed::CollapsedStack;
 use crate::error::Error;
@@ -88,7 +88,7 @@ impl SamplerOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
     /// CLOCK_MONOTONIC ns when the process's read began (the clock of
-    /// `phases::clock::monotonic_ns` and of Python's `time.monotonic_ns()`).
+    /// `timeline::monotonic_ns` and of Python's `time.monotonic_ns()`).
     pub t_ns: u64,
     /// The process sampled.
     pub pid: u32,

@@ -9,7 +9,7 @@ use pystacks::{Sampler, SamplerOptions, StopReason, import_share, top_frames};
 fn the_function_a_script_spends_its_time_in_is_the_widest_frame() {
     let mut py = Py::start("spins_in_named_function.py", &[]);
     py.expect_line("ready");
-    let before = phases::clock::monotonic_ns();
+    let before = timeline::monotonic_ns();
     // `pause` asked for, but this process is our child: never paused, so
     // no read can collect its exit status before our own wait does.
     let options = SamplerOptions {
@@ -19,7 +19,7 @@ fn the_function_a_script_spends_its_time_in_is_the_widest_frame() {
     let sampler = Sampler::start(py.pid(), options).expect("start");
     py.send("go");
     let profile = sampler.wait();
-    let after = phases::clock::monotonic_ns();
+    let after = timeline::monotonic_ns();
     assert_eq!(py.finish(), Some(0), "our wait saw our child's exit");
 
     assert_eq!(profile.stop_reason, StopReason::Exited);

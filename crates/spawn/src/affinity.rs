@@ -19,7 +19,7 @@
 
 use std::io;
 
-pub use phases::summary::Placement;
+pub use timeline::Placement;
 
 /// What can go wrong when reading or setting CPU affinity.
 #[derive(Debug, thiserror::Error)]

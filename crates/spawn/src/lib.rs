@@ -82,7 +82,7 @@
 //! - No protocol types of its own: messages and framing are
 //!   [`worker_proto`]'s; this crate only moves them.
 //! - No statistics, no trial records, no rendering: it stamps and measures
-//!   one worker's life; `phases` and `report` make sense of the figures.
+//!   one worker's life; `timeline` holds the records, `phases` and `report` make sense of the figures.
 //! - No CLI and no configuration file: callers build a [`Command`].
 //! - No placement policy of its own: [`affinity`] can start a worker on a
 //!   CPU set and move the harness's thread, and [`affinity::place`] offers
@@ -107,9 +107,9 @@ pub use command::{
 };
 pub use error::{Error, ErrorDetail, ErrorKind, Phase};
 pub use group::{kill_all, live_groups};
-pub use phases::clock::monotonic_ns;
-pub use phases::record::{Escalation, ExitStatus};
 pub use reap::Rusage;
+pub use timeline::monotonic_ns;
+pub use timeline::{Escalation, ExitStatus};
 pub use worker::{
     Exchange, Finished, NoiseLine, ShutdownPolicy, ShutdownTimeline, Stamped, TimeoutHook, Worker,
 };

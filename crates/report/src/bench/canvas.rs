@@ -3,7 +3,7 @@
 //! phases' strip plots) and [`super::serve`] (the serve and memory panels
 //! below them) both draw on it; it draws nothing itself.
 
-use phases::record::Variant;
+use timeline::Variant;
 
 /// The picture's width, in SVG user units.
 pub(super) const WIDTH: f64 = 960.0;

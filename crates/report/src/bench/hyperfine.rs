@@ -14,8 +14,8 @@
 
 use serde::Serialize;
 
-use phases::record::{TrialKind, TrialRecord};
 use phases::summary::{Phase, RunSummary, variants};
+use timeline::{TrialKind, TrialRecord};
 
 /// The whole file.
 #[derive(Debug, Serialize)]
@@ -129,7 +129,7 @@ pub fn command_names() -> Vec<&'static str> {
 mod tests {
     use super::*;
     use crate::bench::fixture;
-    use phases::Variant;
+    use timeline::Variant;
 
     #[test]
     fn one_result_per_phase_in_hyperfine_shape() {

@@ -332,7 +332,7 @@ mod snapshots {
             stopped,
         )
         .unwrap();
-        s.placement = Some(phases::Placement {
+        s.placement = Some(timeline::Placement {
             available: vec![0, 1],
             workers: vec![1],
             harness: Some(vec![0]),

@@ -208,7 +208,7 @@ pub fn answer_lines(s: &phases::RunSummary) -> Vec<String> {
 }
 
 /// One line on where the processes ran, when the harness recorded it.
-pub fn placement_line(p: &phases::Placement) -> String {
+pub fn placement_line(p: &timeline::Placement) -> String {
     let list = |v: &[usize]| {
         v.iter()
             .map(|c| c.to_string())
@@ -232,9 +232,9 @@ pub fn placement_line(p: &phases::Placement) -> String {
 #[cfg(test)]
 pub(crate) mod fixture {
     //! A small A/B run shared by the renderers' tests.
-    use phases::record::*;
     use phases::summary::*;
     use phases::{Bootstrap, RunSummary};
+    use timeline::*;
 
     pub fn trial(
         i: usize,
@@ -266,7 +266,7 @@ pub(crate) mod fixture {
             }),
             rss_at_ready_bytes: Some(11 << 20),
             exit: Some(ExitStatus::Code(0)),
-            escalation: phases::Escalation::None,
+            escalation: timeline::Escalation::None,
             noise_lines: 0,
             outcome: Outcome::Correct,
         };
@@ -516,7 +516,7 @@ mod tests {
 
     #[test]
     fn placement_reads_as_a_line() {
-        let p = phases::Placement {
+        let p = timeline::Placement {
             available: vec![0, 1],
             workers: vec![1],
             harness: Some(vec![0]),
@@ -526,7 +526,7 @@ mod tests {
             placement_line(&p),
             "workers pinned to CPU 1, harness on CPU 0"
         );
-        let one = phases::Placement {
+        let one = timeline::Placement {
             available: vec![0],
             workers: vec![],
             harness: None,

@@ -11,10 +11,10 @@
 use std::fmt::Write as _;
 
 use phases::memory::{MemoryView, mib};
-use phases::record::Variant;
 use phases::serve::{RequestOutcome, RequestRecord, ServeStats};
 use phases::stats::Interval;
 use phases::summary::ms;
+use timeline::Variant;
 
 use super::canvas::{LEFT, RIGHT, WIDTH, colour, esc};
 use super::{fmt_ms, fmt_pct};

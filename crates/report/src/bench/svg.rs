@@ -13,9 +13,9 @@
 
 use std::fmt::Write as _;
 
-use phases::record::{TrialKind, TrialRecord};
 use phases::serve::RequestRecord;
 use phases::summary::{RunSummary, ms, variants};
+use timeline::{TrialKind, TrialRecord};
 
 use super::canvas::{LEFT, RIGHT, WIDTH, colour, esc};
 use super::fmt_ms;

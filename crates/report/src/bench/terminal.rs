@@ -1,8 +1,9 @@
 //! The terminal table printed after a run, and the comparison table of
 //! `cargo xtask compare`. Plain text, aligned columns, no colour.
 
+use phases::Comparison;
 use phases::summary::{PhaseSummary, RunSummary, SeriesSummary};
-use phases::{Comparison, Variant};
+use timeline::Variant;
 
 use super::{
     answer_lines, fmt_level, fmt_mib, fmt_ms, fmt_pct, fmt_ratio, fmt_verdict, placement_line,

@@ -2,7 +2,7 @@
 //! durations derived from them, resource use, and the outcome.
 //!
 //! One [`TrialRecord`] is one line of `trials.jsonl`. Every mark is
-//! CLOCK_MONOTONIC nanoseconds ([`crate::clock::monotonic_ns`]). A trial
+//! CLOCK_MONOTONIC nanoseconds ([`crate::monotonic_ns`]). A trial
 //! starts `concurrency` workers at once (usually one); each has its own
 //! [`WorkerRecord`], and [`PhaseDurations::derive`] turns them into the
 //! trial's phase durations.

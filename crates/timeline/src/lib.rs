@@ -1,0 +1,34 @@
+//! timeline: the one clock and the records of a worker's life on it.
+//!
+//! What it owns:
+//! - the one clock ([`monotonic_ns`]), CLOCK_MONOTONIC in nanoseconds, shared with
+//!   Python's `time.monotonic_ns()`.
+//! - one trial's records ([`TrialRecord`]): each worker's marks (spawned, ready
+//!   read, the worker's ready stamp, each health round trip, shutdown sent,
+//!   acknowledgement read, exited), the phase durations derived from them,
+//!   CPU time and peak RSS from `wait4`, RSS at ready, how the process
+//!   ended (its [`ExitStatus`] and [`Escalation`]) and the outcome (correct,
+//!   or which check failed). One [`TrialRecord`] is one line of a bench
+//!   run's `trials.jsonl`.
+//! - [`Placement`]: where a run's processes ran (the CPU pinning done).
+//!
+//! What it deliberately does not own: starting or reading processes
+//! (`spawn` fills these records), statistics, comparisons and summaries
+//! (`phases`, above this crate), and rendering (`report`). It is the low
+//! crate both `spawn` and `phases` (and `pystacks`, for the clock) build
+//! on: plain data and the clock, nothing else.
+//!
+//! Every item is reached at the crate's root (`timeline::TrialRecord`).
+
+#![warn(missing_docs)]
+
+mod clock;
+mod placement;
+mod record;
+
+pub use clock::monotonic_ns;
+pub use placement::Placement;
+pub use record::{
+    Check, Escalation, ExitStatus, Marks, Outcome, PhaseDurations, RoundTrip, TrialKind,
+    TrialRecord, Usage, Variant, WorkerRecord, signal_name,
+};
