@@ -114,15 +114,17 @@ fn a_check_from_a_subfolder_names_the_chain_at_project_relative_lines_in_every_f
     let gh = coldstart(&here, &["check", "--format", "github"]);
     assert_eq!(gh.status.code(), Some(1));
     let g = stdout(&gh);
+    // The error at the first-party line the chain started from (the
+    // re-export), not at the line importing torch, which gets a notice.
     assert!(
         g.lines().any(
-            |l| l.starts_with("::error file=src/eagerworker/model.py,line=3,title=")
+            |l| l.starts_with("::error file=src/eagerworker/__init__.py,line=5,title=")
                 && l.contains("eagerworker -> eagerworker.model -> torch")
         ),
         "{g}"
     );
     assert!(
-        g.contains("::notice file=src/eagerworker/__init__.py,line=5,"),
+        g.contains("::notice file=src/eagerworker/model.py,line=3,"),
         "{g}"
     );
 
@@ -354,5 +356,126 @@ fn the_example_projects_own_xtask_runs_the_check_through_the_library() {
     assert!(
         text.starts_with("PASS  mlworker (pyproject.toml): 3 processes"),
         "{text}"
+    );
+}
+
+/// A project holding one shape of tests/fixtures/chains at its root (the
+/// worker `worker.py` and its packages), with the protocol loop and the
+/// stand-in torch; its target runs `python worker.py`.
+fn shape_project(shape: &str) -> UserProject {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("svc-project");
+    copy_dir(&fixtures().join("chains").join(shape), &root);
+    std::fs::copy(
+        fixtures().join("boundary/workers/protokit.py"),
+        root.join("protokit.py"),
+    )
+    .unwrap();
+    copy_dir(
+        &fixtures().join("boundary").join("stand-ins"),
+        &root.join("stand-ins"),
+    );
+    std::fs::write(
+        root.join("pyproject.toml"),
+        format!(
+            "[project]\nname = \"svc\"\n\n[[tool.coldstart.target]]\nname = \"svc\"\ncommand = [\"{}\", \"worker.py\"]\nenv = {{ PYTHONPATH = \"stand-ins\" }}\nprocesses = 1\n",
+            python().display()
+        ),
+    )
+    .unwrap();
+    UserProject { _dir: dir, root }
+}
+
+/// `from svc.types import Wrapper`, where svc/types.py imports
+/// svc.models.heavy and svc/models/__init__.py re-exports it: the chain is
+/// the one that ran, each module once, svc.models shown as imported for
+/// the name svc/types.py asked for; in text, JSON and GitHub annotations.
+#[test]
+fn a_re_exported_submodule_gives_the_chain_that_ran_in_every_format() {
+    let p = shape_project("reexport");
+    let text = coldstart(&p.root, &["check"]);
+    assert_eq!(text.status.code(), Some(1));
+    let t = stdout(&text);
+    assert!(
+        t.contains("chain: svc.types -> svc.models -> svc.models.heavy -> torch\n"),
+        "{t}"
+    );
+    for line in [
+        "svc.types         imported at worker.py:2\n",
+        "svc.models        imported at svc/types.py:2 (as the parent package of svc.models.heavy)\n",
+        "svc.models.heavy  imported at svc/models/__init__.py:2\n",
+        "torch             imported at svc/models/heavy.py:2\n",
+    ] {
+        assert!(t.contains(line), "{line:?} in\n{t}");
+    }
+
+    let json = coldstart(&p.root, &["check", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let torch = &v["targets"][0]["violations"][0];
+    assert_eq!(torch["module"], "torch", "{v:#}");
+    assert_eq!(
+        torch["chain"],
+        serde_json::json!(["svc.types", "svc.models", "svc.models.heavy", "torch"])
+    );
+    assert_eq!(
+        torch["chain_parent_of"],
+        serde_json::json!([null, "svc.models.heavy", null, null])
+    );
+    let lines: Vec<(String, u64)> = torch["chain_lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let file = Path::new(f["file"].as_str().unwrap());
+            let rel = file.strip_prefix(&p.root).unwrap_or(file);
+            (rel.display().to_string(), f["line"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("worker.py".to_owned(), 2),
+            ("svc/types.py".to_owned(), 2),
+            ("svc/models/__init__.py".to_owned(), 2),
+            ("svc/models/heavy.py".to_owned(), 2),
+        ]
+    );
+
+    let gh = coldstart(&p.root, &["check", "--format", "github"]);
+    let g = stdout(&gh);
+    let errors: Vec<&str> = g.lines().filter(|l| l.starts_with("::error")).collect();
+    assert_eq!(errors.len(), 1, "{g}");
+    assert!(
+        errors[0].starts_with("::error file=worker.py,line=2,"),
+        "the error is at the line the chain started from: {g}"
+    );
+    for place in [
+        "svc/types.py,line=2",
+        "svc/models/__init__.py,line=2",
+        "svc/models/heavy.py,line=2",
+    ] {
+        assert!(
+            g.contains(&format!("::notice file={place},")),
+            "{place}: {g}"
+        );
+    }
+}
+
+/// `import pkga.sub.leaf`, where pkga/sub/__init__.py imports torch: the
+/// leaf imported nothing; pkga.sub was imported for it at the worker's line.
+#[test]
+fn a_heavy_parent_package_of_the_requested_name_heads_the_chain_with_its_line() {
+    let p = shape_project("leaf_of_heavy_package");
+    let text = coldstart(&p.root, &["check"]);
+    assert_eq!(text.status.code(), Some(1));
+    let t = stdout(&text);
+    assert!(t.contains("chain: pkga.sub -> torch\n"), "{t}");
+    assert!(
+        t.contains("pkga.sub  imported at worker.py:2 (as the parent package of pkga.sub.leaf)\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("torch     imported at pkga/sub/__init__.py:2\n"),
+        "{t}"
     );
 }

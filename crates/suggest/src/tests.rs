@@ -24,6 +24,7 @@ fn violation(root: &Path, file: &str, line: u32, module: &str) -> Violation {
         status: Status::Loaded,
         detail: None,
         chain: vec![module.to_owned(), "torch".to_owned()],
+        chain_parent_of: vec![None; 2],
         chain_source: ChainSource::Importtime,
         chain_lines: vec![
             Some(Frame {

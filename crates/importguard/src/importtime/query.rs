@@ -71,6 +71,23 @@ pub fn in_package(name: &str, package: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
 }
 
+/// Whether `package` is one of the parent packages of `name` (`a` and
+/// `a.b` of `a.b.c`; not `a.b.c` itself).
+pub fn is_parent_package(package: &str, name: &str) -> bool {
+    name.len() > package.len() && in_package(name, package)
+}
+
+/// One link of an import chain ([`ImportLog::import_chain`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainLink {
+    /// The module's line.
+    pub node: NodeId,
+    /// When the module was imported as a parent package of the dotted name
+    /// its importer asked for (`import a.b.c` imports `a` and `a.b` first),
+    /// the line of that request.
+    pub parent_of: Option<NodeId>,
+}
+
 /// The top-level package of a module name.
 pub fn top_level(name: &str) -> &str {
     name.split_once('.').map_or(name, |(top, _)| top)
@@ -122,7 +139,46 @@ impl ImportLog {
             .collect()
     }
 
-    /// The chain from the node's root down to the node (both included).
+    /// Who imported whom, from the node's root down to the node (both
+    /// included): the tree's ancestors less the lines that are requests, not
+    /// modules that ran there. importtime files the parent packages a dotted
+    /// name needs under that name's own line, before its body runs (`import
+    /// a.b.c` gives `a.b.c` > `a.b` > `a`), and a module that one of them
+    /// imports on the way (`a.b`'s `__init__` doing `from . import c`) has
+    /// its own line below (`a.b.c` > `a.b` > `a.b.c`). So a line whose next
+    /// one on the way down is one of its parent packages, or whose name comes
+    /// again further down, is the request: it is left out, and the parent
+    /// package it stood for is linked to the request's importer, with the
+    /// name asked for ([`ChainLink::parent_of`]). A module appears at most
+    /// once.
+    pub fn import_chain(&self, id: NodeId) -> Vec<ChainLink> {
+        let path = self.chain(id);
+        let mut out = Vec::with_capacity(path.len());
+        let mut request = None;
+        for (i, &node) in path.iter().enumerate() {
+            let name = self.name(node);
+            let below = &path[i + 1..];
+            let parent_next = below
+                .first()
+                .is_some_and(|&n| is_parent_package(self.name(n), name));
+            if parent_next {
+                request = request.or(Some(node));
+                continue;
+            }
+            if below.iter().any(|&n| self.name(n) == name) {
+                continue;
+            }
+            out.push(ChainLink {
+                node,
+                parent_of: request.take(),
+            });
+        }
+        out
+    }
+
+    /// The tree's ancestors of the node, from its root down to the node
+    /// (both included): how importtime nested the lines, which is not always
+    /// who imported whom ([`ImportLog::import_chain`] is).
     pub fn chain(&self, id: NodeId) -> Vec<NodeId> {
         let mut chain = vec![id];
         let mut p = self.parent(id);
@@ -134,10 +190,11 @@ impl ImportLog {
         chain
     }
 
-    /// The chain as names joined with ` > `.
+    /// The import chain ([`ImportLog::import_chain`]) as names joined with
+    /// ` > `.
     pub fn chain_names(&self, id: NodeId) -> String {
-        let chain = self.chain(id);
-        let names: Vec<&str> = chain.iter().map(|&c| self.name(c)).collect();
+        let chain = self.import_chain(id);
+        let names: Vec<&str> = chain.iter().map(|c| self.name(c.node)).collect();
         names.join(" > ")
     }
 
@@ -279,6 +336,54 @@ import time:        40 |         40 | json
 
     fn names(log: &ImportLog, ids: &[NodeId]) -> Vec<String> {
         ids.iter().map(|&id| log.name(id).to_owned()).collect()
+    }
+
+    /// CPython's lines for `from svc.types import W` (svc/types.py imports
+    /// svc.models.heavy, whose package re-exports it) and `import
+    /// pkga.sub.leaf` (pkga.sub imports torch): the requests are left out.
+    #[test]
+    fn the_import_chain_leaves_out_requests_for_parent_packages() {
+        let log = parse(
+            b"import time: self [us] | cumulative | imported package
+import time:       280 |        280 |   svc
+import time:       153 |        153 |         torch
+import time:      1248 |       1401 |       svc.models.heavy
+import time:      5630 |       7030 |     svc.models
+import time:        38 |       7068 |   svc.models.heavy
+import time:       323 |       7670 | svc.types
+import time:       266 |        266 |     pkga
+import time:       124 |        124 |     torch
+import time:       296 |        685 |   pkga.sub
+import time:       127 |        812 | pkga.sub.leaf
+",
+        );
+        let of = |i: usize| {
+            let chain = log.import_chain(log.find_module("torch").nth(i).unwrap());
+            chain
+                .iter()
+                .map(|c| {
+                    let name = log.name(c.node).to_owned();
+                    match c.parent_of {
+                        Some(r) => format!("{name} (for {})", log.name(r)),
+                        None => name,
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            of(0),
+            [
+                "svc.types",
+                "svc.models (for svc.models.heavy)",
+                "svc.models.heavy",
+                "torch"
+            ]
+        );
+        assert_eq!(of(1), ["pkga.sub (for pkga.sub.leaf)", "torch"]);
+        // The tree's own nesting is kept by `chain`.
+        assert_eq!(log.chain(log.find_module("torch").next().unwrap()).len(), 5);
+        assert!(is_parent_package("a", "a.b") && !is_parent_package("a.b", "a.b"));
+        assert!(!is_parent_package("a", "ab.c"));
     }
 
     #[test]

@@ -160,8 +160,14 @@ pub struct Violation {
     /// Why it is `attempted`: `not installed`, `found, but its import failed`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
-    /// From the top-level import down to the module (both included).
+    /// Who imported whom, from the top-level import down to the module
+    /// (both included), each module once
+    /// ([`crate::importtime::ImportLog::import_chain`]).
     pub chain: Vec<String>,
+    /// For each module of the chain, the dotted name its importer asked for
+    /// when the module was imported as that name's parent package (`import
+    /// a.b.c` imports `a.b` first); `None` for a module imported by name.
+    pub chain_parent_of: Vec<Option<String>>,
     /// Where the chain came from.
     pub chain_source: ChainSource,
     /// For each module of the chain, the line that imported it (recorder;
@@ -464,9 +470,8 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
         .collect();
 
     let mut violations = Vec::new();
-    let chain_names = |id: NodeId| -> Vec<String> {
-        log.map(|l| l.chain(id).iter().map(|&c| l.name(c).to_owned()).collect())
-            .unwrap_or_default()
+    let chain_names = |id: NodeId| -> (Vec<String>, Vec<Option<String>>) {
+        log.map(|l| import_chain_names(l, id)).unwrap_or_default()
     };
     for (img, roots) in &per_image {
         let info = info_of(img);
@@ -483,7 +488,7 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
             } else {
                 None
             };
-            let (chain, chain_source) = match node {
+            let ((chain, chain_parent_of), chain_source) = match node {
                 Some(id) => (chain_names(id), ChainSource::Importtime),
                 None => (recorded_chain(root.first, log), ChainSource::Recorder),
             };
@@ -521,6 +526,7 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
                     lines_in(img, &chain)
                 },
                 chain,
+                chain_parent_of,
                 chain_source,
                 origin: first.origin().cloned(),
                 importer: first.by.clone(),
@@ -560,7 +566,7 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
             if recorded_names.contains(name) || lazy.iter().any(|l| l == name) {
                 continue;
             }
-            let chain = chain_names(id);
+            let (chain, chain_parent_of) = chain_names(id);
             violations.push(Violation {
                 module: name.to_owned(),
                 pattern: pattern_of(policy, name),
@@ -568,6 +574,7 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
                 detail: None,
                 chain_lines: lines_of(&chain),
                 chain,
+                chain_parent_of,
                 chain_source: ChainSource::Importtime,
                 origin: None,
                 importer: None,
@@ -771,11 +778,28 @@ fn attempt_status(
     }
 }
 
-/// The chain of an attempt importtime has no line for: the importtime chain
-/// of the innermost executing module it does show, then the rest of the
-/// recorder's stack, then the module.
-fn recorded_chain(a: &ImportAttempt, log: Option<&ImportLog>) -> Vec<String> {
-    let mut chain: Vec<String> = Vec::new();
+/// The import chain of a line ([`ImportLog::import_chain`]): the names,
+/// and for each the name it was imported as a parent package of.
+fn import_chain_names(log: &ImportLog, id: NodeId) -> (Vec<String>, Vec<Option<String>>) {
+    log.import_chain(id)
+        .iter()
+        .map(|c| {
+            (
+                log.name(c.node).to_owned(),
+                c.parent_of.map(|r| log.name(r).to_owned()),
+            )
+        })
+        .unzip()
+}
+
+/// The chain of an attempt importtime has no line for: the import chain of
+/// the innermost executing module importtime does show, then the rest of
+/// the recorder's stack, then the module.
+fn recorded_chain(
+    a: &ImportAttempt,
+    log: Option<&ImportLog>,
+) -> (Vec<String>, Vec<Option<String>>) {
+    let (mut chain, mut parent_of) = (Vec::new(), Vec::new());
     let mut from = 0;
     if let Some(log) = log {
         for (i, m) in a.stack.iter().enumerate().rev() {
@@ -783,19 +807,19 @@ fn recorded_chain(a: &ImportAttempt, log: Option<&ImportLog>) -> Vec<String> {
                 .find_module(m)
                 .find(|&id| log.node(id).kind == NodeKind::Entry)
             {
-                chain = log
-                    .chain(id)
-                    .iter()
-                    .map(|&c| log.name(c).to_owned())
-                    .collect();
+                (chain, parent_of) = import_chain_names(log, id);
                 from = i + 1;
                 break;
             }
         }
     }
-    chain.extend(a.stack[from..].iter().cloned());
-    chain.push(a.name.clone());
-    chain
+    for m in a.stack[from..].iter().chain([&a.name]) {
+        if !chain.contains(m) {
+            chain.push(m.clone());
+            parent_of.push(None);
+        }
+    }
+    (chain, parent_of)
 }
 
 /// A target's violation across its processes.
@@ -913,11 +937,7 @@ pub fn slowest(log: &ImportLog, n: usize) -> Vec<SlowImport> {
             module: log.name(id).to_owned(),
             cumulative_us: log.node(id).cumulative_us,
             self_us: log.node(id).self_us,
-            chain: log
-                .chain(id)
-                .iter()
-                .map(|&c| log.name(c).to_owned())
-                .collect(),
+            chain: import_chain_names(log, id).0,
         })
         .collect()
 }

@@ -1,6 +1,7 @@
 //! The check's report for CI systems: GitHub Actions workflow commands
-//! (an `::error` at the first-party line that started each violation, a
-//! `::notice` at each first-party link of its chain) and JUnit XML (one
+//! (an `::error` at the first-party line that started each violation's
+//! chain, or at the line a verified cut changes, and a `::notice` at each
+//! other first-party link of its chain) and JUnit XML (one
 //! test case per target and forbidden pattern). Paths are relative to the
 //! project root given; a line is first-party by the project's one rule,
 //! [`importguard::firstparty`].
@@ -34,15 +35,47 @@ fn esc_prop(s: &str) -> String {
     esc_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
-fn at(frame: Option<&Frame>, root: &Path) -> String {
-    match frame.filter(|f| first_party(&f.file, root)) {
-        Some(f) => format!(
-            " file={},line={}",
-            esc_prop(&relative(&f.file, root)),
-            f.line
-        ),
+/// Where an annotation goes: a file relative to the project root, a line.
+type Place = (String, u32);
+
+fn at(place: Option<&Place>) -> String {
+    match place {
+        Some((file, line)) => format!(" file={},line={line}", esc_prop(file)),
         None => String::new(),
     }
+}
+
+fn place_of(frame: &Frame, root: &Path) -> Option<Place> {
+    first_party(&frame.file, root).then(|| (relative(&frame.file, root), frame.line))
+}
+
+/// The line a violation's error annotation goes on: the line a verified
+/// cut changes, else the first first-party line of its chain (where the
+/// import that ended in the module began), else its first-party origin.
+fn error_place(
+    r: &TargetReport,
+    x: &importguard::verdict::Violation,
+    root: &Path,
+) -> Option<Place> {
+    let verified = r
+        .suggestions
+        .iter()
+        .find(|s| s["module"] == x.module.as_str() && s["verification"] == "verified")
+        .and_then(|s| s.get("cut"))
+        .and_then(|c| {
+            Some((
+                c["file"].as_str()?.to_owned(),
+                u32::try_from(c["line"].as_u64()?).ok()?,
+            ))
+        });
+    verified
+        .or_else(|| {
+            x.chain_lines
+                .iter()
+                .flatten()
+                .find_map(|f| place_of(f, root))
+        })
+        .or_else(|| x.origin.as_ref().and_then(|f| place_of(f, root)))
 }
 
 /// The one-paragraph story of a violation: what, where, how.
@@ -56,13 +89,14 @@ fn story(v: &MergedViolation, root: &Path) -> String {
         v.of,
         x.chain.join(" -> ")
     );
-    for (m, f) in x.chain.iter().zip(&x.chain_lines) {
+    for (i, (m, f)) in x.chain.iter().zip(&x.chain_lines).enumerate() {
         if let Some(f) = f.as_ref().filter(|f| !f.file.starts_with('<')) {
             let _ = write!(
                 s,
-                "\n  {m} imported at {}:{}",
+                "\n  {m} imported at {}:{}{}",
                 relative(&f.file, root),
-                f.line
+                f.line,
+                super::as_parent(x, i)
             );
         }
     }
@@ -108,30 +142,28 @@ pub fn github(r: &TargetReport, root: &Path, out: &mut String) {
     }
     for v in &r.violations {
         let x = &v.first;
+        let error_at = error_place(r, x, root);
         let _ = writeln!(
             out,
             "::error{}{}title={}::{}",
-            at(x.origin.as_ref(), root),
-            if at(x.origin.as_ref(), root).is_empty() {
-                " "
-            } else {
-                ","
-            },
+            at(error_at.as_ref()),
+            if error_at.is_none() { " " } else { "," },
             esc_prop(&format!(
                 "coldstart: {} {} at start-up of {}",
                 x.module, x.status, r.name
             )),
             esc_data(&(story(v, root) + &suggested(r, &x.module)))
         );
+        let mut noted = vec![error_at];
         for (m, f) in x.chain.iter().zip(&x.chain_lines) {
-            if let Some(f) = f.as_ref().filter(|f| first_party(&f.file, root))
-                && Some(f) != x.origin.as_ref()
+            if let Some(place) = f.as_ref().and_then(|f| place_of(f, root))
+                && !noted.contains(&Some(place.clone()))
             {
+                noted.push(Some(place.clone()));
                 let _ = writeln!(
                     out,
-                    "::notice file={},line={},title={}::{}",
-                    esc_prop(&relative(&f.file, root)),
-                    f.line,
+                    "::notice{},title={}::{}",
+                    at(Some(&place)),
                     esc_prop(&format!("coldstart: link of the chain to {}", x.module)),
                     esc_data(&format!(
                         "imports {m} here, on the chain {}",

@@ -20,6 +20,7 @@
 //!        "module": str, "pattern": str, "status": "loaded" | "attempted" | "blocked",
 //!        "detail": str (optional), "chain": [str], "chain_source": "importtime" | "recorder",
 //!        "chain_lines": [{"file", "line", "func"} | null],  // per chain element: who imported it
+//!        "chain_parent_of": [str | null],     // per chain element: the name asked for, when it was imported as that name's parent package
 //!        "origin": {"file", "line", "func"} | null, "importer": {"file", "line", "func"} | null,
 //!        "phase": {"phase": "startup" | "after_ready" | "shutdown"}
 //!               | {"phase": "request", "op": str, "index": int} | null,
@@ -48,7 +49,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use importguard::importtime::ImportLog;
-use importguard::verdict::{Allowance, MergedViolation, ProcessVerdict, RecorderState, SlowImport};
+use importguard::verdict::{
+    Allowance, MergedViolation, ProcessVerdict, RecorderState, SlowImport, Violation,
+};
 use serde::Serialize;
 
 /// JSON schema name and version.
@@ -183,6 +186,15 @@ fn ms(us: i64) -> String {
 }
 
 /// A path relative to the current directory when it is below it.
+/// ` (as the parent package of NAME)` when the chain's `i`-th module was
+/// imported as a parent package of the name its importer asked for.
+pub(crate) fn as_parent(v: &Violation, i: usize) -> String {
+    v.chain_parent_of
+        .get(i)
+        .and_then(Option::as_ref)
+        .map_or_else(String::new, |r| format!(" (as the parent package of {r})"))
+}
+
 fn show_path(file: &str, cwd: &Path) -> String {
     ci::relative(file, cwd)
 }
@@ -251,16 +263,17 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
         // The line behind each link, where the recorder saw it (not the
         // interpreter's own frozen code, such as runpy for `-m`).
         let width = x.chain.iter().map(String::len).max().unwrap_or(0);
-        for (m, f) in x.chain.iter().zip(&x.chain_lines) {
+        for (i, (m, f)) in x.chain.iter().zip(&x.chain_lines).enumerate() {
             if let Some(f) = f
                 .as_ref()
                 .filter(|f| !f.file.starts_with('<') || f.file == "<string>")
             {
                 let _ = writeln!(
                     out,
-                    "      {m:width$}  imported at {}:{}",
+                    "      {m:width$}  imported at {}:{}{}",
                     show_path(&f.file, cwd),
-                    f.line
+                    f.line,
+                    as_parent(x, i)
                 );
             }
         }
@@ -629,6 +642,7 @@ mod tests {
             status: verdict::Status::Loaded,
             detail: None,
             chain: vec!["app".into(), "app.model".into(), "torch".into()],
+            chain_parent_of: vec![None; 3],
             chain_source: verdict::ChainSource::Importtime,
             chain_lines: vec![
                 None,

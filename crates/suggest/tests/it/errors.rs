@@ -42,6 +42,7 @@ fn hand_made(chain: &[&str], lines: Vec<Option<Frame>>) -> Violation {
         status: Status::Loaded,
         detail: None,
         chain: chain.iter().map(|s| (*s).to_owned()).collect(),
+        chain_parent_of: vec![None; chain.len()],
         chain_source: ChainSource::Importtime,
         chain_lines: lines,
         origin: None,
