@@ -97,11 +97,12 @@ const SHAPES: &[Shape] = &[
     },
 ];
 
-/// Runs one shape's worker (stdin closed: it stops after ready) and judges it.
-fn torch_of(
-    python: &OsString,
-    shape: &Shape,
-) -> (Violation, Vec<String>, Vec<Option<(String, u32)>>) {
+/// A line of a shape: its file relative to the shape's folder, its number.
+type Line = Option<(String, u32)>;
+
+/// Runs one shape's worker (stdin closed: it stops after ready) and judges
+/// it: torch's violation, and the recorder's stack and lines at its import.
+fn torch_of(python: &OsString, shape: &Shape) -> (Violation, Vec<String>, Vec<Line>) {
     let policy = Policy::new(vec!["torch".to_owned()], Vec::new()).unwrap();
     let dir = fixtures().join("chains").join(shape.dir);
     let pythonpath = [
@@ -152,7 +153,7 @@ fn torch_of(
             f.line,
         )
     };
-    let (stack, stack_by): (Vec<String>, Vec<Option<(String, u32)>>) = rec
+    let (stack, stack_by): (Vec<String>, Vec<Line>) = rec
         .stack
         .iter()
         .zip(&rec.stack_by)
@@ -175,7 +176,7 @@ fn check_shapes(python: &OsString) {
             v.chain.iter().all(|m| seen.insert(m)),
             "{what}: a module twice"
         );
-        let lines: Vec<Option<(String, u32)>> = v
+        let lines: Vec<Line> = v
             .chain_lines
             .iter()
             .map(|f| {
@@ -188,7 +189,7 @@ fn check_shapes(python: &OsString) {
                 })
             })
             .collect();
-        let want: Vec<Option<(String, u32)>> = shape
+        let want: Vec<Line> = shape
             .links
             .iter()
             .map(|(f, l, _)| Some(((*f).to_owned(), *l)))
