@@ -9,6 +9,31 @@ use super::{
     answer_lines, fmt_level, fmt_mib, fmt_ms, fmt_pct, fmt_ratio, fmt_verdict, placement_line,
 };
 
+/// The outliers column's label; its cells are never wider, whatever the
+/// number of outliers (every one of them is in the JSON summary).
+const OUTLIERS: &str = "outliers, first trials";
+
+/// The outliers cell: their count, then as many of the first trial numbers
+/// as fit in the column's label, `...` when some are left out.
+fn outliers_cell(trials: &[usize]) -> String {
+    let width = OUTLIERS.chars().count();
+    let mut cell = trials.len().to_string();
+    if trials.is_empty() {
+        return cell;
+    }
+    cell.push(':');
+    for (i, t) in trials.iter().enumerate() {
+        let id = format!(" #{t}");
+        let more = if i + 1 < trials.len() { " ..." } else { "" };
+        if cell.len() + id.len() + more.len() > width {
+            cell.push_str(" ...");
+            break;
+        }
+        cell.push_str(&id);
+    }
+    cell
+}
+
 /// Header and cells of the statistics table, one row per phase and variant.
 pub fn stats_rows(phases: &[PhaseSummary], labels: [&str; 2]) -> (Vec<String>, Vec<Vec<String>>) {
     let header = [
@@ -23,7 +48,7 @@ pub fn stats_rows(phases: &[PhaseSummary], labels: [&str; 2]) -> (Vec<String>, V
         "max",
         "MAD",
         "CV",
-        "outliers",
+        OUTLIERS,
     ]
     .map(String::from)
     .to_vec();
@@ -66,12 +91,7 @@ fn stats_cells(name: String, s: &SeriesSummary) -> Vec<String> {
         fmt_ms(st.max),
         fmt_ms(st.mad),
         st.cv.map_or("-".into(), fmt_pct),
-        if s.outlier_trials.is_empty() {
-            "0".into()
-        } else {
-            let ids: Vec<String> = s.outlier_trials.iter().map(|t| format!("#{t}")).collect();
-            format!("{} ({})", ids.len(), ids.join(" "))
-        },
+        outliers_cell(&s.outlier_trials),
     ]
 }
 
@@ -255,6 +275,38 @@ mod tests {
         assert!(text.contains("1 failed"), "{text}");
         assert!(text.contains("warning: "), "{text}");
         assert!(text.contains("45.0 us"), "{text}");
+    }
+
+    #[test]
+    fn many_outliers_are_counted_and_the_first_few_listed_within_the_header() {
+        let recs = fixture::records(true);
+        let plain = render(&fixture::summary(&recs));
+        let mut s = fixture::summary(&recs);
+        let series = s.phases[0].a.as_mut().unwrap();
+        series.outlier_trials = (1..=300).collect();
+        let text = render(&s);
+        let table = |t: &str| -> Vec<String> {
+            t.lines()
+                .skip_while(|l| !l.starts_with("phase "))
+                .take_while(|l| !l.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        let (rows, plain_rows) = (table(&text), table(&plain));
+        // The header is the one of a run without those outliers, and no
+        // row is wider than it.
+        assert_eq!(rows[0], plain_rows[0], "{text}");
+        let width = rows[0].chars().count();
+        for r in &rows {
+            assert!(r.chars().count() <= width, "{r}\n{text}");
+        }
+        assert!(text.contains("300: #1 #2 #3 #4 ..."), "{text}");
+        assert_eq!(outliers_cell(&[]), "0");
+        assert_eq!(outliers_cell(&[4, 9]), "2: #4 #9");
+        assert_eq!(
+            outliers_cell(&[1000, 1001, 1002, 1003, 1004]),
+            "5: #1000 #1001 ..."
+        );
     }
 
     #[test]
