@@ -127,20 +127,28 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Starts the harness, waits (polling /proc, at most a minute) until
+/// A harness with its stand-in workers up.
+struct Running {
+    harness: std::process::Child,
+    _reaper: KillOnDrop,
+    /// The workers' process groups.
+    groups: Vec<i32>,
+    /// Every process of those groups, each watched by a pidfd.
+    watched: Vec<(Stat, OwnedFd)>,
+}
+
+/// Starts the harness and waits (polling /proc, at most a minute) until
 /// `workers` stand-in workers run under it, each with its helper in its
-/// group, then kills the harness with SIGKILL and proves that every process
-/// of those groups ends within ten seconds (each watched by a pidfd taken
-/// before the kill, then /proc scanned for any other member).
-fn killed_harness_leaves_nothing(mut cmd: Command, workers: usize) {
+/// group.
+fn start_with_workers(mut cmd: Command, workers: usize) -> Running {
     let mut harness = cmd
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("coldstart runs");
     let hpid = harness.id() as i32;
-    let _reaper = KillOnDrop(hpid);
+    let reaper = KillOnDrop(hpid);
     // The workers' argv: the interpreter, then the fixture (the harness's
     // own forks share its argv, which names both).
     let argv = format!(
@@ -176,41 +184,86 @@ fn killed_harness_leaves_nothing(mut cmd: Command, workers: usize) {
         // Watching /proc: a short pause between looks, not a fixed wait.
         std::thread::sleep(Duration::from_millis(5));
     };
-    let mut watched: Vec<(Stat, OwnedFd)> = members(&groups)
+    let watched: Vec<(Stat, OwnedFd)> = members(&groups)
         .into_iter()
         .filter_map(|s| Some((s, pidfd(s.pid)?)))
         .collect();
     assert_eq!(watched.len(), 2 * workers, "{watched:?}");
-
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(hpid, libc::SIGKILL) }, 0);
-    let _ = harness.wait();
-    wait_exited(&mut watched, Duration::from_secs(10));
-    let left = members(&groups);
-    if !watched.is_empty() || !left.is_empty() {
-        let left: Vec<String> = left
-            .iter()
-            .map(|s| format!("{} ({})", s.pid, cmdline(s.pid)))
-            .collect();
-        for &g in &groups {
-            // SAFETY: kill(2); the groups are this test's workers'.
-            unsafe { libc::kill(-g, libc::SIGKILL) };
-        }
-        panic!(
-            "processes of the killed harness's worker groups {groups:?} still run 10 s after it: {left:?}"
-        );
+    Running {
+        harness,
+        _reaper: reaper,
+        groups,
+        watched,
     }
+}
+
+impl Running {
+    /// Proves that every process of the workers' groups ends within ten
+    /// seconds (each watched by a pidfd taken while it ran, then /proc
+    /// scanned for any other member).
+    fn assert_groups_end(&mut self) {
+        wait_exited(&mut self.watched, Duration::from_secs(10));
+        let left = members(&self.groups);
+        if !self.watched.is_empty() || !left.is_empty() {
+            let left: Vec<String> = left
+                .iter()
+                .map(|s| format!("{} ({})", s.pid, cmdline(s.pid)))
+                .collect();
+            for &g in &self.groups {
+                // SAFETY: kill(2); the groups are this test's workers'.
+                unsafe { libc::kill(-g, libc::SIGKILL) };
+            }
+            panic!(
+                "processes of the worker groups {:?} still run 10 s after the harness was signalled: {left:?}",
+                self.groups
+            );
+        }
+    }
+
+    /// Signals the harness and waits for its end: (exit code, stdout, stderr).
+    fn signal_and_wait(&mut self, sig: i32) -> (Option<i32>, String, String) {
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(self.harness.id() as i32, sig) }, 0);
+        let (mut out, mut err) = (String::new(), String::new());
+        self.harness
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        self.harness
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = self.harness.wait().unwrap();
+        (status.code(), out, err)
+    }
+}
+
+/// Kills the harness with SIGKILL once its workers are up and proves that
+/// nothing of their groups is left.
+fn killed_harness_leaves_nothing(cmd: Command, workers: usize) {
+    let mut run = start_with_workers(cmd, workers);
+    let (code, _, _) = run.signal_and_wait(libc::SIGKILL);
+    assert_eq!(code, None, "killed by a signal");
+    run.assert_groups_end();
+}
+
+fn check_of_hanging_workers(dir: &std::path::Path) -> Command {
+    let mut cmd = Command::new(support::coldstart_bin());
+    cmd.current_dir(dir)
+        .args(["check", "--processes", "3", "--ready-timeout", "600", "--"])
+        .arg(support::python())
+        .arg(hang_fixture());
+    cmd
 }
 
 #[test]
 fn sigkill_of_check_mid_run_leaves_no_worker_group_alive() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(support::coldstart_bin());
-    cmd.current_dir(dir.path())
-        .args(["check", "--processes", "3", "--ready-timeout", "600", "--"])
-        .arg(support::python())
-        .arg(hang_fixture());
-    killed_harness_leaves_nothing(cmd, 3);
+    killed_harness_leaves_nothing(check_of_hanging_workers(dir.path()), 3);
 }
 
 #[test]
@@ -225,4 +278,100 @@ fn sigkill_of_bench_mid_trial_leaves_no_worker_group_alive() {
         .arg(support::python())
         .arg(hang_fixture());
     killed_harness_leaves_nothing(cmd, 1);
+}
+
+#[test]
+fn sigterm_sighup_sigint_of_check_say_what_was_cut_short_and_exit_128_plus_the_signal() {
+    for (sig, name, code) in [
+        (libc::SIGTERM, "SIGTERM", 143),
+        (libc::SIGHUP, "SIGHUP", 129),
+        (libc::SIGINT, "SIGINT", 130),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut run = start_with_workers(check_of_hanging_workers(dir.path()), 3);
+        let (got, out, err) = run.signal_and_wait(sig);
+        assert_eq!(got, Some(code), "{name}: {out}{err}");
+        assert!(
+            err.contains(&format!("interrupted by {name}: the check of `"))
+                && err.contains("was cut short (its workers killed), no verdict"),
+            "{name}: {err}"
+        );
+        assert!(!out.contains("PASS") && !out.contains("FAIL"), "{out}");
+        run.assert_groups_end();
+    }
+}
+
+#[test]
+fn sigterm_of_bench_keeps_the_finished_trials_and_exits_143() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let standin = support::fixtures().join("bench").join("standin.py");
+    let mut child = Command::new(support::coldstart_bin())
+        .current_dir(dir.path())
+        .arg("bench")
+        .arg("--out")
+        .arg(&out)
+        .args([
+            "--resamples",
+            "2000",
+            "--warmup",
+            "0",
+            "--trials",
+            "1000",
+            "--",
+        ])
+        .arg(support::python())
+        .arg("-S")
+        .arg(&standin)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("coldstart bench runs");
+    let _reaper = KillOnDrop(child.id() as i32);
+    let log = out.join("trials.jsonl");
+    let lines = || {
+        std::fs::read(&log)
+            .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+            .unwrap_or(0)
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while lines() < 3 {
+        assert!(Instant::now() < deadline, "no 3 trials within 2 minutes");
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("bench ended early with {status}");
+        }
+        // Watching the file: a short pause between looks, not a fixed wait.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("interrupted by SIGTERM: the bench stopped after "),
+        "{stderr}"
+    );
+    // What was measured is printed and kept.
+    assert!(stdout.contains(", interrupted"), "{stdout}");
+    assert!(stdout.contains("ready"), "{stdout}");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["trials"]["interrupted"], true);
+    let trials = lines();
+    assert!((3..1000).contains(&trials), "{trials}");
+    assert_eq!(summary["trials"]["run"], trials);
 }

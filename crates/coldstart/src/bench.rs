@@ -304,8 +304,16 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         );
     }
     println!("\nwritten to {}", run.dir.display());
+    if run.interrupted {
+        eprintln!(
+            "interrupted by {}: the bench stopped after {} trial(s); the results above and in {} are of the trials it finished",
+            crate::signal_name(&interrupt),
+            run.summary.trials.run,
+            run.dir.display()
+        );
+    }
     Ok(if run.interrupted {
-        ExitCode::from(130)
+        crate::interrupted_code(&interrupt)
     } else if run.failed() {
         ExitCode::from(1)
     } else {

@@ -2,7 +2,8 @@
 //! of every target, printed as text or JSON; `--bench N` measures what the
 //! check costs instead. Exit codes: 0 every target holds; 1 a violation; 2
 //! a worker could not be checked (crash, timeout, protocol error) or the
-//! tool could not do its job; 130 interrupted.
+//! tool could not do its job; 128 + the signal when SIGINT (130), SIGTERM
+//! (143) or SIGHUP (129) cut it short.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -96,6 +97,38 @@ pub struct Args {
     command: Vec<String>,
 }
 
+/// A check cut short by a signal: the reports of the targets it finished
+/// (in the text format), then on stderr what was cut short; no verdict.
+fn interrupted(
+    interrupt: &Interrupt,
+    done: &[(TargetReport, PathBuf)],
+    cut: &[harness::Target],
+    format: Format,
+) -> Result<ExitCode> {
+    if format == Format::Text {
+        let mut text = String::new();
+        for (r, root) in done {
+            report::boundary::render(r, root, &mut text);
+        }
+        print!("{text}");
+    }
+    let names: Vec<String> = cut.iter().map(|t| format!("`{}`", t.name)).collect();
+    eprintln!(
+        "interrupted by {}: the check of {} was cut short (its workers killed), no verdict{}",
+        crate::signal_name(interrupt),
+        names.join(", "),
+        if done.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {} target(s) checked before it are shown above",
+                done.len()
+            )
+        }
+    );
+    Ok(crate::interrupted_code(interrupt))
+}
+
 /// Runs the check.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     let opts = CheckOptions {
@@ -124,12 +157,16 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             print!("{text}");
             return Ok(ExitCode::SUCCESS);
         }
-        // Ctrl-C kills every worker at once; the check then ends with what
-        // it has, and exits 130 without a verdict.
+        // SIGINT, SIGTERM or SIGHUP kills every worker at once; the check
+        // then shows the targets it finished, says which one it cut short,
+        // and exits 128 + the signal's number without a verdict.
         let interrupt = Interrupt::ctrl_c(OnPress::KillNow).unwrap_or_default();
         let mut reports = Vec::new();
-        for t in &targets {
+        for (i, t) in targets.iter().enumerate() {
             let mut r = check::check_target(t, opts)?;
+            if interrupt.is_set() {
+                return interrupted(&interrupt, &reports, &targets[i..], format);
+            }
             if args.suggest && r.status == report::boundary::Status::Fail {
                 let found = check::suggest::suggest(t, &r, args.fix)?;
                 for sug in &found.suggestions {
@@ -149,10 +186,10 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
                     r = check::check_target(t, opts)?;
                 }
             }
-            reports.push((r, t.root.clone()));
             if interrupt.is_set() {
-                return Ok(ExitCode::from(130));
+                return interrupted(&interrupt, &reports, &targets[i..], format);
             }
+            reports.push((r, t.root.clone()));
         }
         reports
     };

@@ -12,7 +12,8 @@
 //! Exit codes: 0 success, 1 a check found a violation (or a comparison
 //! found a regression where asked, or a snapshot drifted), 2 the tool could
 //! not do its job (bad input, a worker that could not be checked, an I/O
-//! error), 130 interrupted.
+//! error), 128 + the signal when one cut it short (130 SIGINT, 143 SIGTERM,
+//! 129 SIGHUP).
 
 #![warn(missing_docs)]
 
@@ -118,6 +119,25 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
                 .downcast_ref::<harness::Error>()
                 .is_some_and(harness::Error::is_broken_pipe)
     })
+}
+
+/// The exit code of a run cut short by a signal, the usual way: 128 plus
+/// the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
+pub(crate) fn interrupted_code(interrupt: &harness::Interrupt) -> ExitCode {
+    let n = interrupt
+        .signal()
+        .unwrap_or(harness::Signal::Interrupt)
+        .number();
+    ExitCode::from(128 + n as u8)
+}
+
+/// The name of the signal that cut a run short (SIGINT when a press came
+/// from elsewhere).
+pub(crate) fn signal_name(interrupt: &harness::Interrupt) -> &'static str {
+    interrupt
+        .signal()
+        .unwrap_or(harness::Signal::Interrupt)
+        .name()
 }
 
 /// A positive number of seconds from a flag, or `None`.

@@ -5,15 +5,19 @@
 //! what runs (a bench stops after the current trial). A second press kills
 //! every live worker group at once ([`spawn::kill_all`]); work in flight
 //! then fails, and records made after it are marked interrupted, not
-//! failed.
+//! failed. SIGTERM and SIGHUP press twice at once; the token remembers
+//! the last signal, for the caller's message and exit code.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
-/// How many times the user asked to stop; shared by clones.
+/// How many times the user asked to stop, and by which signal last; shared
+/// by clones.
 #[derive(Debug, Clone, Default)]
 pub struct Interrupt {
     presses: Arc<AtomicUsize>,
+    /// The number of the last signal that pressed it, 0 for none.
+    signal: Arc<AtomicI32>,
 }
 
 /// What a press does beyond setting the token.
@@ -28,9 +32,46 @@ pub enum OnPress {
     KillNow,
 }
 
-/// The Ctrl-C handler could not be installed (one is installed already).
+/// The signals that press the token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGINT: Ctrl-C at the terminal.
+    Interrupt,
+    /// SIGTERM: a process manager, a CI job's cancel, `kill`.
+    Terminate,
+    /// SIGHUP: the terminal went away.
+    Hangup,
+}
+
+impl Signal {
+    /// The signal's number (SIGINT 2, SIGTERM 15, SIGHUP 1).
+    pub fn number(self) -> i32 {
+        match self {
+            Signal::Interrupt => libc::SIGINT,
+            Signal::Terminate => libc::SIGTERM,
+            Signal::Hangup => libc::SIGHUP,
+        }
+    }
+
+    /// Its name: `SIGINT`, `SIGTERM`, `SIGHUP`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Interrupt => "SIGINT",
+            Signal::Terminate => "SIGTERM",
+            Signal::Hangup => "SIGHUP",
+        }
+    }
+
+    fn from_number(n: i32) -> Option<Signal> {
+        [Signal::Interrupt, Signal::Terminate, Signal::Hangup]
+            .into_iter()
+            .find(|s| s.number() == n)
+    }
+}
+
+/// The signal handlers could not be installed.
 #[derive(Debug, thiserror::Error)]
-#[error("could not install the Ctrl-C handler: {0}")]
+#[error("could not install the handlers of SIGINT, SIGTERM and SIGHUP: {0}")]
 pub struct InstallError(String);
 
 impl Interrupt {
@@ -39,22 +80,55 @@ impl Interrupt {
         Interrupt::default()
     }
 
-    /// A token pressed by Ctrl-C (SIGINT, SIGTERM, SIGHUP). Once per
-    /// process.
+    /// A token pressed by SIGINT (Ctrl-C), SIGTERM and SIGHUP, on a thread
+    /// of its own. SIGINT does what `on_press` says; SIGTERM and SIGHUP
+    /// (someone wants the process gone, not a step finished) count as two
+    /// presses at once: every worker is killed now, and what was measured
+    /// is kept. Each press says on stderr what it does.
     pub fn ctrl_c(on_press: OnPress) -> Result<Interrupt, InstallError> {
         let token = Interrupt::new();
         let handler = token.clone();
-        ctrlc::set_handler(move || {
-            let n = handler.press();
-            match on_press {
-                OnPress::FinishThenKill if n == 1 => eprintln!(
-                    "\ninterrupted: stopping after the current trial (Ctrl-C again to kill it now)"
-                ),
-                _ => spawn::kill_all(),
-            }
-        })
-        .map_err(|e| InstallError(e.to_string()))?;
+        let mut signals =
+            signal_hook::iterator::Signals::new([libc::SIGINT, libc::SIGTERM, libc::SIGHUP])
+                .map_err(|e| InstallError(e.to_string()))?;
+        std::thread::Builder::new()
+            .name("interrupt".to_owned())
+            .spawn(move || {
+                for n in signals.forever() {
+                    let Some(sig) = Signal::from_number(n) else {
+                        continue;
+                    };
+                    if handler.on_signal(sig, on_press) {
+                        eprintln!(
+                            "\ninterrupted ({}): killing every worker now; what was measured is kept",
+                            sig.name()
+                        );
+                        spawn::kill_all();
+                    } else {
+                        eprintln!(
+                            "\ninterrupted (SIGINT): stopping after the current trial (Ctrl-C again to kill it now)"
+                        );
+                    }
+                }
+            })
+            .map_err(|e| InstallError(e.to_string()))?;
         Ok(token)
+    }
+
+    /// Presses the token for one signal; returns whether every worker must
+    /// be killed now (the caller does it, and says so).
+    fn on_signal(&self, sig: Signal, on_press: OnPress) -> bool {
+        self.signal.store(sig.number(), Ordering::SeqCst);
+        let mut n = self.press();
+        if sig != Signal::Interrupt && n == 1 {
+            n = self.press();
+        }
+        !(on_press == OnPress::FinishThenKill && n == 1)
+    }
+
+    /// The last signal that pressed the token, if a signal did.
+    pub fn signal(&self) -> Option<Signal> {
+        Signal::from_number(self.signal.load(Ordering::SeqCst))
     }
 
     /// Presses the token; returns how many presses there have been.
@@ -86,5 +160,23 @@ mod tests {
         assert!(b.is_set());
         assert_eq!(b.press(), 2);
         assert_eq!(a.presses(), 2);
+    }
+
+    #[test]
+    fn a_termination_signal_kills_at_once_and_is_remembered() {
+        let t = Interrupt::new();
+        assert_eq!(t.signal(), None);
+        assert!(t.on_signal(Signal::Hangup, OnPress::FinishThenKill));
+        assert_eq!(t.presses(), 2);
+        assert_eq!(t.signal(), Some(Signal::Hangup));
+        let i = Interrupt::new();
+        assert!(!i.on_signal(Signal::Interrupt, OnPress::FinishThenKill));
+        assert_eq!(i.presses(), 1);
+        assert!(i.on_signal(Signal::Interrupt, OnPress::FinishThenKill));
+        assert!(Interrupt::new().on_signal(Signal::Interrupt, OnPress::KillNow));
+        assert_eq!(i.signal().map(Signal::number), Some(2));
+        assert_eq!(i.presses(), 2);
+        assert_eq!(Signal::Terminate.number(), 15);
+        assert_eq!(Signal::Hangup.name(), "SIGHUP");
     }
 }

@@ -46,6 +46,6 @@ pub mod target;
 pub mod trials;
 
 pub use error::{Error, Result};
-pub use interrupt::{Interrupt, OnPress};
+pub use interrupt::{Interrupt, OnPress, Signal};
 pub use lifecycle::{Lifecycle, Spawned, StackDump, Started};
 pub use target::{DEFAULT_FORBIDDEN, Origin, Target};
