@@ -398,3 +398,89 @@ fn vs_without_a_count_runs_until_the_comparison_is_decided() {
     assert_eq!(s["configuration"]["trials"], Value::Null);
     assert!(String::from_utf8_lossy(&o.stdout).contains("stopped: decided after"));
 }
+
+/// A disk that fills at the end of a run, made without root: the bench runs
+/// under a file-size limit (RLIMIT_FSIZE, SIGXFSZ ignored so a write past
+/// it fails with EFBIG as a full disk fails with ENOSPC) that the trial log
+/// fits in and `summary.json` and `phases.svg` do not.
+#[test]
+fn a_full_disk_at_the_end_prints_the_results_and_leaves_each_file_whole_or_absent() {
+    use std::os::unix::process::CommandExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut cmd = std::process::Command::new(support::coldstart_bin());
+    cmd.current_dir(dir.path())
+        .arg("bench")
+        .arg("--out")
+        .arg(&out)
+        .args(QUICK)
+        .args(["--warmup", "0", "--trials", "2", "--"])
+        .args(standin_argv(&[]))
+        .stdin(Stdio::null());
+    const LIMIT: libc::rlim_t = 5000;
+    // SAFETY: two async-signal-safe calls in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: LIMIT,
+                rlim_max: LIMIT,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
+    // The results come first, whatever could not be written.
+    assert!(
+        stdout.contains("2 trials (0 warm-up, 2 measured)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("ready"), "{stdout}");
+    assert!(
+        stderr.contains("could not write")
+            && stderr.contains("summary.json: File too large (os error 27)\n"),
+        "{stderr}"
+    );
+    let missing_line = stderr
+        .lines()
+        .find(|l| l.starts_with("missing from "))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(missing_line.contains("summary.json"), "{missing_line}");
+    assert!(lines_in(&out.join("trials.jsonl")) == 2);
+    // Each file is whole or absent, and the absent ones are named.
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(&out).unwrap() {
+        let e = e.unwrap();
+        names.push(e.file_name().to_string_lossy().into_owned());
+    }
+    for name in ["summary.json", "summary.md", "hyperfine.json", "phases.svg"] {
+        let path = out.join(name);
+        if missing_line.contains(name) {
+            assert!(!path.exists(), "{name} is named missing but is there");
+        } else {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_ne!(
+                mode & 0o044,
+                0,
+                "{name}: as readable as a file fs::write makes"
+            );
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(text.len() < LIMIT as usize, "{name}");
+            if name.ends_with(".json") {
+                serde_json::from_str::<serde_json::Value>(&text).unwrap();
+            }
+        }
+    }
+    assert!(!out.join("summary.json").exists());
+    names.retain(|n| n.starts_with('.'));
+    assert!(names.is_empty(), "temporary files left: {names:?}");
+}

@@ -304,6 +304,21 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         );
     }
     println!("\nwritten to {}", run.dir.display());
+    for m in &run.missing {
+        eprintln!(
+            "error: could not write {}: {}",
+            run.dir.join(m.name).display(),
+            m.error
+        );
+    }
+    if !run.missing.is_empty() {
+        let names: Vec<&str> = run.missing.iter().map(|m| m.name).collect();
+        eprintln!(
+            "missing from {}: {} (the results above and the other files are whole; free some space and run again)",
+            run.dir.display(),
+            names.join(", ")
+        );
+    }
     if run.interrupted {
         eprintln!(
             "interrupted by {}: the bench stopped after {} trial(s); the results above and in {} are of the trials it finished",
@@ -312,7 +327,9 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             run.dir.display()
         );
     }
-    Ok(if run.interrupted {
+    Ok(if !run.missing.is_empty() {
+        ExitCode::from(2)
+    } else if run.interrupted {
         crate::interrupted_code(&interrupt)
     } else if run.failed() {
         ExitCode::from(1)

@@ -172,6 +172,9 @@ pub struct BenchRun {
     pub requests: Vec<RequestRecord>,
     /// The run was stopped by the interrupt token.
     pub interrupted: bool,
+    /// The summary files that could not be written (absent from the
+    /// folder); the summary itself is here whole.
+    pub missing: Vec<MissingFile>,
 }
 
 impl BenchRun {
@@ -577,13 +580,14 @@ pub fn run(
     summary.serve = extras.serve;
     summary.memory = extras.memory;
     summary.serve_failures = extras.failures;
-    write_outputs(&dir, &summary, &records, &extras.requests)?;
+    let missing = write_outputs(&dir, &summary, &records, &extras.requests)?;
     Ok(BenchRun {
         dir,
         summary,
         records,
         requests: extras.requests,
         interrupted: was_interrupted,
+        missing,
     })
 }
 
@@ -670,31 +674,74 @@ fn run_extras(
     Ok(extras)
 }
 
+/// A summary file of the run's folder that could not be written: it is
+/// absent (never cut short), the rest of the run is whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingFile {
+    /// Its name in the folder (`summary.json`, ...).
+    pub name: &'static str,
+    /// Why: the error of the write, as the system gave it.
+    pub error: String,
+}
+
+/// Writes the summary files, each whole or not at all: to a temporary
+/// file in the folder, flushed to disk, then renamed over its name. A
+/// file that could not be written (a full disk, a file-size limit) is
+/// removed, a stale one from an earlier run at the same place included,
+/// and returned as missing; the others are still written.
 fn write_outputs(
     dir: &Path,
     summary: &RunSummary,
     records: &[TrialRecord],
     requests: &[RequestRecord],
-) -> Result<()> {
-    let write = |name: &str, text: String| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| Error::io("write", &path, e))
-    };
+) -> Result<Vec<MissingFile>> {
     let mut json = serde_json::to_string_pretty(summary).map_err(|cause| Error::Json {
         context: "the summary did not serialise".to_owned(),
         cause,
     })?;
     json.push('\n');
-    write("summary.json", json)?;
-    write("summary.md", report::bench::markdown::render(summary))?;
-    write(
-        "hyperfine.json",
-        report::bench::hyperfine::render(summary, records),
-    )?;
-    write(
-        "phases.svg",
-        report::bench::svg::render(summary, records, requests),
-    )?;
+    let files = [
+        ("summary.json", json),
+        ("summary.md", report::bench::markdown::render(summary)),
+        (
+            "hyperfine.json",
+            report::bench::hyperfine::render(summary, records),
+        ),
+        (
+            "phases.svg",
+            report::bench::svg::render(summary, records, requests),
+        ),
+    ];
+    let mut missing = Vec::new();
+    for (name, text) in files {
+        let path = dir.join(name);
+        if let Err(e) = write_whole(&path, text.as_bytes()) {
+            let _ = std::fs::remove_file(&path);
+            missing.push(MissingFile {
+                name,
+                error: e.to_string(),
+            });
+        }
+    }
+    Ok(missing)
+}
+
+/// `bytes` at `path`, whole or not at all (a temporary file beside it,
+/// synced, renamed; removed on failure), with the mode `std::fs::write`
+/// gives (0666 less the umask).
+fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".coldstart-")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)?;
+    // Through the file itself: the error is the system's, without the
+    // temporary name.
+    tmp.as_file_mut().write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 
