@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use phases::summary::{Load, Pressure, PythonInfo, Tool};
 
@@ -224,25 +224,17 @@ struct Answer {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum QueryError {
-    /// The query script could not be written to a temporary folder.
-    #[error("could not write the interpreter query to a temporary folder: {0}")]
-    Write(#[source] std::io::Error),
-    /// The interpreter could not be started.
-    #[error("could not run {}: {source}", python.display())]
-    Run {
-        /// The interpreter.
-        python: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
+    /// The query could not be run, or did not finish in time (its process
+    /// group was killed).
+    #[error(transparent)]
+    Run(Box<spawn::HelperError>),
     /// It ran but gave no tagged answer, or failed.
     #[error("{} -I -B pyinfo.py ended with {status}\n[stdout]\n{stdout}\n[stderr]\n{stderr}", python.display())]
     NoAnswer {
         /// The interpreter.
         python: PathBuf,
         /// Its exit status.
-        status: std::process::ExitStatus,
+        status: spawn::ExitStatus,
         /// What it printed.
         stdout: String,
         /// What it printed on stderr.
@@ -259,34 +251,29 @@ pub enum QueryError {
     },
 }
 
+/// How long the query may take: it imports nothing beyond `sys` and
+/// `sysconfig`, so far longer than this is a hang (a `.pth` file or
+/// sitecustomize of the environment).
+const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Runs the embedded query with `-I -B` and parses its tagged line.
 fn ask(python: &Path, env: &BTreeMap<String, String>, cwd: &Path) -> Result<Answer, QueryError> {
-    let dir = tempfile::tempdir().map_err(QueryError::Write)?;
-    let script = dir.path().join("pyinfo.py");
-    std::fs::write(&script, PYINFO).map_err(QueryError::Write)?;
-    let out = Command::new(python)
-        .args(["-I", "-B"])
-        .arg(&script)
+    let out = spawn::Script::new("pyinfo.py", PYINFO)
         .envs(env)
         .current_dir(cwd)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|source| QueryError::Run {
-            python: python.to_path_buf(),
-            source,
-        })?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().find_map(|l| l.strip_prefix(PYINFO_TAG));
-    match (out.status.success(), line) {
-        (true, Some(json)) => serde_json::from_str(json).map_err(|source| QueryError::BadAnswer {
+        .timeout(QUERY_TIMEOUT)
+        .run(python)
+        .map_err(|e| QueryError::Run(Box::new(e)))?;
+    match out.tagged(PYINFO_TAG) {
+        Some(json) => serde_json::from_str(json).map_err(|source| QueryError::BadAnswer {
             line: json.to_owned(),
             source,
         }),
-        _ => Err(QueryError::NoAnswer {
+        None => Err(QueryError::NoAnswer {
             python: python.to_path_buf(),
             status: out.status,
-            stdout: stdout.trim_end().to_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim_end().to_owned(),
+            stdout: out.stdout.trim_end().to_owned(),
+            stderr: out.stderr.trim_end().to_owned(),
         }),
     }
 }

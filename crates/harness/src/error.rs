@@ -21,6 +21,14 @@ pub enum Error {
         /// The operating system's word.
         cause: std::io::Error,
     },
+    /// A helper process (an embedded script) failed or hung.
+    #[error("{what}: {cause}")]
+    Helper {
+        /// Which helper.
+        what: &'static str,
+        /// What the runner says.
+        cause: Box<spawn::HelperError>,
+    },
     /// A worker failed where the task needed it to work.
     #[error("{context}: {cause}")]
     Worker {

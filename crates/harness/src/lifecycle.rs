@@ -43,22 +43,6 @@ pub enum StackDump {
     Off,
 }
 
-/// How long a timeout's stack dump may take.
-const DUMP_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The text a timeout puts into the error: every thread's Python stack of
-/// `pid` and its Python children, or why there is none.
-pub fn timeout_stacks(pid: u32) -> String {
-    let options = pystacks::DumpOptions::with_timeout(DUMP_TIMEOUT);
-    match pystacks::dump(pid, &options) {
-        Ok(d) => format!(
-            "Python stacks of the worker (pid {pid}, read with py-spy as a library) when the timeout fired:\n{}",
-            d.to_string().trim_end()
-        ),
-        Err(e) => format!("no Python stack of the worker (pid {pid}): {e}"),
-    }
-}
-
 impl Lifecycle {
     /// The target's timeouts, health count and shutdown policy, with
     /// py-spy located for stack dumps on timeouts.
@@ -78,10 +62,10 @@ impl Lifecycle {
         match &self.stacks {
             StackDump::PySpy(spy) => {
                 let spy = spy.clone();
-                worker.on_timeout(move |pid| Some(pyspy::timeout_diagnostic(&spy, pid)));
+                worker.on_timeout(move |pid| Some(pyspy::timeout_stacks(Some(&spy), pid)));
             }
             StackDump::Library => {
-                worker.on_timeout(|pid| Some(timeout_stacks(pid)));
+                worker.on_timeout(|pid| Some(pyspy::timeout_stacks(None, pid)));
             }
             StackDump::Off => {}
         }

@@ -6,9 +6,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
-use std::process::Stdio;
+use std::time::Duration;
 
 use phases::summary::{self, Phase};
 use phases::{Bootstrap, Comparison, Stats, stats};
@@ -21,6 +20,10 @@ use crate::trials::{REMOVED_ENV, Side, run_trial};
 
 /// The probe, written to a temporary folder and run with `-I -B`.
 const PROBE: &str = include_str!("probe.py");
+
+/// How long one probe round (a worker's start and shutdown, by the probe)
+/// may take before the probe counts as hung.
+const PROBE_ANSWER: Duration = Duration::from_secs(120);
 
 /// How far apart the two medians may be and still agree.
 pub const AGREEMENT: f64 = 0.05;
@@ -110,20 +113,14 @@ pub fn probe_check(
         .as_ref()
         .and_then(|p| p.executable.clone())
         .unwrap_or_else(|| "python3".to_owned());
-    let dir = tempfile::tempdir().map_err(|e| Error::io("create", &std::env::temp_dir(), e))?;
-    let script = dir.path().join("probe.py");
-    std::fs::write(&script, PROBE).map_err(|e| Error::io("write", &script, e))?;
-    let mut child = std::process::Command::new(&python)
-        .args(["-I", "-B"])
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::io("start the probe with", Path::new(&python), e))?;
-    let probe_gone =
-        |e: std::io::Error| Error::io("talk to the probe run by", Path::new("probe.py"), e);
-    let mut stdin = child.stdin.take().expect("piped");
-    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+    let probe_error = |cause| Error::Helper {
+        what: "the probe (probe.py)",
+        cause: Box::new(cause),
+    };
+    let mut probe = spawn::Script::new("probe.py", PROBE)
+        .timeout(PROBE_ANSWER)
+        .spawn(Path::new(&python))
+        .map_err(probe_error)?;
     let mut env: BTreeMap<String, String> = side.target.env.clone();
     env.retain(|k, _| !REMOVED_ENV.contains(&k.as_str()));
     let cfg = serde_json::json!({
@@ -132,7 +129,7 @@ pub fn probe_check(
         "env_remove": REMOVED_ENV,
         "cwd": side.target.cwd,
     });
-    writeln!(stdin, "{cfg}").map_err(probe_gone)?;
+    probe.send(&cfg.to_string()).map_err(probe_error)?;
     // Per measured round: (bench's ready ms, the probe's ready ms).
     let mut pairs: Vec<(f64, f64)> = Vec::new();
     let mut left_out = Vec::new();
@@ -147,9 +144,8 @@ pub fn probe_check(
             TrialKind::Measured
         };
         let mut one_probe = || -> Result<Option<f64>> {
-            writeln!(stdin, "go").map_err(probe_gone)?;
-            let mut line = String::new();
-            stdout.read_line(&mut line).map_err(probe_gone)?;
+            probe.send("go").map_err(probe_error)?;
+            let line = probe.recv().map_err(probe_error)?;
             let v: serde_json::Value =
                 serde_json::from_str(&line).map_err(|cause| Error::Json {
                     context: format!("the probe answered `{}`", line.trim_end()),
@@ -180,8 +176,7 @@ pub fn probe_check(
             _ => {}
         }
     }
-    drop(stdin);
-    let _ = child.wait();
+    let _ = probe.finish();
     let boot = Bootstrap::default();
     let (bench_ms, probe_ms): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
     let stats_err = |context| move |cause| Error::Stats { context, cause };

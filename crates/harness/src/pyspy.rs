@@ -1,11 +1,10 @@
-//! A `py-spy` binary as an override: a target that names one with `py_spy`
-//! has its timeout stacks dumped by that binary instead of by py-spy
-//! linked as a library (`pystacks`, the default, which needs nothing
-//! installed).
+//! A timeout's stack text ([`timeout_stacks`]), and a `py-spy` binary as
+//! an override: a target that names one with `py_spy` has its timeout
+//! stacks dumped by that binary instead of by py-spy linked as a library
+//! (`pystacks`, the default, which needs nothing installed).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use crate::target::Target;
@@ -59,9 +58,9 @@ impl PySpy {
         if native {
             cmd.arg("--native");
         }
-        let out = run_with_timeout(cmd, timeout)
+        let out = spawn::run_helper(cmd, timeout)
             .map_err(|e| format!("py-spy dump could not run ({}): {e}", self.path.display()))?;
-        if out.status_ok && !out.stdout.trim().is_empty() {
+        if out.status.success() && !out.stdout.trim().is_empty() {
             return Ok(out.stdout);
         }
         let why = out
@@ -81,21 +80,40 @@ impl PySpy {
     }
 }
 
-/// The text a timeout puts into an error: the stack dump, or one line
-/// saying why there is none. When `pid` is not Python itself (a wrapper
-/// such as `py-spy record` or a launcher script that forked), the Python
-/// processes among its children are dumped instead.
-pub fn timeout_diagnostic(spy: &PySpy, pid: u32) -> String {
-    let timeout = Duration::from_secs(20);
-    match spy.dump(pid, timeout) {
-        Ok(stack) => stack_text(pid, &stack),
+/// How long the library's stack dump may take.
+const LIBRARY_DUMP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a `py-spy dump` binary may take (it is retried without
+/// `--native`, and run for each Python child when `pid` is not Python).
+const BINARY_DUMP_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The text a timeout puts into the error before the worker is killed:
+/// every thread's Python stack of `pid`, read by `spy` when the target names
+/// a py-spy binary, else by py-spy linked as a library (`pystacks`, which
+/// also reads the Python children); or one line saying why there is none.
+/// When `pid` is not Python itself (a wrapper such as `py-spy record` or a
+/// launcher script that forked), the binary dumps the Python processes
+/// among its children instead.
+pub fn timeout_stacks(spy: Option<&PySpy>, pid: u32) -> String {
+    let Some(spy) = spy else {
+        let options = pystacks::DumpOptions::with_timeout(LIBRARY_DUMP_TIMEOUT);
+        return match pystacks::dump(pid, &options) {
+            Ok(d) => stack_text(pid, "py-spy as a library", &d.to_string()),
+            Err(e) => no_stack(pid, &e.to_string()),
+        };
+    };
+    match spy.dump(pid, BINARY_DUMP_TIMEOUT) {
+        Ok(stack) => stack_text(pid, "py-spy dump", &stack),
         Err(why) => {
             let dumps: Vec<String> = children(pid)
                 .into_iter()
-                .filter_map(|child| spy.dump(child, timeout).ok().map(|s| stack_text(child, &s)))
+                .filter_map(|child| {
+                    spy.dump(child, BINARY_DUMP_TIMEOUT)
+                        .ok()
+                        .map(|s| stack_text(child, "py-spy dump", &s))
+                })
                 .collect();
             if dumps.is_empty() {
-                why
+                no_stack(pid, &why)
             } else {
                 dumps.join("\n")
             }
@@ -103,11 +121,17 @@ pub fn timeout_diagnostic(spy: &PySpy, pid: u32) -> String {
     }
 }
 
-fn stack_text(pid: u32, stack: &str) -> String {
+/// The one heading of a timeout's stacks.
+fn stack_text(pid: u32, reader: &str, stacks: &str) -> String {
     format!(
-        "Python stacks of the worker (py-spy dump, pid {pid}) when the timeout fired:\n{}",
-        stack.trim_end()
+        "Python stacks of the worker (pid {pid}, read with {reader}) when the timeout fired:\n{}",
+        stacks.trim_end()
     )
+}
+
+/// The one line of a timeout without stacks.
+fn no_stack(pid: u32, why: &str) -> String {
+    format!("no Python stack of the worker (pid {pid}): {why}")
 }
 
 /// The direct children of `pid`, from `/proc/PID/task/*/children` (empty
@@ -128,60 +152,4 @@ fn children(pid: u32) -> Vec<u32> {
     out.sort_unstable();
     out.dedup();
     out
-}
-
-struct Output {
-    status_ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs a short helper command, killing it if it outlives `timeout`. Both
-/// pipes are drained on their own threads so it cannot deadlock on a full
-/// pipe.
-fn run_with_timeout(mut cmd: Command, timeout: Duration) -> std::io::Result<Output> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn()?;
-    let mut so = child.stdout.take().expect("piped");
-    let mut se = child.stderr.take().expect("piped");
-    let t_out = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = so.read_to_end(&mut s);
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = se.read_to_end(&mut s);
-        s
-    });
-    let (tx, rx) = std::sync::mpsc::channel();
-    let pid = child.id();
-    // Wait for the exit without reaping (WNOWAIT): the pid stays ours, so a
-    // kill on timeout can never hit a recycled pid.
-    std::thread::spawn(move || {
-        // SAFETY: waitid writes only into the zeroed siginfo we own.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        let _ = tx.send(rc);
-    });
-    if rx.recv_timeout(timeout).is_err() {
-        let _ = child.kill();
-    }
-    let status = child.wait()?;
-    let stdout = String::from_utf8_lossy(&t_out.join().expect("stdout thread")).into_owned();
-    let stderr = String::from_utf8_lossy(&t_err.join().expect("stderr thread")).into_owned();
-    Ok(Output {
-        status_ok: status.success(),
-        stdout,
-        stderr,
-    })
 }

@@ -12,8 +12,8 @@
 //!
 //! - [`dump`]: every thread's stack of a process and of its Python
 //!   descendants, once, in bounded time: typed ([`Dump`], [`ThreadStack`],
-//!   [`Frame`]) and rendered as `py-spy dump` writes it. What a timeout
-//!   error shows of a hung worker ([`dump_text`]).
+//!   [`Frame`]) and rendered as `py-spy dump` writes it (what a timeout
+//!   error shows of a hung worker; the harness words the error).
 //! - [`Sampler`]: samples a process and its subprocesses at a rate until
 //!   stopped ([`StopHandle`], a deadline, or the processes' exit); every
 //!   sample is stamped on CLOCK_MONOTONIC (`timeline::monotonic_ns`'s clock, the
@@ -30,12 +30,15 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use pystacks::{DumpOptions, Sampler, SamplerOptions, collapsed_text, dump_text, import_share};
+//! use pystacks::{DumpOptions, Sampler, SamplerOptions, collapsed_text, dump, import_share};
 //!
 //! # fn ready_line_stamp() -> u64 { 0 }
 //! let worker_pid = 4242;
 //! // A hung worker: its stacks (or why there are none) for the error.
-//! let text = dump_text(worker_pid, &DumpOptions::with_timeout(Duration::from_secs(5)));
+//! let text = match dump(worker_pid, &DumpOptions::with_timeout(Duration::from_secs(5))) {
+//!     Ok(d) => d.to_string(),
+//!     Err(e) => format!("no Python stack: {e}"),
+//! };
 //!
 //! // Its start-up: sample from spawn to the ready line.
 //! let sampler = Sampler::start(worker_pid, SamplerOptions::at_rate(500))?;
@@ -77,7 +80,7 @@ pub use collapsed::{
     CollapsedStack, FrameTotal, ImportShare, collapsed_text, import_share, is_import_frame,
     is_label_frame, top_frames, write_collapsed,
 };
-pub use dump::{Dump, DumpOptions, ProcessDump, PythonStacks, dump, dump_text};
+pub use dump::{Dump, DumpOptions, ProcessDump, PythonStacks, dump};
 pub use error::{Error, PtraceDenial};
 pub use sampler::{
     Profile, Sample, SampledProcess, Sampler, SamplerCost, SamplerOptions, StopHandle, StopReason,

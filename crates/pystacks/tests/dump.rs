@@ -3,7 +3,7 @@
 mod common;
 
 use common::{Py, line_of};
-use pystacks::{DumpOptions, Error, dump, dump_text};
+use pystacks::{DumpOptions, Error, dump};
 
 #[test]
 fn a_hung_process_names_its_function_file_and_line_and_its_threads() {
@@ -139,7 +139,6 @@ fn a_launcher_that_is_not_python_shows_its_python_child() {
     std::io::BufRead::read_line(&mut out, &mut line).expect("read");
     assert_eq!(line.trim(), "hanging");
 
-    let text = dump_text(sh.id(), &DumpOptions::default());
     let d = dump(sh.id(), &DumpOptions::default());
     // Kill the Python child (sh's only child), then sh.
     for (pid, _) in d
@@ -164,6 +163,7 @@ fn a_launcher_that_is_not_python_shows_its_python_child() {
         "{d}"
     );
     assert_eq!(d.python_processes().count(), 1, "{d}");
+    let text = d.to_string();
     assert!(text.contains("hang_here_for_the_dump"), "{text}");
     assert!(text.contains("is not a Python process"), "{text}");
 }

@@ -74,6 +74,10 @@
 //! the group holds it open): that is [`ErrorKind::ExitedEarly`], not a
 //! timeout.
 //!
+//! A process that is not a worker (an embedded Python script asked a
+//! question, a `py-spy dump`) runs through [`run_helper`] or [`Script`]:
+//! the same process group, registry and guard, a timeout, no protocol.
+//!
 //! A timeout runs the [`Worker::on_timeout`] hook first (given the pid, it
 //! returns diagnostic text such as a stack dump), then ends the worker.
 //!
@@ -99,6 +103,7 @@ mod drain;
 mod error;
 mod group;
 mod guard;
+mod helper;
 mod reap;
 mod worker;
 
@@ -107,6 +112,9 @@ pub use command::{
 };
 pub use error::{Error, ErrorDetail, ErrorKind, Phase};
 pub use group::{kill_all, live_groups};
+pub use helper::{
+    Conversation, DEFAULT_SCRIPT_TIMEOUT, HelperError, HelperOutput, Script, run_helper,
+};
 pub use reap::Rusage;
 pub use timeline::monotonic_ns;
 pub use timeline::{Escalation, ExitStatus};

@@ -9,13 +9,14 @@ pub type CheckError = Box<dyn std::error::Error + Send + Sync + 'static>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SuggestError {
-    /// The target's interpreter could not be started.
+    /// The classifier could not be run, or did not finish in time (its
+    /// process group was killed).
     #[error("could not run {python}: {source}; check the target's interpreter path")]
     Spawn {
         /// The interpreter.
         python: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// What the helper runner says (not started, not written, timed out).
+        source: Box<spawn::HelperError>,
     },
     /// The classifier ran but did not answer (it crashed, or printed no
     /// tagged line).

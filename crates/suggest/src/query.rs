@@ -1,15 +1,17 @@
 //! The classifier: `classify.py`, embedded, run by the target's own
 //! interpreter with `-I -B`, and the typed request and answer.
 //!
-//! The script is written to a private temporary folder with the request
-//! beside it; it prints one line tagged `COLDSTART_SUGGEST ` holding JSON.
-//! Anything else (a crash, no tagged line) is an error that shows what the
-//! interpreter printed on stdout and stderr.
+//! The script runs through `spawn`'s one runner of embedded scripts (a
+//! private temporary folder with the request beside it, its own process
+//! group, a timeout); it prints one line tagged `COLDSTART_SUGGEST `
+//! holding JSON. Anything else (a crash, no tagged line) is an error that
+//! shows what the interpreter printed on stdout and stderr.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use spawn::Script;
 
 use crate::error::SuggestError;
 use crate::{CutKind, FunctionSite, SourceLine};
@@ -102,42 +104,34 @@ pub(crate) struct EditAnswer {
     pub lines: Vec<String>,
 }
 
+/// How long the classifier may take: it parses and walks the chain's
+/// first-party files only, so far longer than this means a hang (a `.pth`
+/// file or sitecustomize of the environment).
+const TIMEOUT: Duration = Duration::from_secs(120);
+
 /// Runs the classifier on `request` with `python`.
 pub(crate) fn classify(python: &Path, request: &Request<'_>) -> Result<Answer, SuggestError> {
-    let dir = tempfile::Builder::new()
-        .prefix("coldstart-suggest-")
-        .tempdir()
-        .map_err(|e| SuggestError::io("create", std::env::temp_dir(), e))?;
-    let script = dir.path().join("classify.py");
     // The one first-party rule's Python side, then the classifier.
     let text = format!("{}\n{SCRIPT}", importguard::firstparty::PY);
-    std::fs::write(&script, text).map_err(|e| SuggestError::io("write", &script, e))?;
-    let req_path = dir.path().join("request.json");
     let body = serde_json::to_vec(request).map_err(|e| SuggestError::Answer {
         python: python.to_path_buf(),
         detail: format!("the request could not be encoded: {e}"),
         stdout: String::new(),
     })?;
-    std::fs::write(&req_path, body).map_err(|e| SuggestError::io("write", &req_path, e))?;
-    let out = Command::new(python)
-        .args(["-I", "-B"])
-        .arg(&script)
-        .arg(&req_path)
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .output()
+    let out = Script::new("classify.py", text)
+        .file_arg("request.json", body)
+        .timeout(TIMEOUT)
+        .run(python)
         .map_err(|source| SuggestError::Spawn {
             python: python.to_path_buf(),
-            source,
+            source: Box::new(source),
         })?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().find_map(|l| l.strip_prefix(TAG));
-    let Some(json) = line.filter(|_| out.status.success()) else {
+    let Some(json) = out.tagged(TAG) else {
         return Err(SuggestError::Interpreter {
             python: python.to_path_buf(),
             status: out.status.to_string(),
-            stdout: stdout.trim_end().to_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim_end().to_owned(),
+            stdout: out.stdout.trim_end().to_owned(),
+            stderr: out.stderr.trim_end().to_owned(),
         });
     };
     if let Ok(old) = serde_json::from_str::<TooOld>(json) {
@@ -149,6 +143,6 @@ pub(crate) fn classify(python: &Path, request: &Request<'_>) -> Result<Answer, S
     serde_json::from_str(json).map_err(|e| SuggestError::Answer {
         python: python.to_path_buf(),
         detail: e.to_string(),
-        stdout: stdout.trim_end().to_owned(),
+        stdout: out.stdout.trim_end().to_owned(),
     })
 }

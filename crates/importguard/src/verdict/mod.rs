@@ -35,11 +35,12 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::importtime::query::in_package;
 use crate::importtime::{ImportLog, Metric, NodeId, NodeKind};
 use crate::recorder::{Channel, Frame, ImportAttempt, ProcessInfo, Recording, SpawnKind};
 
 pub use missing::{Answering, EvidenceKind, MissingEvidence, MissingReason};
-pub use policy::{Allowance, Classification, Policy, PolicyError, in_package};
+pub use policy::{Allowance, Classification, Policy, PolicyError};
 
 /// One request the harness sent, on its clock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

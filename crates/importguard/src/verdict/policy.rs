@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::importtime::query::in_package;
 use crate::recorder::{RecorderPolicy, is_module_pattern};
 
 /// A module allowed despite a forbidden prefix, and why.
@@ -50,12 +51,6 @@ pub enum Classification<'a> {
 pub struct Policy {
     forbidden: Vec<String>,
     allowed: Vec<Allowance>,
-}
-
-/// Whether `name` is `package` or one of its submodules.
-pub fn in_package(name: &str, package: &str) -> bool {
-    name.strip_prefix(package)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
 }
 
 impl Policy {

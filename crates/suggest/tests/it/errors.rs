@@ -87,7 +87,7 @@ fn a_crashing_interpreter_shows_its_stdout_and_stderr() {
     let text = err.to_string();
     assert!(matches!(err, SuggestError::Interpreter { .. }), "{err:?}");
     assert!(
-        text.contains("ended with exit status: 3")
+        text.contains("ended with exit code 3")
             && text.contains("\n[stdout]\nhalf an answer\n[stderr]\nTraceback: boom"),
         "{text}"
     );
