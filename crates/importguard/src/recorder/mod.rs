@@ -641,6 +641,104 @@ pub struct Spawn {
     pub thread: Option<u64>,
 }
 
+/// What a started program is, as far as its command line and its file tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Program {
+    /// A Python interpreter (its name, or a script whose `#!` line names
+    /// one): the executable as given.
+    Python(String),
+    /// Something else (a binary not named like an interpreter, a script of
+    /// another language): it has no imports to see.
+    Other(String),
+    /// It cannot be told apart: a shell command line, a shell script, a
+    /// program that could not be found or read; the executable as given.
+    Unknown(String),
+}
+
+impl Spawn {
+    /// What the started program is: `env` and its options are looked
+    /// through; a name like `python3.11`, `python3.13t`, `pypy3` is an
+    /// interpreter; otherwise the file (a path, or the first match on the
+    /// harness's `PATH`) is read: a `#!` line naming Python is one, an ELF
+    /// binary or a script of another interpreter is not, a shell's `-c` or
+    /// script or an unreadable file cannot be told.
+    pub fn program(&self) -> Program {
+        let mut words = self.argv.iter().map(String::as_str);
+        let mut exe = self
+            .executable
+            .as_deref()
+            .or(self.argv.first().map(String::as_str));
+        words.next();
+        if exe.is_some_and(|e| base_name(e) == "env") {
+            exe = words.find(|w| !w.starts_with('-') && !w.contains('='));
+        }
+        let Some(exe) = exe else {
+            return Program::Unknown(String::new());
+        };
+        let name = base_name(exe);
+        if is_python_name(name) {
+            return Program::Python(exe.to_owned());
+        }
+        if matches!(name, "sh" | "bash" | "dash" | "zsh" | "ksh") {
+            return Program::Unknown(exe.to_owned());
+        }
+        let path = if exe.contains('/') {
+            Some(PathBuf::from(exe))
+        } else {
+            std::env::var_os("PATH").and_then(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join(exe))
+                    .find(|c| c.is_file())
+            })
+        };
+        let mut head = [0u8; 256];
+        let read = path.and_then(|p| {
+            use std::io::Read as _;
+            let mut f = std::fs::File::open(p).ok()?;
+            f.read(&mut head).ok()
+        });
+        let Some(n) = read else {
+            return Program::Unknown(exe.to_owned());
+        };
+        let head = &head[..n];
+        if head.starts_with(b"\x7fELF") {
+            return Program::Other(exe.to_owned());
+        }
+        if let Some(line) = head.strip_prefix(b"#!") {
+            let line = line.split(|&b| b == b'\n').next().unwrap_or_default();
+            let line = String::from_utf8_lossy(line);
+            let mut parts = line.split_whitespace().map(base_name);
+            let interp = match parts.next() {
+                Some("env") => parts.find(|w| !w.starts_with('-') && !w.contains('=')),
+                other => other,
+            };
+            return match interp {
+                Some(i) if is_python_name(i) => Program::Python(exe.to_owned()),
+                Some("sh" | "bash" | "dash" | "zsh" | "ksh") | None => {
+                    Program::Unknown(exe.to_owned())
+                }
+                Some(_) => Program::Other(exe.to_owned()),
+            };
+        }
+        Program::Unknown(exe.to_owned())
+    }
+}
+
+fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// `python`, `python3`, `python3.11`, `python3.13t`, `pythonw`, `pypy3`.
+fn is_python_name(name: &str) -> bool {
+    name.strip_prefix("python")
+        .or_else(|| name.strip_prefix("pypy"))
+        .is_some_and(|rest| {
+            rest.trim_end_matches(['t', 'd', 'm', 'w'])
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '.')
+        })
+}
+
 /// Something went wrong inside the bootstrap (and was swallowed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BootstrapError {

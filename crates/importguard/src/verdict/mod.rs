@@ -37,7 +37,7 @@ use serde::Serialize;
 
 use crate::importtime::query::in_package;
 use crate::importtime::{ImportLog, Metric, NodeId, NodeKind};
-use crate::recorder::{Channel, Frame, ImportAttempt, ProcessInfo, Recording, SpawnKind};
+use crate::recorder::{Channel, Frame, ImportAttempt, ProcessInfo, Program, Recording, SpawnKind};
 
 pub use missing::{Answering, EvidenceKind, MissingEvidence, MissingReason};
 pub use policy::{Allowance, Classification, Policy, PolicyError};
@@ -355,11 +355,20 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
                 .iter()
                 .filter(|s| !s.env.record || !s.env.pythonpath)
             {
+                // A program that is not Python has no imports to see.
+                let what = match s.program() {
+                    Program::Other(_) => continue,
+                    Program::Python(exe) => format!("the Python interpreter `{exe}`"),
+                    Program::Unknown(exe) if exe.is_empty() => "a program".to_owned(),
+                    Program::Unknown(exe) => {
+                        format!("`{exe}` (it could not be told whether it runs Python)")
+                    }
+                };
                 let at =
                     s.by.as_ref()
                         .map_or_else(String::new, |b| format!(" at {b}"));
                 notes.push(format!(
-                    "{} started `{}` ({}){at} with an environment without the import recorder: its own imports are not seen",
+                    "{} started {what} as `{}` ({}){at} with an environment without the import recorder: its own imports are not seen",
                     img.image().map_or_else(|| "the worker".to_owned(), |i| i.to_string()),
                     s.argv.join(" "),
                     s.kind,

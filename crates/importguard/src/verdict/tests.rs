@@ -496,3 +496,87 @@ fn children_are_judged_in_their_processes_and_merged_per_worker() {
         "each worker counted once"
     );
 }
+
+/// A child started without the recorder is noted only when it is (or may
+/// be) a Python interpreter, named: not `/sbin/ldconfig -p`.
+#[test]
+fn a_child_without_the_recorder_is_noted_only_when_it_may_run_python() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let py_script = script("tool", "#!/usr/bin/env python3\nprint(1)\n");
+    let perl_script = script("report", "#!/usr/bin/perl\nprint 1;\n");
+    let elf = script("helper", "\x7fELF\x02\x01\x01");
+    let spawn = |t: u32, argv: &[&str]| {
+        format!(
+            r#"{{"type":"spawn","t_ns":{t},"kind":"subprocess","argv":{},"env":{{"record":false,"pythonpath":false}},"by":{{"file":"/app/w.py","line":{t}}}}}"#,
+            serde_json::to_string(argv).unwrap()
+        )
+    };
+    let text = [
+        r#"{"type":"start","t_ns":1,"pid":10,"version":2,"how":"root"}"#.to_owned(),
+        spawn(2, &["/sbin/ldconfig", "-p"]),
+        spawn(3, &[&elf]),
+        spawn(4, &[&perl_script]),
+        spawn(5, &["/usr/bin/python3.11", "-c", "pass"]),
+        spawn(6, &["env", "-i", "A=1", "python3", "-c", "pass"]),
+        spawn(7, &[&py_script]),
+        spawn(8, &["/bin/sh", "-c", "make all"]),
+        r#"{"type":"exit","t_ns":900,"modules":["sys"]}"#.to_owned(),
+    ]
+    .join("\n");
+    let rec = Recording::parse(text.as_bytes());
+    let v = judge(
+        &policy(),
+        &Evidence {
+            importtime: None,
+            recording: Some(&rec),
+            timeline: None,
+        },
+    );
+    let notes: Vec<&String> = v
+        .notes
+        .iter()
+        .filter(|n| n.contains("without the import recorder"))
+        .collect();
+    let lines: Vec<&str> = notes
+        .iter()
+        .map(|n| {
+            n.split(" at /app/w.py:")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(lines, ["5", "6", "7", "8"], "{notes:#?}");
+    assert!(
+        notes[0].contains("the Python interpreter `/usr/bin/python3.11`"),
+        "{}",
+        notes[0]
+    );
+    assert!(
+        notes[1].contains("the Python interpreter `python3`"),
+        "{}",
+        notes[1]
+    );
+    assert!(
+        notes[2].contains(&format!("the Python interpreter `{py_script}`")),
+        "{}",
+        notes[2]
+    );
+    assert!(
+        notes[3].contains("`/bin/sh` (it could not be told whether it runs Python)"),
+        "{}",
+        notes[3]
+    );
+    assert!(
+        !v.notes.iter().any(|n| n.contains("ldconfig")),
+        "{:#?}",
+        v.notes
+    );
+}
