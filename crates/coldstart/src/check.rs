@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use harness::check::{self, CheckOptions};
+use harness::snapshot::{Drift, Mode};
 use harness::{Interrupt, OnPress};
 use report::boundary::{JsonReport, TargetReport, ci, exit_code};
 
@@ -201,30 +202,26 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         && args.log.is_none()
         && let Some(config) = &project.config
     {
-        for t in targets_for_snapshot(&args, project)? {
-            if !config.snapshot.contains(&t.name) {
-                continue;
+        let gated: Vec<_> = targets_for_snapshot(&args, project)?
+            .into_iter()
+            .filter(|t| config.snapshot.contains(&t.name))
+            .collect();
+        for r in harness::snapshot::review(&project.root, &gated, Mode::Gate)? {
+            match &r.drift {
+                Drift::Same => {}
+                Drift::New => eprintln!(
+                    "snapshot of `{}`: none stored at {}; run `coldstart snapshot` and commit it",
+                    r.target,
+                    r.path.display()
+                ),
+                Drift::Changed(diff) => eprintln!(
+                    "snapshot of `{}`: the start-up import tree drifted ({}):\n{diff}review it with `coldstart snapshot --check`, then `--accept`",
+                    r.target,
+                    r.path.display()
+                ),
             }
-            let path = crate::snapshot::snapshot_path(&project.root, &t.name);
-            let tree = crate::snapshot::tree(&t)?;
-            match crate::snapshot::drift(&path, &t.name, &tree)? {
-                crate::snapshot::Drift::Same => {}
-                crate::snapshot::Drift::New => {
-                    eprintln!(
-                        "snapshot of `{}`: none stored at {}; run `coldstart snapshot` and commit it",
-                        t.name,
-                        path.display()
-                    );
-                    code = 1;
-                }
-                crate::snapshot::Drift::Changed(diff) => {
-                    eprintln!(
-                        "snapshot of `{}`: the start-up import tree drifted ({}):\n{diff}review it with `coldstart snapshot --check`, then `--accept`",
-                        t.name,
-                        path.display()
-                    );
-                    code = 1;
-                }
+            if r.failed(Mode::Gate) {
+                code = 1;
             }
         }
     }

@@ -42,6 +42,7 @@ pub mod probe_check;
 pub mod profile;
 pub mod pyspy;
 pub mod serve;
+pub mod snapshot;
 pub mod target;
 pub mod trials;
 
