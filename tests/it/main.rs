@@ -7,6 +7,7 @@ mod evidence;
 mod importtime;
 mod pyspy;
 mod serve;
+mod shells;
 mod signals;
 mod spawn_faults;
 mod suggest;

@@ -275,11 +275,14 @@ fn the_version_names_the_git_revision() {
 }
 
 #[test]
-fn the_wheel_installs_with_pip_and_its_command_checks_a_project() {
+fn the_wheel_installs_with_pip_its_pytest_plugin_fails_with_the_chain_and_its_command_checks_a_project()
+ {
     let work = tempfile::tempdir().unwrap();
     let wheels = work.path().join("wheels");
     let built = crate::support::xtask()
-        .args(["dist", "--dev", "--out"])
+        // `--native`: the zig build of the portable tag is a whole build of
+        // its own (its own target folder); this one reuses the suite's.
+        .args(["dist", "--dev", "--native", "--out"])
         .arg(&wheels)
         .output()
         .unwrap();
@@ -289,6 +292,16 @@ fn the_wheel_installs_with_pip_and_its_command_checks_a_project() {
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|e| e == "whl"))
         .expect("a wheel");
+    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    let size = std::fs::metadata(&wheel).unwrap().len();
+    eprintln!("wheel: {name} ({size} bytes)");
+    // A binary wheel for any Python 3 on a manylinux platform, tagged by
+    // maturin's auditwheel check (`--native`: for this machine's glibc).
+    assert!(
+        name.starts_with("coldstart-0.") && name.contains("-py3-none-manylinux_2_"),
+        "{name}"
+    );
+    man_page_renders(&wheels.join("man/coldstart.1"));
 
     let venv = work.path().join("venv");
     let made = std::process::Command::new(python())
@@ -311,7 +324,7 @@ fn the_wheel_installs_with_pip_and_its_command_checks_a_project() {
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("coldstart 0."));
 
     let p = project();
-    fix(&p.root);
+    pytest_plugin_fails_with_the_chain_then_passes_after_the_fix(&venv, &p.root);
     let check = std::process::Command::new(&exe)
         .arg("check")
         .current_dir(p.root.join("docs"))
@@ -327,6 +340,147 @@ fn the_wheel_installs_with_pip_and_its_command_checks_a_project() {
         String::from_utf8_lossy(&check.stderr)
     );
     assert!(out.starts_with("PASS  ner (pyproject.toml)"), "{out}");
+}
+
+/// The man page `cargo xtask dist` wrote renders: with `man -l` where man
+/// is installed, else with groff or mandoc.
+fn man_page_renders(page: &Path) {
+    let tools: [(&str, &[&str]); 3] = [
+        ("man", &["-l"]),
+        ("groff", &["-man", "-Tutf8"]),
+        ("mandoc", &[]),
+    ];
+    let (tool, args) = tools
+        .iter()
+        .find(|(tool, _)| {
+            std::process::Command::new(tool)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .expect("man, groff or mandoc to render the man page");
+    eprintln!("$ {tool} {} {}", args.join(" "), page.display());
+    let out = std::process::Command::new(tool)
+        .args(*args)
+        .arg(page)
+        .env("MANWIDTH", "100")
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        // man reads a page from stdin when it is not closed.
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    // groff overstrikes bold and underlined letters (`X\bX`): keep the last.
+    let mut plain = String::new();
+    for c in text.chars() {
+        if c == '\u{8}' {
+            plain.pop();
+        } else {
+            plain.push(c);
+        }
+    }
+    for word in [
+        "NAME",
+        "SUBCOMMANDS",
+        "coldstart-completions(1)",
+        "The three jobs",
+    ] {
+        assert!(plain.contains(word), "{word} not in:\n{plain}");
+    }
+}
+
+/// The wheel's pytest plugin, found by pytest through its `pytest11` entry
+/// point in `venv` (pytest itself and pytest-xdist come from the test venv,
+/// through a `.pth` file: the fresh venv gets nothing from the network): the
+/// project's boundary tests fail with the chain, plain and under xdist, and
+/// pass once the project is fixed.
+fn pytest_plugin_fails_with_the_chain_then_passes_after_the_fix(venv: &Path, root: &Path) {
+    let py = venv.join("bin/python");
+    let site = |python: &Path| {
+        let out = std::process::Command::new(python)
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_path('purelib'))",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    };
+    let test_venv_site = site(&crate::support::venv_python());
+    std::fs::write(
+        site(&py).join("coldstart-test-venv.pth"),
+        format!("{}\n", test_venv_site.display()),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("tests")).unwrap();
+    std::fs::copy(
+        fixtures().join("pytest-plugin/test_boundary.py"),
+        root.join("tests/test_boundary.py"),
+    )
+    .unwrap();
+    let pytest = |args: &[&str]| {
+        eprintln!(
+            "$ cd {} && python -m pytest {}",
+            root.display(),
+            args.join(" ")
+        );
+        let out = std::process::Command::new(&py)
+            .args(["-m", "pytest", "-p", "no:cacheprovider"])
+            .args(args)
+            .current_dir(root)
+            // For `coldstart.module("eagerworker")`: the package and its stand-ins.
+            .env(
+                "PYTHONPATH",
+                format!(
+                    "{}:{}",
+                    root.join("src").display(),
+                    root.join("stand-ins").display()
+                ),
+            )
+            .env_remove("COLDSTART_BIN")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("exit {:?}\n{text}", out.status.code());
+        (out.status.code(), text)
+    };
+    for args in [&["-q"][..], &["-q", "-n", "2"][..]] {
+        let (code, text) = pytest(args);
+        assert_eq!(code, Some(1), "{text}");
+        assert!(text.contains("2 failed"), "{text}");
+        assert!(
+            text.contains("coldstart: target 'ner' imports a forbidden module at start-up"),
+            "{text}"
+        );
+        assert!(
+            text.contains("chain: eagerworker -> eagerworker.model -> torch"),
+            "{text}"
+        );
+        assert!(
+            text.contains("eagerworker.model  imported at src/eagerworker/__init__.py:5"),
+            "{text}"
+        );
+        assert!(text.contains("phase: start-up"), "{text}");
+        assert!(text.contains("ms cumulative"), "{text}");
+        assert!(
+            text.contains("FAIL  import eagerworker (--module)"),
+            "{text}"
+        );
+    }
+    fix(root);
+    for args in [&["-q"][..], &["-q", "-n", "2"][..]] {
+        let (code, text) = pytest(args);
+        assert_eq!(code, Some(0), "{text}");
+        assert!(text.contains("2 passed"), "{text}");
+    }
 }
 
 #[test]
@@ -478,4 +632,99 @@ fn a_heavy_parent_package_of_the_requested_name_heads_the_chain_with_its_line() 
         t.contains("torch     imported at pkga/sub/__init__.py:2\n"),
         "{t}"
     );
+}
+
+/// A fresh git repository holding only `.pre-commit-hooks.yaml` as this
+/// workspace ships it: what `pre-commit try-repo` clones the hooks from.
+fn hooks_repo(dir: &Path) -> PathBuf {
+    let repo = dir.join("coldstart-hooks");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::copy(
+        crate::support::root().join(".pre-commit-hooks.yaml"),
+        repo.join(".pre-commit-hooks.yaml"),
+    )
+    .unwrap();
+    git(&repo, &["init", "--quiet"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "--quiet", "-m", "hooks"]);
+    repo
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+#[test]
+fn the_pre_commit_hooks_run_through_try_repo_and_fail_with_the_chain_until_the_fix() {
+    let p = project();
+    let hooks = hooks_repo(p._dir.path());
+    git(&p.root, &["init", "--quiet"]);
+    git(&p.root, &["add", "."]);
+    git(&p.root, &["commit", "--quiet", "-m", "project"]);
+    let bin_dir = coldstart_bin().parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let cache = p._dir.path().join("pre-commit-home");
+    let try_repo = |hook: &str| {
+        eprintln!(
+            "$ cd {} && pre-commit try-repo {} {hook} --all-files",
+            p.root.display(),
+            hooks.display()
+        );
+        let out = std::process::Command::new(crate::support::venv_python())
+            .args(["-m", "pre_commit", "try-repo"])
+            .arg(&hooks)
+            .args([hook, "--all-files", "--verbose"])
+            .current_dir(&p.root)
+            .env("PATH", &path)
+            .env("PRE_COMMIT_HOME", &cache)
+            .env_remove("PYTHONPATH")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("exit {:?}\n{text}", out.status.code());
+        (out.status.code(), text)
+    };
+    let (code, text) = try_repo("coldstart-check");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("coldstart check"), "{text}");
+    assert!(text.contains("Failed"), "{text}");
+    assert!(
+        text.contains("chain: eagerworker -> eagerworker.model -> torch"),
+        "{text}"
+    );
+
+    fix(&p.root);
+    let (code, text) = try_repo("coldstart-check");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("PASS  ner (pyproject.toml)"), "{text}");
+
+    // No snapshot reviewed yet: the hook fails and says how to take one;
+    // once taken, it passes.
+    let (code, text) = try_repo("coldstart-snapshot");
+    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(coldstart(&p.root, &["snapshot"]).status.code(), Some(0));
+    let (code, text) = try_repo("coldstart-snapshot");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("coldstart snapshot --check"), "{text}");
 }

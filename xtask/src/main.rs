@@ -35,7 +35,8 @@ enum Task {
     Coldstart(coldstart::Command),
     /// Benchmark the importtime parser on a large log (throughput, peak memory).
     BenchParser(tasks::bench_parser::Args),
-    /// Build the `coldstart` wheel (maturin, `bindings = "bin"`).
+    /// Build the `coldstart` wheel (maturin, `bindings = "bin"`, with the pytest
+    /// plugin; manylinux2014 through zig) and the man pages.
     Dist(tasks::dist::Args),
     /// Find module cycles inside the workspace's crates (exit 1 on one).
     Modcycles(tasks::modcycles::Args),

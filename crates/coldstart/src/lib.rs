@@ -19,6 +19,7 @@
 
 pub mod bench;
 pub mod check;
+pub mod cli;
 pub mod compare;
 pub mod importtime;
 pub mod profile;
@@ -46,11 +47,11 @@ pub enum Command {
     /// transformers, stanza) at start-up, and say who did when they do.
     #[command(alias = "import-boundary")]
     Check(check::Args),
+    /// Benchmark a worker's start-up and shutdown over repeated fresh trials.
+    Bench(bench::Args),
     /// Render an importtime log, or a live command's, as a tree, top list,
     /// JSON, collapsed stacks, flame graph, speedscope or snapshot.
     Importtime(importtime::Args),
-    /// Benchmark a worker's start-up and shutdown over repeated fresh trials.
-    Bench(bench::Args),
     /// Compare two saved bench runs phase by phase.
     Compare(compare::Args),
     /// Profile a worker's start-up with py-spy while driving it over the protocol.
