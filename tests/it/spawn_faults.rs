@@ -143,14 +143,30 @@ fn spawn_faults_well_behaved_worker_full_life() {
     let ru = fin.rusage.expect("wait4 rusage");
     assert!(ru.max_rss_bytes > 1024 * 1024, "{ru:?}");
     assert!(ru.user + ru.sys > Duration::ZERO, "{ru:?}");
-    let t = fin.shutdown;
-    let sent = t.sent_at_ns.unwrap();
-    let ack = t.ack_at_ns.unwrap();
+    let t = fin.timeline.end;
+    let sent = t.shutdown_sent_ns.unwrap();
+    let ack = t.ack_read_ns.unwrap();
     assert!(
-        r2.read_at_ns <= sent && sent < ack && ack <= t.exited_at_ns,
+        r2.read_at_ns <= sent && sent < ack && ack <= t.exited_ns.unwrap(),
         "{t:?}"
     );
-    assert_eq!((t.term_sent_at_ns, t.kill_sent_at_ns), (None, None));
+    assert_eq!((t.term_sent_ns, t.kill_sent_ns), (None, None));
+    // The one timeline holds what the calls returned, stamp for stamp.
+    let life = &fin.timeline;
+    assert_eq!(life.spawned_ns, spawned);
+    let mark = life.ready.expect("the ready line is in the timeline");
+    assert_eq!((mark.read_ns, mark.t_ns), (ready.read_at_ns, Some(t_ns)));
+    let ops: Vec<&str> = life.requests.iter().map(|r| r.op.as_str()).collect();
+    assert_eq!(ops, ["health", "bogus", "health", "health"]);
+    assert_eq!(
+        (life.requests[0].sent_ns, life.requests[0].received_ns),
+        (health.sent_at_ns, Some(health.received_at_ns))
+    );
+    assert_eq!(
+        (life.requests[3].sent_ns, life.requests[3].received_ns),
+        (s2, Some(r2.read_at_ns))
+    );
+    assert_eq!(life.marks().health.len(), 3);
     assert!(fin.noise.is_empty());
     assert!(
         fin.stderr_tail.contains("well_behaved: starting"),
@@ -170,8 +186,8 @@ fn spawn_faults_eof_on_stdin_ends_a_worker_too() {
     let fin = w.terminate_with(&policy());
     assert_eq!(fin.status, ExitStatus::Signal(libc::SIGTERM));
     assert_eq!(fin.escalation, Escalation::Term);
-    assert!(fin.shutdown.term_sent_at_ns.is_some());
-    assert_eq!(fin.shutdown.kill_sent_at_ns, None);
+    assert!(fin.timeline.end.term_sent_ns.is_some());
+    assert_eq!(fin.timeline.end.kill_sent_ns, None);
     assert_group_gone(pid);
 }
 
@@ -247,7 +263,7 @@ fn spawn_faults_hang_before_ready_times_out_and_runs_the_hook() {
     assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGKILL)));
     let fin = err.finished.as_ref().unwrap();
     assert_eq!(fin.escalation, Escalation::Kill);
-    assert!(fin.shutdown.kill_sent_at_ns.is_some());
+    assert!(fin.timeline.end.kill_sent_ns.is_some());
     assert!(err.stderr_tail.contains("waiting forever"), "{err}");
     let text = err.to_string();
     assert!(text.contains(&format!("stack dump of {pid}")), "{text}");
@@ -417,15 +433,18 @@ fn spawn_faults_ignores_the_shutdown_op_escalates_to_sigterm() {
     assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGTERM)));
     let fin = err.finished.as_ref().unwrap();
     assert_eq!(fin.escalation, Escalation::Term);
-    let t = fin.shutdown;
-    assert!(t.sent_at_ns.is_some() && t.ack_at_ns.is_none(), "{t:?}");
-    let closed = t.stdin_closed_at_ns.unwrap();
-    let term = t.term_sent_at_ns.unwrap();
+    let t = fin.timeline.end;
     assert!(
-        t.sent_at_ns.unwrap() < closed && closed < term && term <= t.exited_at_ns,
+        t.shutdown_sent_ns.is_some() && t.ack_read_ns.is_none(),
         "{t:?}"
     );
-    assert_eq!(t.kill_sent_at_ns, None);
+    let closed = t.stdin_closed_ns.unwrap();
+    let term = t.term_sent_ns.unwrap();
+    assert!(
+        t.shutdown_sent_ns.unwrap() < closed && closed < term && term <= t.exited_ns.unwrap(),
+        "{t:?}"
+    );
+    assert_eq!(t.kill_sent_ns, None);
     assert!(err.stderr_tail.contains("staying up"), "{err}");
     assert_group_gone(pid);
 }
@@ -448,13 +467,16 @@ fn spawn_faults_ignores_sigterm_escalates_to_sigkill() {
     assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGKILL)));
     let fin = err.finished.as_ref().unwrap();
     assert_eq!(fin.escalation, Escalation::Kill);
-    let t = fin.shutdown;
+    let t = fin.timeline.end;
     let (ack, term, kill) = (
-        t.ack_at_ns.unwrap(),
-        t.term_sent_at_ns.unwrap(),
-        t.kill_sent_at_ns.unwrap(),
+        t.ack_read_ns.unwrap(),
+        t.term_sent_ns.unwrap(),
+        t.kill_sent_ns.unwrap(),
     );
-    assert!(ack < term && term < kill && kill <= t.exited_at_ns, "{t:?}");
+    assert!(
+        ack < term && term < kill && kill <= t.exited_ns.unwrap(),
+        "{t:?}"
+    );
     // SIGKILL came no sooner than the grace period after SIGTERM.
     assert!(kill - term >= p.grace.as_nanos() as u64, "{t:?}");
     assert_group_gone(pid);

@@ -89,6 +89,16 @@ impl Error {
         }
     }
 
+    /// A lifecycle that failed: the worker's error, or what the task
+    /// refused to go on with.
+    pub fn lifecycle(context: impl Into<String>, failure: crate::lifecycle::Failure) -> Error {
+        let context = context.into();
+        match failure.into_worker_error() {
+            Ok(e) => Error::worker(context, e),
+            Err(message) => Error::Invalid(format!("{context}: {message}")),
+        }
+    }
+
     /// Whether this is a broken pipe (a reader that went away): the CLI
     /// ends quietly then.
     pub fn is_broken_pipe(&self) -> bool {

@@ -1,13 +1,17 @@
-//! The one place that runs a worker from spawn to reaped exit: spawn with
-//! the stack dump armed, wait for the ready line, health round trips,
-//! shutdown with the target's policy. Every task of the harness goes
-//! through it; what a task does between ready and shutdown (a serve phase,
-//! memory readings) it does on [`Started::worker`].
+//! The one drive loop of a worker, from spawn to reaped exit: spawn with
+//! the stack dump armed, wait for the ready line, the health round trips,
+//! shutdown with the target's policy ([`Lifecycle::drive`]). Every task of
+//! the harness goes through it; what a task does between the steps (a
+//! sampler attached at spawn, memory readings at ready, a serve phase
+//! before shutdown, a judgement of each health reply) it does in its
+//! [`Hooks`]. What it gives back ([`Lived`]) holds the worker's own
+//! timeline as `spawn` recorded it, never stamps taken beside it.
 
 use std::time::Duration;
 
 use spawn::worker_proto::{Ready, Request};
 use spawn::{Exchange, Finished, ShutdownPolicy, Stamped, Worker};
+use timeline::Timeline;
 
 use crate::pyspy::{self, PySpy};
 use crate::target::Target;
@@ -75,16 +79,239 @@ impl Lifecycle {
         })
     }
 
-    /// A whole plain lifecycle: spawn, ready, the health round trips,
-    /// shutdown. The exact handshake, with its spawn-to-ready time in ms
-    /// ([`Started::ready_ms`]), or the first error.
-    pub fn run(&self, cmd: &spawn::Command) -> Result<(f64, Finished), spawn::Error> {
-        let mut started = self.spawn(cmd)?.wait_ready()?;
-        let ready_ms = started.ready_ms();
-        for _ in 0..self.health {
-            started.health()?;
+    /// The whole lifecycle: spawn, the ready line, the health round trips,
+    /// shutdown, with `hooks` run between the steps. Never returns while
+    /// the worker lives: every way out kills and reaps it.
+    pub fn drive(&self, cmd: &spawn::Command, hooks: &mut dyn Hooks) -> Lived {
+        let before = timeline::monotonic_ns();
+        let spawned = match self.spawn(cmd) {
+            Ok(s) => s,
+            Err(e) => {
+                return Lived {
+                    pid: None,
+                    timeline: Timeline::spawned_at(before),
+                    ready: None,
+                    rss_at_ready_bytes: None,
+                    end: Err(Failure {
+                        step: Step::Spawn,
+                        cause: Cause::Worker(e),
+                    }),
+                };
+            }
+        };
+        let pid = spawned.pid();
+        let mut timeline = Timeline::spawned_at(spawned.spawned_at_ns());
+        let (mut ready, mut rss_at_ready_bytes) = (None, None);
+        let end = (|| {
+            if let Err(stop) = hooks.spawned(pid) {
+                return Err(stop.end(Step::Task, spawned.worker));
+            }
+            let mut w = spawned.wait_ready().map_err(Failure::at(Step::Ready))?;
+            ready = Some(w.ready.value.clone());
+            rss_at_ready_bytes = w.rss_at_ready_bytes;
+            if let Err(stop) = hooks.ready(&mut w) {
+                return Err(stop.end(Step::Task, w.worker));
+            }
+            for _ in 0..self.health {
+                let x = w.health().map_err(Failure::at(Step::Health))?;
+                if let Err(stop) = hooks.health(&x) {
+                    return Err(stop.end(Step::Health, w.worker));
+                }
+            }
+            if let Err(stop) = hooks.before_shutdown(&mut w) {
+                return Err(stop.end(Step::Task, w.worker));
+            }
+            w.shutdown().map_err(Failure::at(Step::Shutdown))
+        })();
+        let finished = match &end {
+            Ok(f) => Some(f),
+            Err(f) => f.finished(),
+        };
+        if let Some(fin) = finished {
+            timeline = fin.timeline.clone();
         }
-        Ok((ready_ms, started.shutdown()?))
+        Lived {
+            pid: Some(pid),
+            timeline,
+            ready,
+            rss_at_ready_bytes,
+            end,
+        }
+    }
+
+    /// A plain lifecycle ([`Plain`] hooks): the exact handshake, with its
+    /// spawn-to-ready time in ms, or the first error.
+    pub fn run(&self, cmd: &spawn::Command) -> Result<(f64, Finished), Failure> {
+        let lived = self.drive(cmd, &mut Plain);
+        let ready_ms = lived.ready_ms().unwrap_or(f64::NAN);
+        lived.end.map(|f| (ready_ms, f))
+    }
+}
+
+/// What a task does between the steps of a [`Lifecycle::drive`]. Every
+/// hook does nothing unless the task says otherwise.
+pub trait Hooks {
+    /// Right after the process started, before its ready line (a sampler
+    /// attaches to `pid` here).
+    fn spawned(&mut self, _pid: u32) -> Result<(), Stop> {
+        Ok(())
+    }
+    /// Right after the ready line, before the health round trips (a memory
+    /// reading at ready, a sampler stopped at ready).
+    fn ready(&mut self, _worker: &mut Started<'_>) -> Result<(), Stop> {
+        Ok(())
+    }
+    /// After each health round trip: `Err` when its reply will not do.
+    fn health(&mut self, _exchange: &Exchange) -> Result<(), Stop> {
+        Ok(())
+    }
+    /// After the health round trips, before the shutdown (a serve phase,
+    /// memory readings).
+    fn before_shutdown(&mut self, _worker: &mut Started<'_>) -> Result<(), Stop> {
+        Ok(())
+    }
+}
+
+/// Hooks that do nothing: the plain lifecycle.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Plain;
+
+impl Hooks for Plain {}
+
+/// Why a hook ends a lifecycle early.
+#[derive(Debug)]
+pub enum Stop {
+    /// The worker ended while the hook used it (its error; it is gone).
+    Ended(spawn::Error),
+    /// The task will not go on: the worker is killed and reaped, and the
+    /// lifecycle fails with this message.
+    Refused(String),
+}
+
+impl Stop {
+    /// The failure this stop makes of the lifecycle: a refusal kills the worker.
+    fn end(self, step: Step, worker: Worker) -> Failure {
+        let cause = match self {
+            Stop::Ended(e) => Cause::Worker(e),
+            Stop::Refused(message) => Cause::Refused {
+                message,
+                finished: Box::new(worker.kill()),
+            },
+        };
+        Failure { step, cause }
+    }
+}
+
+/// The step of a lifecycle a failure happened in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Starting the process.
+    Spawn,
+    /// Waiting for the ready line.
+    Ready,
+    /// A health round trip, or its reply judged by the task.
+    Health,
+    /// What the task did between the steps ([`Hooks::spawned`],
+    /// [`Hooks::ready`], [`Hooks::before_shutdown`]).
+    Task,
+    /// The shutdown op, its acknowledgement and the exit.
+    Shutdown,
+}
+
+/// A lifecycle that did not end in the exact handshake.
+#[derive(Debug)]
+pub struct Failure {
+    /// Where it failed.
+    pub step: Step,
+    /// What happened.
+    pub cause: Cause,
+}
+
+/// What ended a lifecycle early.
+#[derive(Debug)]
+pub enum Cause {
+    /// The worker failed (its error holds the record of its end).
+    Worker(spawn::Error),
+    /// The task refused to go on; the worker was killed.
+    Refused {
+        /// Why, for a person.
+        message: String,
+        /// The record of the worker's end.
+        finished: Box<Finished>,
+    },
+}
+
+impl Failure {
+    fn at(step: Step) -> impl Fn(spawn::Error) -> Failure {
+        move |e| Failure {
+            step,
+            cause: Cause::Worker(e),
+        }
+    }
+
+    /// The record of the worker's end, when it was started.
+    pub fn finished(&self) -> Option<&Finished> {
+        match &self.cause {
+            Cause::Worker(e) => e.finished.as_deref(),
+            Cause::Refused { finished, .. } => Some(finished),
+        }
+    }
+
+    /// The worker's error, when the worker failed (not the task).
+    pub fn worker_error(&self) -> Option<&spawn::Error> {
+        match &self.cause {
+            Cause::Worker(e) => Some(e),
+            Cause::Refused { .. } => None,
+        }
+    }
+
+    /// The worker's error, when the worker failed (not the task).
+    pub fn into_worker_error(self) -> Result<spawn::Error, String> {
+        match self.cause {
+            Cause::Worker(e) => Ok(e),
+            Cause::Refused { message, .. } => Err(message),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.cause {
+            Cause::Worker(e) => e.fmt(f),
+            Cause::Refused { message, .. } => f.write_str(message),
+        }
+    }
+}
+
+/// What one [`Lifecycle::drive`] gave.
+#[derive(Debug)]
+pub struct Lived {
+    /// The worker's pid, when it was started.
+    pub pid: Option<u32>,
+    /// The worker's whole timeline as `spawn` recorded it (only the stamp
+    /// taken before spawning when it could not be started).
+    pub timeline: Timeline,
+    /// The ready line, when it came.
+    pub ready: Option<Ready>,
+    /// RSS read from `/proc` right after the ready line, where available.
+    pub rss_at_ready_bytes: Option<u64>,
+    /// The exact handshake's record of the end, or the failure.
+    pub end: Result<Finished, Failure>,
+}
+
+impl Lived {
+    /// Spawn to ready-line read, in milliseconds.
+    pub fn ready_ms(&self) -> Option<f64> {
+        let ready = self.timeline.ready?;
+        Some(ready.read_ns.saturating_sub(self.timeline.spawned_ns) as f64 / 1e6)
+    }
+
+    /// The record of the worker's end, when it was started.
+    pub fn finished(&self) -> Option<&Finished> {
+        match &self.end {
+            Ok(f) => Some(f),
+            Err(f) => f.finished(),
+        }
     }
 }
 
@@ -132,20 +359,6 @@ pub struct Started<'a> {
 }
 
 impl Started<'_> {
-    /// Spawn to ready-line read, in milliseconds.
-    pub fn ready_ms(&self) -> f64 {
-        self.ready
-            .read_at_ns
-            .saturating_sub(self.worker.spawned_at_ns()) as f64
-            / 1e6
-    }
-
-    /// When the worker was ready: its own `t_ns` stamp on the ready line if
-    /// it sent one, else when the harness read the line.
-    pub fn ready_at_ns(&self) -> u64 {
-        self.ready.value.t_ns.unwrap_or(self.ready.read_at_ns)
-    }
-
     /// One health round trip within the request timeout.
     pub fn health(&mut self) -> Result<Exchange, spawn::Error> {
         self.worker
@@ -156,14 +369,6 @@ impl Started<'_> {
     /// lifecycle's policy (SIGTERM, grace, SIGKILL when it does not come).
     pub fn shutdown(self) -> Result<Finished, spawn::Error> {
         self.worker.shutdown(&self.lifecycle.shutdown)
-    }
-
-    /// The shutdown with a longer exit timeout (a wrapper such as a
-    /// profiler writes its output after the worker exits).
-    pub fn shutdown_with_extra_exit_time(self, extra: Duration) -> Result<Finished, spawn::Error> {
-        let mut policy = self.lifecycle.shutdown;
-        policy.exit_timeout += extra;
-        self.worker.shutdown(&policy)
     }
 
     /// SIGKILL to the group, then reap.

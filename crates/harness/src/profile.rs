@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use pystacks::{CollapsedStack, FrameTotal, ImportShare, Sampler, SamplerOptions};
 
 use crate::error::{Error, Result, invalid};
-use crate::lifecycle::Lifecycle;
+use crate::lifecycle::{Hooks, Lifecycle, Started, Step, Stop};
 use crate::target::Target;
 
 /// How to profile.
@@ -83,35 +83,22 @@ pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<Profile> {
     if let Some(h) = opts.health {
         lifecycle.health = h;
     }
-    let spawned = lifecycle
-        .spawn(&cmd)
-        .map_err(|e| Error::worker("could not start the worker to profile", e))?;
-    let sampler = Sampler::start(
-        spawned.pid(),
-        SamplerOptions {
-            rate_hz: opts.rate,
-            ..SamplerOptions::default()
-        },
-    )
-    .map_err(|e| Error::Invalid(format!("cannot profile: {e}")))?;
-    let stop = sampler.stop_handle();
-    let ran = (|| {
-        let mut w = spawned.wait_ready()?;
-        let ready_ms = w.ready_ms();
-        let ready_ns = w.ready.read_at_ns;
-        if opts.until_ready {
-            stop.stop();
-        }
-        for _ in 0..lifecycle.health {
-            w.health()?;
-        }
-        let finished = w.shutdown()?;
-        Ok::<_, spawn::Error>((ready_ms, ready_ns, finished.status.to_string()))
-    })();
-    stop.stop();
-    let sampled = sampler.stop();
-    let (ready_ms, ready_ns, exit) =
-        ran.map_err(|e| Error::worker("the profiled worker did not complete its lifecycle", e))?;
+    let mut hooks = Sampling {
+        rate: opts.rate,
+        until_ready: opts.until_ready,
+        sampler: None,
+        ready_ns: 0,
+    };
+    let lived = lifecycle.drive(&cmd, &mut hooks);
+    let sampled = hooks.sampler.take().map(Sampler::stop);
+    let (ready_ms, ready_ns) = (lived.ready_ms().unwrap_or(f64::NAN), hooks.ready_ns);
+    let finished = lived.end.map_err(|f| match f.step {
+        Step::Spawn => Error::lifecycle("could not start the worker to profile", f),
+        Step::Task if lived.ready.is_none() => Error::lifecycle("cannot profile", f),
+        _ => Error::lifecycle("the profiled worker did not complete its lifecycle", f),
+    })?;
+    let exit = finished.status.to_string();
+    let sampled = sampled.expect("a lifecycle that completed was sampled");
 
     let collapsed = if opts.until_ready {
         sampled.collapsed_before(ready_ns)
@@ -145,6 +132,37 @@ pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<Profile> {
         svg,
         speedscope,
     })
+}
+
+/// The profile's hooks: the sampler attached at spawn, stopped at ready
+/// with `until_ready`.
+struct Sampling {
+    rate: u32,
+    until_ready: bool,
+    sampler: Option<Sampler>,
+    ready_ns: u64,
+}
+
+impl Hooks for Sampling {
+    fn spawned(&mut self, pid: u32) -> std::result::Result<(), Stop> {
+        let options = SamplerOptions {
+            rate_hz: self.rate,
+            ..SamplerOptions::default()
+        };
+        let sampler = Sampler::start(pid, options).map_err(|e| Stop::Refused(e.to_string()))?;
+        self.sampler = Some(sampler);
+        Ok(())
+    }
+
+    fn ready(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Stop> {
+        self.ready_ns = w.ready.read_at_ns;
+        if self.until_ready
+            && let Some(s) = &self.sampler
+        {
+            s.stop_handle().stop();
+        }
+        Ok(())
+    }
 }
 
 fn to_report(stacks: &[CollapsedStack]) -> Vec<report::profile::SampledStack> {

@@ -26,7 +26,7 @@ use timeline::Variant;
 
 use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;
-use crate::lifecycle::{Lifecycle, Started};
+use crate::lifecycle::{Hooks, Lifecycle, Started, Step, Stop};
 use crate::target::{Origin, Target};
 
 /// What runs after the timed trials: a serve phase (`requests`, or `rate`
@@ -390,20 +390,39 @@ pub fn run_serve(
     boot: &Bootstrap,
     stop: &Interrupt,
 ) -> Result<(ServeStats, Vec<RequestRecord>)> {
-    let mut w = start(lifecycle, cmd, "the serve phase")?;
-    let served = serve(&mut w.worker, variant, plan, &|| stop.is_set());
-    let mut ended = served.error.as_ref().map(|e| e.to_string());
+    // A fresh worker through the one lifecycle, serving before its
+    // shutdown; no health round trips of its own.
+    let lifecycle = Lifecycle {
+        health: 0,
+        ..lifecycle.clone()
+    };
+    let mut hooks = Serving {
+        variant,
+        plan,
+        stop,
+        served: None,
+    };
+    let lived = lifecycle.drive(cmd, &mut hooks);
+    let mut ended = None;
+    if let Err(f) = lived.end {
+        match f.step {
+            Step::Spawn | Step::Ready => {
+                return Err(Error::lifecycle(
+                    "the worker of the serve phase did not become ready",
+                    f,
+                ));
+            }
+            Step::Shutdown => ended = Some(format!("after the serve phase: {f}")),
+            Step::Health | Step::Task => ended = Some(f.to_string()),
+        }
+    }
+    let served = hooks.served.expect("a worker that became ready served");
     if served.stopped && ended.is_none() {
         ended = Some(format!(
             "interrupted: {} of {} requests sent",
             served.records.len(),
             plan.load.requests()
         ));
-    }
-    if served.error.is_none()
-        && let Err(e) = w.shutdown()
-    {
-        ended = Some(format!("after the serve phase: {e}"));
     }
     log.append(&served.records).map_err(crate::error::jsonl)?;
     let stats = ServeStats::of(
@@ -419,6 +438,24 @@ pub fn run_serve(
         cause,
     })?;
     Ok((stats, served.records))
+}
+
+/// The serve phase's hook: the requests, between ready and shutdown.
+struct Serving<'a> {
+    variant: Variant,
+    plan: &'a Plan,
+    stop: &'a Interrupt,
+    served: Option<Served>,
+}
+
+impl Hooks for Serving<'_> {
+    fn before_shutdown(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Stop> {
+        let stop = self.stop;
+        let mut served = serve(&mut w.worker, self.variant, self.plan, &|| stop.is_set());
+        let error = served.error.take();
+        self.served = Some(served);
+        error.map_or(Ok(()), |e| Err(Stop::Ended(e)))
+    }
 }
 
 /// A fresh worker through its ready line, for an untimed run.

@@ -25,15 +25,12 @@ use phases::serve::{RequestRecord, ServeStats};
 use phases::summary::{self, Configuration, Environment, Phase, RunSummary, TargetInfo};
 use phases::{Bootstrap, jsonl, stats, warn};
 use spawn::worker_proto::Reply;
-use timeline::{
-    Check, Escalation, Marks, Outcome, RoundTrip, TrialKind, TrialRecord, Usage, Variant,
-    WorkerRecord,
-};
+use timeline::{Check, Escalation, Outcome, TrialKind, TrialRecord, Usage, Variant, WorkerRecord};
 
 use crate::env;
 use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;
-use crate::lifecycle::Lifecycle;
+use crate::lifecycle::{Failure, Hooks, Lifecycle, Step, Stop};
 use crate::serve::{self, ServeOptions};
 use crate::target::Target;
 
@@ -269,123 +266,73 @@ impl Side {
     }
 }
 
-fn record_end(rec: &mut WorkerRecord, fin: &spawn::Finished) {
-    rec.usage = fin.rusage.map(|u| Usage {
-        user_ns: u.user.as_nanos() as u64,
-        sys_ns: u.sys.as_nanos() as u64,
-        max_rss_bytes: u.max_rss_bytes,
-    });
-    rec.exit = Some(fin.status);
-    rec.escalation = fin.escalation;
-    rec.noise_lines = fin.noise.len();
-    rec.marks.shutdown_sent_ns = fin.shutdown.sent_at_ns;
-    rec.marks.ack_read_ns = fin.shutdown.ack_at_ns;
-    rec.marks.exited_ns = Some(fin.shutdown.exited_at_ns);
-}
+/// A trial's hooks: a health reply other than `ok` fails the worker.
+struct HealthOk;
 
-fn failed(rec: &mut WorkerRecord, check: Check, message: String, interrupt: &Interrupt) {
-    // A worker killed by a second Ctrl-C did not fail by itself.
-    let check = if interrupt.presses() > 1 {
-        Check::Interrupted
-    } else {
-        check
-    };
-    rec.outcome = Outcome::Failed {
-        check,
-        message: serve::clip_to(&message, 4000),
-    };
-}
-
-fn record_error(rec: &mut WorkerRecord, e: spawn::Error, check: Check, interrupt: &Interrupt) {
-    if let Some(fin) = e.finished.as_deref() {
-        record_end(rec, fin);
+impl Hooks for HealthOk {
+    fn health(&mut self, x: &spawn::Exchange) -> std::result::Result<(), Stop> {
+        match &x.reply {
+            Reply::Health(h) if h.response.status.is_ok() => Ok(()),
+            Reply::Health(h) => Err(Stop::Refused(format!(
+                "health answered status `{}`, not `ok`, after the ready line",
+                h.response.status.as_str()
+            ))),
+            other => Err(Stop::Refused(format!(
+                "health was answered with `{}`",
+                serde_json::to_string(other).unwrap_or_default()
+            ))),
+        }
     }
-    if e.pid != 0 {
-        rec.pid = Some(e.pid);
-    }
-    failed(rec, check, e.to_string(), interrupt);
 }
 
-/// One worker's life: spawn, ready, health round trips, shutdown, exit.
-fn run_worker(p: &Side, interrupt: &Interrupt) -> WorkerRecord {
-    let mut rec = WorkerRecord {
-        pid: None,
-        marks: Marks {
-            spawned_ns: spawn::monotonic_ns(),
-            ..Marks::default()
+/// The check a failed lifecycle did not pass.
+fn check_of(f: &Failure) -> Check {
+    match (f.step, f.worker_error()) {
+        (Step::Spawn, _) => Check::Spawn,
+        (Step::Ready, _) => Check::Ready,
+        (Step::Health | Step::Task, _) => Check::Health,
+        (Step::Shutdown, Some(e)) => match (&e.kind, &e.phase) {
+            (spawn::ErrorKind::FailedExit, _) => Check::ExitStatus,
+            (_, spawn::Phase::Exit) => Check::Exit,
+            _ => Check::ShutdownAck,
         },
-        usage: None,
-        rss_at_ready_bytes: None,
-        exit: None,
-        escalation: Escalation::None,
-        noise_lines: 0,
-        outcome: Outcome::Correct,
-    };
-    // Only a trial that already failed (a timeout) is ever dumped.
-    let spawned = match p.lifecycle.spawn(&p.cmd) {
-        Ok(s) => s,
-        Err(e) => {
-            record_error(&mut rec, e, Check::Spawn, interrupt);
-            return rec;
-        }
-    };
-    rec.pid = Some(spawned.pid());
-    rec.marks.spawned_ns = spawned.spawned_at_ns();
-    let mut w = match spawned.wait_ready() {
-        Ok(w) => {
-            rec.marks.ready_read_ns = Some(w.ready.read_at_ns);
-            rec.marks.ready_t_ns = w.ready.value.t_ns;
-            rec.rss_at_ready_bytes = w.rss_at_ready_bytes;
-            w
-        }
-        Err(e) => {
-            record_error(&mut rec, e, Check::Ready, interrupt);
-            return rec;
-        }
-    };
-    for _ in 0..p.lifecycle.health {
-        match w.health() {
-            Ok(x) => {
-                rec.marks.health.push(RoundTrip {
-                    sent_ns: x.sent_at_ns,
-                    received_ns: x.received_at_ns,
-                });
-                let problem = match &x.reply {
-                    Reply::Health(h) if h.response.status.is_ok() => None,
-                    Reply::Health(h) => Some(format!(
-                        "health answered status `{}`, not `ok`, after the ready line",
-                        h.response.status.as_str()
-                    )),
-                    other => Some(format!(
-                        "health was answered with `{}`",
-                        serde_json::to_string(other).unwrap_or_default()
-                    )),
-                };
-                if let Some(msg) = problem {
-                    let fin = w.kill();
-                    record_end(&mut rec, &fin);
-                    failed(&mut rec, Check::Health, msg, interrupt);
-                    return rec;
-                }
-            }
-            Err(e) => {
-                record_error(&mut rec, e, Check::Health, interrupt);
-                return rec;
-            }
-        }
+        (Step::Shutdown, None) => Check::ShutdownAck,
     }
-    match w.shutdown() {
-        Ok(fin) => record_end(&mut rec, &fin),
-        Err(e) => {
-            let check = match (&e.kind, &e.phase) {
-                (spawn::ErrorKind::FailedExit, _) => Check::ExitStatus,
-                (_, spawn::Phase::Exit) => Check::Exit,
-                _ => Check::ShutdownAck,
+}
+
+/// One worker's life through the one [`Lifecycle`], as its record.
+fn run_worker(p: &Side, interrupt: &Interrupt) -> WorkerRecord {
+    let lived = p.lifecycle.drive(&p.cmd, &mut HealthOk);
+    let fin = lived.finished();
+    let outcome = match &lived.end {
+        Ok(_) => Outcome::Correct,
+        Err(f) => {
+            // A worker killed by a second Ctrl-C did not fail by itself.
+            let check = if interrupt.presses() > 1 {
+                Check::Interrupted
+            } else {
+                check_of(f)
             };
-            record_error(&mut rec, e, check, interrupt);
+            Outcome::Failed {
+                check,
+                message: serve::clip_to(&f.to_string(), 4000),
+            }
         }
+    };
+    WorkerRecord {
+        pid: lived.pid,
+        marks: lived.timeline.marks(),
+        usage: fin.and_then(|f| f.rusage).map(|u| Usage {
+            user_ns: u.user.as_nanos() as u64,
+            sys_ns: u.sys.as_nanos() as u64,
+            max_rss_bytes: u.max_rss_bytes,
+        }),
+        rss_at_ready_bytes: lived.rss_at_ready_bytes,
+        exit: fin.map(|f| f.status),
+        escalation: fin.map_or(Escalation::None, |f| f.escalation),
+        noise_lines: fin.map_or(0, |f| f.noise.len()),
+        outcome,
     }
-    rec
 }
 
 /// One trial: `concurrency` workers at once.

@@ -16,10 +16,10 @@ use std::time::Duration;
 use importguard::importtime;
 use importguard::recorder::{Channel, Recorder, Recording, Relation, SpawnKind};
 use importguard::verdict::{
-    Answering, Evidence, MissingReason, Phase, Policy, ProcessVerdict, RequestMark, Status,
-    Timeline, Violation, judge_answered,
+    Answering, Evidence, MissingReason, Phase, Policy, ProcessVerdict, Status, Violation,
+    judge_answered,
 };
-use timeline::monotonic_ns;
+use timeline::{ReadyMark, RequestMark, Timeline, monotonic_ns};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -108,7 +108,7 @@ fn run_with(python: &OsString, name: &str, args: &[&str], health: usize) -> Run 
         .stderr(std::fs::File::create(&stderr_path).unwrap())
         .process_group(0);
     let mut timeline = Timeline {
-        spawned_at_ns: Some(monotonic_ns()),
+        spawned_ns: monotonic_ns(),
         ..Timeline::default()
     };
     let mut child = cmd.spawn().unwrap();
@@ -132,16 +132,20 @@ fn run_with(python: &OsString, name: &str, args: &[&str], health: usize) -> Run 
     };
     let ready = next("ready");
     let ready_pid = ready["pid"].as_u64().unwrap() as u32;
-    timeline.ready_at_ns = ready["t_ns"].as_u64();
+    timeline.ready = ready["t_ns"].as_u64().map(|t_ns| ReadyMark {
+        read_ns: monotonic_ns(),
+        t_ns: Some(t_ns),
+    });
     for _ in 0..health {
         timeline.requests.push(RequestMark {
             op: "health".into(),
-            sent_at_ns: monotonic_ns(),
+            sent_ns: monotonic_ns(),
+            received_ns: None,
         });
         stdin.write_all(b"{\"op\": \"health\"}\n").unwrap();
         assert_eq!(next("health")["op"], "health");
     }
-    timeline.shutdown_sent_at_ns = Some(monotonic_ns());
+    timeline.end.shutdown_sent_ns = Some(monotonic_ns());
     stdin.write_all(b"{\"op\": \"shutdown\"}\n").unwrap();
     assert_eq!(next("shutdown")["op"], "shutdown");
     let (done_tx, done_rx) = mpsc::channel();

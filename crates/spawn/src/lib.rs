@@ -36,7 +36,7 @@
 //!   and its ack awaited (ack timeout); stdin is closed; the exit is awaited
 //!   (exit timeout); if it does not come, SIGTERM goes to the group, then
 //!   after the grace period SIGKILL to the group. Each step's stamp is kept
-//!   in a [`ShutdownTimeline`]. -> **Ended**, with a [`Finished`] record,
+//!   in the worker's [`timeline::Timeline`]. -> **Ended**, with a [`Finished`] record,
 //!   `Ok` only for the exact handshake (ack, exit in time, code 0).
 //! - **Ended**: the leader is reaped with `wait4` on its pid (exit status
 //!   and that child's rusage: user and system CPU time, peak RSS; never
@@ -118,7 +118,5 @@ pub use helper::{
 pub use reap::Rusage;
 pub use timeline::monotonic_ns;
 pub use timeline::{Escalation, ExitStatus};
-pub use worker::{
-    Exchange, Finished, NoiseLine, ShutdownPolicy, ShutdownTimeline, Stamped, TimeoutHook, Worker,
-};
+pub use worker::{Exchange, Finished, NoiseLine, ShutdownPolicy, Stamped, TimeoutHook, Worker};
 pub use worker_proto;

@@ -20,6 +20,7 @@ use crate::error::{Error, ErrorDetail, ErrorKind, Phase};
 use crate::reap::{self, ExitInfo, Rusage};
 use crate::{Command, group, monotonic_ns};
 use crate::{Escalation, ExitStatus};
+use timeline::{ReadyMark, RequestMark, Timeline};
 
 /// After stdout ended, how long the worker is given at least to exit on its
 /// own (so the error carries its real exit status) before it is killed.
@@ -93,25 +94,6 @@ impl Default for ShutdownPolicy {
     }
 }
 
-/// The monotonic stamp of each step of a worker's end; a step that did not
-/// happen is `None`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub struct ShutdownTimeline {
-    /// Just before the shutdown op was written.
-    pub sent_at_ns: Option<u64>,
-    /// Right after the ack was read.
-    pub ack_at_ns: Option<u64>,
-    /// When the harness closed the worker's stdin (EOF, the protocol's other
-    /// way to ask for an exit).
-    pub stdin_closed_at_ns: Option<u64>,
-    /// Just before SIGTERM was sent to the group.
-    pub term_sent_at_ns: Option<u64>,
-    /// Just before SIGKILL was sent to the group.
-    pub kill_sent_at_ns: Option<u64>,
-    /// When the kernel reported the worker's exit (to the waiter thread).
-    pub exited_at_ns: u64,
-}
-
 /// A worker's end: how it exited, what it cost, and what it left.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finished {
@@ -121,8 +103,10 @@ pub struct Finished {
     pub status: ExitStatus,
     /// From `wait4` on this child; `None` only with [`ExitStatus::Unknown`].
     pub rusage: Option<Rusage>,
-    /// When each step of the end happened (shutdown sent, ack, stdin closed, signals, exit).
-    pub shutdown: ShutdownTimeline,
+    /// The worker's whole timeline: spawned, ready, each request and its
+    /// reply, each step of the end (shutdown sent, ack, stdin closed,
+    /// signals, exit).
+    pub timeline: Timeline,
     /// Whether SIGTERM or SIGKILL to the group was needed to end it.
     pub escalation: Escalation,
     /// Every noise line seen on stdout during the worker's life.
@@ -147,7 +131,6 @@ pub type TimeoutHook = Box<dyn FnMut(u32) -> Option<String> + Send>;
 pub struct Worker {
     command: String,
     pid: u32,
-    spawned_at_ns: u64,
     max_noise: usize,
     stdin: Option<ChildStdin>,
     /// How long one line's write to stdin may block (stdin is non-blocking).
@@ -164,10 +147,11 @@ pub struct Worker {
     stderr_thread: Option<Watched>,
     tail: Arc<Mutex<Tail>>,
     noise: Vec<NoiseLine>,
-    pending: VecDeque<String>,
+    /// Unanswered requests, oldest first, as indices into `timeline.requests`.
+    pending: VecDeque<usize>,
     rss_at_ready: Option<u64>,
     on_timeout: Option<TimeoutHook>,
-    timeline: ShutdownTimeline,
+    timeline: Timeline,
     escalation: Escalation,
     diagnostics: Vec<String>,
     /// Exit collected, pipes closed, threads joined or detached.
@@ -179,7 +163,7 @@ impl fmt::Debug for Worker {
         f.debug_struct("Worker")
             .field("command", &self.command)
             .field("pid", &self.pid)
-            .field("spawned_at_ns", &self.spawned_at_ns)
+            .field("spawned_ns", &self.timeline.spawned_ns)
             .field("exit", &self.exit)
             .field("noise", &self.noise.len())
             .field("pending", &self.pending)
@@ -295,7 +279,6 @@ impl Worker {
         Ok(Worker {
             command: cmd.display(),
             pid,
-            spawned_at_ns,
             max_noise: cmd.max_noise_lines,
             write_timeout: cmd.write_timeout,
             stdin: Some(stdin),
@@ -312,7 +295,7 @@ impl Worker {
             pending: VecDeque::new(),
             rss_at_ready: None,
             on_timeout: None,
-            timeline: ShutdownTimeline::default(),
+            timeline: Timeline::spawned_at(spawned_at_ns),
             escalation: Escalation::None,
             diagnostics: Vec::new(),
             ended: false,
@@ -331,7 +314,12 @@ impl Worker {
 
     /// [`monotonic_ns`] taken just before the process was spawned.
     pub fn spawned_at_ns(&self) -> u64 {
-        self.spawned_at_ns
+        self.timeline.spawned_ns
+    }
+
+    /// The worker's timeline so far (the whole of it is in [`Finished`]).
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
     }
 
     /// Sets the hook run when a ready, request or shutdown-ack timeout
@@ -353,6 +341,10 @@ impl Worker {
         match self.next_message(deadline, timeout, &phase) {
             Ok((Message::Ready(ready), read_at_ns)) if ready.ready => {
                 self.rss_at_ready = vm_rss_bytes(self.pid);
+                self.timeline.ready = Some(ReadyMark {
+                    read_ns: read_at_ns,
+                    t_ns: ready.t_ns,
+                });
                 Ok(Stamped {
                     value: ready,
                     read_at_ns,
@@ -399,9 +391,16 @@ impl Worker {
         let line = encode(req);
         let stdin = self.stdin.as_mut().expect("checked above");
         let sent_at_ns = monotonic_ns();
+        // Marked before the write and kept if it fails: whatever the
+        // request set off is never earlier than its mark.
+        self.timeline.requests.push(RequestMark {
+            op,
+            sent_ns: sent_at_ns,
+            received_ns: None,
+        });
         match write_line(stdin, &line, self.write_timeout) {
             Ok(()) => {
-                self.pending.push_back(op);
+                self.pending.push_back(self.timeline.requests.len() - 1);
                 Ok(sent_at_ns)
             }
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
@@ -425,7 +424,10 @@ impl Worker {
     /// Waits for the reply to the oldest unanswered request: a reply with
     /// its op, or an `error` reply. Any error ends the worker.
     pub fn recv(&mut self, timeout: Duration) -> Result<Stamped<Reply>, Error> {
-        let op = self.pending.front().cloned();
+        let op = self
+            .pending
+            .front()
+            .map(|&i| self.timeline.requests[i].op.clone());
         let phase = Phase::Request(op.clone().unwrap_or_default());
         let expected = match &op {
             Some(op) => {
@@ -443,7 +445,7 @@ impl Worker {
                     .as_deref()
                     .is_none_or(|op| reply.op() == op || reply.op() == "error") =>
             {
-                self.pending.pop_front();
+                self.answered(read_at_ns);
                 Ok(Stamped {
                     value: reply,
                     read_at_ns,
@@ -481,14 +483,13 @@ impl Worker {
             return Err(self.not_running(Phase::Shutdown, ack.to_owned()));
         }
         let mut problem: Option<(ErrorKind, Phase, String)> = None;
-        let mut owed = std::mem::take(&mut self.pending);
 
         // 1. The shutdown op.
         let line = encode(&Request::shutdown());
         if let Some(stdin) = self.stdin.as_mut() {
             let at = monotonic_ns();
             match write_line(stdin, &line, self.write_timeout) {
-                Ok(()) => self.timeline.sent_at_ns = Some(at),
+                Ok(()) => self.timeline.end.shutdown_sent_ns = Some(at),
                 Err(e) => {
                     let kind = match e.kind() {
                         io::ErrorKind::BrokenPipe => ErrorKind::ExitedEarly,
@@ -508,15 +509,15 @@ impl Worker {
             loop {
                 match self.next_message(deadline, policy.ack_timeout, &Phase::Shutdown) {
                     Ok((Message::Reply(Reply::Shutdown(_)), at)) => {
-                        self.timeline.ack_at_ns = Some(at);
+                        self.timeline.end.ack_read_ns = Some(at);
                         break;
                     }
-                    Ok((Message::Reply(r), _))
-                        if owed
-                            .front()
-                            .is_some_and(|op| r.op() == op || r.op() == "error") =>
+                    Ok((Message::Reply(r), at))
+                        if self.pending.front().is_some_and(|&i| {
+                            r.op() == self.timeline.requests[i].op || r.op() == "error"
+                        }) =>
                     {
-                        owed.pop_front();
+                        self.answered(at);
                     }
                     Ok((m, _)) => {
                         let kind = ErrorKind::UnexpectedReply { got: describe(&m) };
@@ -536,7 +537,7 @@ impl Worker {
 
         // 3. EOF on stdin: the protocol's other way to ask for an exit.
         if self.stdin.take().is_some() {
-            self.timeline.stdin_closed_at_ns = Some(monotonic_ns());
+            self.timeline.end.stdin_closed_ns = Some(monotonic_ns());
         }
 
         // 4. The exit, escalating if it does not come.
@@ -578,6 +579,13 @@ impl Worker {
     }
 
     // ---- internals ------------------------------------------------------
+
+    /// The oldest unanswered request got its reply, read at `read_ns`.
+    fn answered(&mut self, read_ns: u64) {
+        if let Some(i) = self.pending.pop_front() {
+            self.timeline.requests[i].received_ns = Some(read_ns);
+        }
+    }
 
     /// The next protocol message, keeping noise lines on the way.
     fn next_message(
@@ -758,7 +766,7 @@ impl Worker {
     /// SIGTERM, `grace`, SIGKILL, each only if still needed.
     fn escalate(&mut self, grace: Duration) {
         if let Some(at) = self.signal(libc::SIGTERM) {
-            self.timeline.term_sent_at_ns = Some(at);
+            self.timeline.end.term_sent_ns = Some(at);
             self.escalation = Escalation::Term;
             if self.wait_exit_until(Instant::now() + grace) {
                 return;
@@ -770,7 +778,7 @@ impl Worker {
     /// SIGKILL to the group unless already exited, then wait for the reap.
     fn force_kill(&mut self) {
         if let Some(at) = self.signal(libc::SIGKILL) {
-            self.timeline.kill_sent_at_ns = Some(at);
+            self.timeline.end.kill_sent_ns = Some(at);
             self.escalation = Escalation::Kill;
         }
         if self.exit.is_none() {
@@ -805,12 +813,12 @@ impl Worker {
     fn record(&mut self) -> Finished {
         let exit = self.exit.unwrap_or_else(lost_waiter);
         let tail = self.tail.lock().unwrap_or_else(|e| e.into_inner());
-        self.timeline.exited_at_ns = exit.exited_at_ns;
+        self.timeline.end.exited_ns = Some(exit.exited_at_ns);
         Finished {
             pid: self.pid,
             status: exit.status,
             rusage: exit.rusage,
-            shutdown: self.timeline,
+            timeline: self.timeline.clone(),
             escalation: self.escalation,
             noise: self.noise.clone(),
             stderr_tail: tail.text(),
@@ -1052,7 +1060,7 @@ mod tests {
             pid: 4242,
             status: ExitStatus::Signal(libc::SIGKILL),
             rusage: None,
-            shutdown: ShutdownTimeline::default(),
+            timeline: Timeline::default(),
             escalation: Escalation::Kill,
             noise: Vec::new(),
             stderr_tail: String::new(),

@@ -1,6 +1,9 @@
 //! timeline: the one clock and the records of a worker's life on it.
 //!
 //! What it owns:
+//! - the one [`Timeline`] of a worker's life (spawned, the ready line, each
+//!   request and its reply, each step of the end), which `spawn` records
+//!   and everything above reads.
 //! - the one clock ([`monotonic_ns`]), CLOCK_MONOTONIC in nanoseconds, shared with
 //!   Python's `time.monotonic_ns()`.
 //! - one trial's records ([`TrialRecord`]): each worker's marks (spawned, ready
@@ -23,10 +26,12 @@
 #![warn(missing_docs)]
 
 mod clock;
+mod life;
 mod placement;
 mod record;
 
 pub use clock::monotonic_ns;
+pub use life::{EndMarks, ReadyMark, RequestMark, Timeline};
 pub use placement::Placement;
 pub use record::{
     Check, Escalation, ExitStatus, Marks, Outcome, PhaseDurations, RoundTrip, TrialKind,

@@ -65,7 +65,7 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
             } else {
                 "the worker's lifecycle failed"
             };
-            Error::worker(what, e)
+            Error::lifecycle(what, e)
         })?;
         let wall = start.elapsed().as_secs_f64() * 1e3;
         if recorded {

@@ -26,13 +26,11 @@ use std::path::Path;
 
 use importguard::importtime::{self, ImportLog};
 use importguard::recorder::{Recorder, RecorderPolicy, Recording, is_module_pattern};
-use importguard::verdict::{
-    self, Answering, Evidence, Policy, ProcessVerdict, RecorderState, RequestMark, Timeline,
-};
+use importguard::verdict::{self, Answering, Evidence, Policy, ProcessVerdict, RecorderState};
 use report::boundary::{ProcessReport, Status, TargetReport, tree_text};
 
 use crate::error::{Error, Result, invalid};
-use crate::lifecycle::Lifecycle;
+use crate::lifecycle::{Failure, Lifecycle, Plain};
 use crate::target::{DEFAULT_FORBIDDEN, Origin, Target};
 
 /// How many slowest imports the report lists.
@@ -251,36 +249,18 @@ pub(crate) fn check_process(
     cmd.env("PYTHONPROFILEIMPORTTIME", "1");
     cmd.stderr_file(&stderr_path);
 
-    let mut timeline = Timeline::default();
-    let mut pid = None;
-    let mut answering_pid = None;
-    let mut ready_ms = None;
-    let outcome: std::result::Result<spawn::Finished, spawn::Error> = (|| {
-        let spawned = lifecycle.spawn(&cmd)?;
-        pid = Some(spawned.pid());
-        timeline.spawned_at_ns = Some(spawned.spawned_at_ns());
-        let mut w = spawned.wait_ready()?;
-        ready_ms = Some(w.ready_ms());
-        // The process that answers the protocol: the ready line's own pid
-        // when it gives one (a launcher may exec or fork), else spawn's.
-        answering_pid = w.ready.value.pid.or(pid);
-        timeline.ready_at_ns = Some(w.ready_at_ns());
-        for _ in 0..lifecycle.health {
-            // Marked before sending (and kept if the request fails), so an
-            // import the request triggers is never earlier than its mark.
-            timeline.requests.push(RequestMark {
-                op: "health".to_owned(),
-                sent_at_ns: spawn::monotonic_ns(),
-            });
-            w.health()?;
-        }
-        timeline.shutdown_sent_at_ns = Some(spawn::monotonic_ns());
-        w.shutdown()
-    })();
+    let lived = lifecycle.drive(&cmd, &mut Plain);
+    let pid = lived.pid;
+    let ready_ms = lived.ready_ms();
+    // The process that answers the protocol: the ready line's own pid when
+    // it gives one (a launcher may exec or fork), else spawn's.
+    let answering_pid = lived.ready.as_ref().and_then(|r| r.pid).or(pid);
+    let timeline = lived.timeline;
 
-    let (exit, error, stderr_tail) = match outcome {
+    let (exit, error, stderr_tail) = match lived.end.map_err(Failure::into_worker_error) {
         Ok(f) => (Some(f.status.to_string()), None, None),
-        Err(mut e) => {
+        Err(Err(refused)) => (None, Some(refused), None),
+        Err(Ok(mut e)) => {
             // The worker's own lines, from the whole stderr file: the
             // in-memory tail may hold nothing but importtime lines.
             let own =

@@ -2,8 +2,9 @@
 //!
 //! The evidence of one process is its `-X importtime` log (the tree: who
 //! imported whom, and what it cost), its recorder [`Recording`] (every
-//! attempt, found or not, blocked, who asked, when) and the harness's
-//! [`Timeline`] (ready, requests, shutdown) on the same monotonic clock.
+//! attempt, found or not, blocked, who asked, when) and the worker's
+//! [`Timeline`] (ready, requests, shutdown; `spawn` records it) on the same
+//! monotonic clock, read by [`phase_of`].
 //! [`judge`] returns a [`ProcessVerdict`]: one [`Violation`] per forbidden
 //! module that entered the process on its own (a forbidden module imported
 //! by another forbidden module is counted beneath it, not repeated), with
@@ -34,6 +35,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 use serde::Serialize;
+use timeline::Timeline;
 
 use crate::importtime::query::in_package;
 use crate::importtime::{ImportLog, Metric, NodeId, NodeKind};
@@ -41,29 +43,6 @@ use crate::recorder::{Channel, Frame, ImportAttempt, ProcessInfo, Program, Recor
 
 pub use missing::{Answering, EvidenceKind, MissingEvidence, MissingReason};
 pub use policy::{Allowance, Classification, Policy, PolicyError};
-
-/// One request the harness sent, on its clock.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RequestMark {
-    /// The request's op (`health`).
-    pub op: String,
-    /// `monotonic_ns()` just before the request line was written.
-    pub sent_at_ns: u64,
-}
-
-/// The harness's protocol events for one worker, in `monotonic_ns()`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Timeline {
-    /// When the worker was spawned.
-    pub spawned_at_ns: Option<u64>,
-    /// When the worker was ready: its own `t_ns` stamp on the ready line if
-    /// it sent one, else when the harness read the line.
-    pub ready_at_ns: Option<u64>,
-    /// Requests in the order sent.
-    pub requests: Vec<RequestMark>,
-    /// When the shutdown op was written.
-    pub shutdown_sent_at_ns: Option<u64>,
-}
 
 /// Where in the protocol an import happened.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -96,23 +75,22 @@ impl fmt::Display for Phase {
     }
 }
 
-impl Timeline {
-    /// The phase an event at `t_ns` belongs to.
-    pub fn phase_of(&self, t_ns: u64) -> Phase {
-        if self.shutdown_sent_at_ns.is_some_and(|s| t_ns >= s) {
-            return Phase::Shutdown;
-        }
-        match self.ready_at_ns {
-            Some(ready) if t_ns >= ready => {}
-            _ => return Phase::Startup,
-        }
-        match self.requests.iter().rposition(|r| t_ns >= r.sent_at_ns) {
-            Some(i) => Phase::Request {
-                op: self.requests[i].op.clone(),
-                index: i + 1,
-            },
-            None => Phase::AfterReady,
-        }
+/// The protocol phase an event at `t_ns` belongs to, on the worker's
+/// timeline (as `spawn` recorded it).
+pub fn phase_of(timeline: &Timeline, t_ns: u64) -> Phase {
+    if timeline.end.shutdown_sent_ns.is_some_and(|s| t_ns >= s) {
+        return Phase::Shutdown;
+    }
+    match timeline.ready_at_ns() {
+        Some(ready) if t_ns >= ready => {}
+        _ => return Phase::Startup,
+    }
+    match timeline.requests.iter().rposition(|r| t_ns >= r.sent_ns) {
+        Some(i) => Phase::Request {
+            op: timeline.requests[i].op.clone(),
+            index: i + 1,
+        },
+        None => Phase::AfterReady,
     }
 }
 
@@ -277,7 +255,7 @@ pub struct Evidence<'a> {
     pub importtime: Option<&'a ImportLog>,
     /// Its recorder records (`None`: no recorder was used).
     pub recording: Option<&'a Recording>,
-    /// The harness's timeline (`None`: nothing was run).
+    /// The worker's timeline (`None`: nothing was run).
     pub timeline: Option<&'a Timeline>,
 }
 
@@ -540,7 +518,7 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
                 chain_source,
                 origin: first.origin().cloned(),
                 importer: first.by.clone(),
-                phase: ev.timeline.map(|t| t.phase_of(first.t_ns)),
+                phase: ev.timeline.map(|t| phase_of(t, first.t_ns)),
                 t_ns: Some(first.t_ns),
                 cumulative_us,
                 beneath,

@@ -3,6 +3,7 @@ use std::path::Path;
 use super::*;
 use crate::importtime;
 use crate::recorder::{self, Recording};
+use timeline::{EndMarks, ReadyMark, RequestMark};
 
 fn policy() -> Policy {
     Policy::new(
@@ -36,13 +37,20 @@ fn t_of(rec: &Recording, name: &str) -> u64 {
 fn timeline_after(rec: &Recording) -> Timeline {
     let end = rec.exit.as_ref().map_or(u64::MAX / 2, |e| e.t_ns);
     Timeline {
-        spawned_at_ns: Some(rec.start.as_ref().unwrap().t_ns - 1),
-        ready_at_ns: Some(end + 10),
+        spawned_ns: rec.start.as_ref().unwrap().t_ns - 1,
+        ready: Some(ReadyMark {
+            read_ns: end + 10,
+            t_ns: None,
+        }),
         requests: vec![RequestMark {
             op: "health".into(),
-            sent_at_ns: end + 20,
+            sent_ns: end + 20,
+            received_ns: None,
         }],
-        shutdown_sent_at_ns: Some(end + 30),
+        end: EndMarks {
+            shutdown_sent_ns: Some(end + 30),
+            ..EndMarks::default()
+        },
     }
 }
 
@@ -149,13 +157,20 @@ fn an_import_while_answering_health_belongs_to_that_request() {
     let (log, rec) = fixture("health");
     let t = t_of(&rec, "torch");
     let tl = Timeline {
-        spawned_at_ns: Some(rec.start.as_ref().unwrap().t_ns),
-        ready_at_ns: Some(t - 1000),
+        spawned_ns: rec.start.as_ref().unwrap().t_ns,
+        ready: Some(ReadyMark {
+            read_ns: t - 1000,
+            t_ns: None,
+        }),
         requests: vec![RequestMark {
             op: "health".into(),
-            sent_at_ns: t - 500,
+            sent_ns: t - 500,
+            received_ns: None,
         }],
-        shutdown_sent_at_ns: Some(t + 1_000_000),
+        end: EndMarks {
+            shutdown_sent_ns: Some(t + 1_000_000),
+            ..EndMarks::default()
+        },
     };
     let v = judge(
         &policy(),
@@ -362,27 +377,35 @@ fn no_exit_record_means_found_is_loaded_and_a_note_says_why() {
 #[test]
 fn phases_follow_the_harness_timeline() {
     let tl = Timeline {
-        spawned_at_ns: Some(0),
-        ready_at_ns: Some(100),
+        spawned_ns: 0,
+        ready: Some(ReadyMark {
+            read_ns: 100,
+            t_ns: None,
+        }),
         requests: vec![
             RequestMark {
                 op: "health".into(),
-                sent_at_ns: 200,
+                sent_ns: 200,
+                received_ns: None,
             },
             RequestMark {
                 op: "health".into(),
-                sent_at_ns: 300,
+                sent_ns: 300,
+                received_ns: None,
             },
         ],
-        shutdown_sent_at_ns: Some(400),
+        end: EndMarks {
+            shutdown_sent_ns: Some(400),
+            ..EndMarks::default()
+        },
     };
-    let at = |t| tl.phase_of(t).to_string();
+    let at = |t| phase_of(&tl, t).to_string();
     assert_eq!(at(5), "start-up");
     assert_eq!(at(100), "after ready, before any request");
     assert_eq!(at(250), "health request #1");
     assert_eq!(at(399), "health request #2");
     assert_eq!(at(400), "shutdown");
-    assert_eq!(Timeline::default().phase_of(7), Phase::Startup);
+    assert_eq!(phase_of(&Timeline::default(), 7), Phase::Startup);
 }
 
 #[test]
@@ -457,13 +480,20 @@ fn children_are_judged_in_their_processes_and_merged_per_worker() {
         )));
     }
     let tl = Timeline {
-        spawned_at_ns: Some(0),
-        ready_at_ns: Some(20),
+        spawned_ns: 0,
+        ready: Some(ReadyMark {
+            read_ns: 20,
+            t_ns: None,
+        }),
         requests: vec![RequestMark {
             op: "health".into(),
-            sent_at_ns: 40,
+            sent_ns: 40,
+            received_ns: None,
         }],
-        shutdown_sent_at_ns: Some(800),
+        end: EndMarks {
+            shutdown_sent_ns: Some(800),
+            ..EndMarks::default()
+        },
     };
     let v = judge(
         &policy(),
