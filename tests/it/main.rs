@@ -3,6 +3,7 @@
 mod bench;
 mod boundary;
 mod conformance;
+mod diff;
 mod evidence;
 mod importtime;
 mod pyspy;

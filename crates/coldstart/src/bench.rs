@@ -123,7 +123,8 @@ pub struct ServeArgs {
     memory: bool,
 }
 
-fn parse_share(s: &str) -> Result<f64, String> {
+/// A share written as `0.02` or `2%`.
+pub(crate) fn parse_share(s: &str) -> Result<f64, String> {
     let (num, scale) = match s.strip_suffix('%') {
         Some(n) => (n, 100.0),
         None => (s, 1.0),
@@ -174,7 +175,7 @@ fn pick_vs(project: &Project, vs: &str, extra: &[(String, String)]) -> Result<Ta
 }
 
 /// The progress bar on a terminal, nothing elsewhere.
-struct Bar(indicatif::ProgressBar);
+pub(crate) struct Bar(pub(crate) indicatif::ProgressBar);
 
 impl Progress for Bar {
     fn start(&mut self, most: u64) {

@@ -21,6 +21,7 @@ pub mod bench;
 pub mod check;
 pub mod cli;
 pub mod compare;
+pub mod diff;
 pub mod importtime;
 pub mod profile;
 pub mod snapshot;
@@ -54,6 +55,10 @@ pub enum Command {
     Importtime(importtime::Args),
     /// Compare two saved bench runs phase by phase.
     Compare(compare::Args),
+    /// Compare the working tree's workers with a git revision's (default:
+    /// the merge base with the upstream branch): start-up time on CPU time,
+    /// interleaved, and the import trees; fails CI on a slowdown.
+    Diff(diff::Args),
     /// Profile a worker's start-up with py-spy while driving it over the protocol.
     Profile(profile::Args),
     /// Keep each target's start-up import tree under review in
@@ -70,6 +75,7 @@ pub fn run(command: Command, project: &Project) -> Result<ExitCode> {
         Command::Importtime(args) => importtime::run(args),
         Command::Bench(args) => bench::run(args, project),
         Command::Compare(args) => compare::run(args),
+        Command::Diff(args) => diff::run(args, project),
         Command::Profile(args) => profile::run(args, project),
         Command::Snapshot(args) => snapshot::run(args, project),
         Command::Init => init(&project.cwd),

@@ -11,6 +11,9 @@
 //!   run concurrently and judged by `importguard`, giving a
 //!   `report::boundary::TargetReport`; and what the check costs
 //!   ([`check::bench`]).
+//! - [`diff`]: the working tree against a base revision checked out into
+//!   a temporary git worktree: the bench's interleaved loop with the base
+//!   as side A (CPU time as the basis) and the import trees of both sides.
 //! - [`trials`]: the bench's trial loop (warm-up, interleaving, precision,
 //!   concurrency), its files (`trials.jsonl`, `summary.json`, ...), and
 //!   [`probe_check`], the bench measured against an independent probe.
@@ -32,6 +35,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod diff;
 pub mod env;
 pub mod error;
 pub mod importlog;

@@ -4,6 +4,7 @@
 //! values and the defaults.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -172,6 +173,69 @@ impl Target {
     pub fn display_command(&self) -> String {
         display_argv(&self.command)
     }
+
+    /// The `PYTHONPATH` this target's worker would have: its own, else the
+    /// one it inherits from us.
+    pub fn pythonpath(&self) -> Option<OsString> {
+        self.env
+            .get("PYTHONPATH")
+            .map(OsString::from)
+            .or_else(|| std::env::var_os("PYTHONPATH"))
+    }
+
+    /// This target with every project path under `from` moved under `to`
+    /// (a copy or another checkout of the same tree): its working
+    /// directory, its root (the config's folder), its `py_spy`, every
+    /// `PYTHONPATH` entry (its own or the inherited one), and each command
+    /// argument that names a path under `from` which exists under `to` (a
+    /// program in an untracked virtualenv that the other tree does not
+    /// have stays where it is). Paths outside `from` are left alone.
+    pub fn moved(&self, from: &Path, to: &Path) -> Target {
+        let mut m = self.clone();
+        m.cwd = moved_path(&self.cwd, from, to);
+        m.root = moved_path(&self.root, from, to);
+        m.py_spy = self.py_spy.as_deref().map(|p| moved_path(p, from, to));
+        m.command = self
+            .command
+            .iter()
+            .map(|a| {
+                let p = moved_path(Path::new(a), from, to);
+                if p.as_path() != Path::new(a) && p.exists() {
+                    p.display().to_string()
+                } else {
+                    a.clone()
+                }
+            })
+            .collect();
+        if let Some(old) = self.pythonpath() {
+            let entries: Vec<PathBuf> = std::env::split_paths(&old)
+                .map(|p| {
+                    if p.as_os_str().is_empty() {
+                        p
+                    } else {
+                        moved_path(&p, from, to)
+                    }
+                })
+                .collect();
+            if let Ok(joined) = std::env::join_paths(entries) {
+                m.env.insert(
+                    "PYTHONPATH".to_owned(),
+                    joined.to_string_lossy().into_owned(),
+                );
+            }
+        }
+        m
+    }
+}
+
+/// `p` with the prefix `from` replaced by `to`; `p` itself when it is not
+/// under `from`.
+pub fn moved_path(p: &Path, from: &Path, to: &Path) -> PathBuf {
+    match p.strip_prefix(from) {
+        Ok(rest) if rest.as_os_str().is_empty() => to.to_path_buf(),
+        Ok(rest) => to.join(rest),
+        Err(_) => p.to_path_buf(),
+    }
 }
 
 /// An argv as a person would type it in a POSIX shell: words that need it
@@ -201,6 +265,38 @@ mod tests {
             "c",
         );
         assert_eq!(t.display_command(), "python3 -c 'import x'");
+    }
+
+    #[test]
+    fn project_paths_move_and_others_stay() {
+        let from = tempfile::tempdir().unwrap();
+        let to = tempfile::tempdir().unwrap();
+        let (f, t) = (from.path(), to.path());
+        std::fs::write(t.join("run.py"), "").unwrap();
+        let mut w = Target::ad_hoc(
+            f,
+            vec![
+                "python3".into(),
+                f.join("run.py").display().to_string(),
+                f.join(".venv/x").display().to_string(),
+            ],
+            "w",
+        );
+        w.env.insert(
+            "PYTHONPATH".into(),
+            format!("{}:/opt/lib", f.join("src").display()),
+        );
+        w.cwd = f.join("sub");
+        let m = w.moved(f, t);
+        assert_eq!(m.command[1], t.join("run.py").display().to_string());
+        // Not in the other tree: kept.
+        assert_eq!(m.command[2], w.command[2]);
+        assert_eq!(m.cwd, t.join("sub"));
+        assert_eq!(m.root, t);
+        assert_eq!(
+            m.env["PYTHONPATH"],
+            format!("{}:/opt/lib", t.join("src").display())
+        );
     }
 
     #[test]

@@ -47,4 +47,18 @@ fn main() {
             println!("{name:>9} {:+4.0}%: {t}", effect * 100.0);
         }
     }
+    // `coldstart diff`'s rule on a loaded machine: CPU time as the basis,
+    // a 5% band; then the same runs decided on wall time.
+    let cpu = StopRule::cpu_basis(0.05);
+    let wall = StopRule {
+        measures: vec![phases::Measure::READY],
+        ..cpu.clone()
+    };
+    for (name, rule) in [("loaded, cpu", cpu), ("loaded, wall", wall)] {
+        for effect in [0.0, 0.10, -0.10] {
+            let s = Scenario::new(Noise::loaded(), effect, rule.clone());
+            let t = simulate::tally(&s, 0..runs);
+            println!("{name:>12} {:+4.0}%: {t}", effect * 100.0);
+        }
+    }
 }

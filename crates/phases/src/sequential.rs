@@ -136,6 +136,29 @@ pub enum RuleError {
 }
 
 impl StopRule {
+    /// The rule of `coldstart diff`: the workers' CPU time as the only
+    /// measure to settle (wall time is compared beside it), with
+    /// `max_slowdown` (0.05 is 5%) as the noise band, so `slower` means
+    /// slower by more than the budget on the whole interval; the default
+    /// level, looks and budgets.
+    ///
+    /// On [`crate::simulate::Noise::loaded`] (the reference worker with
+    /// another CPU-bound process and other builds on the 2 cores, load 8
+    /// to 12) at 5%, 1000 runs each: A against A never `faster` or
+    /// `slower`, 835 `equivalent` (165 inconclusive at the time budget,
+    /// able to detect 8.9%), median 58 rounds (46 s); 10% slower `slower`
+    /// in 853, median 40 rounds (35 s); 10% faster `faster` in 970. The
+    /// same runs decided on wall time of `ready`: A against A `equivalent`
+    /// in none (6 claimed a change), 10% slower found in 47 of 1000.
+    /// `cargo run -p phases --example ab_sim` prints these figures.
+    pub fn cpu_basis(max_slowdown: f64) -> StopRule {
+        StopRule {
+            measures: vec![Measure::Cpu],
+            threshold: max_slowdown,
+            ..StopRule::default()
+        }
+    }
+
     /// Checks that the rule can be followed.
     pub fn validate(&self) -> Result<(), RuleError> {
         if self.measures.is_empty() {
@@ -594,6 +617,42 @@ mod tests {
         let guarded = simulate::tally(&Scenario::new(Noise::heavy(), 0.0, short), 0..100);
         assert!(t.changes() >= 12, "{t}");
         assert!(guarded.changes() <= 3, "{guarded}");
+    }
+
+    // The CPU basis of `diff` on a loaded machine.
+
+    #[test]
+    fn on_a_loaded_machine_cpu_time_never_claims_a_change_of_a_against_itself() {
+        let s = Scenario::new(Noise::loaded(), 0.0, StopRule::cpu_basis(0.05));
+        let t = simulate::tally(&s, 0..200);
+        assert_eq!(t.changes(), 0, "{t}");
+        assert!(t.equivalent >= 150, "{t}");
+        assert!(t.max_seconds <= s.rule.max_seconds + 2.0, "{t}");
+    }
+
+    #[test]
+    fn on_a_loaded_machine_cpu_time_finds_a_ten_percent_slowdown() {
+        let s = Scenario::new(Noise::loaded(), 0.10, StopRule::cpu_basis(0.05));
+        let t = simulate::tally(&s, 0..200);
+        assert!(t.slower >= 150, "{t}");
+        assert_eq!(t.faster, 0, "{t}");
+    }
+
+    #[test]
+    fn on_a_loaded_machine_wall_time_cannot_decide_within_the_budget() {
+        // The reason for the CPU basis: the same machine, wall time of
+        // ready as the measure, and the same band.
+        let wall = StopRule {
+            measures: vec![Measure::READY],
+            ..StopRule::cpu_basis(0.05)
+        };
+        let t = simulate::tally(&Scenario::new(Noise::loaded(), 0.0, wall), 0..100);
+        assert!(t.equivalent <= 5, "{t}");
+        let cpu = simulate::tally(
+            &Scenario::new(Noise::loaded(), 0.0, StopRule::cpu_basis(0.05)),
+            0..100,
+        );
+        assert!(cpu.equivalent >= t.equivalent + 60, "{cpu} against {t}");
     }
 
     mod seeds {

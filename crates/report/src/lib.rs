@@ -9,5 +9,6 @@
 
 pub mod bench;
 pub mod boundary;
+pub mod diff;
 pub mod importtime;
 pub mod profile;

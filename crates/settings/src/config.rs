@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use harness::{Origin, Target};
 use importguard::verdict::Allowance;
+use report::diff::Budgets;
 use serde::Deserialize;
 
 use crate::{CONFIG_FILE, Error, Problem};
@@ -50,6 +51,8 @@ pub struct Config {
     pub targets: Vec<Target>,
     /// Targets with `snapshot = true`, by name.
     pub snapshot: Vec<String>,
+    /// What `diff` judges each target against, by name.
+    pub budgets: BTreeMap<String, Budgets>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -91,6 +94,9 @@ struct RawTarget {
     request: Option<serde_json::Map<String, serde_json::Value>>,
     #[serde(default)]
     snapshot: bool,
+    max_slowdown: Option<f64>,
+    max_modules: Option<usize>,
+    max_ready_ms: Option<f64>,
 }
 
 fn secs(
@@ -193,7 +199,7 @@ fn from_table(value: toml::Value, path: &Path, origin: Origin) -> Result<Config,
             });
         }
     };
-    let (targets, snapshot) = match resolve_targets(file, &root, origin) {
+    let (targets, snapshot, budgets) = match resolve_targets(file, &root, origin) {
         Ok(resolved) => resolved,
         Err(source) => return Err(Error::Invalid { path, source }),
     };
@@ -202,6 +208,7 @@ fn from_table(value: toml::Value, path: &Path, origin: Origin) -> Result<Config,
         root,
         targets,
         snapshot,
+        budgets,
     })
 }
 
@@ -217,19 +224,43 @@ pub fn parse(text: &str, root: &Path) -> Result<Vec<Target>, Error> {
     Ok(resolve_targets(file, root, Origin::ColdstartToml)?.0)
 }
 
-fn resolve_targets(
-    file: File,
-    root: &Path,
-    origin: Origin,
-) -> Result<(Vec<Target>, Vec<String>), Problem> {
+/// What `resolve_targets` gives: the targets, the snapshot names, the budgets.
+type Resolved = (Vec<Target>, Vec<String>, BTreeMap<String, Budgets>);
+
+fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, Problem> {
     if file.targets.is_empty() {
         return Err(Problem::NoTargets);
     }
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     let mut snapshot = Vec::new();
+    let mut budgets = BTreeMap::new();
     for raw in file.targets {
         let name = raw.name;
+        if let Some(m) = raw.max_slowdown
+            && !(m.is_finite() && m > 0.0 && m < 1.0)
+        {
+            bail!(
+                "target `{name}`: `max_slowdown` must be a share between 0 and 1 (0.05 is 5%), got {m}"
+            );
+        }
+        if let Some(m) = raw.max_ready_ms
+            && !(m.is_finite() && m > 0.0)
+        {
+            bail!(
+                "target `{name}`: `max_ready_ms` must be a positive number of milliseconds, got {m}"
+            );
+        }
+        budgets.insert(
+            name.clone(),
+            Budgets {
+                max_slowdown: raw
+                    .max_slowdown
+                    .unwrap_or(report::diff::DEFAULT_MAX_SLOWDOWN),
+                max_modules: raw.max_modules,
+                max_ready_ms: raw.max_ready_ms,
+            },
+        );
         if !seen.insert(name.clone()) {
             return Err(Problem::Twice(name));
         }
@@ -296,7 +327,7 @@ fn resolve_targets(
             ..base
         });
     }
-    Ok((out, snapshot))
+    Ok((out, snapshot, budgets))
 }
 
 #[cfg(test)]

@@ -153,6 +153,26 @@ pub enum Problem {
     /// A resolved `PYTHONPATH` entry cannot be joined.
     #[error("target `{0}`: a PYTHONPATH entry holds a `:`")]
     PythonPath(String, #[source] std::env::JoinPathsError),
+    /// A share (`max_slowdown`) outside (0, 1).
+    #[error("target `{name}`: `{key}` must be a share between 0 and 1 (0.05 is 5%), got {got}")]
+    NotAShare {
+        /// The target.
+        name: String,
+        /// The key.
+        key: &'static str,
+        /// The value given.
+        got: f64,
+    },
+    /// A time in milliseconds that is not positive (`max_ready_ms`).
+    #[error("target `{name}`: `{key}` must be a positive number of milliseconds, got {got}")]
+    NotPositiveMs {
+        /// The target.
+        name: String,
+        /// The key.
+        key: &'static str,
+        /// The value given.
+        got: f64,
+    },
     /// A duration that is not a positive number of seconds.
     #[error("target `{name}`: `{key}` must be a positive number of seconds, got {got}")]
     NotPositive {

@@ -39,4 +39,8 @@ forbidden = ["torch", "transformers", "stanza"]
 # allowed = [{ module = "transformers.utils.versions", reason = "tiny, no torch" }]
 # processes = 3        # fresh workers per check, run concurrently
 # ready_timeout = 60.0 # seconds
+# `coldstart diff` (the working tree against a git revision) fails when:
+# max_slowdown = 0.05  # start-up is slower by more than this (the whole interval)
+# max_modules = 400    # more modules are imported at ready
+# max_ready_ms = 500.0 # ready's lower bound is above this (depends on the machine)
 "#;

@@ -215,10 +215,7 @@ pub fn startup_log(t: &Target) -> Result<ImportLog> {
 /// The `PYTHONPATH` a target's worker would have (its own, else ours), for
 /// the recorder's folder to go in front of.
 pub(crate) fn inherited_pythonpath(t: &Target) -> Option<OsString> {
-    t.env
-        .get("PYTHONPATH")
-        .map(OsString::from)
-        .or_else(|| std::env::var_os("PYTHONPATH"))
+    t.pythonpath()
 }
 
 /// One fresh worker through ready, health and shutdown, then its verdict.
@@ -229,6 +226,29 @@ pub(crate) fn check_process(
     block: bool,
     index: usize,
 ) -> Result<ProcessReport> {
+    instrumented_process(t, lifecycle, policy, block, index).map(|p| p.report)
+}
+
+/// One instrumented process: its report (verdict and importtime log), the
+/// recorder's records and when its ready line was read.
+#[derive(Debug)]
+pub(crate) struct Instrumented {
+    /// The process as the check reports it.
+    pub report: ProcessReport,
+    /// What the recorder wrote.
+    pub recording: Recording,
+    /// When the ready line was read (monotonic ns), if it was.
+    pub ready_at_ns: Option<u64>,
+}
+
+/// [`check_process`], keeping the records and the ready mark.
+pub(crate) fn instrumented_process(
+    t: &Target,
+    lifecycle: &Lifecycle,
+    policy: &Policy,
+    block: bool,
+    index: usize,
+) -> Result<Instrumented> {
     let pythonpath = inherited_pythonpath(t);
     let recorder_policy = RecorderPolicy {
         root: Some(t.root.clone()),
@@ -299,7 +319,7 @@ pub(crate) fn check_process(
     // A check that cannot see never passes: the process that answered the
     // protocol left no evidence (a cleared environment, -I/-E, an exec).
     let error = error.or_else(|| verdict.missing.as_ref().map(ToString::to_string));
-    Ok(ProcessReport {
+    let report = ProcessReport {
         index,
         pid,
         ready_ms,
@@ -312,6 +332,11 @@ pub(crate) fn check_process(
         importtime_entries: entries,
         verdict,
         log,
+    };
+    Ok(Instrumented {
+        report,
+        recording,
+        ready_at_ns: timeline.ready_at_ns,
     })
 }
 

@@ -45,31 +45,19 @@ fn interpreter(t: &Target) -> Result<PathBuf> {
     }
 }
 
-/// `path` with the prefix `from` replaced by `to`.
-fn remap(path: &str, from: &Path, to: &Path) -> String {
-    match Path::new(path).strip_prefix(from) {
-        Ok(rest) => to.join(rest).display().to_string(),
-        Err(_) => path.to_owned(),
-    }
-}
-
-/// `t` with every path under its project root moved into `copy` (its cwd,
-/// its PYTHONPATH entries, command arguments), the copy's tree first on
-/// PYTHONPATH, one process.
+/// `t` with every path under its project root moved into `copy`
+/// ([`Target::moved`], the mapping `diff` uses for its base checkout), the
+/// copy's tree first on PYTHONPATH, one process.
 fn in_copy(t: &Target, copy: &Path) -> Target {
-    let mut m = t.clone();
-    m.cwd = PathBuf::from(remap(&t.cwd.display().to_string(), &t.root, copy));
-    m.command = t.command.iter().map(|a| remap(a, &t.root, copy)).collect();
-    // The target's own PYTHONPATH, else the one the worker would inherit.
-    let old = super::inherited_pythonpath(t).unwrap_or_default();
+    let mut m = t.moved(&t.root, copy);
+    let moved = m.pythonpath().unwrap_or_default();
     let mut entries: Vec<String> = vec![copy.display().to_string()];
     entries.extend(
-        std::env::split_paths(&old)
+        std::env::split_paths(&moved)
             .filter(|p| !p.as_os_str().is_empty())
-            .map(|p| remap(&p.display().to_string(), &t.root, copy)),
+            .map(|p| p.display().to_string()),
     );
     m.env.insert("PYTHONPATH".to_owned(), entries.join(":"));
-    m.root = copy.to_path_buf();
     m.processes = 1;
     m
 }
@@ -124,6 +112,9 @@ mod tests {
 
     #[test]
     fn project_paths_move_into_the_copy_and_others_stay() {
+        let copy = tempfile::tempdir().unwrap();
+        let c = copy.path();
+        std::fs::write(c.join("run.py"), "").unwrap();
         let mut t = Target::ad_hoc(
             Path::new("/p"),
             vec!["python3".into(), "/p/run.py".into()],
@@ -131,10 +122,13 @@ mod tests {
         );
         t.env.insert("PYTHONPATH".into(), "/p/src:/opt/lib".into());
         t.cwd = PathBuf::from("/p/sub");
-        let m = in_copy(&t, Path::new("/tmp/c/p"));
-        assert_eq!(m.command, ["python3", "/tmp/c/p/run.py"]);
-        assert_eq!(m.cwd, Path::new("/tmp/c/p/sub"));
-        assert_eq!(m.env["PYTHONPATH"], "/tmp/c/p:/tmp/c/p/src:/opt/lib");
+        let m = in_copy(&t, c);
+        assert_eq!(m.command[1], c.join("run.py").display().to_string());
+        assert_eq!(m.cwd, c.join("sub"));
+        assert_eq!(
+            m.env["PYTHONPATH"],
+            format!("{}:{}:/opt/lib", c.display(), c.join("src").display())
+        );
         assert_eq!(m.processes, 1);
     }
 }

@@ -24,14 +24,14 @@ pub fn relative(file: &str, root: &Path) -> String {
 }
 
 /// Escapes a workflow command's message.
-fn esc_data(s: &str) -> String {
+pub(crate) fn esc_data(s: &str) -> String {
     s.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
 }
 
 /// Escapes a workflow command's property value.
-fn esc_prop(s: &str) -> String {
+pub(crate) fn esc_prop(s: &str) -> String {
     esc_data(s).replace(':', "%3A").replace(',', "%2C")
 }
 
@@ -175,7 +175,8 @@ pub fn github(r: &TargetReport, root: &Path, out: &mut String) {
     }
 }
 
-fn xml(s: &str) -> String {
+/// Escapes text for XML.
+pub(crate) fn xml(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

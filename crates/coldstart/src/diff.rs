@@ -1,0 +1,186 @@
+//! `coldstart diff [REV]`: the worker at a git revision (A, checked out
+//! into a temporary worktree) against the worker in the working tree (B),
+//! for every target: the bench's interleaved rounds with CPU time as the
+//! basis, and the start-up import trees of both sides. Exit codes: 0 pass
+//! (faster, equivalent, within `max_slowdown`, or inconclusive without
+//! `--strict`); 1 slower beyond `max_slowdown`, a new forbidden module, a
+//! budget exceeded; 2 a side could not be run or the tool could not do its
+//! job; 130 interrupted.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use harness::diff::{self, DiffOptions, Worktree, git};
+use harness::target::moved_path;
+use harness::{Interrupt, OnPress};
+use phases::Bootstrap;
+use report::diff::{BaseInfo, Budgets, DiffReport};
+
+use settings::Project;
+use crate::bench::Bar;
+
+/// How the report is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// For people.
+    Text,
+    /// A pull-request comment: the verdict line, a table per target, the
+    /// details folded.
+    Markdown,
+    /// The machine-readable report (schema `coldstart-diff/1`).
+    Json,
+    /// GitHub Actions workflow commands: an error at the line that brought
+    /// in the costliest new package, a notice with the verdict.
+    Github,
+    /// JUnit XML: one test case per target.
+    Junit,
+}
+
+/// The diff's flags.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The git revision to compare with (e.g. `origin/main`) [default: the
+    /// merge base of HEAD with its upstream branch, else HEAD].
+    rev: Option<String>,
+    /// Compare only this target of the config.
+    #[arg(long, value_name = "NAME")]
+    target: Option<String>,
+    /// How the report is printed.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Fail (exit 1) when the comparison stays inconclusive.
+    #[arg(long)]
+    strict: bool,
+    /// Allowed slowdown for every target (0.05 or 5%), instead of each
+    /// target's `max_slowdown` [default: 5%].
+    #[arg(long, value_parser = crate::bench::parse_share)]
+    max_slowdown: Option<f64>,
+    /// The most interleaved rounds before the run stops undecided.
+    #[arg(long, value_name = "N")]
+    max_rounds: Option<usize>,
+    /// The most seconds of rounds before the run stops undecided.
+    #[arg(long, value_name = "SECS")]
+    max_seconds: Option<f64>,
+    /// Untimed instrumented processes per side for the import trees.
+    #[arg(long, value_name = "N", default_value_t = diff::DEFAULT_INSTRUMENTED)]
+    instrumented: usize,
+    /// Where each target's bench run goes [default: a new folder under the
+    /// system's temporary folder, kept and named in the report].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// The worker command, instead of a target.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// Runs the diff.
+pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
+    let targets = project.targets(args.target.as_deref(), &args.command)?;
+    if args.instrumented == 0 {
+        bail!("--instrumented must be at least 1");
+    }
+    let top = git::toplevel(&project.root)?;
+    let base = git::resolve(&top, args.rev.as_deref())?;
+    let dirty = git::dirty(&top)?;
+    eprintln!(
+        "base (A): {} = {} ({}); B: the working tree{}",
+        base.rev,
+        &base.commit[..base.commit.len().min(12)],
+        base.how,
+        if dirty {
+            " with its uncommitted changes"
+        } else {
+            ""
+        }
+    );
+    let started_ms = harness::env::unix_ms();
+    let out = match &args.out {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!(
+            "coldstart-diff-{}",
+            harness::env::folder_stamp(started_ms)
+        )),
+    };
+    std::fs::create_dir_all(&out).with_context(|| format!("could not create {}", out.display()))?;
+    let mut opts = DiffOptions {
+        bootstrap: Bootstrap::default(),
+        instrumented: args.instrumented,
+        out,
+        root: project.root.clone(),
+        ..DiffOptions::default()
+    };
+    if let Some(n) = args.max_rounds {
+        opts.max_rounds = n;
+    }
+    if let Some(s) = args.max_seconds {
+        opts.max_seconds = s;
+    }
+    let interrupt = Interrupt::ctrl_c(OnPress::FinishThenKill)?;
+    let tree = Worktree::add(&top, &base.commit)?;
+    // The targets the base's own config names (None: no config here).
+    let at_base: Option<Vec<String>> = project.config.as_ref().map(|c| {
+        let path = moved_path(&c.path, &top, tree.path());
+        settings::load(&path)
+            .map(|b| b.targets.into_iter().map(|t| t.name).collect())
+            .unwrap_or_default()
+    });
+    let mut results = Vec::new();
+    for t in &targets {
+        let mut budgets = project
+            .config
+            .as_ref()
+            .and_then(|c| c.budgets.get(&t.name).copied())
+            .unwrap_or_else(Budgets::default);
+        if let Some(m) = args.max_slowdown {
+            budgets.max_slowdown = m;
+        }
+        let a = t.moved(&top, tree.path());
+        let exists = at_base.as_ref().is_none_or(|n| n.contains(&t.name)) && a.cwd.is_dir();
+        if !exists {
+            eprintln!(
+                "{}: not at the base ({}), nothing to compare",
+                t.name, base.rev
+            );
+            results.push(diff::new_target(&t.name, budgets));
+            continue;
+        }
+        let r = diff::compare_target(
+            &a,
+            t,
+            budgets,
+            &opts,
+            &interrupt,
+            &mut Bar(indicatif::ProgressBar::hidden()),
+        )?;
+        results.push(r);
+        if interrupt.is_set() {
+            break;
+        }
+    }
+    drop(tree);
+    let report = DiffReport {
+        base: BaseInfo {
+            rev: base.rev,
+            commit: base.commit,
+            how: base.how,
+            dirty,
+        },
+        targets: results,
+    };
+    let strict = args.strict;
+    print!(
+        "{}",
+        match args.format {
+            Format::Text => report::diff::text(&report, &project.cwd, strict),
+            Format::Markdown => report::diff::markdown(&report, &top, strict),
+            Format::Json => report::diff::json(&report, strict),
+            Format::Github => report::diff::github(&report, &top, strict),
+            Format::Junit => report::diff::junit(&report, strict),
+        }
+    );
+    if interrupt.is_set() {
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::from(report::diff::exit_code(&report, strict)))
+}

@@ -1,0 +1,183 @@
+//! The base revision: which commit side A is, and a temporary `git
+//! worktree` of it that is removed when the [`Worktree`] is dropped (also
+//! when the run fails or is interrupted: the Ctrl-C token lets the run
+//! return, and the drop runs on the way out).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{Error, Result, invalid};
+
+/// The commit side A is checked out from, and how it was chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BaseRev {
+    /// As given or chosen (`origin/main`, `HEAD`).
+    pub rev: String,
+    /// The full commit id.
+    pub commit: String,
+    /// `given`, `merge base of HEAD and UPSTREAM`, or `HEAD (no upstream branch)`.
+    pub how: String,
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<std::process::Output> {
+    Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .map_err(|e| Error::Invalid(format!("could not run git ({e}); install git to use diff")))
+}
+
+fn git_text(dir: &Path, args: &[&str]) -> Result<Option<String>> {
+    let out = git(dir, args)?;
+    Ok(out
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned()))
+}
+
+/// The top folder of the git checkout holding `dir`.
+pub fn toplevel(dir: &Path) -> Result<PathBuf> {
+    match git_text(dir, &["rev-parse", "--show-toplevel"])? {
+        Some(t) if !t.is_empty() => Ok(PathBuf::from(t)),
+        _ => invalid!(
+            "{} is not inside a git repository; diff compares the working tree with a git revision, so run it in a checkout",
+            dir.display()
+        ),
+    }
+}
+
+fn commit_of(top: &Path, rev: &str) -> Result<Option<String>> {
+    git_text(
+        top,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{rev}^{{commit}}"),
+        ],
+    )
+}
+
+/// The base: `rev` when given; else the merge base of HEAD with its
+/// upstream branch; else HEAD (so uncommitted changes are compared with
+/// the last commit).
+pub fn resolve(top: &Path, rev: Option<&str>) -> Result<BaseRev> {
+    if let Some(rev) = rev {
+        return match commit_of(top, rev)? {
+            Some(commit) => Ok(BaseRev {
+                rev: rev.to_owned(),
+                commit,
+                how: "given".to_owned(),
+            }),
+            None => invalid!(
+                "revision `{rev}` does not exist in {}; give a branch, tag or commit that does (in CI, fetch it first, e.g. `git fetch origin main` for `origin/main`)",
+                top.display()
+            ),
+        };
+    }
+    let upstream = git_text(
+        top,
+        &[
+            "rev-parse",
+            "--abbrev-ref",
+            "--symbolic-full-name",
+            "@{upstream}",
+        ],
+    )?;
+    if let Some(up) = upstream.filter(|u| !u.is_empty())
+        && let Some(base) = git_text(top, &["merge-base", "HEAD", &up])?
+    {
+        return Ok(BaseRev {
+            rev: up.clone(),
+            commit: base,
+            how: format!("merge base of HEAD and {up}"),
+        });
+    }
+    match commit_of(top, "HEAD")? {
+        Some(commit) => Ok(BaseRev {
+            rev: "HEAD".to_owned(),
+            commit,
+            how: "HEAD (no upstream branch)".to_owned(),
+        }),
+        None => invalid!(
+            "{} has no commit yet; commit once, or name a revision to compare with",
+            top.display()
+        ),
+    }
+}
+
+/// Whether the working tree has changes to tracked files or untracked
+/// files (ignored ones aside).
+pub fn dirty(top: &Path) -> Result<bool> {
+    Ok(git_text(top, &["status", "--porcelain"])?.is_some_and(|s| !s.is_empty()))
+}
+
+/// A temporary detached checkout of a commit, removed (folder and git's
+/// record of it) when dropped.
+#[derive(Debug)]
+pub struct Worktree {
+    top: PathBuf,
+    path: PathBuf,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Worktree {
+    /// Checks `commit` of the repository at `top` out into a fresh
+    /// temporary folder. Stale records of worktrees whose folders are gone
+    /// (a run that was killed) are pruned first.
+    pub fn add(top: &Path, commit: &str) -> Result<Worktree> {
+        let _ = git(top, &["worktree", "prune"]);
+        let dir = tempfile::Builder::new()
+            .prefix("coldstart-base-")
+            .tempdir()
+            .map_err(|e| Error::io("create", &std::env::temp_dir(), e))?;
+        let path = dir.path().join("base");
+        let out = git(
+            top,
+            &[
+                "worktree",
+                "add",
+                "--detach",
+                "--quiet",
+                &path.display().to_string(),
+                commit,
+            ],
+        )?;
+        if !out.status.success() {
+            invalid!(
+                "could not check out {commit} into {}: {}",
+                path.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(Worktree {
+            top: top.to_path_buf(),
+            path,
+            dir: Some(dir),
+        })
+    }
+
+    /// The checkout's folder (the base's counterpart of `top`).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Worktree {
+    fn drop(&mut self) {
+        let _ = git(
+            &self.top,
+            &[
+                "worktree",
+                "remove",
+                "--force",
+                &self.path.display().to_string(),
+            ],
+        );
+        if let Some(d) = self.dir.take() {
+            let _ = d.close();
+        }
+        let _ = git(&self.top, &["worktree", "prune"]);
+    }
+}

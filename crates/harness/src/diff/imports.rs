@@ -1,0 +1,330 @@
+//! The start-up import trees of both sides, from instrumented processes
+//! (importtime and the recorder, never timed): the modules imported at
+//! ready, each package's cumulative time, the forbidden modules, and the
+//! line that brings in each new package.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use importguard::importtime::query::top_level;
+use importguard::importtime::{NodeId, NodeKind, stdlib};
+use importguard::verdict::{self, MergedViolation, Policy};
+use report::diff::{ForbiddenChange, ImportDiff, ModuleLine, PackageCount, PackageTime};
+
+use crate::check::{Instrumented, instrumented_process, policy_of};
+use crate::error::Result;
+use crate::lifecycle::Lifecycle;
+use crate::target::Target;
+
+/// What one side's instrumented processes saw.
+#[derive(Debug, Default)]
+pub(crate) struct SideImports {
+    /// Per process: the modules imported by the ready line.
+    pub at_ready: Vec<BTreeSet<String>>,
+    /// Per process: each top-level package's cumulative time at start-up, ms.
+    pub package_ms: Vec<BTreeMap<String, f64>>,
+    /// The check's violations, merged over the processes.
+    pub violations: Vec<MergedViolation>,
+}
+
+/// The modules a process had imported when its ready line was read: the
+/// importtime tree's timed entries, less those the recorder saw imported
+/// first after ready.
+fn at_ready(p: &Instrumented) -> (BTreeSet<String>, Vec<NodeId>) {
+    let Some(log) = &p.report.log else {
+        return Default::default();
+    };
+    let late: BTreeSet<&str> = match p.ready_at_ns {
+        Some(ready) => {
+            let mut first: BTreeMap<&str, u64> = BTreeMap::new();
+            for i in p.recording.imports.iter().filter(|i| i.found == Some(true)) {
+                let e = first.entry(i.name.as_str()).or_insert(i.t_ns);
+                *e = (*e).min(i.t_ns);
+            }
+            first
+                .into_iter()
+                .filter(|&(_, t)| t > ready)
+                .map(|(n, _)| n)
+                .collect()
+        }
+        None => BTreeSet::new(),
+    };
+    let mut names = BTreeSet::new();
+    let mut ids = Vec::new();
+    for (i, n) in log.nodes().iter().enumerate() {
+        if n.kind != NodeKind::Entry {
+            continue;
+        }
+        let id = NodeId(i as u32);
+        let name = log.name(id);
+        if late.contains(name) {
+            continue;
+        }
+        names.insert(name.to_owned());
+        ids.push(id);
+    }
+    (names, ids)
+}
+
+/// Folds one side's processes; the first error of a process is returned
+/// as the side's failure.
+pub(crate) fn side(processes: &[Instrumented]) -> std::result::Result<SideImports, String> {
+    if let Some(e) = processes.iter().find_map(|p| p.report.error.clone()) {
+        return Err(e);
+    }
+    let mut s = SideImports::default();
+    for p in processes {
+        let (names, ids) = at_ready(p);
+        let totals = p
+            .report
+            .log
+            .as_ref()
+            .map(|l| l.package_totals_among(ids))
+            .unwrap_or_default();
+        s.package_ms.push(
+            totals
+                .into_iter()
+                .map(|t| (t.package, t.cumulative_us as f64 / 1e3))
+                .collect(),
+        );
+        s.at_ready.push(names);
+    }
+    let verdicts: Vec<_> = processes.iter().map(|p| p.report.verdict.clone()).collect();
+    s.violations = verdict::merge(&verdicts);
+    Ok(s)
+}
+
+/// Runs `rounds` instrumented processes of each side, A then B then B then
+/// A ..., one at a time (so both sides see the same machine).
+pub(crate) fn run_both(
+    a: &Target,
+    b: &Target,
+    rounds: usize,
+) -> Result<(Vec<Instrumented>, Vec<Instrumented>)> {
+    let (pa, pb) = (policy_of(a)?, policy_of(b)?);
+    let (la, lb) = (Lifecycle::of(a), Lifecycle::of(b));
+    let (mut xa, mut xb) = (Vec::new(), Vec::new());
+    for i in 0..rounds {
+        let run_a = |xa: &mut Vec<Instrumented>| -> Result<()> {
+            xa.push(instrumented_process(a, &la, &pa, false, i + 1)?);
+            Ok(())
+        };
+        let run_b = |xb: &mut Vec<Instrumented>| -> Result<()> {
+            xb.push(instrumented_process(b, &lb, &pb, false, i + 1)?);
+            Ok(())
+        };
+        if i % 2 == 0 {
+            run_a(&mut xa)?;
+            run_b(&mut xb)?;
+        } else {
+            run_b(&mut xb)?;
+            run_a(&mut xa)?;
+        }
+        // A side that cannot start will not start the next time either.
+        if xa.iter().chain(&xb).any(|p| p.report.error.is_some()) {
+            break;
+        }
+    }
+    Ok((xa, xb))
+}
+
+/// The folders whose top-level modules are the project's own: the
+/// target's `PYTHONPATH` entries and working directory under its root, and
+/// the folder of a script it runs.
+fn own_folders(t: &Target) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = t
+        .pythonpath()
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    out.push(t.cwd.clone());
+    for a in t.command.iter().skip(1) {
+        let p = Path::new(a);
+        if a.ends_with(".py")
+            && let Some(d) = p.parent()
+        {
+            out.push(t.cwd.join(d));
+        }
+    }
+    out.retain(|d| !d.as_os_str().is_empty() && d.starts_with(&t.root));
+    out
+}
+
+/// Whether top-level `name` is the project's own code on either side (a
+/// module or package in one of its folders), and not a forbidden package.
+fn is_first_party(name: &str, sides: &[&Target]) -> bool {
+    if stdlib::is_stdlib(name) {
+        return false;
+    }
+    sides.iter().any(|t| {
+        !t.forbidden.iter().any(|f| top_level(f) == name)
+            && own_folders(t)
+                .iter()
+                .any(|d| d.join(format!("{name}.py")).is_file() || d.join(name).is_dir())
+    })
+}
+
+fn median_usize(v: &[usize]) -> Option<usize> {
+    let f: Vec<f64> = v.iter().map(|&n| n as f64).collect();
+    phases::stats::median(&f).map(|m| m.round() as usize)
+}
+
+fn forbidden(v: &MergedViolation) -> ForbiddenChange {
+    ForbiddenChange {
+        module: v.first.module.clone(),
+        chain: v.first.chain.clone(),
+        origin: v.first.origin.clone().or_else(|| v.first.importer.clone()),
+        cumulative_us: v.median_cumulative_us,
+    }
+}
+
+/// The first-party line and chain that bring each of `names` (new
+/// packages and first-party modules) into `b`'s start-up, by name: one
+/// more instrumented process of B whose recorder walks the stack for those
+/// names (it blocks nothing).
+fn importing_lines(b: &Target, packages: &[String]) -> BTreeMap<String, MergedViolation> {
+    if packages.is_empty() {
+        return BTreeMap::new();
+    }
+    let Ok(policy) = Policy::new(packages.to_vec(), Vec::new()) else {
+        return BTreeMap::new();
+    };
+    let Ok(p) = instrumented_process(b, &Lifecycle::of(b), &policy, false, 0) else {
+        return BTreeMap::new();
+    };
+    let mut out = BTreeMap::new();
+    for v in verdict::merge(std::slice::from_ref(&p.report.verdict)) {
+        out.entry(v.first.module.clone()).or_insert(v);
+    }
+    out
+}
+
+/// The comparison of both sides' import trees.
+pub(crate) fn diff(a: &SideImports, b: &SideImports, ta: &Target, tb: &Target) -> ImportDiff {
+    let union =
+        |s: &SideImports| -> BTreeSet<String> { s.at_ready.iter().flatten().cloned().collect() };
+    let (ua, ub) = (union(a), union(b));
+    let sides = [ta, tb];
+    let own = |m: &str| is_first_party(top_level(m), &sides);
+    let third = |m: &str| !own(m) && !stdlib::is_stdlib(m);
+    let group = |names: Vec<&String>| -> Vec<PackageCount> {
+        let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+        for n in names {
+            *by.entry(top_level(n)).or_default() += 1;
+        }
+        let mut v: Vec<PackageCount> = by
+            .into_iter()
+            .map(|(p, n)| PackageCount {
+                package: p.to_owned(),
+                modules: n,
+            })
+            .collect();
+        v.sort_by(|x, y| y.modules.cmp(&x.modules).then(x.package.cmp(&y.package)));
+        v
+    };
+    let added: Vec<&String> = ub.difference(&ua).collect();
+    let removed: Vec<&String> = ua.difference(&ub).collect();
+
+    // Every package either side imported at start-up.
+    let packages: BTreeSet<&String> = a
+        .package_ms
+        .iter()
+        .chain(&b.package_ms)
+        .flat_map(|m| m.keys())
+        .collect();
+    let present = |s: &SideImports, p: &str| s.package_ms.iter().any(|m| m.contains_key(p));
+    let median_of = |s: &SideImports, p: &str| {
+        present(s, p).then(|| {
+            let v: Vec<f64> = s
+                .package_ms
+                .iter()
+                .map(|m| m.get(p).copied().unwrap_or(0.0))
+                .collect();
+            phases::stats::median(&v).unwrap_or(0.0)
+        })
+    };
+    let new_packages: Vec<String> = packages
+        .iter()
+        .filter(|p| !present(a, p) && !stdlib::is_stdlib(p))
+        .map(|p| p.to_string())
+        .collect();
+    let new_own: Vec<String> = added
+        .iter()
+        .filter(|m| own(m) && !new_packages.iter().any(|p| p == **m))
+        .map(|m| m.to_string())
+        .collect();
+    let wanted: Vec<String> = new_packages.iter().chain(&new_own).cloned().collect();
+    let lines = importing_lines(tb, &wanted);
+    let line_of = |m: &str| {
+        lines
+            .get(m)
+            .and_then(|v| v.first.origin.clone().or_else(|| v.first.importer.clone()))
+    };
+    let mut times: Vec<PackageTime> = packages
+        .into_iter()
+        .filter(|p| !stdlib::is_stdlib(p))
+        .map(|p| {
+            let n = a.package_ms.len().min(b.package_ms.len());
+            let d: Vec<f64> = (0..n)
+                .map(|i| {
+                    b.package_ms[i].get(p).copied().unwrap_or(0.0)
+                        - a.package_ms[i].get(p).copied().unwrap_or(0.0)
+                })
+                .collect();
+            let line = lines.get(p.as_str());
+            PackageTime {
+                package: p.clone(),
+                first_party: own(p),
+                a_ms: median_of(a, p),
+                b_ms: median_of(b, p),
+                change: (n > 0)
+                    .then(|| phases::stats::hodges_lehmann(&d, 0.95).ok())
+                    .flatten(),
+                imported_at: line_of(p),
+                chain: line.map(|v| v.first.chain.clone()).unwrap_or_default(),
+            }
+        })
+        .collect();
+    times.sort_by(|x, y| {
+        let c = |p: &PackageTime| p.change.map_or(0.0, |s| s.estimate.abs());
+        c(y).total_cmp(&c(x)).then(x.package.cmp(&y.package))
+    });
+
+    let mods = |v: &[MergedViolation]| -> BTreeSet<String> {
+        v.iter().map(|x| x.first.module.clone()).collect()
+    };
+    let (fa, fb) = (mods(&a.violations), mods(&b.violations));
+    ImportDiff {
+        processes: a.at_ready.len().min(b.at_ready.len()),
+        modules_a: median_usize(&a.at_ready.iter().map(BTreeSet::len).collect::<Vec<_>>()),
+        modules_b: median_usize(&b.at_ready.iter().map(BTreeSet::len).collect::<Vec<_>>()),
+        added_first_party: added
+            .iter()
+            .filter(|m| own(m))
+            .map(|m| ModuleLine {
+                module: m.to_string(),
+                imported_at: line_of(m),
+            })
+            .collect(),
+        removed_first_party: removed
+            .iter()
+            .filter(|m| own(m))
+            .map(|m| m.to_string())
+            .collect(),
+        added_packages: group(added.iter().copied().filter(|m| third(m)).collect()),
+        removed_packages: group(removed.iter().copied().filter(|m| third(m)).collect()),
+        packages: times,
+        forbidden_new: b
+            .violations
+            .iter()
+            .filter(|v| !fa.contains(&v.first.module))
+            .map(forbidden)
+            .collect(),
+        forbidden_gone: a
+            .violations
+            .iter()
+            .filter(|v| !fb.contains(&v.first.module))
+            .map(forbidden)
+            .collect(),
+        forbidden_kept: fa.intersection(&fb).cloned().collect(),
+    }
+}

@@ -1,0 +1,270 @@
+//! `diff`: the worker at a base revision (side A, checked out into a
+//! temporary `git worktree`, [`git`]) against the worker in the working
+//! tree (side B), per target.
+//!
+//! There is one comparison path: the bench's interleaved trial loop
+//! ([`crate::trials::run`]) with the base as side A, exactly as `bench
+//! --vs` runs it, following the sequential stopping rule, with the same
+//! analysis (`phases`). Only the rule's question differs: its basis is the
+//! workers' CPU time (user + system from `wait4`), which under load is far
+//! steadier than wall time, with wall time compared beside it and a
+//! warning when the two settle on different verdicts; and its noise band
+//! is the target's `max_slowdown`, so `slower` means slower by more than
+//! the budget, judged on the interval. Before the timed rounds, untimed
+//! instrumented processes of both sides (importtime and the recorder)
+//! give the start-up import trees ([`imports`]), and show that both sides
+//! run at all.
+//!
+//! The project paths of a target are mapped into the checkout with
+//! [`Target::moved`], the mapping `check --suggest` uses for its patched
+//! copy.
+
+pub mod git;
+mod imports;
+
+use std::path::PathBuf;
+
+use phases::sequential::StopRule;
+use phases::summary::{Measure, Phase};
+use phases::{Bootstrap, Variant};
+use report::diff::{Budgets, DiffStatus, Rss, SideError, TargetDiff, TimeDiff};
+
+use crate::error::Result;
+use crate::interrupt::Interrupt;
+use crate::serve::ServeOptions;
+use crate::target::Target;
+use crate::trials::{self, BenchOptions, Progress};
+
+pub use git::{BaseRev, Worktree};
+
+/// Instrumented rounds per side by default: six pairs give a 95% interval
+/// (coverage 96.9%) for each package's change.
+pub const DEFAULT_INSTRUMENTED: usize = 6;
+
+/// How a diff runs, beyond its targets.
+#[derive(Debug, Clone)]
+pub struct DiffOptions {
+    /// Warm-up rounds before the timed ones.
+    pub warmup: usize,
+    /// The most timed rounds.
+    pub max_rounds: usize,
+    /// The most seconds of timed rounds.
+    pub max_seconds: f64,
+    /// Instrumented processes per side (untimed).
+    pub instrumented: usize,
+    /// Resamples, seed and level of the bootstrap intervals.
+    pub bootstrap: Bootstrap,
+    /// The folder each target's bench run goes into (`<out>/<target>/`).
+    pub out: PathBuf,
+    /// The project root, for the tool's git revision in the environment.
+    pub root: PathBuf,
+}
+
+impl Default for DiffOptions {
+    fn default() -> Self {
+        let rule = StopRule::default();
+        DiffOptions {
+            warmup: 1,
+            max_rounds: rule.max_rounds,
+            max_seconds: rule.max_seconds,
+            instrumented: DEFAULT_INSTRUMENTED,
+            bootstrap: Bootstrap::default(),
+            out: PathBuf::new(),
+            root: PathBuf::new(),
+        }
+    }
+}
+
+/// The stopping rule of a diff ([`StopRule::cpu_basis`]: CPU time as the
+/// basis, the target's `max_slowdown` as the noise band) with the run's
+/// budgets.
+pub fn stop_rule(budgets: &Budgets, opts: &DiffOptions) -> StopRule {
+    StopRule {
+        max_rounds: opts.max_rounds,
+        max_seconds: opts.max_seconds,
+        ..StopRule::cpu_basis(budgets.max_slowdown)
+    }
+}
+
+fn error(name: &str, budgets: Budgets, side: Variant, message: String) -> TargetDiff {
+    TargetDiff {
+        name: name.to_owned(),
+        status: DiffStatus::Error,
+        error: Some(SideError {
+            side: if side == Variant::A { "A" } else { "B" },
+            message,
+        }),
+        budgets,
+        time: None,
+        imports: None,
+        warnings: Vec::new(),
+    }
+}
+
+/// A target that does not exist at the base.
+pub fn new_target(name: &str, budgets: Budgets) -> TargetDiff {
+    TargetDiff {
+        name: name.to_owned(),
+        status: DiffStatus::New,
+        error: None,
+        budgets,
+        time: None,
+        imports: None,
+        warnings: Vec::new(),
+    }
+}
+
+/// When CPU and wall time settle on different verdicts, what that means.
+fn disagreement(
+    cpu: Option<&phases::Comparison>,
+    wall: Option<&phases::Comparison>,
+) -> Option<String> {
+    let (c, w) = (cpu?, wall?);
+    if !(c.verdict.is_settled() && w.verdict.is_settled()) || c.verdict == w.verdict {
+        return None;
+    }
+    Some(format!(
+        "CPU time says {} (B/A {:.3}) but wall time of ready says {} (B/A {:.3}): {}",
+        c.verdict,
+        c.ratio,
+        w.verdict,
+        w.ratio,
+        if w.ratio > c.ratio {
+            "B waits more (I/O, sleep, a lock, a child process), which CPU time does not count"
+        } else {
+            "B does more work in parallel or A waits more; read both"
+        }
+    ))
+}
+
+/// Compares `base` (side A) with `head` (side B, the working tree): the
+/// instrumented processes first, then the timed interleaved rounds.
+/// A side that cannot be run is reported as such, not as an error.
+pub fn compare_target(
+    base: &Target,
+    head: &Target,
+    budgets: Budgets,
+    opts: &DiffOptions,
+    interrupt: &Interrupt,
+    progress: &mut dyn Progress,
+) -> Result<TargetDiff> {
+    let name = head.name.as_str();
+    eprintln!(
+        "{name}: {} instrumented processes per side (untimed: importtime and the recorder)",
+        opts.instrumented.max(1)
+    );
+    let (xa, xb) = imports::run_both(base, head, opts.instrumented.max(1))?;
+    let sa = match imports::side(&xa) {
+        Ok(s) => s,
+        Err(e) => return Ok(error(name, budgets, Variant::A, e)),
+    };
+    let sb = match imports::side(&xb) {
+        Ok(s) => s,
+        Err(e) => return Ok(error(name, budgets, Variant::B, e)),
+    };
+    let import_diff = imports::diff(&sa, &sb, base, head);
+    if interrupt.is_set() {
+        return Ok(TargetDiff {
+            status: DiffStatus::Compared,
+            imports: Some(import_diff),
+            warnings: vec!["interrupted before the timed rounds: no time was compared".to_owned()],
+            ..new_target(name, budgets)
+        });
+    }
+
+    let rule = stop_rule(&budgets, opts);
+    let dir = opts.out.join(name);
+    std::fs::create_dir_all(&dir).map_err(|e| crate::error::Error::io("create", &dir, e))?;
+    let bench = BenchOptions {
+        warmup: opts.warmup,
+        trials: None,
+        precision: None,
+        min_trials: rule.min_rounds,
+        max_trials: rule.max_rounds,
+        health: None,
+        concurrency: 1,
+        noise_threshold: rule.threshold,
+        bootstrap: opts.bootstrap,
+        sequential: Some(rule),
+        serve: ServeOptions::default(),
+        out: dir,
+        root: opts.root.clone(),
+    };
+    eprintln!(
+        "{name}: timed rounds, A (base) and B (working tree) interleaved, until CPU time decides"
+    );
+    let run = trials::run(
+        base.clone(),
+        Some(head.clone()),
+        &bench,
+        interrupt,
+        progress,
+    )?;
+    if let Some((r, check, message)) = run.first_failure() {
+        return Ok(error(
+            name,
+            budgets,
+            r.variant,
+            format!(
+                "trial {} failed its `{}` check: {message}",
+                r.trial,
+                check.as_str()
+            ),
+        ));
+    }
+    let s = &run.summary;
+    let cpu = s.ab.as_ref().and_then(|ab| ab.cpu.clone());
+    let wall_ready = s.phase(Phase::Ready).and_then(|p| p.ratio.clone());
+    let ready_ms_b = s
+        .phase(Phase::Ready)
+        .and_then(|p| p.variant(Variant::B))
+        .map(|b| (b.stats.median, b.stats.median_ci.lo, b.stats.median_ci.hi));
+    let rss = |v: Variant| {
+        let r = s.resources.iter().find(|r| r.variant == v);
+        Rss {
+            peak_bytes: r.and_then(|r| r.max_rss_bytes),
+            at_ready_bytes: r.and_then(|r| r.rss_at_ready_bytes),
+        }
+    };
+    let disagree = disagreement(cpu.as_ref(), wall_ready.as_ref());
+    let mut warnings = Vec::new();
+    if let Some(d) = &disagree {
+        warnings.push(d.clone());
+    }
+    if let Some(c) = cpu
+        .as_ref()
+        .filter(|c| c.verdict == phases::Verdict::Inconclusive)
+    {
+        warnings.push(format!(
+            "inconclusive: {}; this exits 0 (--strict fails it)",
+            c.detectable().map_or_else(
+                || "the run could not bound the change".to_owned(),
+                |d| format!(
+                    "this run could have detected a change of {} or more",
+                    report::bench::fmt_pct(d)
+                )
+            )
+        ));
+    }
+    if run.interrupted {
+        warnings.push("interrupted: the comparison covers the rounds run so far".to_owned());
+    }
+    Ok(TargetDiff {
+        name: name.to_owned(),
+        status: DiffStatus::Compared,
+        error: None,
+        budgets,
+        time: Some(TimeDiff {
+            basis: Measure::Cpu,
+            cpu,
+            wall_ready,
+            disagree,
+            ready_ms_b,
+            rss: [rss(Variant::A), rss(Variant::B)],
+            run_dir: run.dir.clone(),
+            summary: run.summary.clone(),
+        }),
+        imports: Some(import_diff),
+        warnings,
+    })
+}

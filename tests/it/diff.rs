@@ -1,0 +1,400 @@
+//! `coldstart diff` in a user's git repository: a temporary repository
+//! outside this workspace, with a small worker (the boundary fixtures'
+//! protocol loop) and the stand-in torch of `tests/fixtures/boundary/
+//! stand-ins` (a stand-in, not the real library), configured by a
+//! `coldstart.toml`; every commit is made by the test. Each run gets a
+//! private `TMPDIR`, so the tests can see that nothing of the base's
+//! checkout is left behind.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::support::{coldstart_bin, fixtures, python};
+
+/// A user's repository (kept alive by the temp dir).
+struct Repo {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    tmp: PathBuf,
+}
+
+const MAIN: &str = "import protokit\nimport app\n\nprotokit.serve()\n";
+
+/// Burns `ms` of CPU when imported.
+fn busy(ms: u32) -> String {
+    format!(
+        "import time\n\n_start = time.process_time()\nwhile time.process_time() - _start < {}:\n    pass\n",
+        f64::from(ms) / 1e3
+    )
+}
+
+fn git(root: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+impl Repo {
+    /// A repository whose first commit holds the worker and its config.
+    fn new() -> Repo {
+        let r = Repo::empty();
+        r.write_worker();
+        r.commit("worker");
+        r
+    }
+
+    /// A repository whose first commit holds a README only.
+    fn empty() -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("svc");
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&tmp).unwrap();
+        std::fs::write(root.join("README.md"), "a service\n").unwrap();
+        std::fs::write(root.join(".gitignore"), "__pycache__/\n").unwrap();
+        git(&root, &["init", "-q", "-b", "main"]);
+        let r = Repo {
+            _dir: dir,
+            root,
+            tmp,
+        };
+        r.commit("readme");
+        r
+    }
+
+    fn write_worker(&self) {
+        let src = self.root.join("src");
+        std::fs::create_dir_all(src.join("app")).unwrap();
+        std::fs::copy(
+            fixtures().join("boundary/workers/protokit.py"),
+            src.join("protokit.py"),
+        )
+        .unwrap();
+        self.write("src/app/__init__.py", "");
+        self.write("src/app/__main__.py", MAIN);
+        let stand_ins = fixtures().join("boundary/stand-ins/torch");
+        let to = self.root.join("stand-ins/torch");
+        std::fs::create_dir_all(&to).unwrap();
+        for e in std::fs::read_dir(stand_ins).unwrap() {
+            let e = e.unwrap();
+            if e.path().is_file() {
+                std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+            }
+        }
+        self.write(
+            "coldstart.toml",
+            &format!(
+                "[[target]]\nname = \"w\"\ncommand = [\"{}\", \"-m\", \"app\"]\nenv = {{ PYTHONPATH = \"src:stand-ins\" }}\nmax_slowdown = 0.05\n",
+                python().display()
+            ),
+        );
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn commit(&self, msg: &str) {
+        git(&self.root, &["add", "-A"]);
+        git(&self.root, &["commit", "-q", "-m", msg]);
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        eprintln!(
+            "$ cd {} && coldstart {}",
+            self.root.display(),
+            args.join(" ")
+        );
+        let mut c = Command::new(coldstart_bin());
+        c.args(args)
+            .current_dir(&self.root)
+            .env_remove("PYTHONPATH")
+            .env("TMPDIR", &self.tmp)
+            .stdin(Stdio::null());
+        c
+    }
+
+    fn diff(&self, args: &[&str]) -> Output {
+        let out = self.command(args).output().expect("coldstart runs");
+        eprintln!(
+            "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.assert_nothing_left();
+        out
+    }
+
+    /// JSON report of `diff ARGS --format json`.
+    fn diff_json(&self, args: &[&str]) -> (Option<i32>, serde_json::Value) {
+        let mut all = vec!["diff"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--format", "json", "--instrumented", "2"]);
+        let out = self.diff(&all);
+        let v = serde_json::from_slice(&out.stdout).expect("the report is JSON");
+        (out.status.code(), v)
+    }
+
+    /// No checkout of the base and no record of one remain.
+    fn assert_nothing_left(&self) {
+        let left: Vec<String> = std::fs::read_dir(&self.tmp)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("coldstart-base-"))
+            .collect();
+        assert!(left.is_empty(), "left behind in TMPDIR: {left:?}");
+        let list = Command::new("git")
+            .args(["worktree", "list", "--porcelain"])
+            .current_dir(&self.root)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&list.stdout);
+        assert_eq!(
+            text.matches("worktree ").count(),
+            1,
+            "only the repository's own worktree remains: {text}"
+        );
+    }
+}
+
+fn verdict(v: &serde_json::Value) -> &str {
+    v["targets"][0]["time"]["cpu"]["verdict"]
+        .as_str()
+        .unwrap_or("none")
+}
+
+/// A third of the worker's CPU time at start-up, in ms (from a plain
+/// A/A run), at least 15 ms.
+fn a_third(v: &serde_json::Value) -> u32 {
+    let res = &v["targets"][0]["time"]["summary"]["resources"][0];
+    let cpu = res["user_ms"].as_f64().unwrap() + res["sys_ms"].as_f64().unwrap();
+    ((cpu / 3.0) as u32).max(15)
+}
+
+#[test]
+fn the_same_worker_is_never_slower_and_a_busy_first_party_module_is_caught_with_its_line() {
+    let r = Repo::new();
+    // A against A: nothing changed.
+    let (code, aa) = r.diff_json(&["HEAD"]);
+    assert_eq!(code, Some(0), "{aa:#}");
+    assert_ne!(verdict(&aa), "slower", "{aa:#}");
+    assert_ne!(verdict(&aa), "faster", "{aa:#}");
+    assert_eq!(aa["base"]["how"], "given");
+    assert_eq!(aa["base"]["dirty"], false);
+    let t = &aa["targets"][0];
+    assert_eq!(t["status"], "compared");
+    assert!(t["imports"]["forbidden_new"].as_array().unwrap().is_empty());
+    assert!(
+        t["time"]["wall_ready"]["verdict"].is_string(),
+        "wall time is beside it"
+    );
+
+    // A first-party module that burns a third of the start-up, imported at
+    // start-up (uncommitted: the working tree is side B).
+    let ms = a_third(&aa);
+    r.write("src/app/heavy.py", &busy(ms));
+    r.write("src/app/__main__.py", &format!("import app.heavy\n{MAIN}"));
+    let (code, slow) = r.diff_json(&["HEAD"]);
+    assert_eq!(slow["base"]["dirty"], true);
+    assert_eq!(verdict(&slow), "slower", "{slow:#}");
+    assert_eq!(code, Some(1), "{slow:#}");
+    let t = &slow["targets"][0];
+    assert_eq!(t["problems"][0]["kind"], "slower");
+    let added = t["imports"]["added_first_party"].as_array().unwrap();
+    let heavy = added
+        .iter()
+        .find(|m| m["module"] == "app.heavy")
+        .unwrap_or_else(|| panic!("app.heavy is listed as added: {t:#}"));
+    let at = &heavy["imported_at"];
+    assert!(
+        at["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("src/app/__main__.py"),
+        "{heavy:#}"
+    );
+    assert_eq!(at["line"], 1, "{heavy:#}");
+
+    // The markdown comment and the annotations say the same.
+    let md = r.diff(&[
+        "diff",
+        "HEAD",
+        "--format",
+        "markdown",
+        "--instrumented",
+        "2",
+    ]);
+    let md_text = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md_text.starts_with("### ❌ coldstart diff against HEAD"),
+        "{md_text}"
+    );
+    assert!(md_text.contains("<details>"), "{md_text}");
+    let gh = r.diff(&["diff", "HEAD", "--format", "github", "--instrumented", "2"]);
+    let gh_text = String::from_utf8_lossy(&gh.stdout);
+    assert!(
+        gh_text.contains("::error file=src/app/__main__.py,line=1"),
+        "{gh_text}"
+    );
+
+    // The reverse: the busy module committed as the base, then removed.
+    r.commit("heavy start-up");
+    std::fs::remove_file(r.root.join("src/app/heavy.py")).unwrap();
+    r.write("src/app/__main__.py", MAIN);
+    let (code, fast) = r.diff_json(&["HEAD"]);
+    assert_eq!(verdict(&fast), "faster", "{fast:#}");
+    assert_eq!(code, Some(0), "{fast:#}");
+    let removed = fast["targets"][0]["imports"]["removed_first_party"]
+        .as_array()
+        .unwrap();
+    assert!(removed.iter().any(|m| m == "app.heavy"), "{fast:#}");
+}
+
+#[test]
+fn a_re_exported_stand_in_torch_fails_with_its_chain() {
+    let r = Repo::new();
+    r.write(
+        "src/app/model.py",
+        "import torch\n\n\nclass Model:\n    pass\n",
+    );
+    r.write("src/app/__init__.py", "from .model import Model\n");
+    let (code, v) = r.diff_json(&["HEAD", "--max-seconds", "5"]);
+    assert_eq!(code, Some(1), "{v:#}");
+    let t = &v["targets"][0];
+    let new = &t["imports"]["forbidden_new"][0];
+    assert_eq!(new["module"], "torch", "{t:#}");
+    let chain: Vec<&str> = new["chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(chain.last(), Some(&"torch"), "{chain:?}");
+    assert!(chain.contains(&"app.model"), "{chain:?}");
+    assert!(
+        t["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["kind"] == "forbidden"),
+        "{t:#}"
+    );
+    // In GitHub's format: an error at the first-party line of the chain.
+    let gh = r.diff(&[
+        "diff",
+        "HEAD",
+        "--format",
+        "github",
+        "--instrumented",
+        "2",
+        "--max-seconds",
+        "5",
+    ]);
+    let text = String::from_utf8_lossy(&gh.stdout);
+    assert!(text.contains("::error file=src/app/"), "{text}");
+    assert!(text.contains("::notice title=coldstart diff::"), "{text}");
+    assert_eq!(gh.status.code(), Some(1));
+}
+
+#[test]
+fn a_base_without_the_target_is_reported_not_an_error() {
+    let r = Repo::empty();
+    r.write_worker();
+    r.commit("add the worker");
+    let (code, v) = r.diff_json(&["HEAD~1"]);
+    assert_eq!(code, Some(0), "{v:#}");
+    assert_eq!(v["targets"][0]["status"], "new");
+    let text = r.diff(&["diff", "HEAD~1"]);
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("w: new, it does not exist at the base"),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn without_a_revision_a_dirty_tree_is_compared_with_head() {
+    let r = Repo::new();
+    r.write("src/app/extra.py", "X = 1\n");
+    r.write("src/app/__main__.py", &format!("import app.extra\n{MAIN}"));
+    let (code, v) = r.diff_json(&["--max-seconds", "5"]);
+    assert_eq!(v["base"]["rev"], "HEAD", "{v:#}");
+    assert_eq!(v["base"]["how"], "HEAD (no upstream branch)");
+    assert_eq!(v["base"]["dirty"], true);
+    assert_ne!(code, Some(2), "{v:#}");
+    let added = v["targets"][0]["imports"]["added_first_party"]
+        .as_array()
+        .unwrap();
+    assert!(added.iter().any(|m| m["module"] == "app.extra"), "{v:#}");
+}
+
+#[test]
+fn a_revision_that_does_not_exist_exits_2_and_says_what_to_do() {
+    let r = Repo::new();
+    let out = r.diff(&["diff", "no-such-branch"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("revision `no-such-branch` does not exist"),
+        "{err}"
+    );
+    assert!(err.contains("git fetch"), "{err}");
+}
+
+#[test]
+fn a_side_that_cannot_start_exits_2_and_says_which() {
+    let r = Repo::new();
+    r.write(
+        "src/app/__main__.py",
+        "raise SystemExit('broken at start-up')\n",
+    );
+    let (code, v) = r.diff_json(&["HEAD"]);
+    assert_eq!(code, Some(2), "{v:#}");
+    assert_eq!(v["targets"][0]["status"], "error");
+    assert_eq!(v["targets"][0]["error"]["side"], "B");
+}
+
+#[test]
+fn ctrl_c_during_the_timed_rounds_leaves_no_checkout_behind() {
+    let r = Repo::new();
+    let mut child = r
+        .command(&[
+            "diff",
+            "HEAD",
+            "--instrumented",
+            "1",
+            "--max-seconds",
+            "120",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "no timed rounds: {seen}"
+        );
+        seen.push_str(&line);
+        if line.contains("timed rounds") {
+            break;
+        }
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}{rest}");
+    r.assert_nothing_left();
+}
