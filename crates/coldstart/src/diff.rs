@@ -15,10 +15,10 @@ use harness::diff::{self, DiffOptions, Worktree, git};
 use harness::target::moved_path;
 use harness::{Interrupt, OnPress};
 use phases::Bootstrap;
-use report::diff::{BaseInfo, Budgets, DiffReport};
+use report::diff::{BaseInfo, DiffReport};
 
-use settings::Project;
 use crate::bench::Bar;
+use settings::Project;
 
 /// How the report is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -131,7 +131,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             .config
             .as_ref()
             .and_then(|c| c.budgets.get(&t.name).copied())
-            .unwrap_or_else(Budgets::default);
+            .unwrap_or_default();
         if let Some(m) = args.max_slowdown {
             budgets.max_slowdown = m;
         }

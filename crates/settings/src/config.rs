@@ -237,19 +237,23 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, 
     let mut budgets = BTreeMap::new();
     for raw in file.targets {
         let name = raw.name;
-        if let Some(m) = raw.max_slowdown
-            && !(m.is_finite() && m > 0.0 && m < 1.0)
+        if let Some(got) = raw.max_slowdown
+            && !(got.is_finite() && got > 0.0 && got < 1.0)
         {
-            bail!(
-                "target `{name}`: `max_slowdown` must be a share between 0 and 1 (0.05 is 5%), got {m}"
-            );
+            return Err(Problem::NotAShare {
+                name,
+                key: "max_slowdown",
+                got,
+            });
         }
-        if let Some(m) = raw.max_ready_ms
-            && !(m.is_finite() && m > 0.0)
+        if let Some(got) = raw.max_ready_ms
+            && !(got.is_finite() && got > 0.0)
         {
-            bail!(
-                "target `{name}`: `max_ready_ms` must be a positive number of milliseconds, got {m}"
-            );
+            return Err(Problem::NotPositiveMs {
+                name,
+                key: "max_ready_ms",
+                got,
+            });
         }
         budgets.insert(
             name.clone(),
@@ -388,6 +392,31 @@ ready_timeout = 1.5
                 .contains("twice")
         );
         assert!(err("[[target]]\nname='a'\ncommand=['x']\ncwd='nope'").contains("not a folder"));
+        assert!(err("[[target]]\nname='a'\ncommand=['x']\nmax_slowdown=5").contains("0.05 is 5%"));
+        assert!(
+            err("[[target]]\nname='a'\ncommand=['x']\nmax_ready_ms=0").contains("milliseconds")
+        );
+    }
+
+    #[test]
+    fn diff_budgets_are_read_per_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(CONFIG_FILE);
+        std::fs::write(
+            &path,
+            "[[target]]\nname='a'\ncommand=['x']\nmax_slowdown=0.1\nmax_modules=300\nmax_ready_ms=250.0\n[[target]]\nname='b'\ncommand=['y']\n",
+        )
+        .unwrap();
+        let c = load(&path).unwrap();
+        assert_eq!(
+            c.budgets["a"],
+            Budgets {
+                max_slowdown: 0.1,
+                max_modules: Some(300),
+                max_ready_ms: Some(250.0),
+            }
+        );
+        assert_eq!(c.budgets["b"], Budgets::default());
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! line that brings in each new package.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 
+use importguard::firstparty;
 use importguard::importtime::query::top_level;
 use importguard::importtime::{NodeId, NodeKind, stdlib};
 use importguard::verdict::{self, MergedViolation, Policy};
@@ -128,39 +128,22 @@ pub(crate) fn run_both(
     Ok((xa, xb))
 }
 
-/// The folders whose top-level modules are the project's own: the
-/// target's `PYTHONPATH` entries and working directory under its root, and
-/// the folder of a script it runs.
-fn own_folders(t: &Target) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = t
-        .pythonpath()
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    out.push(t.cwd.clone());
-    for a in t.command.iter().skip(1) {
-        let p = Path::new(a);
-        if a.ends_with(".py")
-            && let Some(d) = p.parent()
-        {
-            out.push(t.cwd.join(d));
-        }
+/// The top-level names that are the project's own code on either side
+/// (the one rule, `importguard::firstparty`, over each side's source
+/// folders), less the forbidden packages: a stand-in or vendored copy of
+/// one is never the project's code.
+fn own_names(sides: &[&Target]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for t in sides {
+        let pythonpath = t.pythonpath();
+        let dirs = firstparty::source_dirs(&t.cwd, pythonpath.as_deref(), &t.root);
+        out.extend(
+            firstparty::top_level_names(dirs, &t.root)
+                .into_iter()
+                .filter(|n| !t.forbidden.iter().any(|f| top_level(f) == n.as_str())),
+        );
     }
-    out.retain(|d| !d.as_os_str().is_empty() && d.starts_with(&t.root));
     out
-}
-
-/// Whether top-level `name` is the project's own code on either side (a
-/// module or package in one of its folders), and not a forbidden package.
-fn is_first_party(name: &str, sides: &[&Target]) -> bool {
-    if stdlib::is_stdlib(name) {
-        return false;
-    }
-    sides.iter().any(|t| {
-        !t.forbidden.iter().any(|f| top_level(f) == name)
-            && own_folders(t)
-                .iter()
-                .any(|d| d.join(format!("{name}.py")).is_file() || d.join(name).is_dir())
-    })
 }
 
 fn median_usize(v: &[usize]) -> Option<usize> {
@@ -203,8 +186,8 @@ pub(crate) fn diff(a: &SideImports, b: &SideImports, ta: &Target, tb: &Target) -
     let union =
         |s: &SideImports| -> BTreeSet<String> { s.at_ready.iter().flatten().cloned().collect() };
     let (ua, ub) = (union(a), union(b));
-    let sides = [ta, tb];
-    let own = |m: &str| is_first_party(top_level(m), &sides);
+    let names = own_names(&[ta, tb]);
+    let own = |m: &str| names.contains(top_level(m));
     let third = |m: &str| !own(m) && !stdlib::is_stdlib(m);
     let group = |names: Vec<&String>| -> Vec<PackageCount> {
         let mut by: BTreeMap<&str, usize> = BTreeMap::new();

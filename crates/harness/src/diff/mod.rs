@@ -24,10 +24,11 @@ mod imports;
 
 use std::path::PathBuf;
 
+use phases::Bootstrap;
 use phases::sequential::StopRule;
 use phases::summary::{Measure, Phase};
-use phases::{Bootstrap, Variant};
 use report::diff::{Budgets, DiffStatus, Rss, SideError, TargetDiff, TimeDiff};
+use timeline::Variant;
 
 use crate::error::Result;
 use crate::interrupt::Interrupt;
