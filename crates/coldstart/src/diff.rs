@@ -5,7 +5,7 @@
 //! (faster, equivalent, within `max_slowdown`, or inconclusive without
 //! `--strict`); 1 slower beyond `max_slowdown`, a new forbidden module, a
 //! budget exceeded; 2 a side could not be run or the tool could not do its
-//! job; 130 interrupted.
+//! job; 128 + the signal when interrupted (130 for Ctrl-C).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -180,7 +180,11 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         }
     );
     if interrupt.is_set() {
-        return Ok(ExitCode::from(130));
+        eprintln!(
+            "interrupted by {}: the report covers what was compared so far; the base's checkout is removed",
+            crate::signal_name(&interrupt)
+        );
+        return Ok(crate::interrupted_code(&interrupt));
     }
     Ok(ExitCode::from(report::diff::exit_code(&report, strict)))
 }
