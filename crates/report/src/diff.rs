@@ -583,6 +583,24 @@ fn imports_text(i: &ImportDiff, root: &Path, out: &mut String) {
     }
 }
 
+/// Every phase's wall-time ratio with its interval and verdict.
+fn phase_lines(t: &TimeDiff) -> Vec<String> {
+    t.summary
+        .phases
+        .iter()
+        .filter_map(|p| {
+            p.ratio.as_ref().map(|c| {
+                format!(
+                    "{} (wall): B/A {} {}",
+                    p.phase(),
+                    fmt_ratio(c),
+                    fmt_verdict(c)
+                )
+            })
+        })
+        .collect()
+}
+
 fn rss_line(t: &TimeDiff) -> String {
     let f = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), fmt_mib);
     format!(
@@ -614,6 +632,9 @@ pub fn text(r: &DiffReport, root: &Path, strict: bool) -> String {
         if let Some(time) = &t.time {
             for l in answer_lines(&time.summary) {
                 let _ = writeln!(out, "{l}");
+            }
+            for l in phase_lines(time) {
+                let _ = writeln!(out, "  {l}");
             }
             let _ = writeln!(out, "{}", rss_line(time));
             let _ = writeln!(out, "trials written to {}", time.run_dir.display());
@@ -710,6 +731,10 @@ pub fn markdown(r: &DiffReport, root: &Path, strict: bool) -> String {
         for l in answer_lines(&time.summary) {
             let _ = writeln!(o, "- {l}");
         }
+        for l in phase_lines(time) {
+            let _ = writeln!(o, "- {l}");
+        }
+        let _ = writeln!(o, "- trials: `{}`", time.run_dir.display());
         if let Some(i) = &t.imports {
             let _ = writeln!(o, "\n```text");
             imports_text(i, root, &mut o);
