@@ -336,7 +336,7 @@ pub(crate) fn instrumented_process(
     Ok(Instrumented {
         report,
         recording,
-        ready_at_ns: timeline.ready_at_ns,
+        ready_at_ns: timeline.ready_at_ns(),
     })
 }
 
