@@ -97,6 +97,20 @@ pub struct Target {
 }
 
 impl Target {
+    /// The top-level module names of the project's own code for this
+    /// target ([`importguard::firstparty::top_level_names`] of its folder,
+    /// its `src/` and the `PYTHONPATH` entries inside the project: the
+    /// target's own, else the one the worker inherits).
+    pub fn first_party(&self) -> Vec<String> {
+        let inherited = std::env::var_os("PYTHONPATH");
+        let pythonpath = match self.env.get("PYTHONPATH") {
+            Some(p) => Some(std::ffi::OsStr::new(p)),
+            None => inherited.as_deref(),
+        };
+        let dirs = importguard::firstparty::source_dirs(&self.cwd, pythonpath, &self.root);
+        importguard::firstparty::top_level_names(dirs, &self.root)
+    }
+
     /// The built-in default of the coldstart workspace at `root`: the
     /// reference worker in `worker/`, loading no models, forbidding torch,
     /// transformers and stanza.

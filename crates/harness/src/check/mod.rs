@@ -35,6 +35,8 @@ use crate::target::{DEFAULT_FORBIDDEN, Origin, Target};
 
 /// How many slowest imports the report lists.
 const SLOWEST: usize = 5;
+/// How many packages the start-up by package lists.
+const PACKAGES: usize = 8;
 
 /// How a check runs, beyond its target.
 #[derive(Debug, Clone, Copy, Default)]
@@ -122,6 +124,8 @@ pub fn judge_log(path: &Path, forbid: &[String], tree: bool) -> Result<TargetRep
         status,
         ready_ms_median: None,
         violations,
+        packages: verdict::by_package(&log, PACKAGES),
+        first_party: Vec::new(),
         slowest: verdict::slowest(&log, SLOWEST),
         processes: vec![ProcessReport {
             index: 1,
@@ -185,6 +189,12 @@ pub fn check_target(t: &Target, opts: CheckOptions) -> Result<TargetReport> {
         status,
         ready_ms_median: phases::stats::median(&ready),
         violations,
+        packages: first_log
+            .map(|l| verdict::by_package(l, PACKAGES))
+            .unwrap_or_default(),
+        first_party: first_log
+            .map(|l| verdict::first_party_modules(l, &t.first_party(), SLOWEST))
+            .unwrap_or_default(),
         slowest: first_log
             .map(|l| verdict::slowest(l, SLOWEST))
             .unwrap_or_default(),

@@ -930,5 +930,42 @@ pub fn slowest(log: &ImportLog, n: usize) -> Vec<SlowImport> {
         .collect()
 }
 
+/// Start-up time by top-level package over the log's first session (the
+/// worker's own interpreter): each package's self time summed over its
+/// timed modules, with their count; the `n` largest first (ties by name).
+/// This is where the time went: `torch` with its hundreds of modules, not
+/// the worker's `main` that imported it.
+pub fn by_package(log: &ImportLog, n: usize) -> Vec<crate::importtime::PackageTotal> {
+    let session = (!log.sessions().is_empty()).then_some(0);
+    let mut totals = log.package_totals(session);
+    totals.sort_by(|a, b| {
+        b.self_us
+            .cmp(&a.self_us)
+            .then_with(|| a.package.cmp(&b.package))
+    });
+    totals.truncate(n);
+    totals
+}
+
+/// The `n` modules of the project's own code (their top-level name in
+/// `first_party`) with the largest self time in the log's first session,
+/// largest first.
+pub fn first_party_modules(log: &ImportLog, first_party: &[String], n: usize) -> Vec<SlowImport> {
+    let session = (!log.sessions().is_empty()).then_some(0);
+    let ids = log.node_range(session).map(NodeId).filter(|&id| {
+        let top = crate::importtime::top_level(log.name(id));
+        first_party.iter().any(|p| p == top)
+    });
+    log.top_among(n, Metric::SelfTime, ids)
+        .into_iter()
+        .map(|id| SlowImport {
+            module: log.name(id).to_owned(),
+            cumulative_us: log.node(id).cumulative_us,
+            self_us: log.node(id).self_us,
+            chain: import_chain_names(log, id).0,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;

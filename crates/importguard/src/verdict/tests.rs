@@ -609,4 +609,51 @@ fn a_child_without_the_recorder_is_noted_only_when_it_may_run_python() {
         "{:#?}",
         v.notes
     );
+/// A worker whose `main` imports torch: its cumulative time is the whole
+/// start-up, the answer is torch's own modules.
+const MAIN_IMPORTS_TORCH: &str = "\
+import time: self [us] | cumulative | imported package
+import time:       100 |        100 |       torch._C
+import time:       300 |        300 |       torch.nn
+import time:      5000 |       5400 |     torch
+import time:        50 |         50 |     svc.util
+import time:        70 |       5520 |   svc.main
+import time:        10 |       5530 | svc
+import time:        40 |         40 | json
+";
+
+#[test]
+fn by_package_sums_self_time_over_each_packages_modules() {
+    let log = importtime::parse(MAIN_IMPORTS_TORCH.as_bytes());
+    let top = by_package(&log, 8);
+    let got: Vec<(&str, u32, i64)> = top
+        .iter()
+        .map(|p| (p.package.as_str(), p.modules, p.self_us))
+        .collect();
+    assert_eq!(got, [("torch", 3, 5400), ("svc", 3, 130), ("json", 1, 40)]);
+    assert_eq!(by_package(&log, 1).len(), 1);
+    let own = first_party_modules(&log, &["svc".to_owned()], 5);
+    let names: Vec<(&str, i64)> = own.iter().map(|s| (s.module.as_str(), s.self_us)).collect();
+    assert_eq!(names, [("svc.main", 70), ("svc.util", 50), ("svc", 10)]);
+}
+
+#[test]
+fn by_package_agrees_with_an_independent_sum_over_a_real_log() {
+    let (log, _) = fixture("eager");
+    let range = log.node_range((!log.sessions().is_empty()).then_some(0));
+    let mut sums: BTreeMap<String, (u32, i64)> = BTreeMap::new();
+    for i in range {
+        let id = crate::importtime::NodeId(i);
+        let name = log.name(id);
+        let top = name.split('.').next().unwrap().to_owned();
+        let e = sums.entry(top).or_default();
+        e.0 += 1;
+        e.1 += log.node(id).self_us;
+    }
+    let all = by_package(&log, usize::MAX);
+    assert_eq!(all.len(), sums.len());
+    for p in &all {
+        assert_eq!(sums[&p.package], (p.modules, p.self_us), "{}", p.package);
+    }
+    assert!(all.windows(2).all(|w| w[0].self_us >= w[1].self_us));
 }

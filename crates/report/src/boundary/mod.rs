@@ -27,6 +27,8 @@
 //!        "t_ns": int | null, "cumulative_us": int | null, "beneath": [str],
 //!        "recorded": bool, "in_importtime": bool,
 //!        "processes": int, "of": int, "median_cumulative_us": int | null } ],
+//!     "packages": [ {"package": str, "modules": int, "self_us": int, "cumulative_us": int} ],  // start-up by top-level package, largest self time first
+//!     "first_party": [ {"module": str, "cumulative_us": int, "self_us": int, "chain": [str]} ],  // the project's own slowest modules (self time)
 //!     "slowest": [ {"module": str, "cumulative_us": int, "self_us": int, "chain": [str]} ],
 //!     "processes": [ {
 //!        "index": int, "pid": int | null, "ready_ms": number | null,
@@ -48,7 +50,7 @@ pub mod ci;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use importguard::importtime::ImportLog;
+use importguard::importtime::{ImportLog, PackageTotal};
 use importguard::verdict::{
     Allowance, MergedViolation, ProcessVerdict, RecorderState, SlowImport, Violation,
 };
@@ -114,7 +116,14 @@ pub struct TargetReport {
     pub ready_ms_median: Option<f64>,
     /// Violations merged over the processes, first seen first.
     pub violations: Vec<MergedViolation>,
-    /// The slowest imports (cumulative) of the first process with a log.
+    /// Start-up time by top-level package (self time summed over each
+    /// package's modules, with their count) of the first process with a
+    /// log, largest first.
+    pub packages: Vec<PackageTotal>,
+    /// The project's own modules with the largest self time, largest first.
+    pub first_party: Vec<SlowImport>,
+    /// The slowest imports (cumulative) of the first process with a log;
+    /// shown in the text report with the tree (`--tree`).
     pub slowest: Vec<SlowImport>,
     /// One entry per process.
     pub processes: Vec<ProcessReport>,
@@ -392,7 +401,29 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
             let _ = writeln!(out, "  {e}");
         }
     }
-    if !r.slowest.is_empty() {
+    if !r.packages.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n  start-up by package (self time summed over its modules):"
+        );
+        for p in &r.packages {
+            let _ = writeln!(
+                out,
+                "    {:>10}  {} ({} module{})",
+                ms(p.self_us),
+                p.package,
+                p.modules,
+                if p.modules == 1 { "" } else { "s" }
+            );
+        }
+    }
+    if !r.first_party.is_empty() {
+        let _ = writeln!(out, "\n  slowest first-party modules (self time):");
+        for s in &r.first_party {
+            let _ = writeln!(out, "    {:>10}  {}", ms(s.self_us), s.module);
+        }
+    }
+    if r.tree.is_some() && !r.slowest.is_empty() {
         let _ = writeln!(out, "\n  slowest imports (cumulative):");
         for s in &r.slowest {
             let _ = writeln!(
@@ -624,6 +655,8 @@ mod tests {
             status,
             ready_ms_median: None,
             violations: vec![],
+            packages: vec![],
+            first_party: vec![],
             slowest: vec![],
             processes: vec![],
             tree: None,
@@ -687,6 +720,8 @@ mod tests {
             status: Status::Fail,
             ready_ms_median: Some(12.34),
             violations: verdict::merge(&[]),
+            packages: vec![],
+            first_party: vec![],
             slowest: vec![],
             processes: vec![],
             tree: None,
