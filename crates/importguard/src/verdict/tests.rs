@@ -609,6 +609,8 @@ fn a_child_without_the_recorder_is_noted_only_when_it_may_run_python() {
         "{:#?}",
         v.notes
     );
+}
+
 /// A worker whose `main` imports torch: its cumulative time is the whole
 /// start-up, the answer is torch's own modules.
 const MAIN_IMPORTS_TORCH: &str = "\
