@@ -86,7 +86,7 @@ pub use sampler::{
     Profile, Sample, SampledProcess, Sampler, SamplerCost, SamplerOptions, StopHandle, StopReason,
 };
 pub use spy::Lines;
-pub use stack::{Frame, ThreadStack};
+pub use stack::{Frame, ThreadStack, UNREADABLE_NAME};
 
 /// Why there are no native (C) frames, for a `--native` option to print.
 ///

@@ -94,17 +94,16 @@ impl Spy {
             .map(|(t, os_thread_id, active)| ThreadStack {
                 thread_id: t.thread_id,
                 os_thread_id,
-                name: t.thread_name,
+                name: t.thread_name.map(crate::stack::printable),
                 active,
                 owns_gil: t.owns_gil,
                 frames: t
                     .frames
                     .into_iter()
-                    .map(|f| Frame {
-                        name: f.name,
-                        short_filename: f.short_filename.unwrap_or_else(|| f.filename.clone()),
-                        filename: f.filename,
-                        line: u32::try_from(f.line).unwrap_or(0),
+                    .map(|f| {
+                        let short = f.short_filename.unwrap_or_else(|| f.filename.clone());
+                        let line = u32::try_from(f.line).unwrap_or(0);
+                        Frame::from_read(f.name, f.filename, short, line)
                     })
                     .collect(),
             })

@@ -19,7 +19,29 @@ pub struct Frame {
     pub line: u32,
 }
 
+/// The name a frame gets when the one read from the target is no name: empty
+/// or holding control characters (bytes read from memory that was changing,
+/// during an import for example). Its file and line are kept.
+pub const UNREADABLE_NAME: &str = "<unreadable name>";
+
 impl Frame {
+    /// A frame from what was read from the target: a name that is empty or
+    /// holds a control character becomes [`UNREADABLE_NAME`]; control
+    /// characters in the file names become U+FFFD. No frame carries one.
+    pub fn from_read(name: String, filename: String, short_filename: String, line: u32) -> Frame {
+        let name = if name.is_empty() || name.chars().any(char::is_control) {
+            UNREADABLE_NAME.to_owned()
+        } else {
+            name
+        };
+        Frame {
+            name,
+            filename: printable(filename),
+            short_filename: printable(short_filename),
+            line,
+        }
+    }
+
     /// The frame as `py-spy record --format raw` writes it:
     /// `name (file:line)`, `name (file)` without a line, `name` without a
     /// file. `;` (the collapsed format's separator) becomes `:`.
@@ -33,9 +55,21 @@ impl Frame {
     }
 }
 
-/// A collapsed-stack frame may not hold `;` nor a line break.
+/// A collapsed-stack frame may not hold `;` nor a line break (nor any other
+/// control character: those become U+FFFD).
 pub(crate) fn sanitize(label: &str) -> String {
-    label.replace(';', ":").replace(['\n', '\r'], " ")
+    printable(label.replace(';', ":").replace(['\n', '\r'], " "))
+}
+
+/// `s` with every control character replaced by U+FFFD.
+pub(crate) fn printable(s: String) -> String {
+    if s.chars().any(char::is_control) {
+        s.chars()
+            .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+            .collect()
+    } else {
+        s
+    }
 }
 
 impl fmt::Display for Frame {
@@ -103,6 +137,36 @@ impl fmt::Display for ThreadStack {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_that_could_not_be_read_becomes_a_marked_placeholder_with_its_place_kept() {
+        let f = Frame::from_read(
+            "\0\0\0\0\0\0\0\0".into(),
+            "/site/torch/_ops\u{1b}.py".into(),
+            "torch/_ops\u{1b}.py".into(),
+            491,
+        );
+        assert_eq!(f.name, UNREADABLE_NAME);
+        assert_eq!(f.line, 491);
+        assert_eq!(f.short_filename, "torch/_ops\u{FFFD}.py");
+        assert_eq!(f.label(), "<unreadable name> (torch/_ops\u{FFFD}.py:491)");
+        assert!(!f.to_string().chars().any(char::is_control));
+        let empty = Frame::from_read(String::new(), "a.py".into(), "a.py".into(), 1);
+        assert_eq!(empty.name, UNREADABLE_NAME);
+        let fine = Frame::from_read("load".into(), "/x/a.py".into(), "a.py".into(), 3);
+        assert_eq!(fine.label(), "load (a.py:3)");
+    }
+
+    #[test]
+    fn a_collapsed_label_holds_no_control_character() {
+        let f = Frame {
+            name: "f\u{7}g;h\ni".into(),
+            filename: "a.py".into(),
+            short_filename: "a.py".into(),
+            line: 2,
+        };
+        assert_eq!(f.label(), "f\u{FFFD}g:h i (a.py:2)");
+    }
 
     fn frame(name: &str, file: &str, line: u32) -> Frame {
         Frame {

@@ -12,3 +12,19 @@ pub mod boundary;
 pub mod diff;
 pub mod importtime;
 pub mod profile;
+
+/// `s` with every control character (a NUL a profiler read from a target, an
+/// escape sequence in a module name) replaced by U+FFFD, so that no SVG, text
+/// report or annotation carries one. Line breaks are kept only where the
+/// renderer escapes them itself, so they are replaced here too.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.chars().any(char::is_control) {
+        std::borrow::Cow::Owned(
+            s.chars()
+                .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+                .collect(),
+        )
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}

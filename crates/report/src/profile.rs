@@ -45,13 +45,16 @@ pub fn parse_collapsed(text: &str) -> (Vec<SampledStack>, Vec<(usize, String)>) 
 /// A clickable flame graph SVG (inferno) with widths in samples.
 pub fn flamegraph_svg(stacks: &[SampledStack], title: &str, w: &mut dyn Write) -> io::Result<()> {
     let mut opt = inferno::flamegraph::Options::default();
-    opt.title = title.to_owned();
+    opt.title = crate::printable(title).into_owned();
     opt.count_name = "samples".to_owned();
     opt.hash = true;
     let lines: Vec<String> = stacks
         .iter()
         .filter(|s| s.samples > 0)
-        .map(|s| format!("{} {}", s.frames.join(";"), s.samples))
+        .map(|s| {
+            let frames: Vec<_> = s.frames.iter().map(|f| crate::printable(f)).collect();
+            format!("{} {}", frames.join(";"), s.samples)
+        })
         .collect();
     let mut w = BufWriter::new(w);
     if lines.is_empty() {
@@ -145,6 +148,54 @@ pub fn top_table(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every SVG written here is parsed as XML: a control character (a NUL
+    /// read from a target) would make it a file no browser opens.
+    #[test]
+    fn a_flame_graph_with_control_characters_in_its_frames_is_well_formed_xml() {
+        let stacks = vec![
+            SampledStack {
+                frames: vec![
+                    "process 1:\"py\"".into(),
+                    "\0\0\0\0 (torch/_ops.py:491)".into(),
+                    "g\u{1b}[31m (a.py:2)".into(),
+                ],
+                samples: 5,
+            },
+            SampledStack {
+                frames: vec!["process 1:\"py\"".into(), "<module> (a&b.py:1)".into()],
+                samples: 3,
+            },
+        ];
+        let mut out = Vec::new();
+        flamegraph_svg(&stacks, "title \u{7}", &mut out).unwrap();
+        let svg = String::from_utf8(out).unwrap();
+        assert!(
+            !svg.chars()
+                .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r')),
+            "a control character reached the SVG"
+        );
+        let xml = roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        };
+        if let Err(e) = roxmltree::Document::parse_with_options(&svg, xml) {
+            panic!("not well-formed XML: {e}");
+        }
+        assert!(
+            svg.contains("(torch/_ops.py:491)"),
+            "the frame's place is kept"
+        );
+    }
+
+    #[test]
+    fn printable_replaces_control_characters_only() {
+        assert_eq!(crate::printable("a\0b\u{1b}c"), "a\u{FFFD}b\u{FFFD}c");
+        assert!(matches!(
+            crate::printable("plain é"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+    }
 
     fn stacks(text: &str) -> Vec<SampledStack> {
         let (s, problems) = parse_collapsed(text);

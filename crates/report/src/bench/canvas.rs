@@ -22,7 +22,8 @@ pub(super) fn colour(v: Variant) -> &'static str {
 
 /// `s` escaped for SVG text and attribute values.
 pub(super) fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
+    crate::printable(s)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")

@@ -23,8 +23,17 @@ pub fn relative(file: &str, root: &Path) -> String {
         .map_or_else(|_| file.to_owned(), |p| p.display().to_string())
 }
 
-/// Escapes a workflow command's message.
+/// Escapes a workflow command's message; a control character other than a
+/// line break never reaches it (see [`crate::printable`]).
 pub(crate) fn esc_data(s: &str) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| match c {
+            '\n' | '\r' => c,
+            c if c.is_control() => '\u{FFFD}',
+            c => c,
+        })
+        .collect();
     s.replace('%', "%25")
         .replace('\r', "%0D")
         .replace('\n', "%0A")
