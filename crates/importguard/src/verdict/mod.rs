@@ -919,15 +919,7 @@ pub fn slowest(log: &ImportLog, n: usize) -> Vec<SlowImport> {
             picked.push(id);
         }
     }
-    picked
-        .into_iter()
-        .map(|id| SlowImport {
-            module: log.name(id).to_owned(),
-            cumulative_us: log.node(id).cumulative_us,
-            self_us: log.node(id).self_us,
-            chain: import_chain_names(log, id).0,
-        })
-        .collect()
+    picked.into_iter().map(|id| slow_import(log, id)).collect()
 }
 
 /// Start-up time by top-level package over the log's first session (the
@@ -958,14 +950,19 @@ pub fn first_party_modules(log: &ImportLog, first_party: &[String], n: usize) ->
     });
     log.top_among(n, Metric::SelfTime, ids)
         .into_iter()
-        .map(|id| SlowImport {
-            module: log.name(id).to_owned(),
-            cumulative_us: log.node(id).cumulative_us,
-            self_us: log.node(id).self_us,
-            chain: import_chain_names(log, id).0,
-        })
+        .map(|id| slow_import(log, id))
         .collect()
 }
 
 #[cfg(test)]
 mod tests;
+
+/// One module of the importtime tree as a row of a "slowest" list.
+fn slow_import(log: &ImportLog, id: NodeId) -> SlowImport {
+    SlowImport {
+        module: log.name(id).to_owned(),
+        cumulative_us: log.node(id).cumulative_us,
+        self_us: log.node(id).self_us,
+        chain: import_chain_names(log, id).0,
+    }
+}
