@@ -125,6 +125,7 @@ fn bench_detects_a_fixed_startup_delay() {
     assert_eq!(h["results"][0]["times"].as_array().unwrap().len(), 8);
     let svg = std::fs::read_to_string(out.join("phases.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    crate::support::assert_well_formed_svg(&svg);
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("| ready | "), "{md}");
     let stdout = String::from_utf8_lossy(&o.stdout);

@@ -520,6 +520,7 @@ fn cli_formats_on_a_fixture() {
 
     let svg = stdout_of(&[log, "--format", "svg"]);
     assert!(svg.starts_with("<?xml"), "{}", &svg[..100.min(svg.len())]);
+    crate::support::assert_well_formed_svg(&svg);
     assert!(
         svg.contains("<title>encodings (2,068 us"),
         "frames carry titles: {svg}"
@@ -596,7 +597,7 @@ fn cli_focus_depth_min_ms_session_and_output_file() {
         .unwrap();
     assert!(out.status.success());
     assert!(out.stdout.is_empty());
-    assert!(std::fs::read_to_string(&file).unwrap().contains("</svg>"));
+    crate::support::assert_well_formed_svg(&std::fs::read_to_string(&file).unwrap());
 }
 
 #[test]

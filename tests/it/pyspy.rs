@@ -50,6 +50,7 @@ fn profile_shows_the_function_that_burns_cpu_at_startup() {
     );
     let svg = std::fs::read_to_string(out.path().join("profile.svg")).unwrap();
     assert!(svg.contains("burn_cpu_in_startup"));
+    crate::support::assert_well_formed_svg(&svg);
     let speedscope: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.path().join("profile.speedscope.json")).unwrap())
             .unwrap();

@@ -93,6 +93,7 @@ fn serve_open_loop_above_capacity_counts_the_queue_and_a_closed_loop_does_not() 
     assert!(md.contains("latency grew all run"), "{md}");
     let svg = std::fs::read_to_string(open.join("phases.svg")).unwrap();
     assert!(svg.contains("serve latency") && svg.trim_end().ends_with("</svg>"));
+    crate::support::assert_well_formed_svg(&svg);
 
     // The same worker, one request in flight: no queue, no growth.
     let closed = dir.path().join("closed");

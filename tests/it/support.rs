@@ -7,6 +7,19 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+/// Panics unless `svg` is well-formed XML with an `<svg>` root: every SVG a
+/// test has coldstart write goes through it, so a browser opens each one.
+pub fn assert_well_formed_svg(svg: &str) {
+    let xml = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    match roxmltree::Document::parse_with_options(svg, xml) {
+        Ok(doc) => assert_eq!(doc.root_element().tag_name().name(), "svg", "the root"),
+        Err(e) => panic!("not well-formed XML: {e}"),
+    }
+}
+
 /// The workspace root.
 pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

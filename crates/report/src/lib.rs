@@ -28,3 +28,17 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
         std::borrow::Cow::Borrowed(s)
     }
 }
+
+/// Panics unless `svg` is well-formed XML with an `<svg>` root: every SVG
+/// the renderers' tests write goes through it, so a browser opens each.
+#[cfg(test)]
+pub(crate) fn assert_well_formed_svg(svg: &str) {
+    let xml = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    match roxmltree::Document::parse_with_options(svg, xml) {
+        Ok(doc) => assert_eq!(doc.root_element().tag_name().name(), "svg", "the root"),
+        Err(e) => panic!("not well-formed XML: {e}"),
+    }
+}

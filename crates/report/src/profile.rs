@@ -175,13 +175,7 @@ mod tests {
                 .any(|c| c.is_control() && !matches!(c, '\n' | '\t' | '\r')),
             "a control character reached the SVG"
         );
-        let xml = roxmltree::ParsingOptions {
-            allow_dtd: true,
-            ..Default::default()
-        };
-        if let Err(e) = roxmltree::Document::parse_with_options(&svg, xml) {
-            panic!("not well-formed XML: {e}");
-        }
+        crate::assert_well_formed_svg(&svg);
         assert!(
             svg.contains("(torch/_ops.py:491)"),
             "the frame's place is kept"

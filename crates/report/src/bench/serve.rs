@@ -469,6 +469,9 @@ mod tests {
         assert!(added > PLOT_H, "{added}");
         assert_eq!(out.matches("<circle").count(), 9);
         assert_eq!(out.matches("#d62728").count(), 1);
+        crate::assert_well_formed_svg(&format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\">{out}</svg>"
+        ));
         assert_eq!(svg_panels(&[], &[], &[], 200.0), (String::new(), 0.0));
     }
 }

@@ -235,5 +235,6 @@ mod tests {
         assert!(ready.contains(", outlier</title>"), "{ready}");
         assert_eq!(svg.matches("<svg").count(), 1);
         assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
+        crate::assert_well_formed_svg(&svg);
     }
 }

@@ -230,10 +230,10 @@ pub fn junit(reports: &[TargetReport], root: &Path) -> String {
             }
             f += 1;
             let first = &hits[0].first;
-            let where_ = first
-                .origin
-                .as_ref()
-                .map(|o| format!(" at {}:{}", relative(&o.file, root), o.line))
+            // The same line as the GitHub error: the one a verified cut
+            // changes, else the line the chain started from.
+            let where_ = error_place(r, first, root)
+                .map(|(file, line)| format!(" at {file}:{line}"))
                 .unwrap_or_default();
             let body: Vec<String> = hits.iter().map(|v| story(v, root)).collect();
             let _ = write!(
