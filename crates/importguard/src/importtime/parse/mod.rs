@@ -1,0 +1,135 @@
+//! The byte-level parser: decoding, line classification and the post-order
+//! tree rebuild, in one pass over the input.
+//!
+//! UTF-8 input is not validated up front: each line is checked as the scan
+//! reaches it (an entry's numbers and columns are ASCII by construction, so
+//! only its name is looked at), and a line that is not UTF-8 sends the whole
+//! input to the lossy decoder. Lines printed exactly as CPython prints them
+//! take a fixed-column fast path; anything else takes the general one.
+//!
+//! This module is the entry (which bytes take which path, and the finished
+//! log); `decode` turns BOMs, UTF-16 and invalid bytes into UTF-8, `lex`
+//! reads one line's columns, and `builder` rebuilds the tree from the
+//! classified lines.
+
+mod builder;
+mod decode;
+mod lex;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use super::tree::{Encoding, ImportLog, SharedBytes, Text};
+use super::{Warning, WarningKind};
+use builder::Builder;
+use decode::{decode, looks_utf16le};
+
+/// Parse raw stderr bytes (copies them once; see [`parse_owned`] to avoid
+/// the copy).
+pub fn parse(bytes: &[u8]) -> ImportLog {
+    parse_owned(bytes.to_vec())
+}
+
+/// Parse raw stderr bytes, taking ownership of the buffer (no copy for
+/// valid UTF-8 input).
+pub fn parse_owned(bytes: Vec<u8>) -> ImportLog {
+    let shared = Arc::new(bytes);
+    // Not UTF-8: the builder's clone is gone by then, so this takes the
+    // buffer back without copying it.
+    parse_from(shared.clone(), move || {
+        Arc::try_unwrap(shared).unwrap_or_else(|shared| (*shared).clone())
+    })
+}
+
+/// Parse shared bytes (for example a file mapped in memory) without
+/// copying them when they are UTF-8 already; other encodings are decoded
+/// into an owned copy.
+pub fn parse_shared(bytes: SharedBytes) -> ImportLog {
+    parse_from(bytes.clone(), move || (*bytes).as_ref().to_vec())
+}
+
+/// The one entry of both: the bytes as they are when they may be UTF-8 and
+/// every line is, else `owned()` decoded first. `bytes` is dropped before
+/// `owned` runs, so an owner holding the only other reference gets its
+/// buffer back.
+fn parse_from(bytes: SharedBytes, owned: impl FnOnce() -> Vec<u8>) -> ImportLog {
+    if plain_utf8_candidate((*bytes).as_ref()) {
+        if let Some(log) = build_checked(Text::Shared(bytes)) {
+            return log;
+        }
+    } else {
+        drop(bytes);
+    }
+    parse_decoded(owned())
+}
+
+/// Input that may be read as it is: no BOM and no sign of UTF-16.
+fn plain_utf8_candidate(raw: &[u8]) -> bool {
+    !raw.starts_with(&[0xFF, 0xFE])
+        && !raw.starts_with(&[0xFE, 0xFF])
+        && !raw.starts_with(&[0xEF, 0xBB, 0xBF])
+        && !looks_utf16le(raw)
+}
+
+/// Decode to UTF-8 first (BOMs, UTF-16, invalid bytes replaced), then parse.
+fn parse_decoded(bytes: Vec<u8>) -> ImportLog {
+    let (text, encoding, invalid) = decode(bytes);
+    build(Text::Owned(text), encoding, invalid, false, true).expect("decoded text is UTF-8")
+}
+
+/// Parse bytes not yet known to be UTF-8, checking each line as it is
+/// scanned; `None` when a line is not UTF-8.
+fn build_checked(text: Text) -> Option<ImportLog> {
+    build(text, Encoding::Utf8, false, true, true)
+}
+
+/// `fast: false` sends every line through the general path (for the tests
+/// that hold both paths to the same result).
+fn build(
+    text: Text,
+    encoding: Encoding,
+    invalid: bool,
+    check_utf8: bool,
+    fast: bool,
+) -> Option<ImportLog> {
+    let mut b = Builder::new(text.bytes(), check_utf8);
+    b.fast = fast;
+    if invalid {
+        b.warnings.push(Warning {
+            line: None,
+            kind: WarningKind::InvalidEncoding,
+        });
+    }
+    b.run();
+    let Builder {
+        classes,
+        nodes,
+        texts,
+        sessions,
+        mut warnings,
+        ambiguous,
+        not_utf8,
+        ..
+    } = b;
+    if not_utf8 {
+        return None;
+    }
+    if ambiguous > 0 {
+        warnings.push(Warning {
+            line: None,
+            kind: WarningKind::AmbiguousCachedDepth { count: ambiguous },
+        });
+    }
+    // Stable: input-wide warnings first, then line order, emission order within a line.
+    warnings.sort_by_key(|w| w.line.map_or(0, u64::from));
+    Some(ImportLog {
+        text,
+        encoding,
+        classes,
+        nodes,
+        texts,
+        sessions,
+        warnings,
+    })
+}
