@@ -3,7 +3,10 @@ use std::path::Path;
 use super::*;
 use crate::importtime;
 use crate::recorder::{self, Recording};
-use timeline::{EndMarks, ReadyMark, RequestMark};
+use std::collections::BTreeMap;
+
+use crate::importtime::ImportLog;
+use timeline::{EndMarks, ReadyMark, RequestMark, Timeline};
 
 fn policy() -> Policy {
     Policy::new(

@@ -1,0 +1,227 @@
+//! What a verdict says: the protocol phase of an import, a violation with
+//! its chain, status, cost and process, and one process's whole verdict.
+
+use std::fmt;
+
+use serde::Serialize;
+use timeline::Timeline;
+
+use crate::importtime::ImportLog;
+use crate::recorder::{Channel, Frame, ProcessInfo, Recording};
+
+use super::missing::MissingEvidence;
+
+/// Where in the protocol an import happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "phase", rename_all = "snake_case")]
+pub enum Phase {
+    /// Before the worker was ready.
+    Startup,
+    /// After ready, before the first request (a background import).
+    AfterReady,
+    /// After request number `index` (1-based, over all requests) was sent
+    /// and before the next one.
+    Request {
+        /// The request's op.
+        op: String,
+        /// 1-based.
+        index: usize,
+    },
+    /// After the shutdown op was sent.
+    Shutdown,
+}
+
+impl fmt::Display for Phase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Phase::Startup => f.write_str("start-up"),
+            Phase::AfterReady => f.write_str("after ready, before any request"),
+            Phase::Request { op, index } => write!(f, "{op} request #{index}"),
+            Phase::Shutdown => f.write_str("shutdown"),
+        }
+    }
+}
+
+/// The protocol phase an event at `t_ns` belongs to, on the worker's
+/// timeline (as `spawn` recorded it).
+pub fn phase_of(timeline: &Timeline, t_ns: u64) -> Phase {
+    if timeline.end.shutdown_sent_ns.is_some_and(|s| t_ns >= s) {
+        return Phase::Shutdown;
+    }
+    match timeline.ready_at_ns() {
+        Some(ready) if t_ns >= ready => {}
+        _ => return Phase::Startup,
+    }
+    match timeline.requests.iter().rposition(|r| t_ns >= r.sent_ns) {
+        Some(i) => Phase::Request {
+            op: timeline.requests[i].op.clone(),
+            index: i + 1,
+        },
+        None => Phase::AfterReady,
+    }
+}
+
+/// How far a forbidden import got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The module was imported (its code ran).
+    Loaded,
+    /// Asked for, but not loaded: not installed, or its import failed.
+    Attempted,
+    /// Refused by the recorder's policy (`--block`).
+    Blocked,
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Status::Loaded => "loaded",
+            Status::Attempted => "attempted",
+            Status::Blocked => "blocked",
+        })
+    }
+}
+
+/// Where a violation's chain came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChainSource {
+    /// The importtime tree.
+    Importtime,
+    /// The recorder's stack of executing modules (no importtime line for
+    /// the module: `importlib.import_module`, a failed or blocked attempt).
+    Recorder,
+}
+
+/// One forbidden module that entered a process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// The forbidden module.
+    pub module: String,
+    /// The forbidden prefix it matched.
+    pub pattern: String,
+    /// Loaded, attempted or blocked.
+    pub status: Status,
+    /// Why it is `attempted`: `not installed`, `found, but its import failed`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Who imported whom, from the top-level import down to the module
+    /// (both included), each module once
+    /// ([`crate::importtime::ImportLog::import_chain`]).
+    pub chain: Vec<String>,
+    /// For each module of the chain, the dotted name its importer asked for
+    /// when the module was imported as that name's parent package (`import
+    /// a.b.c` imports `a.b` first); `None` for a module imported by name.
+    pub chain_parent_of: Vec<Option<String>>,
+    /// Where the chain came from.
+    pub chain_source: ChainSource,
+    /// For each module of the chain, the line that imported it (recorder;
+    /// `None` where it has no record), so a re-export in a package
+    /// `__init__.py` shows as the line it is.
+    pub chain_lines: Vec<Option<Frame>>,
+    /// The first-party source line that started it (recorder).
+    pub origin: Option<Frame>,
+    /// The line that asked for the module itself (recorder).
+    pub importer: Option<Frame>,
+    /// The protocol phase (recorder stamp on the harness's timeline).
+    pub phase: Option<Phase>,
+    /// Recorder stamp of the first attempt.
+    pub t_ns: Option<u64>,
+    /// Cumulative import time of its subtree, microseconds (importtime).
+    pub cumulative_us: Option<i64>,
+    /// Other forbidden modules imported beneath it.
+    pub beneath: Vec<String>,
+    /// Whether the recorder saw it.
+    pub recorded: bool,
+    /// Whether importtime shows it.
+    pub in_importtime: bool,
+    /// The process it happened in (recorder): the worker, or a child with
+    /// its command line, parent and the line that started it.
+    pub process: Option<ProcessInfo>,
+    /// The recorder channel that saw its first attempt.
+    pub channel: Option<Channel>,
+    /// For a module imported lazily and made real later: the line that
+    /// declared it and the line that touched it.
+    pub lazy: Option<LazyUse>,
+}
+
+/// A lazily imported module made real: where it was declared, where it was
+/// touched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LazyUse {
+    /// The line that declared it lazy (the `find_spec` behind a LazyLoader,
+    /// or the `lazy import` statement), when the recorder saw it.
+    pub declared: Option<Frame>,
+    /// The line whose access ran its body.
+    pub made_real_at: Option<Frame>,
+}
+
+/// A module the allow list let through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AllowedHit {
+    /// The module that was imported.
+    pub module: String,
+    /// The forbidden prefix it matched.
+    pub pattern: String,
+    /// The allowance's module.
+    pub allowed_by: String,
+    /// The allowance's reason.
+    pub reason: String,
+}
+
+/// Whether the recorder was used and ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecorderState {
+    /// No recorder for this evidence (`--log`).
+    NotUsed,
+    /// Injected but it never ran: `-S`, `-I`, `-E`, or `PYTHONPATH` replaced.
+    DidNotRun,
+    /// It ran.
+    Ran,
+}
+
+/// The verdict on one process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProcessVerdict {
+    /// One per forbidden module that entered on its own, in time order.
+    pub violations: Vec<Violation>,
+    /// Forbidden-but-allowed modules seen.
+    pub allowed: Vec<AllowedHit>,
+    /// Forbidden modules imported lazily and never executed (not violations).
+    pub lazy: Vec<String>,
+    /// Forbidden modules only probed for (`importlib.util.find_spec`), not
+    /// imported (not violations).
+    pub probed: Vec<String>,
+    /// Whether the recorder ran.
+    pub recorder: RecorderState,
+    /// Whether an importtime log with at least one entry was given.
+    pub importtime: bool,
+    /// Things the reader should know (evidence missing, bootstrap errors).
+    pub notes: Vec<String>,
+    /// Every image the recorder saw, the worker first, with how each was
+    /// started and by which line.
+    pub processes: Vec<ProcessInfo>,
+    /// The process that answered the protocol left no import evidence: the
+    /// check cannot pass (exit 2), whatever `violations` says.
+    pub missing: Option<MissingEvidence>,
+}
+
+impl ProcessVerdict {
+    /// No violation, and evidence from the process that answered.
+    pub fn holds(&self) -> bool {
+        self.violations.is_empty() && self.missing.is_none()
+    }
+}
+
+/// One process's evidence.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Evidence<'a> {
+    /// Its `-X importtime` log.
+    pub importtime: Option<&'a ImportLog>,
+    /// Its recorder records (`None`: no recorder was used).
+    pub recording: Option<&'a Recording>,
+    /// The worker's timeline (`None`: nothing was run).
+    pub timeline: Option<&'a Timeline>,
+}
