@@ -142,14 +142,9 @@ fn one(py: &str, script: &std::path::Path, iterations: u64, s: Setting) -> Run {
     run
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+/// The median (the statistics crate's one median).
+fn median(v: Vec<f64>) -> f64 {
+    phases::stats::median(&v).unwrap_or(f64::NAN)
 }
 
 fn main() {

@@ -61,18 +61,16 @@ pub fn merge(verdicts: &[ProcessVerdict]) -> Vec<MergedViolation> {
         }
     }
     out.into_iter()
-        .map(|(mut m, mut costs)| {
-            costs.sort_unstable();
+        .map(|(mut m, costs)| {
             m.median_cumulative_us = median(&costs);
             m
         })
         .collect()
 }
 
-fn median(sorted: &[i64]) -> Option<i64> {
-    match sorted.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(sorted[n / 2]),
-        n => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2),
-    }
+/// The median of microsecond costs, to the nearest microsecond (the
+/// statistics crate's one median).
+fn median(costs: &[i64]) -> Option<i64> {
+    let costs: Vec<f64> = costs.iter().map(|&c| c as f64).collect();
+    phases::stats::median(&costs).map(|m| m.round() as i64)
 }

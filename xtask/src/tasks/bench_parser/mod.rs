@@ -305,10 +305,9 @@ fn tuna_python(python: &str) -> anyhow::Result<PathBuf> {
     Ok(py)
 }
 
-/// Median of a sorted, non-empty slice.
-fn median_of(sorted: &[f64]) -> f64 {
-    let n = sorted.len();
-    (sorted[(n - 1) / 2] + sorted[n / 2]) / 2.0
+/// The median of a non-empty slice (the statistics crate's one median).
+fn median_of(v: &[f64]) -> f64 {
+    phases::stats::median(v).unwrap_or(f64::NAN)
 }
 
 fn load() -> String {
