@@ -2,6 +2,7 @@
 
 mod bench;
 mod boundary;
+mod ci_files;
 mod conformance;
 mod diff;
 mod evidence;

@@ -1,8 +1,11 @@
 //! The installed command in a shell: `coldstart completions bash|zsh|fish`
-//! (clap_complete). bash is run for real: the script is sourced, `complete
-//! -p` shows it registered, and its function completes a subcommand and a
-//! flag. zsh and fish are not on every machine (neither was where this was written),
-//! so their scripts are held to naming the command and its subcommands.
+//! (clap_complete), each run for real. bash: the script is sourced,
+//! `complete -p` shows it registered, and its function completes a
+//! subcommand and a flag. zsh: after `compinit`, sourcing registers
+//! `_coldstart` for the command. fish: `complete -C` completes a subcommand
+//! and a flag. zsh and fish are Debian packages that `cargo xtask test`
+//! installs; there a missing one fails its test, and a plain `cargo test`
+//! on a machine without it says NOT RUN.
 
 use std::process::Command;
 
@@ -71,4 +74,77 @@ fn zsh_and_fish_scripts_name_the_command_and_its_subcommands() {
         assert!(zsh.contains(&format!("'{sub}:")), "zsh misses {sub}");
         assert!(fish.contains(&format!("-a \"{sub}\"")), "fish misses {sub}");
     }
+}
+
+/// The shell at `path`, or `None` after a NOT RUN line when it is missing
+/// outside `cargo xtask test` (which installs it: there, missing fails).
+fn shell(path: &str) -> Option<&str> {
+    if std::path::Path::new(path).exists() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("COLDSTART_SYSTEM_PROVISIONED").is_none(),
+        "{path} is missing although cargo xtask test provisioned the system packages"
+    );
+    eprintln!("NOT RUN: {path} is not installed (cargo xtask test installs it)");
+    None
+}
+
+fn run(shell: &str, args: &[&str]) -> String {
+    let out = Command::new(shell)
+        .args(args)
+        .env("COLDSTART", coldstart_bin())
+        .output()
+        .expect("the shell runs");
+    assert!(out.status.success(), "{shell} {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn zsh_registers_the_completion_function_for_the_command() {
+    let Some(zsh) = shell("/usr/bin/zsh") else {
+        return;
+    };
+    let out = run(
+        zsh,
+        &[
+            "-f",
+            "-c",
+            r#"autoload -Uz compinit && compinit -u -D
+source <("$COLDSTART" completions zsh)
+print -r -- "${_comps[coldstart]}"
+whence -w _coldstart"#,
+        ],
+    );
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["_coldstart", "_coldstart: function"],
+        "{out}"
+    );
+}
+
+#[test]
+fn fish_completes_subcommands_and_flags() {
+    let Some(fish) = shell("/usr/bin/fish") else {
+        return;
+    };
+    let complete = |line: &str| {
+        let out = run(
+            fish,
+            &[
+                "--no-config",
+                "-c",
+                &format!(r#""$COLDSTART" completions fish | source; complete -C '{line}'"#),
+            ],
+        );
+        out.lines()
+            .map(|l| l.split('\t').next().unwrap_or("").to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(complete("coldstart ch"), ["check"]);
+    let flags = complete("coldstart check --for");
+    assert!(
+        flags.iter().any(|f| f == "--forbid") && flags.iter().any(|f| f == "--format"),
+        "{flags:?}"
+    );
 }

@@ -5,6 +5,7 @@ pub mod dist;
 pub mod interpreters;
 pub mod modcycles;
 pub mod steps;
+pub mod system;
 pub mod test;
 pub mod venv;
 

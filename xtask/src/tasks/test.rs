@@ -10,7 +10,9 @@
 //!    then a Python 3.15 for the PEP 810 (`lazy import`) cases, unpacked
 //!    from Debian unstable's packages under `target/interpreters/` (see
 //!    [`super::interpreters`]; skipped when its stamp is there and it runs;
-//!    a failure there is a warning here, and the PEP 810 cases fail);
+//!    a failure there is a warning here, and the PEP 810 cases fail); then
+//!    the Debian packages of [`super::system`] (zsh and fish, whose
+//!    completions are run for real), with `apt-get` when missing;
 //! 2. check: `cargo fmt --all --check`, then
 //!    `cargo clippy --workspace --all-targets -- -D warnings`;
 //! 3. test: `cargo nextest run --workspace --profile ci` where cargo-nextest
@@ -32,7 +34,7 @@ use anyhow::Result;
 use super::interpreters::{self, Mode};
 use super::project_root;
 use super::steps::{run_step, step};
-use super::venv;
+use super::{system, venv};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -55,6 +57,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         interpreters::python315(Mode::Existing)
     } else {
         venv::provision(&root)?;
+        system::provision()?;
         interpreters::python315(Mode::Download)
     };
 
@@ -99,6 +102,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         )
     };
     test.args(&args.runner_args);
+    // A test that needs a Debian package of `system` fails when it is
+    // missing here, instead of saying NOT RUN.
+    test.env(system::PROVISIONED, "1");
     if let Some(python) = &python315 {
         test.env(test_interpreters::var(interpreters::MINOR), python);
     }
