@@ -21,13 +21,7 @@ fn completions(shell: &str) -> String {
 }
 
 fn bash(script: &str) -> String {
-    let out = Command::new("bash")
-        .args(["--norc", "--noprofile", "-c", script])
-        .env("COLDSTART", coldstart_bin())
-        .output()
-        .expect("bash runs");
-    assert!(out.status.success(), "{script}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
+    run("bash", &["--norc", "--noprofile", "-c", script])
 }
 
 #[test]
