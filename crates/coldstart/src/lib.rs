@@ -11,9 +11,11 @@
 //!
 //! Exit codes: 0 success, 1 a check found a violation (or a comparison
 //! found a regression where asked, or a snapshot drifted), 2 the tool could
-//! not do its job (bad input, a worker that could not be checked, an I/O
-//! error), 128 + the signal when one cut it short (130 SIGINT, 143 SIGTERM,
-//! 129 SIGHUP).
+//! not do its job (bad input, a worker that could not be checked, a process
+//! whose stacks could not be read, an I/O error), 128 + the signal when one
+//! cut it short (130 SIGINT, 143 SIGTERM, 129 SIGHUP). `record` and `top`
+//! end normally (0) on a signal: it is how they are stopped, and `record`
+//! writes what it sampled first.
 
 #![warn(missing_docs)]
 
@@ -23,6 +25,7 @@ pub mod cli;
 pub mod compare;
 pub mod diff;
 pub mod importtime;
+pub mod live;
 pub mod profile;
 pub mod snapshot;
 
@@ -64,6 +67,17 @@ pub enum Command {
     /// Keep each target's start-up import tree under review in
     /// `.coldstart/snapshots/` (insta's `.snap` format); `--check` in CI.
     Snapshot(snapshot::Args),
+    /// Every thread's Python stack of running processes, once: a Python
+    /// process, or any process (the Rust service, a shell) whose Python
+    /// descendants are found and labelled with their parent chain.
+    Dump(live::DumpArgs),
+    /// A live view of the functions on CPU in a running process (own and
+    /// total share, refreshed each second); `-n N` prints N refreshes.
+    Top(live::TopArgs),
+    /// Sample a running process (and its subprocesses) into a flame graph,
+    /// speedscope file or collapsed stacks, until --duration, its exit, or
+    /// Ctrl-C.
+    Record(live::RecordArgs),
     /// Write a commented starter `coldstart.toml` in the current folder.
     Init,
 }
@@ -78,6 +92,9 @@ pub fn run(command: Command, project: &Project) -> Result<ExitCode> {
         Command::Diff(args) => diff::run(args, project),
         Command::Profile(args) => profile::run(args, project),
         Command::Snapshot(args) => snapshot::run(args, project),
+        Command::Dump(args) => live::dump(args),
+        Command::Top(args) => live::top(args),
+        Command::Record(args) => live::record(args),
         Command::Init => init(&project.cwd),
     }
 }

@@ -11,6 +11,13 @@ pub enum Error {
     /// Bad input: the message says what to fix.
     #[error("{0}")]
     Invalid(String),
+    /// A live process's stacks could not be read (the kernel refused,
+    /// not Python, gone, ...): the message says which and what to do.
+    #[error("{0}")]
+    Stacks(pystacks::Error),
+    /// A command-line pattern that is not a regular expression.
+    #[error("{0}")]
+    Pattern(pystacks::BadPattern),
     /// A file or folder could not be read, written or created.
     #[error("could not {what} {}: {cause}", path.display())]
     Io {

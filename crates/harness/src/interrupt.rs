@@ -30,6 +30,10 @@ pub enum OnPress {
     /// Every press kills every worker now (a check: its verdicts are
     /// incomplete anyway).
     KillNow,
+    /// Every press stops the task and kills nothing: the task reads a
+    /// process it did not start (`record`, `top`), which is left alone,
+    /// and what was gathered is kept.
+    StopOnly,
 }
 
 /// The signals that press the token.
@@ -98,7 +102,14 @@ impl Interrupt {
                     let Some(sig) = Signal::from_number(n) else {
                         continue;
                     };
-                    if handler.on_signal(sig, on_press) {
+                    if on_press == OnPress::StopOnly {
+                        handler.signal.store(sig.number(), Ordering::SeqCst);
+                        handler.press();
+                        eprintln!(
+                            "\ninterrupted ({}): stopping; what was sampled is kept and the process is left running",
+                            sig.name()
+                        );
+                    } else if handler.on_signal(sig, on_press) {
                         eprintln!(
                             "\ninterrupted ({}): killing every worker now; what was measured is kept",
                             sig.name()

@@ -41,6 +41,7 @@ pub mod error;
 pub mod importlog;
 pub mod interrupt;
 pub mod lifecycle;
+pub mod live;
 pub mod memory;
 pub mod probe_check;
 pub mod profile;

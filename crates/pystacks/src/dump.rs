@@ -9,6 +9,7 @@ use crate::error::Error;
 use crate::procfs;
 use crate::spy::{Lines, Spy};
 use crate::stack::ThreadStack;
+use crate::tree::{ProcessLabel, parent_chain};
 
 /// How to dump.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +23,13 @@ pub struct DumpOptions {
     /// [`SamplerOptions::pause`](crate::SamplerOptions::pause). Off by
     /// default: a hung process's stacks do not change under the reader.
     pub pause: bool,
+    /// Native (C/C++) frames merged under the Python ones (the `native`
+    /// feature; [`Error::NativeUnavailable`] without it). Unwinding needs
+    /// the process stopped, so it implies [`pause`](Self::pause).
+    pub native: bool,
+    /// Fill [`ProcessDump::chain`]: every process's parents up to the
+    /// first process, with their command lines (who started this worker).
+    pub parent_chains: bool,
 }
 
 impl Default for DumpOptions {
@@ -31,6 +39,8 @@ impl Default for DumpOptions {
             timeout: Duration::from_secs(10),
             subprocesses: true,
             pause: false,
+            native: false,
+            parent_chains: false,
         }
     }
 }
@@ -62,6 +72,9 @@ pub struct ProcessDump {
     pub pid: u32,
     /// Its parent, for a descendant of the asked-for process.
     pub parent: Option<u32>,
+    /// Its parents, its own parent first, up to the first process, with
+    /// [`DumpOptions::parent_chains`] (empty otherwise).
+    pub chain: Vec<ProcessLabel>,
     /// Its command line.
     pub command: String,
     /// Its stacks, or why they could not be read (not Python, gone,
@@ -104,13 +117,20 @@ impl Dump {
 /// releases when its read returns).
 pub fn dump(pid: u32, options: &DumpOptions) -> Result<Dump, Error> {
     Error::check_access(pid)?;
+    if options.native && !crate::NATIVE {
+        return Err(Error::NativeUnavailable);
+    }
     let (tx, rx) = mpsc::channel();
     let subprocesses = options.subprocesses;
-    let pause = options.pause;
+    let how = How {
+        pause: options.pause,
+        native: options.native,
+        chains: options.parent_chains,
+    };
     let reader = std::thread::Builder::new()
         .name("pystacks-dump".into())
         .spawn(move || {
-            let _ = tx.send(read_tree(pid, subprocesses, pause));
+            let _ = tx.send(read_tree(pid, subprocesses, how));
         })
         .map_err(Error::Thread)?;
     match rx.recv_timeout(options.timeout) {
@@ -125,33 +145,56 @@ pub fn dump(pid: u32, options: &DumpOptions) -> Result<Dump, Error> {
     }
 }
 
-fn read_tree(pid: u32, subprocesses: bool, pause: bool) -> Vec<ProcessDump> {
-    let mut out = vec![read_one(pid, None, pause)];
+/// How each process is read.
+#[derive(Debug, Clone, Copy)]
+struct How {
+    pause: bool,
+    native: bool,
+    chains: bool,
+}
+
+fn read_tree(pid: u32, subprocesses: bool, how: How) -> Vec<ProcessDump> {
+    let mut out = vec![read_one(pid, None, how)];
     if subprocesses {
         for (child, parent) in procfs::descendants(pid) {
-            out.push(read_one(child, Some(parent), pause));
+            out.push(read_one(child, Some(parent), how));
         }
     }
     out
 }
 
-fn read_one(pid: u32, parent: Option<u32>, pause: bool) -> ProcessDump {
+fn read_one(pid: u32, parent: Option<u32>, how: How) -> ProcessDump {
     let command = procfs::cmdline(pid);
     ProcessDump {
         pid,
         parent,
         command,
-        outcome: read_stacks(pid, pause),
+        chain: if how.chains {
+            parent_chain(pid)
+        } else {
+            Vec::new()
+        },
+        outcome: read_stacks(pid, how),
     }
 }
 
 /// Attaches and reads, retrying a read that failed for no lasting reason
 /// (memory changing under the reader, an interpreter still starting).
-fn read_stacks(pid: u32, pause: bool) -> Result<PythonStacks, Error> {
+fn read_stacks(pid: u32, how: How) -> Result<PythonStacks, Error> {
     const ATTEMPTS: u32 = 3;
     let mut attempt = 1;
+    // A process that maps no Python (a shell, a Rust service) is not
+    // handed to py-spy: it would search its memory for an interpreter.
+    if procfs::maps_mention_python(pid) == Some(false) {
+        return Err(Error::NotPython {
+            pid,
+            command: procfs::cmdline(pid),
+            searched_children: false,
+            detail: String::new(),
+        });
+    }
     loop {
-        let result = Spy::attach(pid, Lines::Current, pause).and_then(|mut spy| {
+        let result = Spy::attach(pid, Lines::Current, how.pause, how.native).and_then(|mut spy| {
             let mut threads = spy.threads()?;
             threads.reverse();
             Ok(PythonStacks {
@@ -194,15 +237,19 @@ fn into_result(subprocesses: bool, mut processes: Vec<ProcessDump>) -> Result<Du
 
 impl fmt::Display for Dump {
     /// As `py-spy dump` writes it: per process a header (`Process PID:
-    /// command`, the parent, `Python vX (exe)`), then every thread; a
-    /// process that could not be read says why.
+    /// command`, the parent chain or the parent, `Python vX (exe)`), then
+    /// every thread; a process that is not Python says so in one line, one
+    /// that could not be read says why.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, p) in self.processes.iter().enumerate() {
             if i > 0 {
                 writeln!(f)?;
             }
             writeln!(f, "Process {}: {}", p.pid, p.command)?;
-            if let Some(parent) = p.parent {
+            if !p.chain.is_empty() {
+                let chain: Vec<String> = p.chain.iter().map(ToString::to_string).collect();
+                writeln!(f, "Parent chain: {}", chain.join(" < "))?;
+            } else if let Some(parent) = p.parent {
                 writeln!(f, "Parent Process {parent}")?;
             }
             match &p.outcome {
@@ -213,6 +260,7 @@ impl fmt::Display for Dump {
                         write!(f, "{t}")?;
                     }
                 }
+                Err(Error::NotPython { .. }) => writeln!(f, "(not a Python process)")?,
                 Err(e) => writeln!(f, "(no Python stack: {e})")?,
             }
         }
@@ -232,6 +280,7 @@ mod tests {
                 ProcessDump {
                     pid: 10,
                     parent: None,
+                    chain: vec![],
                     command: "python3 parent.py".into(),
                     outcome: Ok(PythonStacks {
                         version: "3.11.7".into(),
@@ -254,6 +303,7 @@ mod tests {
                 ProcessDump {
                     pid: 11,
                     parent: Some(10),
+                    chain: vec![],
                     command: "sleep 100".into(),
                     outcome: Err(Error::NotPython {
                         pid: 11,
@@ -273,7 +323,7 @@ mod tests {
              \n\
              Process 11: sleep 100\n\
              Parent Process 10\n\
-             (no Python stack: process 11 (sleep 100) is not a Python process: no CPython interpreter found in its memory)\n"
+             (not a Python process)\n"
         );
         assert_eq!(d.python_processes().count(), 1);
     }

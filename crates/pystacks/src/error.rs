@@ -75,6 +75,19 @@ pub enum Error {
     /// A sampling rate of zero.
     #[error("the sampling rate must be at least 1 sample per second")]
     ZeroRate,
+    /// Native frames were asked of a build without the `native` feature.
+    #[error("{}", crate::NATIVE_UNAVAILABLE)]
+    NativeUnavailable,
+    /// Native frames were asked of a child of this process: unwinding
+    /// stops the process, and that stop's wait could collect the child's
+    /// exit status from its parent (this process).
+    #[error(
+        "native frames of process {pid} cannot be read from its own parent (stopping it to unwind could take its exit status); read it from another process, e.g. `coldstart dump {pid} --native` in another shell"
+    )]
+    NativeOfChild {
+        /// The process.
+        pid: u32,
+    },
 }
 
 impl Error {
@@ -86,8 +99,9 @@ impl Error {
             | Error::NotPython { pid, .. }
             | Error::UnsupportedPython { pid, .. }
             | Error::Timeout { pid, .. }
-            | Error::Read { pid, .. } => Some(*pid),
-            Error::Thread(_) | Error::ZeroRate => None,
+            | Error::Read { pid, .. }
+            | Error::NativeOfChild { pid } => Some(*pid),
+            Error::Thread(_) | Error::ZeroRate | Error::NativeUnavailable => None,
         }
     }
 

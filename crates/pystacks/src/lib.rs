@@ -63,8 +63,14 @@
 //!
 //! It deliberately does not start, drive or end workers (that is the
 //! harness's, through `spawn`), does not render flame graphs, speedscope
-//! files or tables (that is `report`), and reads no native (C) frames
-//! ([`NATIVE_UNAVAILABLE`] says why).
+//! files or tables (that is `report`). Native (C/C++) frames are read only
+//! with the `native` feature ([`NATIVE`]; [`NATIVE_UNAVAILABLE`] says how
+//! to get them): a native frame's file is its shared object, e.g.
+//! `deflate (libz.so.1)`.
+//!
+//! - [`tree`]: the process tree around a pid: which processes match a
+//!   command-line pattern (what `pgrep -f` is for), and each process's
+//!   chain of parents with their command lines.
 
 #![warn(missing_docs)]
 
@@ -75,6 +81,7 @@ mod procfs;
 mod sampler;
 mod spy;
 mod stack;
+pub mod tree;
 
 pub use collapsed::{
     CollapsedStack, FrameTotal, ImportShare, collapsed_text, import_share, is_import_frame,
@@ -82,16 +89,22 @@ pub use collapsed::{
 };
 pub use dump::{Dump, DumpOptions, ProcessDump, PythonStacks, dump};
 pub use error::{Error, PtraceDenial};
+pub use tree::{BadPattern, ProcessLabel};
 pub use sampler::{
-    Profile, Sample, SampledProcess, Sampler, SamplerCost, SamplerOptions, StopHandle, StopReason,
+    Profile, Sample, SampleWindow, SampledProcess, Sampler, SamplerCost, SamplerOptions, StopHandle, StopReason,
 };
 pub use spy::Lines;
 pub use stack::{Frame, ThreadStack, UNREADABLE_NAME};
 
-/// Why there are no native (C) frames, for a `--native` option to print.
+/// Whether this build reads native (C/C++) frames: the crate's `native`
+/// feature, py-spy's `unwind`, which links the system's libunwind.
+pub const NATIVE: bool = cfg!(feature = "native");
+
+/// Why there are no native (C) frames in a build without the `native`
+/// feature, for a `--native` option to print ([`Error::NativeUnavailable`]).
 ///
 /// py-spy's `unwind` feature unwinds native stacks with libunwind, which
 /// its `remoteprocess` dependency links from the system
 /// (`-lunwind -lunwind-ptrace -lunwind-x86_64 -llzma`): it does not build
-/// from crates alone, so this crate is built without it.
-pub const NATIVE_UNAVAILABLE: &str = "native (C) frames are not available: the stack reader would need py-spy's `unwind` feature, which links the system's libunwind (the libunwind-dev package) rather than building from crates alone, so coldstart is built without it; the Python frames are complete without them";
+/// from crates alone, so it is a feature of its own.
+pub const NATIVE_UNAVAILABLE: &str = "native (C) frames are not in this build: install the system's libunwind (Debian/Ubuntu: `apt-get install libunwind-dev`) and build coldstart with `--features native` (`cargo install --path crates/coldstart --features native`); the Python frames are complete without them";

@@ -23,7 +23,7 @@ const RETRY_ATTACH: Duration = Duration::from_millis(10);
 const ERROR_EXAMPLES: usize = 5;
 
 /// How to sample.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SamplerOptions {
     /// Samples per second (per process).
     pub rate_hz: u32,
@@ -56,6 +56,16 @@ pub struct SamplerOptions {
     /// collects its exit status, which the reader's own reaper (the
     /// harness's, through `spawn`) would then never see.
     pub pause: bool,
+    /// Native (C/C++) frames merged under the Python ones (the `native`
+    /// feature; [`Error::NativeUnavailable`] without it). Unwinding needs
+    /// the process stopped, so it implies [`pause`](Self::pause).
+    pub native: bool,
+    /// The most of the time the sampler may spend reading, e.g. `0.05`:
+    /// when a round of reads takes longer than that share of the period
+    /// (a large process: many threads, deep stacks, a big heap to search),
+    /// the rate is lowered until it fits ([`Profile::adapted_rate_hz`]).
+    /// `None` (the default) keeps the asked rate whatever it costs.
+    pub max_reading_share: Option<f64>,
 }
 
 impl Default for SamplerOptions {
@@ -70,6 +80,8 @@ impl Default for SamplerOptions {
             deadline: None,
             attach_timeout: Duration::from_secs(5),
             pause: false,
+            native: false,
+            max_reading_share: None,
         }
     }
 }
@@ -189,6 +201,9 @@ pub struct Profile {
     pub cost: SamplerCost,
     /// Why it ended.
     pub stop_reason: StopReason,
+    /// The lowest rate sampling was slowed to by
+    /// [`SamplerOptions::max_reading_share`], if it was.
+    pub adapted_rate_hz: Option<f64>,
 }
 
 impl Profile {
@@ -261,7 +276,34 @@ impl StopHandle {
 pub struct Sampler {
     pid: u32,
     stop: StopHandle,
+    window: Arc<Mutex<Window>>,
     thread: Option<JoinHandle<Profile>>,
+}
+
+/// What was sampled since the last [`Sampler::take_window`].
+#[derive(Debug, Default)]
+struct Window {
+    /// Samples per stack id since the last take.
+    counts: HashMap<u32, u64>,
+    /// A copy of the run's distinct stacks, by id.
+    stacks: Vec<Vec<String>>,
+    /// Rounds run since the last take.
+    ticks: u64,
+    /// Failed reads since the last take.
+    errors: u64,
+}
+
+/// The samples of one stretch of a running [`Sampler`] (a live view's
+/// refresh): what [`Sampler::take_window`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SampleWindow {
+    /// The stacks seen, aggregated, most samples first.
+    pub stacks: Vec<CollapsedStack>,
+    /// Sampling rounds run in the stretch.
+    pub ticks: u64,
+    /// Reads that failed in the stretch.
+    pub errors: u64,
 }
 
 impl Sampler {
@@ -277,10 +319,14 @@ impl Sampler {
         if options.rate_hz == 0 {
             return Err(Error::ZeroRate);
         }
+        if options.native && !crate::NATIVE {
+            return Err(Error::NativeUnavailable);
+        }
         Error::check_access(pid)?;
         let stop = StopHandle::default();
         let (attached_tx, attached_rx) = mpsc::channel();
-        let run = Run::new(pid, options, stop.clone());
+        let window = Arc::new(Mutex::new(Window::default()));
+        let run = Run::new(pid, options, stop.clone(), Arc::clone(&window));
         let thread = std::thread::Builder::new()
             .name("pystacks-sample".into())
             .spawn(move || run.sample(attached_tx))
@@ -289,6 +335,7 @@ impl Sampler {
             Ok(Ok(())) => Ok(Sampler {
                 pid,
                 stop,
+                window,
                 thread: Some(thread),
             }),
             Ok(Err(e)) => {
@@ -313,6 +360,26 @@ impl Sampler {
     /// A handle that stops this sampler from another thread.
     pub fn stop_handle(&self) -> StopHandle {
         self.stop.clone()
+    }
+
+    /// What was sampled since the last call (or the start), aggregated;
+    /// the sampling goes on. A live view calls it once per refresh.
+    pub fn take_window(&self) -> SampleWindow {
+        let mut w = self.window.lock().unwrap_or_else(|e| e.into_inner());
+        let counts = std::mem::take(&mut w.counts);
+        let mut stacks: Vec<CollapsedStack> = counts
+            .into_iter()
+            .map(|(id, samples)| CollapsedStack {
+                frames: w.stacks[id as usize].clone(),
+                samples,
+            })
+            .collect();
+        stacks.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.frames.cmp(&b.frames)));
+        SampleWindow {
+            stacks,
+            ticks: std::mem::take(&mut w.ticks),
+            errors: std::mem::take(&mut w.errors),
+        }
     }
 
     /// Whether sampling has ended by itself (deadline, processes exited)
@@ -399,10 +466,17 @@ struct Run {
     started: Instant,
     root_error: Option<Error>,
     tree: procfs::ProcessTree,
+    window: Arc<Mutex<Window>>,
+    adapted_rate_hz: Option<f64>,
 }
 
 impl Run {
-    fn new(root: u32, options: SamplerOptions, stop: StopHandle) -> Run {
+    fn new(
+        root: u32,
+        options: SamplerOptions,
+        stop: StopHandle,
+        window: Arc<Mutex<Window>>,
+    ) -> Run {
         Run {
             root,
             options,
@@ -421,6 +495,8 @@ impl Run {
             started: Instant::now(),
             root_error: None,
             tree: procfs::ProcessTree::default(),
+            window,
+            adapted_rate_hz: None,
         }
     }
 
@@ -429,7 +505,10 @@ impl Run {
         let started_ns = monotonic_ns();
         self.started = Instant::now();
         let start = self.started;
-        let period = Duration::from_secs_f64(1.0 / f64::from(self.options.rate_hz));
+        let asked_period = Duration::from_secs_f64(1.0 / f64::from(self.options.rate_hz));
+        let mut period = asked_period;
+        // The time a round of reads takes, smoothed over rounds.
+        let mut round_ns = 0.0f64;
         self.track(self.root, None);
         let mut attached = Some(attached);
         let mut next_scan = start;
@@ -458,7 +537,26 @@ impl Run {
                 }
             }
             self.ticks += 1;
+            let read_before = self.read_ns;
             self.read_attached();
+            if let Some(share) = self.options.max_reading_share.filter(|s| *s > 0.0) {
+                let this_round = (self.read_ns - read_before) as f64;
+                round_ns = if self.ticks == 1 {
+                    this_round
+                } else {
+                    0.8 * round_ns + 0.2 * this_round
+                };
+                let needed = Duration::from_secs_f64(round_ns / share / 1e9);
+                // Slower when a round costs too much, back towards the
+                // asked rate when it costs less; never above it, never
+                // below one round a second.
+                period = needed.clamp(asked_period, Duration::from_secs(1));
+                if period > asked_period {
+                    let rate = 1.0 / period.as_secs_f64();
+                    self.adapted_rate_hz =
+                        Some(self.adapted_rate_hz.map_or(rate, |r: f64| r.min(rate)));
+                }
+            }
             if self.all_gone() {
                 break StopReason::Exited;
             }
@@ -547,7 +645,12 @@ impl Run {
             } else {
                 let t0 = Instant::now();
                 tried = Some(t0);
-                let r = Spy::attach(pid, self.options.lines, self.options.pause);
+                let r = Spy::attach(
+                    pid,
+                    self.options.lines,
+                    self.options.pause,
+                    self.options.native,
+                );
                 self.attach_ns += t0.elapsed().as_nanos() as u64;
                 r
             };
@@ -664,8 +767,12 @@ impl Run {
             .collect()
     }
 
-    /// One round: every attached process read once.
+    /// One round: every attached process read once, its samples also
+    /// counted in the live window.
     fn read_attached(&mut self) {
+        let window = Arc::clone(&self.window);
+        let mut window = window.lock().unwrap_or_else(|e| e.into_inner());
+        window.ticks += 1;
         for pid in self.order.clone() {
             let t = self.tracked.get_mut(&pid).expect("tracked");
             let State::Attached {
@@ -692,8 +799,10 @@ impl Run {
                         let next = self.stacks.len() as u32;
                         let stack = *self.stack_ids.entry(frames).or_insert_with_key(|k| {
                             self.stacks.push(k.clone());
+                            window.stacks.push(k.clone());
                             next
                         });
+                        *window.counts.entry(stack).or_default() += 1;
                         self.samples.push(Sample { t_ns, pid, stack });
                     }
                 }
@@ -717,6 +826,7 @@ impl Run {
                         };
                     } else {
                         self.errors += 1;
+                        window.errors += 1;
                         if self.error_examples.len() < ERROR_EXAMPLES {
                             self.error_examples.push(e.to_string());
                         }
@@ -772,6 +882,7 @@ impl Run {
             processes,
             cost,
             stop_reason,
+            adapted_rate_hz: self.adapted_rate_hz,
         }
     }
 }
@@ -853,6 +964,7 @@ mod tests {
             processes: vec![],
             cost: SamplerCost::default(),
             stop_reason: StopReason::Stopped,
+            adapted_rate_hz: None,
         };
         let all = profile.collapsed();
         assert_eq!(crate::collapsed_text(&all), "a;b 3\na 1\n");

@@ -29,18 +29,30 @@ impl Spy {
     /// Attaches to `pid` and reads its stacks once to prove the attachment
     /// works (an interpreter still starting up has no readable threads).
     /// With `pause`, each read ptrace-stops the process, except for a
-    /// child of this process (see [`SamplerOptions::pause`]).
+    /// child of this process (see [`SamplerOptions::pause`]). With
+    /// `native`, native frames are unwound and merged under the Python
+    /// ones, which needs the process stopped: `native` implies `pause`
+    /// (and is refused for a child of this process, for the same reason).
     ///
     /// [`SamplerOptions::pause`]: crate::SamplerOptions::pause
-    pub(crate) fn attach(pid: u32, lines: Lines, pause: bool) -> Result<Spy, Error> {
-        let pause = pause && procfs::parent_of(pid) != Some(std::process::id());
+    pub(crate) fn attach(pid: u32, lines: Lines, pause: bool, native: bool) -> Result<Spy, Error> {
+        let own_child = procfs::parent_of(pid) == Some(std::process::id());
+        if native {
+            if !cfg!(feature = "native") {
+                return Err(Error::NativeUnavailable);
+            }
+            if own_child {
+                return Err(Error::NativeOfChild { pid });
+            }
+        }
+        let pause = (pause || native) && !own_child;
         let config = Config {
             blocking: if pause {
                 LockingStrategy::Lock
             } else {
                 LockingStrategy::NonBlocking
             },
-            native: false,
+            native,
             lineno: match lines {
                 Lines::Current => LineNo::LastInstruction,
                 Lines::Function => LineNo::First,
@@ -101,8 +113,16 @@ impl Spy {
                     .frames
                     .into_iter()
                     .map(|f| {
-                        let short = f.short_filename.unwrap_or_else(|| f.filename.clone());
-                        let line = u32::try_from(f.line).unwrap_or(0);
+                        // A native frame names its shared object or binary
+                        // (`deflate (libz.so.1)`), a Python frame its file.
+                        let short = match (&f.module, f.short_filename) {
+                            (Some(module), _) => {
+                                module.rsplit('/').next().unwrap_or(module).to_owned()
+                            }
+                            (None, short) => short.unwrap_or_else(|| f.filename.clone()),
+                        };
+                        let line = if f.module.is_some() { 0 } else { f.line };
+                        let line = u32::try_from(line).unwrap_or(0);
                         Frame::from_read(f.name, f.filename, short, line)
                     })
                     .collect(),

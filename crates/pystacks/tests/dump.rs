@@ -165,7 +165,7 @@ fn a_launcher_that_is_not_python_shows_its_python_child() {
     assert_eq!(d.python_processes().count(), 1, "{d}");
     let text = d.to_string();
     assert!(text.contains("hang_here_for_the_dump"), "{text}");
-    assert!(text.contains("is not a Python process"), "{text}");
+    assert!(text.contains("(not a Python process)"), "{text}");
 }
 
 #[test]

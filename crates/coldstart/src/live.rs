@@ -1,0 +1,384 @@
+//! `coldstart dump`, `top` and `record`: the Python stacks of processes
+//! coldstart did not start (a hung worker, the Rust service above the
+//! workers), read from outside through `harness::live`, rendered by
+//! `report`. The processes read are never signalled nor stopped (unless
+//! `--blocking`, or `--native`, which must stop them to unwind).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use harness::live::{self, Ended, Format, LiveOptions, RecordOptions};
+use harness::{Interrupt, OnPress};
+use serde_json::{Value, json};
+
+/// How to read, shared by the three commands.
+#[derive(Debug, clap::Args)]
+pub struct ReadArgs {
+    /// Native (C/C++) frames under the Python ones (a build with the
+    /// `native` feature; the processes are stopped while they are unwound).
+    #[arg(long)]
+    native: bool,
+    /// Pause each process while it is read, so no stack is read
+    /// half-changed (py-spy's default); off: the processes run on.
+    #[arg(long)]
+    blocking: bool,
+}
+
+/// `coldstart dump`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct DumpArgs {
+    /// The processes: a Python process, or any process (a shell, the Rust
+    /// service) whose Python descendants are dumped.
+    #[arg(value_name = "PID")]
+    pids: Vec<u32>,
+    /// Also every process whose command line matches this regular
+    /// expression (what `pgrep -f` is for).
+    #[arg(long = "match", value_name = "PATTERN")]
+    pattern: Option<String>,
+    /// JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Seconds a dump may take before it is abandoned.
+    #[arg(long, default_value_t = 10.0)]
+    timeout: f64,
+    #[command(flatten)]
+    read: ReadArgs,
+}
+
+/// `coldstart top`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct TopArgs {
+    /// The process (a non-Python one's Python descendants with --subprocesses).
+    #[arg(value_name = "PID")]
+    pid: u32,
+    /// Also sample the process's descendants, as they appear.
+    #[arg(long)]
+    subprocesses: bool,
+    /// Print this many refreshes as plain text and exit (for scripts).
+    #[arg(short = 'n', value_name = "N")]
+    refreshes: Option<u32>,
+    /// Samples per second (default 100, lowered on a process too large to
+    /// read that often).
+    #[arg(long)]
+    rate: Option<u32>,
+    /// Count idle threads too.
+    #[arg(long)]
+    idle: bool,
+    /// How many functions each refresh lists.
+    #[arg(long, default_value_t = 20)]
+    rows: usize,
+    #[command(flatten)]
+    read: ReadArgs,
+}
+
+/// The format of `coldstart record`'s file.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum RecordFormat {
+    /// A flame graph SVG.
+    Flamegraph,
+    /// A speedscope JSON file (speedscope.app).
+    Speedscope,
+    /// Collapsed stacks, `frame;frame;frame count` (py-spy's raw format).
+    Collapsed,
+}
+
+/// `coldstart record`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct RecordArgs {
+    /// The process (a non-Python one's Python descendants with --subprocesses).
+    #[arg(value_name = "PID")]
+    pid: u32,
+    /// Stop after this many seconds (default: when the process exits or on
+    /// Ctrl-C; what was sampled is written in every case).
+    #[arg(long, value_name = "SECONDS")]
+    duration: Option<f64>,
+    /// Samples per second (default 100, lowered on a process too large to
+    /// read that often).
+    #[arg(long)]
+    rate: Option<u32>,
+    /// Also sample the process's descendants, as they appear (forks and
+    /// spawned workers), each stack rooted in its process.
+    #[arg(long)]
+    subprocesses: bool,
+    /// Count idle threads too.
+    #[arg(long)]
+    idle: bool,
+    /// What to write.
+    #[arg(long, value_enum, default_value = "flamegraph")]
+    format: RecordFormat,
+    /// The file (default: coldstart-PID.svg, .speedscope.json or .txt).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    read: ReadArgs,
+}
+
+impl ReadArgs {
+    fn options(&self, subprocesses: bool, rate: Option<u32>, idle: bool) -> LiveOptions {
+        LiveOptions {
+            subprocesses,
+            native: self.native,
+            blocking: self.blocking,
+            rate,
+            idle,
+        }
+    }
+}
+
+/// Runs `coldstart dump`.
+pub fn dump(args: DumpArgs) -> Result<ExitCode> {
+    let timeout = crate::secs(Some(args.timeout), "--timeout")?.unwrap_or_default();
+    let pids = live::select(&args.pids, args.pattern.as_deref())?;
+    let options = args.read.options(true, None, false);
+    let mut dumps = Vec::new();
+    let mut failed = Vec::new();
+    for pid in pids {
+        match live::dump(pid, &options, timeout) {
+            Ok(d) => dumps.push(d),
+            Err(e) => failed.push((pid, e)),
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        let doc = json!({
+            "processes": dumps.iter().flat_map(|d| d.processes.iter().map(process_json)).collect::<Vec<_>>(),
+            "errors": failed.iter().map(|(pid, e)| json!({"pid": pid, "error": e.to_string()})).collect::<Vec<_>>(),
+        });
+        serde_json::to_writer_pretty(&mut stdout, &doc)?;
+        writeln!(stdout)?;
+    } else {
+        for (i, d) in dumps.iter().enumerate() {
+            if i > 0 {
+                writeln!(stdout)?;
+            }
+            write!(stdout, "{d}")?;
+        }
+    }
+    for (pid, e) in &failed {
+        eprintln!("error: process {pid}: {e}");
+    }
+    Ok(if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
+}
+
+fn process_json(p: &live::ProcessDump) -> Value {
+    let (python, threads, error) = match &p.outcome {
+        Ok(s) => (
+            json!({"version": s.version, "exe": s.exe}),
+            s.threads.iter().map(thread_json).collect(),
+            Value::Null,
+        ),
+        Err(e) => (Value::Null, Vec::new(), Value::String(e.to_string())),
+    };
+    json!({
+        "pid": p.pid,
+        "parent": p.parent,
+        "command": p.command,
+        "parent_chain": p.chain.iter().map(|c| json!({"pid": c.pid, "command": c.command})).collect::<Vec<_>>(),
+        "python": python,
+        "threads": threads,
+        "error": error,
+    })
+}
+
+fn thread_json(t: &live::ThreadStack) -> Value {
+    json!({
+        "thread_id": t.thread_id,
+        "os_thread_id": t.os_thread_id,
+        "name": t.name,
+        "status": t.status(),
+        "active": t.active,
+        "owns_gil": t.owns_gil,
+        "frames": t.frames.iter().map(|f| json!({
+            "name": f.name,
+            "filename": f.filename,
+            "short_filename": f.short_filename,
+            "line": f.line,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Runs `coldstart top`.
+pub fn top(args: TopArgs) -> Result<ExitCode> {
+    let options = args.read.options(args.subprocesses, args.rate, args.idle);
+    let interrupt = Interrupt::ctrl_c(OnPress::StopOnly)?;
+    let sampler = live::sample(args.pid, &options)?;
+    let mut stdout = std::io::stdout().lock();
+    let redraw = args.refreshes.is_none() && stdout.is_terminal();
+    let every = Duration::from_secs(1);
+    let mut shown = 0u32;
+    let mut next = Instant::now() + every;
+    loop {
+        // Wait out the second, looking at the interrupt and the process.
+        while Instant::now() < next && !interrupt.is_set() && !sampler.is_finished() {
+            std::thread::sleep(
+                next.saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(50)),
+            );
+        }
+        let started = next - every;
+        next += every;
+        if interrupt.is_set() {
+            break;
+        }
+        let window = sampler.take_window();
+        let seconds = Instant::now().duration_since(started).as_secs_f64();
+        let mut frame = Vec::new();
+        top_frame(&args, &options, &window, seconds, &mut frame)?;
+        if redraw {
+            // Home and clear, then the refresh: a plain redraw.
+            stdout.write_all(b"\x1b[H\x1b[2J")?;
+        } else if shown > 0 {
+            writeln!(stdout)?;
+        }
+        stdout.write_all(&frame)?;
+        stdout.flush()?;
+        shown += 1;
+        if sampler.is_finished() {
+            writeln!(stdout, "process {} exited", args.pid)?;
+            break;
+        }
+        if args.refreshes.is_some_and(|n| shown >= n) {
+            break;
+        }
+    }
+    drop(sampler);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One refresh: a header, then the functions on CPU by own share.
+fn top_frame(
+    args: &TopArgs,
+    options: &LiveOptions,
+    window: &live::SampleWindow,
+    seconds: f64,
+    w: &mut dyn Write,
+) -> Result<()> {
+    let all: u64 = window.stacks.iter().map(|s| s.samples).sum();
+    writeln!(
+        w,
+        "coldstart top: process {}{} - {:.1} s, {} rounds, {} failed reads",
+        args.pid,
+        if options.subprocesses {
+            " and its subprocesses"
+        } else {
+            ""
+        },
+        seconds,
+        window.ticks,
+        window.errors,
+    )?;
+    let top = live::top_frames(&window.stacks, args.rows);
+    let rows: Vec<(&str, u64, u64)> = top
+        .iter()
+        .map(|f| (f.frame.as_str(), f.self_samples, f.total_samples))
+        .collect();
+    report::profile::top_table(&rows, all, options.rate_hz(), w)?;
+    Ok(())
+}
+
+/// Runs `coldstart record`.
+pub fn record(args: RecordArgs) -> Result<ExitCode> {
+    let options = args.read.options(args.subprocesses, args.rate, args.idle);
+    let (format, ext) = match args.format {
+        RecordFormat::Flamegraph => (Format::Flamegraph, "svg"),
+        RecordFormat::Speedscope => (Format::Speedscope, "speedscope.json"),
+        RecordFormat::Collapsed => (Format::Collapsed, "txt"),
+    };
+    let out = args
+        .output
+        .unwrap_or_else(|| PathBuf::from(format!("coldstart-{}.{ext}", args.pid)));
+    let duration = crate::secs(args.duration, "--duration")?;
+    let interrupt = Interrupt::ctrl_c(OnPress::StopOnly)?;
+    eprintln!(
+        "recording process {}{} at {} Hz{}; Ctrl-C writes what was sampled and stops",
+        args.pid,
+        if args.subprocesses {
+            " and its subprocesses"
+        } else {
+            ""
+        },
+        options.rate_hz(),
+        duration.map_or(String::new(), |d| format!(
+            " for {:.1} s",
+            d.as_secs_f64()
+        )),
+    );
+    let rec = live::record(
+        args.pid,
+        &RecordOptions {
+            live: options.clone(),
+            duration,
+            format,
+            out,
+        },
+        &interrupt,
+    )
+    .with_context(|| format!("could not record process {}", args.pid))?;
+    let p = &rec.profile;
+    let mut stdout = std::io::stdout().lock();
+    let why = match rec.ended {
+        Ended::Duration => "the duration passed".to_owned(),
+        Ended::Exited => "the process exited".to_owned(),
+        Ended::Interrupted => format!("stopped by {}", crate::signal_name(&interrupt)),
+        _ => "stopped".to_owned(),
+    };
+    writeln!(
+        stdout,
+        "recorded {} samples over {:.1} s ({why}): {}",
+        p.sample_count(),
+        p.cost.wall_ns() as f64 / 1e9,
+        rec.out.display()
+    )?;
+    writeln!(
+        stdout,
+        "sampler: {} rounds, {} late, {} failed reads, {:.1}% of the time spent reading",
+        p.ticks,
+        p.late_ticks,
+        p.errors,
+        p.cost.reading_share() * 100.0
+    )?;
+    if let Some(rate) = p.adapted_rate_hz {
+        writeln!(
+            stdout,
+            "note: the rate was lowered to {rate:.0} Hz at times so reading stays under {:.0}% of the time (a large process); --rate sets it",
+            live::MAX_READING_SHARE * 100.0
+        )?;
+    } else if options.rate.is_some() && p.cost.reading_share() > live::MAX_READING_SHARE {
+        writeln!(
+            stdout,
+            "warning: reading took {:.0}% of the time at {} Hz; a lower --rate (or none: it adapts) keeps the cost small",
+            p.cost.reading_share() * 100.0,
+            options.rate_hz()
+        )?;
+    }
+    for sp in p.processes.iter().filter(|sp| sp.python_version.is_none()) {
+        if let Some(why) = &sp.not_sampled
+            && sp.pid != args.pid
+        {
+            writeln!(stdout, "not sampled: process {} ({}): {why}", sp.pid, sp.command)?;
+        }
+    }
+    writeln!(stdout)?;
+    let top = live::top_frames(&rec.stacks, 10);
+    let rows: Vec<(&str, u64, u64)> = top
+        .iter()
+        .map(|f| (f.frame.as_str(), f.self_samples, f.total_samples))
+        .collect();
+    let all: u64 = rec.stacks.iter().map(|s| s.samples).sum();
+    report::profile::top_table(&rows, all, options.rate_hz(), &mut stdout)?;
+    if all == 0 {
+        bail!(
+            "no sample was taken: every Python thread of process {} was idle (--idle counts idle threads) or it exited at once; {} was written empty",
+            args.pid,
+            rec.out.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

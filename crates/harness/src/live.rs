@@ -1,0 +1,281 @@
+//! Live processes coldstart did not start: a running worker, a hung
+//! pipeline, the Rust service that owns the workers. The stacks of every
+//! Python process at or below a pid, once ([`dump`]); a sampler kept
+//! running for a live view ([`sample`]); and a recording written in one of
+//! the formats `profile` writes ([`record`]).
+//!
+//! The reading is `pystacks`'s (py-spy as a library), the rendering
+//! `report`'s; nothing here starts, stops or signals the processes read:
+//! they are not paused unless [`LiveOptions::blocking`] asks (or native
+//! frames, which need the process stopped while it is unwound).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub use pystacks::{
+    CollapsedStack, Dump, FrameTotal, NATIVE, NATIVE_UNAVAILABLE, ProcessDump, ProcessLabel,
+    Profile, PythonStacks, SampleWindow, Sampler, StopReason, ThreadStack, top_frames,
+};
+
+use crate::error::{Error, Result, invalid};
+use crate::interrupt::Interrupt;
+
+/// The rate when none is asked for: py-spy's default.
+pub const DEFAULT_RATE: u32 = 100;
+
+/// The most of the time the sampler spends reading when no rate is asked
+/// for: the rate is lowered for a process too large to read that often.
+pub const MAX_READING_SHARE: f64 = 0.05;
+
+/// How to read a live process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveOptions {
+    /// Follow the process's descendants too.
+    pub subprocesses: bool,
+    /// Native (C/C++) frames under the Python ones (a build with the
+    /// `native` feature).
+    pub native: bool,
+    /// Pause each process while it is read (py-spy's default; off here).
+    pub blocking: bool,
+    /// Samples per second; `None`: [`DEFAULT_RATE`], lowered when reading
+    /// would take more than [`MAX_READING_SHARE`] of the time.
+    pub rate: Option<u32>,
+    /// Keep samples of idle threads too.
+    pub idle: bool,
+}
+
+impl Default for LiveOptions {
+    /// Subprocesses followed, Python frames only, not paused, the
+    /// adaptive default rate, idle threads left out.
+    fn default() -> Self {
+        LiveOptions {
+            subprocesses: true,
+            native: false,
+            blocking: false,
+            rate: None,
+            idle: false,
+        }
+    }
+}
+
+impl LiveOptions {
+    /// The rate sampling starts at.
+    pub fn rate_hz(&self) -> u32 {
+        self.rate.unwrap_or(DEFAULT_RATE)
+    }
+
+    fn sampler(&self, deadline: Option<Duration>) -> Result<pystacks::SamplerOptions> {
+        if self.rate == Some(0) {
+            invalid!("--rate must be at least 1 sample per second");
+        }
+        Ok(pystacks::SamplerOptions {
+            rate_hz: self.rate_hz(),
+            subprocesses: self.subprocesses,
+            include_idle: self.idle,
+            deadline,
+            pause: self.blocking,
+            native: self.native,
+            max_reading_share: self.rate.is_none().then_some(MAX_READING_SHARE),
+            ..pystacks::SamplerOptions::default()
+        })
+    }
+}
+
+/// The processes a live command reads: the pids given, or those whose
+/// command line matches a pattern (`pgrep -f`'s job).
+pub fn select(pids: &[u32], pattern: Option<&str>) -> Result<Vec<u32>> {
+    let mut out = pids.to_vec();
+    if let Some(pattern) = pattern {
+        let found = pystacks::tree::matching(pattern).map_err(Error::Pattern)?;
+        if found.is_empty() && pids.is_empty() {
+            invalid!("no running process has a command line matching {pattern:?}");
+        }
+        out.extend(found.into_iter().map(|p| p.pid));
+    }
+    if out.is_empty() {
+        invalid!("name a process: a PID, or --match PATTERN on command lines");
+    }
+    // A match below another selected process is dumped with it already.
+    let all = out.clone();
+    out.retain(|pid| {
+        !pystacks::tree::parent_chain(*pid)
+            .iter()
+            .any(|p| p.pid != *pid && all.contains(&p.pid))
+    });
+    out.dedup();
+    Ok(out)
+}
+
+/// Every thread's stack of `pid` and, with [`LiveOptions::subprocesses`],
+/// of every Python process below it, each with its chain of parents. A
+/// `pid` that is not Python (a shell, the Rust service) is searched for
+/// Python descendants; `Err` when none is found (or the kernel refuses).
+pub fn dump(pid: u32, options: &LiveOptions, timeout: Duration) -> Result<Dump> {
+    pystacks::dump(
+        pid,
+        &pystacks::DumpOptions {
+            timeout,
+            subprocesses: options.subprocesses,
+            pause: options.blocking,
+            native: options.native,
+            parent_chains: true,
+        },
+    )
+    .map_err(Error::Stacks)
+}
+
+/// A sampler started on `pid` and left running (a live view takes its
+/// windows); it stops when dropped.
+pub fn sample(pid: u32, options: &LiveOptions) -> Result<Sampler> {
+    Sampler::start(pid, options.sampler(None)?).map_err(Error::Stacks)
+}
+
+/// The file format of a recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format {
+    /// A flame graph SVG (inferno).
+    Flamegraph,
+    /// A speedscope JSON file.
+    Speedscope,
+    /// Collapsed stacks (`py-spy record --format raw`).
+    Collapsed,
+}
+
+/// How to record.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// How to read.
+    pub live: LiveOptions,
+    /// Stop after this long (else at the processes' exit or an interrupt).
+    pub duration: Option<Duration>,
+    /// What to write.
+    pub format: Format,
+    /// Where.
+    pub out: PathBuf,
+}
+
+/// Why a recording ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Ended {
+    /// The duration passed.
+    Duration,
+    /// Every sampled process exited.
+    Exited,
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) asked to stop.
+    Interrupted,
+}
+
+/// A finished recording, its file written.
+#[derive(Debug)]
+pub struct Recording {
+    /// What was sampled.
+    pub profile: Profile,
+    /// The aggregated stacks written.
+    pub stacks: Vec<CollapsedStack>,
+    /// Why it ended.
+    pub ended: Ended,
+    /// The file.
+    pub out: PathBuf,
+}
+
+/// Samples `pid` (and its subprocesses) until the duration ends, the
+/// processes exit, or `interrupt` is pressed, then writes what was sampled
+/// in the asked format, in every one of those cases.
+pub fn record(pid: u32, options: &RecordOptions, interrupt: &Interrupt) -> Result<Recording> {
+    // Fail on a folder that cannot be written before sampling, not after.
+    let mut file = create(&options.out)?;
+    let sampler = Sampler::start(pid, options.live.sampler(options.duration)?)
+        .map_err(Error::Stacks)?;
+    // The interrupt token has no waiting call: looked at a few times a
+    // second, the sampler's own deadline and exit detection do the rest.
+    let poll = Duration::from_millis(50);
+    let mut next = Instant::now();
+    while !sampler.is_finished() && !interrupt.is_set() {
+        next += poll;
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    let profile = sampler.stop();
+    let ended = match profile.stop_reason {
+        _ if interrupt.is_set() => Ended::Interrupted,
+        StopReason::Deadline => Ended::Duration,
+        StopReason::Exited => Ended::Exited,
+        _ => Ended::Interrupted,
+    };
+    let stacks = profile.collapsed();
+    let title = format!("{} (pid {pid})", command_of(&profile, pid));
+    let report_stacks: Vec<report::profile::SampledStack> = stacks
+        .iter()
+        .map(|s| report::profile::SampledStack {
+            frames: s.frames.clone(),
+            samples: s.samples,
+        })
+        .collect();
+    let written = match options.format {
+        Format::Flamegraph => report::profile::flamegraph_svg(&report_stacks, &title, &mut file),
+        Format::Speedscope => report::profile::speedscope(&report_stacks, &title, &mut file),
+        Format::Collapsed => pystacks::write_collapsed(&stacks, &mut file),
+    };
+    written.map_err(|e| Error::io("write", &options.out, e))?;
+    Ok(Recording {
+        profile,
+        stacks,
+        ended,
+        out: options.out.clone(),
+    })
+}
+
+fn command_of(profile: &Profile, pid: u32) -> String {
+    profile
+        .processes
+        .iter()
+        .find(|p| p.pid == pid)
+        .map(|p| p.command.clone())
+        .filter(|c| !c.is_empty())
+        .unwrap_or_else(|| format!("process {pid}"))
+}
+
+fn create(path: &Path) -> Result<std::fs::File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
+    }
+    std::fs::File::create(path).map_err(|e| Error::io("create", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_rate_adapts_and_an_asked_rate_does_not() {
+        let auto = LiveOptions::default().sampler(None).expect("valid");
+        assert_eq!(auto.rate_hz, DEFAULT_RATE);
+        assert_eq!(auto.max_reading_share, Some(MAX_READING_SHARE));
+        assert!(!auto.pause);
+        let asked = LiveOptions {
+            rate: Some(250),
+            ..LiveOptions::default()
+        }
+        .sampler(Some(Duration::from_secs(2)))
+        .expect("valid");
+        assert_eq!(asked.rate_hz, 250);
+        assert_eq!(asked.max_reading_share, None);
+        assert_eq!(asked.deadline, Some(Duration::from_secs(2)));
+        let zero = LiveOptions {
+            rate: Some(0),
+            ..LiveOptions::default()
+        };
+        assert!(zero.sampler(None).is_err());
+    }
+
+    #[test]
+    fn nothing_selected_says_how_to_name_a_process() {
+        let e = select(&[], None).unwrap_err();
+        assert!(e.to_string().contains("--match"), "{e}");
+        let e = select(&[], Some("(")).unwrap_err();
+        assert!(e.to_string().contains("not a valid pattern"), "{e}");
+        let e = select(&[], Some("no-process-has-this-command-line-7c1f")).unwrap_err();
+        assert!(e.to_string().contains("no running process"), "{e}");
+    }
+}
