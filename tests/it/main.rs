@@ -7,6 +7,7 @@ mod conformance;
 mod diff;
 mod evidence;
 mod importtime;
+mod live;
 mod pyspy;
 mod serve;
 mod shells;

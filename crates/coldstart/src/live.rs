@@ -296,6 +296,18 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from(format!("coldstart-{}.{ext}", args.pid)));
     let duration = crate::secs(args.duration, "--duration")?;
     let interrupt = Interrupt::ctrl_c(OnPress::StopOnly)?;
+    let recorder = live::Recorder::start(
+        args.pid,
+        &RecordOptions {
+            live: options.clone(),
+            duration,
+            format,
+            out,
+        },
+    )
+    .with_context(|| format!("could not record process {}", args.pid))?;
+    // Said once the sampler reads the process: a signal from here on
+    // writes what was sampled.
     eprintln!(
         "recording process {}{} at {} Hz{}; Ctrl-C writes what was sampled and stops",
         args.pid,
@@ -310,17 +322,9 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
             d.as_secs_f64()
         )),
     );
-    let rec = live::record(
-        args.pid,
-        &RecordOptions {
-            live: options.clone(),
-            duration,
-            format,
-            out,
-        },
-        &interrupt,
-    )
-    .with_context(|| format!("could not record process {}", args.pid))?;
+    let rec = recorder
+        .finish(&interrupt)
+        .with_context(|| format!("could not record process {}", args.pid))?;
     let p = &rec.profile;
     let mut stdout = std::io::stdout().lock();
     let why = match rec.ended {

@@ -2,7 +2,7 @@
 //! pipeline, the Rust service that owns the workers. The stacks of every
 //! Python process at or below a pid, once ([`dump`]); a sampler kept
 //! running for a live view ([`sample`]); and a recording written in one of
-//! the formats `profile` writes ([`record`]).
+//! the formats `profile` writes ([`Recorder`], [`record`]).
 //!
 //! The reading is `pystacks`'s (py-spy as a library), the rendering
 //! `report`'s; nothing here starts, stops or signals the processes read:
@@ -180,50 +180,80 @@ pub struct Recording {
     pub out: PathBuf,
 }
 
-/// Samples `pid` (and its subprocesses) until the duration ends, the
-/// processes exit, or `interrupt` is pressed, then writes what was sampled
-/// in the asked format, in every one of those cases.
-pub fn record(pid: u32, options: &RecordOptions, interrupt: &Interrupt) -> Result<Recording> {
-    // Fail on a folder that cannot be written before sampling, not after.
-    let mut file = create(&options.out)?;
-    let sampler = Sampler::start(pid, options.live.sampler(options.duration)?)
-        .map_err(Error::Stacks)?;
-    // The interrupt token has no waiting call: looked at a few times a
-    // second, the sampler's own deadline and exit detection do the rest.
-    let poll = Duration::from_millis(50);
-    let mut next = Instant::now();
-    while !sampler.is_finished() && !interrupt.is_set() {
-        next += poll;
-        std::thread::sleep(next.saturating_duration_since(Instant::now()));
-    }
-    let profile = sampler.stop();
-    let ended = match profile.stop_reason {
-        _ if interrupt.is_set() => Ended::Interrupted,
-        StopReason::Deadline => Ended::Duration,
-        StopReason::Exited => Ended::Exited,
-        _ => Ended::Interrupted,
-    };
-    let stacks = profile.collapsed();
-    let title = format!("{} (pid {pid})", command_of(&profile, pid));
-    let report_stacks: Vec<report::profile::SampledStack> = stacks
-        .iter()
-        .map(|s| report::profile::SampledStack {
-            frames: s.frames.clone(),
-            samples: s.samples,
+/// A recording in progress: the sampler attached, the file created.
+#[derive(Debug)]
+pub struct Recorder {
+    pid: u32,
+    sampler: Sampler,
+    file: std::fs::File,
+    format: Format,
+    out: PathBuf,
+}
+
+impl Recorder {
+    /// Creates the file (so a folder that cannot be written fails before
+    /// any sampling) and starts sampling `pid` (and its subprocesses);
+    /// returns once a first Python process is being read.
+    pub fn start(pid: u32, options: &RecordOptions) -> Result<Recorder> {
+        let file = create(&options.out)?;
+        let sampler = Sampler::start(pid, options.live.sampler(options.duration)?)
+            .map_err(Error::Stacks)?;
+        Ok(Recorder {
+            pid,
+            sampler,
+            file,
+            format: options.format,
+            out: options.out.clone(),
         })
-        .collect();
-    let written = match options.format {
-        Format::Flamegraph => report::profile::flamegraph_svg(&report_stacks, &title, &mut file),
-        Format::Speedscope => report::profile::speedscope(&report_stacks, &title, &mut file),
-        Format::Collapsed => pystacks::write_collapsed(&stacks, &mut file),
-    };
-    written.map_err(|e| Error::io("write", &options.out, e))?;
-    Ok(Recording {
-        profile,
-        stacks,
-        ended,
-        out: options.out.clone(),
-    })
+    }
+
+    /// Samples until the duration ends, the processes exit, or
+    /// `interrupt` is pressed, then writes what was sampled in the asked
+    /// format, in every one of those cases.
+    pub fn finish(mut self, interrupt: &Interrupt) -> Result<Recording> {
+        // The interrupt token has no waiting call: looked at a few times a
+        // second; the sampler's own deadline and exit detection do the rest.
+        let poll = Duration::from_millis(50);
+        let mut next = Instant::now();
+        while !self.sampler.is_finished() && !interrupt.is_set() {
+            next += poll;
+            std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        }
+        let profile = self.sampler.stop();
+        let ended = match profile.stop_reason {
+            _ if interrupt.is_set() => Ended::Interrupted,
+            StopReason::Deadline => Ended::Duration,
+            StopReason::Exited => Ended::Exited,
+            _ => Ended::Interrupted,
+        };
+        let stacks = profile.collapsed();
+        let title = format!("{} (pid {})", command_of(&profile, self.pid), self.pid);
+        let report_stacks: Vec<report::profile::SampledStack> = stacks
+            .iter()
+            .map(|s| report::profile::SampledStack {
+                frames: s.frames.clone(),
+                samples: s.samples,
+            })
+            .collect();
+        let file = &mut self.file;
+        let written = match self.format {
+            Format::Flamegraph => report::profile::flamegraph_svg(&report_stacks, &title, file),
+            Format::Speedscope => report::profile::speedscope(&report_stacks, &title, file),
+            Format::Collapsed => pystacks::write_collapsed(&stacks, file),
+        };
+        written.map_err(|e| Error::io("write", &self.out, e))?;
+        Ok(Recording {
+            profile,
+            stacks,
+            ended,
+            out: self.out,
+        })
+    }
+}
+
+/// [`Recorder::start`] then [`Recorder::finish`].
+pub fn record(pid: u32, options: &RecordOptions, interrupt: &Interrupt) -> Result<Recording> {
+    Recorder::start(pid, options)?.finish(interrupt)
 }
 
 fn command_of(profile: &Profile, pid: u32) -> String {

@@ -326,10 +326,12 @@ impl Sampler {
         let stop = StopHandle::default();
         let (attached_tx, attached_rx) = mpsc::channel();
         let window = Arc::new(Mutex::new(Window::default()));
-        let run = Run::new(pid, options, stop.clone(), Arc::clone(&window));
+        let (run_stop, run_window) = (stop.clone(), Arc::clone(&window));
         let thread = std::thread::Builder::new()
             .name("pystacks-sample".into())
-            .spawn(move || run.sample(attached_tx))
+            // The run is made on its thread: with native frames, a reader
+            // holds libunwind state that may not move between threads.
+            .spawn(move || Run::new(pid, options, run_stop, run_window).sample(attached_tx))
             .map_err(Error::Thread)?;
         match attached_rx.recv() {
             Ok(Ok(())) => Ok(Sampler {

@@ -1,0 +1,443 @@
+//! `coldstart dump`, `top` and `record` on processes coldstart did not
+//! start, run as a user runs them (the installed binary, from a folder
+//! outside the workspace): a stand-in parent that is not Python (a shell
+//! script, where the Rust service would be) with two Python workers, one
+//! blocked in a named function and one busy in a named loop; a worker that
+//! forks; a process the kernel does not let us read. Every process a test
+//! starts is killed and reaped, and its end awaited.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use crate::support;
+
+/// Bounds a hang only.
+const LINE_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn fixture(name: &str) -> PathBuf {
+    support::fixtures().join("live").join(name)
+}
+
+/// A tag unique to one test, put on its workers' command lines, so
+/// `--match` never meets another test's processes.
+fn tag(test: &str) -> String {
+    format!("coldstart-live-{test}-{}", std::process::id())
+}
+
+/// A process tree the test started: the leader in its own process group,
+/// its stdout lines on a channel; stdin closed, the group killed, the
+/// leader reaped and every process it announced awaited on drop.
+struct Tree {
+    leader: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    announced: Vec<u32>,
+}
+
+impl Tree {
+    fn start(mut cmd: Command) -> Tree {
+        let mut leader = cmd
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("the fixture starts");
+        let stdout = leader.stdout.take().expect("piped");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Tree {
+            stdin: leader.stdin.take(),
+            leader,
+            lines: rx,
+            announced: Vec::new(),
+        }
+    }
+
+    /// The stand-in parent (`sh standin_parent.sh PYTHON TAG`) and its two
+    /// workers: (tree, blocked worker's pid, busy worker's pid).
+    fn standin(tag: &str) -> (Tree, u32, u32) {
+        let mut cmd = Command::new("sh");
+        cmd.arg(fixture("standin_parent.sh"))
+            .arg(support::python())
+            .arg(tag);
+        let mut tree = Tree::start(cmd);
+        let first = tree.ready();
+        let second = tree.ready();
+        let mut by_name = [first, second];
+        by_name.sort();
+        match by_name {
+            [(a, blocked), (b, busy)] if a == "blocked" && b == "busy" => (tree, blocked, busy),
+            other => panic!("unexpected ready lines: {other:?}"),
+        }
+    }
+
+    /// The next `NAME ready PID` line.
+    fn ready(&mut self) -> (String, u32) {
+        let line = self
+            .lines
+            .recv_timeout(LINE_TIMEOUT)
+            .unwrap_or_else(|e| panic!("no ready line from the fixture: {e}"));
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        match parts[..] {
+            [name, "ready", pid] => {
+                let pid = pid.parse().expect("a pid");
+                self.announced.push(pid);
+                (name.to_owned(), pid)
+            }
+            _ => panic!("not a ready line: {line:?}"),
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.leader.id()
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        self.stdin = None;
+        // SAFETY: kill(2) on the group of a leader we started and have not
+        // reaped yet (ESRCH is harmless).
+        unsafe { libc::kill(-(self.leader.id() as i32), libc::SIGKILL) };
+        let _ = self.leader.wait();
+        for pid in &self.announced {
+            if !wait_until_gone(*pid) && !std::thread::panicking() {
+                panic!("process {pid} is left running");
+            }
+        }
+    }
+}
+
+/// Waits (bounded) until `pid` has exited, on a pidfd the kernel makes
+/// readable at its exit; true when it has (or was gone already).
+fn wait_until_gone(pid: u32) -> bool {
+    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new fd.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return true;
+    }
+    let mut poll = libc::pollfd {
+        fd: fd as i32,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; the fd is ours and closed right after.
+    let ready = unsafe { libc::poll(&mut poll, 1, LINE_TIMEOUT.as_millis() as i32) };
+    // SAFETY: closing the fd pidfd_open returned.
+    unsafe { libc::close(fd as i32) };
+    ready == 1
+}
+
+/// The installed `coldstart`, run from a fresh folder outside the workspace.
+fn coldstart(cwd: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::new(support::coldstart_bin());
+    cmd.current_dir(cwd).timeout(LINE_TIMEOUT);
+    cmd
+}
+
+fn stdout_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_chain() {
+    let (tree, blocked, busy) = Tree::standin(&tag("dump"));
+    let cwd = tempfile::tempdir().unwrap();
+    let out = coldstart(cwd.path())
+        .args(["dump", &tree.pid().to_string()])
+        .output()
+        .unwrap();
+    let text = stdout_of(&out);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    println!("{text}");
+    let section = |pid: u32| {
+        let start = text
+            .find(&format!("Process {pid}: "))
+            .unwrap_or_else(|| panic!("no section for {pid}:\n{text}"));
+        let rest = &text[start..];
+        let end = rest[1..].find("\nProcess ").map_or(rest.len(), |i| i + 1);
+        rest[..end].to_owned()
+    };
+    let parent = section(tree.pid());
+    assert!(parent.contains("(not a Python process)"), "{parent}");
+    let chain = format!("Parent chain: {} (sh ", tree.pid());
+    let b = section(blocked);
+    assert!(b.contains("wait_for_the_model_request (blocked_worker.py:"), "{b}");
+    assert!(b.contains("(idle)"), "{b}");
+    assert!(b.contains(&chain), "{b}");
+    let c = section(busy);
+    assert!(c.contains("tokenize_in_a_loop (busy_worker.py:"), "{c}");
+    assert!(c.contains(&chain), "{c}");
+
+    // The same as JSON.
+    let out = coldstart(cwd.path())
+        .args(["dump", "--json", &tree.pid().to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let processes = doc["processes"].as_array().unwrap();
+    let of = |pid: u32| {
+        processes
+            .iter()
+            .find(|p| p["pid"] == pid)
+            .unwrap_or_else(|| panic!("{pid} missing: {doc}"))
+    };
+    assert_eq!(of(blocked)["parent_chain"][0]["pid"], tree.pid());
+    assert_eq!(
+        of(blocked)["threads"][0]["frames"][0]["name"],
+        "wait_for_the_model_request"
+    );
+    assert_eq!(of(blocked)["threads"][0]["status"], "idle");
+    assert!(of(tree.pid())["error"].is_string());
+    let busy_names: Vec<&str> = of(busy)["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["frames"].as_array().unwrap())
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert!(busy_names.contains(&"tokenize_in_a_loop"), "{busy_names:?}");
+}
+
+#[test]
+fn match_selects_workers_by_command_line() {
+    let tag = tag("match");
+    let (_tree, blocked, busy) = Tree::standin(&tag);
+    let cwd = tempfile::tempdir().unwrap();
+    let out = coldstart(cwd.path())
+        .args(["dump", "--match", &format!("busy_worker\\.py {tag}$")])
+        .output()
+        .unwrap();
+    let text = stdout_of(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(&format!("Process {busy}: ")), "{text}");
+    assert!(text.contains("tokenize_in_a_loop"), "{text}");
+    assert!(!text.contains(&format!("Process {blocked}: ")), "{text}");
+    // Both workers by their shared tag.
+    let out = coldstart(cwd.path())
+        .args(["dump", "--match", &format!("_worker\\.py {tag}$")])
+        .output()
+        .unwrap();
+    let text = stdout_of(&out);
+    assert!(text.contains("tokenize_in_a_loop"), "{text}");
+    assert!(text.contains("wait_for_the_model_request"), "{text}");
+    // Nothing matches: an error that says so.
+    coldstart(cwd.path())
+        .args(["dump", "--match", &format!("{tag}-matches-nothing")])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("no running process"));
+}
+
+/// Every `<title>` of an inferno flame graph as (frame, samples).
+fn svg_frames(svg: &str) -> Vec<(String, u64)> {
+    let xml = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    let doc = roxmltree::Document::parse_with_options(svg, xml).expect("well-formed");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("title"))
+        .filter_map(|n| {
+            let t = n.text()?;
+            let (frame, rest) = t.rsplit_once(" (")?;
+            let samples = rest.split_whitespace().next()?.replace(',', "");
+            Some((frame.to_owned(), samples.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn record_for_two_seconds_writes_a_flame_graph_whose_widest_frame_is_the_loop() {
+    let (_tree, _blocked, busy) = Tree::standin(&tag("record"));
+    let cwd = tempfile::tempdir().unwrap();
+    let out = coldstart(cwd.path())
+        .args(["record", &busy.to_string(), "--duration", "2", "-o"])
+        .arg("busy.svg")
+        .output()
+        .unwrap();
+    let text = stdout_of(&out);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("the duration passed"), "{text}");
+    let svg = std::fs::read_to_string(cwd.path().join("busy.svg")).unwrap();
+    support::assert_well_formed_svg(&svg);
+    let frames = svg_frames(&svg);
+    let widest = frames
+        .iter()
+        .filter(|(f, _)| f != "all")
+        .map(|(_, n)| *n)
+        .max()
+        .unwrap_or_else(|| panic!("no frame in the flame graph: {frames:?}"));
+    let the_loop = frames
+        .iter()
+        .find(|(f, _)| f.starts_with("tokenize_in_a_loop (busy_worker.py"))
+        .unwrap_or_else(|| panic!("no loop frame: {frames:?}"));
+    assert_eq!(the_loop.1, widest, "{frames:?}");
+}
+
+#[test]
+fn record_stopped_by_sigterm_writes_what_it_sampled() {
+    let (_tree, _blocked, busy) = Tree::standin(&tag("sigterm"));
+    let cwd = tempfile::tempdir().unwrap();
+    let mut rec = Command::new(support::coldstart_bin())
+        .args(["record", &busy.to_string(), "--format", "collapsed", "-o"])
+        .arg("busy.txt")
+        .current_dir(cwd.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It says it records once the sampler is attached.
+    let mut line = String::new();
+    BufReader::new(rec.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("recording process"), "{line}");
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGTERM) };
+    let out = rec.wait_with_output().unwrap();
+    let text = stdout_of(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("stopped by SIGTERM"), "{text}");
+    let collapsed = std::fs::read_to_string(cwd.path().join("busy.txt")).unwrap();
+    assert!(
+        collapsed
+            .lines()
+            .any(|l| l.contains("tokenize_in_a_loop (busy_worker.py")),
+        "{collapsed}"
+    );
+}
+
+#[test]
+fn top_prints_two_refreshes_that_name_the_loop() {
+    let (_tree, _blocked, busy) = Tree::standin(&tag("top"));
+    let cwd = tempfile::tempdir().unwrap();
+    let out = coldstart(cwd.path())
+        .args(["top", &busy.to_string(), "-n", "2"])
+        .output()
+        .unwrap();
+    let text = stdout_of(&out);
+    assert!(out.status.success(), "{text}");
+    let refreshes: Vec<&str> = text.split("coldstart top:").skip(1).collect();
+    assert_eq!(refreshes.len(), 2, "{text}");
+    for r in refreshes {
+        let first_row = r
+            .lines()
+            .skip_while(|l| !l.ends_with("frame"))
+            .nth(1)
+            .unwrap_or_default();
+        assert!(first_row.contains("tokenize_in_a_loop"), "{r}");
+    }
+    assert!(!text.contains('\x1b'), "plain text, no terminal codes");
+}
+
+#[test]
+fn subprocesses_follows_a_forked_child() {
+    let tag = tag("fork");
+    let mut cmd = Command::new(support::python());
+    cmd.arg(fixture("forking_worker.py")).arg(&tag);
+    let mut tree = Tree::start(cmd);
+    let mut ready = [tree.ready(), tree.ready()];
+    ready.sort();
+    let [(_, child), (_, parent)] = ready;
+    assert_eq!(parent, tree.pid());
+    let cwd = tempfile::tempdir().unwrap();
+    let out = coldstart(cwd.path())
+        .args(["record", &parent.to_string(), "--subprocesses"])
+        .args(["--duration", "2", "--format", "collapsed", "-o", "tree.txt"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stdout_of(&out));
+    let collapsed = std::fs::read_to_string(cwd.path().join("tree.txt")).unwrap();
+    let child_label = format!("process {child}:");
+    assert!(
+        collapsed.lines().any(|l| l.contains(&child_label)
+            && l.contains("spin_in_the_forked_child (forking_worker.py")),
+        "{collapsed}"
+    );
+    // Without --subprocesses, the waiting parent alone (idle: no samples).
+    let out = coldstart(cwd.path())
+        .args(["record", &parent.to_string(), "--idle", "--duration", "1"])
+        .args(["--format", "collapsed", "-o", "parent.txt"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stdout_of(&out));
+    let alone = std::fs::read_to_string(cwd.path().join("parent.txt")).unwrap();
+    assert!(!alone.contains("spin_in_the_forked_child"), "{alone}");
+}
+
+/// `coldstart` without CAP_SYS_PTRACE: as root here, dropped from the
+/// bounding set before exec, so the new program never gets it.
+fn coldstart_without_ptrace_rights(cwd: &Path) -> Command {
+    let mut cmd = Command::new(support::coldstart_bin());
+    cmd.current_dir(cwd);
+    // SAFETY: only prctl(2), async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            const CAP_SYS_PTRACE: libc::c_ulong = 19;
+            if libc::geteuid() == 0 && libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd
+}
+
+#[test]
+fn a_process_the_kernel_will_not_let_us_read_gives_the_permission_error() {
+    let mut cmd = Command::new(support::python());
+    cmd.arg(fixture("protected.py")).arg("not-dumpable");
+    let tree = Tree::start(cmd);
+    let line = tree.lines.recv_timeout(LINE_TIMEOUT).expect("ready");
+    assert_eq!(line, "ready");
+    let pid = tree.pid().to_string();
+    let cwd = tempfile::tempdir().unwrap();
+    for args in [
+        vec!["dump", &pid],
+        vec!["record", &pid, "--duration", "1", "-o", "x.svg"],
+        vec!["top", &pid, "-n", "1"],
+    ] {
+        let out = coldstart_without_ptrace_rights(cwd.path())
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        for words in [
+            format!("the kernel does not let this process read the memory of process {pid}"),
+            "PR_SET_DUMPABLE".to_owned(),
+            "CAP_SYS_PTRACE".to_owned(),
+        ] {
+            assert!(stderr.contains(&words), "{args:?}: {words:?} missing: {stderr}");
+        }
+    }
+    // Left alone: not stopped, not traced.
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(status.contains("TracerPid:\t0"), "{status}");
+    assert!(!status.contains("State:\tT"), "{status}");
+}
+
+#[test]
+fn native_on_a_build_without_the_feature_says_how_to_get_it() {
+    let (_tree, _blocked, busy) = Tree::standin(&tag("native"));
+    let cwd = tempfile::tempdir().unwrap();
+    coldstart(cwd.path())
+        .args(["dump", "--native", &busy.to_string()])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("libunwind-dev"))
+        .stderr(predicates::str::contains("--features native"));
+}
