@@ -21,6 +21,9 @@
 //!   view, each on a fresh untimed worker.
 //! - [`profile`]: a worker's start-up under `py-spy record`.
 //! - [`pyspy`]: py-spy located and run for stack dumps.
+//! - [`live`]: processes coldstart did not start (a running worker, the
+//!   service above the workers): their stacks once, a sampler left running
+//!   for a live view, a recording written as `profile` writes its files.
 //! - [`env`]: the environment record and the embedded interpreter query.
 //! - [`importlog`]: an importtime log read from a file, stdin or a live
 //!   command.

@@ -4,11 +4,12 @@
 
 mod common;
 
-use pystacks::{DumpOptions, Error, Sampler, SamplerOptions, dump};
+use pystacks::{DumpOptions, Error, dump};
 
 #[cfg(not(feature = "native"))]
 #[test]
 fn native_frames_in_a_build_without_the_feature_say_how_to_get_them() {
+    use pystacks::{Sampler, SamplerOptions};
     let options = DumpOptions {
         native: true,
         ..DumpOptions::default()

@@ -19,7 +19,10 @@
 //!    is installed, `cargo test --workspace` otherwise, with any arguments
 //!    given after `--`, and `$COLDSTART_PYTHON3_15` naming the provisioned
 //!    3.15 (the tests' lookup is the `test-interpreters` crate, which fails a
-//!    case whose variable names no working one: no NOT RUN in this run).
+//!    case whose variable names no working one: no NOT RUN in this run);
+//!    then `pystacks`'s own tests again with its `native` feature (native
+//!    frames through the system's libunwind, which `.ci/run` installs):
+//!    one crate, a few seconds.
 //!
 //! Exit codes: 0 all green, 1 a check or a test failed, 2 a step could not
 //! run (no python3, pip failed, cargo missing).
@@ -111,6 +114,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let label = with_args(label, &args.runner_args);
     if !run_step(&label, test)? {
         return Ok(failed("tests failed"));
+    }
+    let (label, native) = if has_nextest(&root) {
+        (
+            "test: cargo nextest run -p pystacks --features native --profile ci",
+            cargo(
+                &root,
+                [
+                    "nextest", "run", "-p", "pystacks", "--features", "native", "--profile", "ci",
+                ],
+            ),
+        )
+    } else {
+        (
+            "test: cargo test -p pystacks --features native",
+            cargo(&root, ["test", "-p", "pystacks", "--features", "native"]),
+        )
+    };
+    if !run_step(label, native)? {
+        return Ok(failed(
+            "the native-frames tests failed (they need the system's libunwind: `apt-get install libunwind-dev`)",
+        ));
     }
     step("all steps passed");
     Ok(ExitCode::SUCCESS)
