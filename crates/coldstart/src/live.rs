@@ -208,7 +208,8 @@ fn thread_json(t: &live::ThreadStack) -> Value {
 pub fn top(args: TopArgs) -> Result<ExitCode> {
     let options = args.read.options(args.subprocesses, args.rate, args.idle);
     let interrupt = Interrupt::ctrl_c(OnPress::StopOnly)?;
-    let sampler = live::sample(args.pid, &options)?;
+    let sampler = live::sample(args.pid, &options)
+        .map_err(|e| could_not(e, "read", args.pid, args.subprocesses))?;
     let mut stdout = std::io::stdout().lock();
     let redraw = args.refreshes.is_none() && stdout.is_terminal();
     let every = Duration::from_secs(1);
@@ -283,6 +284,17 @@ fn top_frame(
     Ok(())
 }
 
+/// The context of an error of `top` or `record`: which process, and the
+/// way to its Python descendants when they were not followed.
+fn could_not(e: harness::Error, what: &str, pid: u32, subprocesses: bool) -> anyhow::Error {
+    let hint = if e.is_not_python() && !subprocesses {
+        " (for the Python processes below one that is not Python, such as the service above the workers, add --subprocesses)"
+    } else {
+        ""
+    };
+    anyhow::Error::new(e).context(format!("could not {what} process {pid}{hint}"))
+}
+
 /// Runs `coldstart record`.
 pub fn record(args: RecordArgs) -> Result<ExitCode> {
     let options = args.read.options(args.subprocesses, args.rate, args.idle);
@@ -305,7 +317,7 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
             out,
         },
     )
-    .with_context(|| format!("could not record process {}", args.pid))?;
+    .map_err(|e| could_not(e, "record", args.pid, args.subprocesses))?;
     // Said once the sampler reads the process: a signal from here on
     // writes what was sampled.
     eprintln!(

@@ -79,6 +79,12 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether a live process's stacks could not be read because it is
+    /// not Python (its descendants may be).
+    pub fn is_not_python(&self) -> bool {
+        matches!(self, Error::Stacks(pystacks::Error::NotPython { .. }))
+    }
+
     /// An I/O error on `path`.
     pub fn io(what: &'static str, path: &Path, cause: std::io::Error) -> Error {
         Error::Io {

@@ -102,7 +102,8 @@ pub fn select(pids: &[u32], pattern: Option<&str>) -> Result<Vec<u32>> {
             .iter()
             .any(|p| p.pid != *pid && all.contains(&p.pid))
     });
-    out.dedup();
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|pid| seen.insert(*pid));
     Ok(out)
 }
 

@@ -259,3 +259,33 @@ fn a_python_child_started_after_the_sampler_is_sampled_under_its_parent() {
         "{burning:?}"
     );
 }
+
+#[test]
+fn a_reading_share_cap_slows_the_rate_and_the_live_window_holds_what_was_sampled() {
+    let mut py = Py::start("spins_in_named_function.py", &["20000000"]);
+    py.expect_line("ready");
+    // At 1 kHz, 1% of the time is 10 µs a read: no read is that cheap, so
+    // the cap must slow sampling down.
+    let options = SamplerOptions {
+        max_reading_share: Some(0.01),
+        ..SamplerOptions::at_rate(1000)
+    };
+    let sampler = Sampler::start(py.pid(), options).expect("start");
+    py.send("go");
+    // Reaped: no read can succeed any more, and a round in progress holds
+    // the window until it ends, so the window now holds every sample.
+    assert_eq!(py.finish(), Some(0));
+    let window = sampler.take_window();
+    let profile = sampler.wait();
+    let slowest = profile.adapted_rate_hz.expect("the rate was lowered");
+    assert!(slowest < 1000.0, "{slowest}");
+    let windowed: u64 = window.stacks.iter().map(|s| s.samples).sum();
+    assert!(windowed > 0, "{window:#?}");
+    assert_eq!(windowed, profile.sample_count(), "{window:#?}");
+    assert_eq!(window.stacks, {
+        let mut all = profile.collapsed();
+        all.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.frames.cmp(&b.frames)));
+        all
+    });
+    assert!(window.ticks > 0);
+}
