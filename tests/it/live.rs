@@ -159,7 +159,11 @@ fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_
         .output()
         .unwrap();
     let text = stdout_of(&out);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     println!("{text}");
     let section = |pid: u32| {
         let start = text
@@ -173,7 +177,10 @@ fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_
     assert!(parent.contains("(not a Python process)"), "{parent}");
     let chain = format!("Parent chain: {} (sh ", tree.pid());
     let b = section(blocked);
-    assert!(b.contains("wait_for_the_model_request (blocked_worker.py:"), "{b}");
+    assert!(
+        b.contains("wait_for_the_model_request (blocked_worker.py:"),
+        "{b}"
+    );
     assert!(b.contains("(idle)"), "{b}");
     assert!(b.contains(&chain), "{b}");
     let c = section(busy);
@@ -269,7 +276,11 @@ fn record_for_two_seconds_writes_a_flame_graph_whose_widest_frame_is_the_loop() 
         .output()
         .unwrap();
     let text = stdout_of(&out);
-    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(text.contains("the duration passed"), "{text}");
     let svg = std::fs::read_to_string(cwd.path().join("busy.svg")).unwrap();
     support::assert_well_formed_svg(&svg);
@@ -421,7 +432,10 @@ fn a_process_the_kernel_will_not_let_us_read_gives_the_permission_error() {
             "PR_SET_DUMPABLE".to_owned(),
             "CAP_SYS_PTRACE".to_owned(),
         ] {
-            assert!(stderr.contains(&words), "{args:?}: {words:?} missing: {stderr}");
+            assert!(
+                stderr.contains(&words),
+                "{args:?}: {words:?} missing: {stderr}"
+            );
         }
     }
     // Left alone: not stopped, not traced.

@@ -329,10 +329,7 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
             ""
         },
         options.rate_hz(),
-        duration.map_or(String::new(), |d| format!(
-            " for {:.1} s",
-            d.as_secs_f64()
-        )),
+        duration.map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64())),
     );
     let rec = recorder
         .finish(&interrupt)
@@ -378,7 +375,11 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
         if let Some(why) = &sp.not_sampled
             && sp.pid != args.pid
         {
-            writeln!(stdout, "not sampled: process {} ({}): {why}", sp.pid, sp.command)?;
+            writeln!(
+                stdout,
+                "not sampled: process {} ({}): {why}",
+                sp.pid, sp.command
+            )?;
         }
     }
     writeln!(stdout)?;

@@ -197,8 +197,8 @@ impl Recorder {
     /// returns once a first Python process is being read.
     pub fn start(pid: u32, options: &RecordOptions) -> Result<Recorder> {
         let file = create(&options.out)?;
-        let sampler = Sampler::start(pid, options.live.sampler(options.duration)?)
-            .map_err(Error::Stacks)?;
+        let sampler =
+            Sampler::start(pid, options.live.sampler(options.duration)?).map_err(Error::Stacks)?;
         Ok(Recorder {
             pid,
             sampler,

@@ -89,12 +89,13 @@ pub use collapsed::{
 };
 pub use dump::{Dump, DumpOptions, ProcessDump, PythonStacks, dump};
 pub use error::{Error, PtraceDenial};
-pub use tree::{BadPattern, ProcessLabel};
 pub use sampler::{
-    Profile, Sample, SampleWindow, SampledProcess, Sampler, SamplerCost, SamplerOptions, StopHandle, StopReason,
+    Profile, Sample, SampleWindow, SampledProcess, Sampler, SamplerCost, SamplerOptions,
+    StopHandle, StopReason,
 };
 pub use spy::Lines;
 pub use stack::{Frame, ThreadStack, UNREADABLE_NAME};
+pub use tree::{BadPattern, ProcessLabel};
 
 /// Whether this build reads native (C/C++) frames: the crate's `native`
 /// feature, py-spy's `unwind`, which links the system's libunwind.

@@ -121,7 +121,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
             cargo(
                 &root,
                 [
-                    "nextest", "run", "-p", "pystacks", "--features", "native", "--profile", "ci",
+                    "nextest",
+                    "run",
+                    "-p",
+                    "pystacks",
+                    "--features",
+                    "native",
+                    "--profile",
+                    "ci",
                 ],
             ),
         )
