@@ -66,7 +66,7 @@
 //! files or tables (that is `report`). Native (C/C++) frames are read only
 //! with the `native` feature ([`NATIVE`]; [`NATIVE_UNAVAILABLE`] says how
 //! to get them): a native frame's file is its shared object, e.g.
-//! `deflate (libz.so.1)`.
+//! `deflate (libz.so.1.2.13)`.
 //!
 //! - [`tree`]: the process tree around a pid: which processes match a
 //!   command-line pattern (what `pgrep -f` is for), and each process's

@@ -105,6 +105,7 @@ mod with_the_feature {
                 .cloned()
         });
         let frame = found.unwrap_or_else(|| panic!("no native frame under the loop:\n{last}"));
+        println!("{last}");
         assert_eq!(frame.line, 0, "{frame:?}");
         let worker_pid = worker.pid;
         drop(worker);
