@@ -1,5 +1,7 @@
 //! The Debian packages the suite needs beyond the toolchain and the venv:
-//! the shells whose completions are run for real (zsh, fish). `cargo xtask
+//! the shells whose completions are run for real (zsh, fish), and the
+//! system's libunwind that `pystacks`'s `native` feature links (its tests
+//! run with the feature after the suite). `cargo xtask
 //! test` installs the missing ones with `apt-get` (this project's machines
 //! and CI run as root on Debian) and tells the tests, through
 //! [`PROVISIONED`], that they are there: a test that needs one then fails
@@ -35,6 +37,10 @@ pub const PACKAGES: &[Package] = &[
         name: "fish",
         marker: "/usr/bin/fish",
     },
+    Package {
+        name: "libunwind-dev",
+        marker: "/usr/lib/x86_64-linux-gnu/libunwind-ptrace.so",
+    },
 ];
 
 /// Installs the missing packages; `true` when every one is there after.
@@ -47,7 +53,11 @@ pub fn provision() -> Result<bool> {
         .map(|p| p.name)
         .collect();
     if missing.is_empty() {
-        step("provision: Debian packages present (zsh, fish)");
+        let names: Vec<&str> = PACKAGES.iter().map(|p| p.name).collect();
+        step(&format!(
+            "provision: Debian packages present ({})",
+            names.join(", ")
+        ));
         return Ok(true);
     }
     let root = rustix::process::geteuid().is_root();
