@@ -68,7 +68,7 @@ pub struct Profile {
 
 /// Why `profile --native` is not offered: the worker is this process's own
 /// child, which native unwinding (it stops the process) must not read.
-pub const NATIVE_UNAVAILABLE: &str = "native (C) frames are not read by `profile`: unwinding stops the process, and the worker is coldstart's own child, whose exit status the stop could take; start the worker yourself and run `coldstart record PID --native` (a build with the `native` feature)";
+pub const NATIVE_UNAVAILABLE: &str = "native (C) frames are not read by `profile`: unwinding stops the process, and the worker is coldstart's own child, whose exit status the stop could take; start the worker yourself and run `coldstart record PID --native` (a build with the `native` feature, which links the system's libunwind)";
 
 /// Profiles `target`'s start-up (and, unless `until_ready`, its health and
 /// shutdown).
