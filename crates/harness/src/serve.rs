@@ -458,18 +458,6 @@ impl Hooks for Serving<'_> {
     }
 }
 
-/// A fresh worker through its ready line, for an untimed run.
-pub(crate) fn start<'a>(
-    lifecycle: &'a Lifecycle,
-    cmd: &spawn::Command,
-    what: &str,
-) -> Result<Started<'a>> {
-    lifecycle
-        .spawn(cmd)
-        .and_then(|s| s.wait_ready())
-        .map_err(|e| Error::worker(format!("the worker of {what} did not become ready"), e))
-}
-
 /// One side of a bench run, as the serve phase and memory view need it.
 #[derive(Debug)]
 pub struct Side<'a> {
