@@ -15,4 +15,5 @@ mod signals;
 mod spawn_faults;
 mod suggest;
 mod support;
+mod tcp;
 mod user_project;

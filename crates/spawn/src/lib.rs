@@ -105,10 +105,12 @@ mod group;
 mod guard;
 mod helper;
 mod reap;
+mod transport;
 mod worker;
 
 pub use command::{
-    Command, DEFAULT_MAX_NOISE_LINES, DEFAULT_STDERR_TAIL_BYTES, DEFAULT_WRITE_TIMEOUT,
+    Command, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_NOISE_LINES, DEFAULT_STDERR_TAIL_BYTES,
+    DEFAULT_WRITE_TIMEOUT,
 };
 pub use error::{Error, ErrorDetail, ErrorKind, Phase};
 pub use group::{kill_all, live_groups};
@@ -118,5 +120,6 @@ pub use helper::{
 pub use reap::Rusage;
 pub use timeline::monotonic_ns;
 pub use timeline::{Escalation, ExitStatus};
+pub use transport::Transport;
 pub use worker::{Exchange, Finished, NoiseLine, ShutdownPolicy, Stamped, TimeoutHook, Worker};
 pub use worker_proto;
