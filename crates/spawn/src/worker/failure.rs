@@ -65,13 +65,17 @@ impl Worker {
     ) -> Error {
         match kind {
             ErrorKind::Timeout { .. } => self.run_hook(),
-            ErrorKind::ExitedEarly
-            | ErrorKind::PartialLine { .. }
-            | ErrorKind::Disconnected { .. } => {
+            ErrorKind::ExitedEarly | ErrorKind::PartialLine { .. } => {
                 // stdout ended: the worker is most likely exiting; let it,
                 // so the error carries its own exit status.
                 let until = deadline.max(Instant::now() + EXIT_AFTER_EOF);
                 self.wait_exit_until(until);
+            }
+            ErrorKind::Disconnected { .. } => {
+                // A closed connection says less: a worker may close it and
+                // go on running. A short while to exit on its own, then
+                // it is ended.
+                self.wait_exit_until(Instant::now() + EXIT_AFTER_EOF);
             }
             _ => {}
         }
