@@ -399,3 +399,56 @@ fn tcp_bench_times_ready_from_the_stderr_line_and_names_connect_and_first_reply(
     );
     assert_nothing_left(&mark);
 }
+
+#[test]
+fn tcp_serve_phase_closed_and_open_loop_over_the_connection() {
+    let mark = marker("serve");
+    let dir = tempfile::tempdir().unwrap();
+    for load in [
+        &["--requests", "40"][..],
+        &["--rate", "200", "--requests", "40"][..],
+    ] {
+        let out = dir.path().join(format!("run-{}", load.len()));
+        let out_s = out.display().to_string();
+        let mut args = vec![
+            "bench",
+            "--out",
+            &out_s,
+            "--resamples",
+            "2000",
+            "--warmup",
+            "0",
+            "--trials",
+            "1",
+        ];
+        args.extend_from_slice(load);
+        let o = coldstart(dir.path(), &args, &refworker(&mark));
+        assert_eq!(o.status.code(), Some(0), "{load:?}");
+        let summary: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        let serve = &summary["serve"][0];
+        assert_eq!(serve["ok"], 40, "{serve:#}");
+        assert_eq!(serve["wrong_replies"], 0, "{serve:#}");
+        assert!(serve["ended_early"].is_null(), "{serve:#}");
+    }
+    assert_nothing_left(&mark);
+}
+
+#[test]
+fn tcp_profile_samples_a_worker_driven_over_the_connection() {
+    let mark = marker("profile");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("profile");
+    let out_s = out.display().to_string();
+    let o = coldstart(
+        dir.path(),
+        &["profile", "--rate", "200", "--out", &out_s],
+        &refworker(&mark),
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("flame graph:"), "{stdout}");
+    assert!(stdout.contains("refworker"), "{stdout}");
+    assert_nothing_left(&mark);
+}
