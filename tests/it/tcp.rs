@@ -452,3 +452,51 @@ fn tcp_profile_samples_a_worker_driven_over_the_connection() {
     assert!(stdout.contains("refworker"), "{stdout}");
     assert_nothing_left(&mark);
 }
+
+#[test]
+fn tcp_serve_keeps_k_requests_in_flight_and_matches_out_of_order_replies_by_id() {
+    let mark = marker("in-flight");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let out_s = out.display().to_string();
+    let argv = [
+        support::python().display().to_string(),
+        support::fixtures()
+            .join("workers")
+            .join("tcp_worker.py")
+            .display()
+            .to_string(),
+        "reorder".to_owned(),
+        mark.clone(),
+    ];
+    let o = coldstart(
+        dir.path(),
+        &[
+            "bench",
+            "--out",
+            &out_s,
+            "--resamples",
+            "2000",
+            "--warmup",
+            "0",
+            "--trials",
+            "1",
+            "--requests",
+            "20",
+            "--in-flight",
+            "2",
+            "--request",
+            r#"{"op": "work", "n": 1}"#,
+        ],
+        &argv,
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let serve = &summary["serve"][0];
+    // Every reply came second-first and was matched to its request by id.
+    assert_eq!(serve["ok"], 20, "{serve:#}");
+    assert_eq!(serve["wrong_replies"], 0, "{serve:#}");
+    assert_eq!(serve["max_in_flight"], 2, "{serve:#}");
+    assert_nothing_left(&mark);
+}

@@ -99,7 +99,8 @@ pub struct Worker {
     tail: Arc<Mutex<Tail>>,
     noise: Vec<NoiseLine>,
     /// Unanswered requests, oldest first, as indices into `timeline.requests`.
-    pending: VecDeque<usize>,
+    /// with the `id` each request carried, if any.
+    pending: VecDeque<(usize, Option<serde_json::Value>)>,
     rss_at_ready: Option<u64>,
     on_timeout: Option<TimeoutHook>,
     timeline: Timeline,
@@ -371,7 +372,9 @@ impl Worker {
         });
         match link.write_line(&line, self.write_timeout) {
             Ok(()) => {
-                self.pending.push_back(self.timeline.requests.len() - 1);
+                let id = request_id(req);
+                self.pending
+                    .push_back((self.timeline.requests.len() - 1, id));
                 Ok(sent_at_ns)
             }
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
@@ -393,13 +396,15 @@ impl Worker {
         }
     }
 
-    /// Waits for the reply to the oldest unanswered request: a reply with
-    /// its op, or an `error` reply. Any error ends the worker.
+    /// Waits for the next reply: to the unanswered request whose `id` it
+    /// carries when it carries one (a worker that answers concurrently may
+    /// answer out of order), else to the oldest; a reply with that
+    /// request's op, or an `error` reply. Any error ends the worker.
     pub fn recv(&mut self, timeout: Duration) -> Result<Stamped<Reply>, Error> {
         let op = self
             .pending
             .front()
-            .map(|&i| self.timeline.requests[i].op.clone());
+            .map(|(i, _)| self.timeline.requests[*i].op.clone());
         let phase = Phase::Request(op.clone().unwrap_or_default());
         let from = self.wire().from;
         let expected = match &op {
@@ -414,11 +419,11 @@ impl Worker {
         let deadline = Instant::now() + timeout;
         match self.next_message(deadline, timeout, &phase) {
             Ok((Message::Reply(reply), read_at_ns, _))
-                if op
-                    .as_deref()
-                    .is_none_or(|op| reply.op() == op || reply.op() == "error") =>
+                if self.pending.is_empty() || self.answers(&reply).is_some() =>
             {
-                self.answered(read_at_ns);
+                if let Some(at) = self.answers(&reply) {
+                    self.answered(at, read_at_ns);
+                }
                 Ok(Stamped {
                     value: reply,
                     read_at_ns,
@@ -489,12 +494,9 @@ impl Worker {
                         self.timeline.end.ack_read_ns = Some(at);
                         break;
                     }
-                    Ok((Message::Reply(r), at, _))
-                        if self.pending.front().is_some_and(|&i| {
-                            r.op() == self.timeline.requests[i].op || r.op() == "error"
-                        }) =>
-                    {
-                        self.answered(at);
+                    Ok((Message::Reply(r), at, _)) if self.answers(&r).is_some() => {
+                        let pos = self.answers(&r).expect("checked in the guard");
+                        self.answered(pos, at);
                     }
                     Ok((m, ..)) => {
                         let kind = ErrorKind::UnexpectedReply { got: describe(&m) };
@@ -559,9 +561,25 @@ impl Worker {
 
     // ---- internals ------------------------------------------------------
 
-    /// The oldest unanswered request got its reply, read at `read_ns`.
-    fn answered(&mut self, read_ns: u64) {
-        if let Some(i) = self.pending.pop_front() {
+    /// Which unanswered request (its place in `pending`) `reply` answers:
+    /// the one whose `id` it carries, else the oldest; `None` when its op
+    /// is neither that request's nor `error`.
+    fn answers(&self, reply: &Reply) -> Option<usize> {
+        let by_id = reply.to_object().get("id").and_then(|id| {
+            self.pending
+                .iter()
+                .position(|(_, sent)| sent.as_ref() == Some(id))
+        });
+        let pos = by_id.unwrap_or(0);
+        let (i, _) = self.pending.get(pos)?;
+        let op = &self.timeline.requests[*i].op;
+        (reply.op() == op || reply.op() == "error").then_some(pos)
+    }
+
+    /// The unanswered request at `pos` in `pending` got its reply, read at
+    /// `read_ns`.
+    fn answered(&mut self, pos: usize, read_ns: u64) {
+        if let Some((i, _)) = self.pending.remove(pos) {
             self.timeline.requests[i].received_ns = Some(read_ns);
         }
     }
@@ -843,6 +861,14 @@ impl Drop for Worker {
             self.force_kill();
             self.close_out();
         }
+    }
+}
+
+/// The `id` a request carries, if any.
+fn request_id(req: &Request) -> Option<serde_json::Value> {
+    match serde_json::to_value(req) {
+        Ok(serde_json::Value::Object(mut m)) => m.remove("id"),
+        _ => None,
     }
 }
 
