@@ -16,4 +16,5 @@ mod spawn_faults;
 mod suggest;
 mod support;
 mod tcp;
+mod tokio_front;
 mod user_project;

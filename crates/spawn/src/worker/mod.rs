@@ -49,7 +49,7 @@ const JOIN_BOUND: Duration = Duration::from_secs(1);
 const NOISE_LINE_MAX: usize = 4096;
 
 /// The hook run when a timeout fires, before the kill; given the pid, it
-/// returns diagnostic text (a stack dump, ...) for [`ErrorDetail::diagnostics`].
+/// returns diagnostic text (a stack dump, ...) for [`ErrorDetail::diagnostics`](crate::ErrorDetail::diagnostics).
 pub type TimeoutHook = Box<dyn FnMut(u32) -> Option<String> + Send>;
 
 /// A live worker. Dropping it kills (SIGKILL) and reaps its whole process

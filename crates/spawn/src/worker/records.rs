@@ -44,7 +44,7 @@ pub struct NoiseLine {
     pub phase: Phase,
 }
 
-/// How long each polite step of [`Worker::shutdown`] may take.
+/// How long each polite step of [`Worker::shutdown`](crate::Worker::shutdown) may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShutdownPolicy {
     /// From writing the shutdown op to reading its ack.
