@@ -157,3 +157,68 @@ fn tokio_front_a_hung_worker_times_out_with_its_hook_and_a_tcp_worker_lives_whol
     let left = running_with(&mark);
     assert!(left.is_empty(), "left running: {left:#?}");
 }
+
+#[test]
+fn tokio_front_the_example_service_s_pool_replaces_a_hung_worker_and_shuts_down() {
+    // `examples/ml-service` is its own workspace; it shares this run's
+    // target folder so coldstart's compiled crates are reused.
+    let exe = std::env::current_exe().unwrap();
+    let target_dir = exe.ancestors().nth(3).expect("target dir").to_path_buf();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let example = support::root().join("examples/ml-service");
+    eprintln!("$ cd {} && cargo run -q -p ml-service", example.display());
+    let out = std::process::Command::new(cargo)
+        .args(["run", "-q", "-p", "ml-service"])
+        .current_dir(&example)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env_remove("PYTHONPATH")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines.iter().filter(|l| l.contains(" ready in ")).count(),
+        3,
+        "two workers, then one to replace the hung one:\n{text}"
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.starts_with("health: worker"))
+            .count(),
+        3,
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "hang: a request failed: worker failed in phase request `hang`: no answer within 3 s"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("still running, so the harness killed its group"),
+        "{text}"
+    );
+    // The timeout's error shows where the worker hung.
+    assert!(
+        text.contains("waiting_forever (mlworker/__main__.py:"),
+        "{text}"
+    );
+    assert!(text.contains(" replaced by worker "), "{text}");
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.ends_with("ended: exit code 0"))
+            .count(),
+        2,
+        "{text}"
+    );
+    assert_eq!(lines.last(), Some(&"pool shut down"), "{text}");
+}

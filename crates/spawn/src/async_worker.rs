@@ -36,6 +36,7 @@ use crate::{Command, Exchange, Finished, ShutdownPolicy, Stamped, Worker, group}
 #[derive(Debug)]
 pub struct AsyncWorker {
     pid: u32,
+    spawned_at_ns: u64,
     command: String,
     worker: Arc<Mutex<Option<Worker>>>,
 }
@@ -77,6 +78,7 @@ impl AsyncWorker {
             })??;
         Ok(AsyncWorker {
             pid: worker.pid(),
+            spawned_at_ns: worker.spawned_at_ns(),
             command: worker.command().to_owned(),
             worker: Arc::new(Mutex::new(Some(worker))),
         })
@@ -85,6 +87,11 @@ impl AsyncWorker {
     /// The worker's pid, which is also its process group id.
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// [`crate::monotonic_ns`] taken just before the process was spawned.
+    pub fn spawned_at_ns(&self) -> u64 {
+        self.spawned_at_ns
     }
 
     /// The command as a person would type it.
