@@ -15,4 +15,6 @@ mod signals;
 mod spawn_faults;
 mod suggest;
 mod support;
+mod tcp;
+mod tokio_front;
 mod user_project;

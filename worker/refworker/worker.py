@@ -18,6 +18,14 @@ stdout descriptor for the protocol and points descriptor 1 at stderr, so a
 stray ``print`` (or a library writing from C) lands in stderr. Logs go to
 stderr through ``logging``.
 
+With ``--transport tcp [--port P]`` the same protocol runs over one TCP
+connection instead: the worker listens on 127.0.0.1 (``--port 0``, the
+default, lets the kernel pick a free port), writes its ready line to stderr
+among its logs, ``{"ready": true, "pid": N, "transport": "tcp", "host":
+"127.0.0.1", "port": P, "t_ns": T}``, accepts one connection and serves it;
+the connection's end is the EOF that ends the worker. Nothing is written to
+stdout then.
+
 Start-up imports only the standard library and ``refworker.evidence``; the
 model code is imported by name inside ``load``.
 """
@@ -26,6 +34,7 @@ import argparse
 import json
 import logging
 import os
+import socket
 import sys
 import time
 
@@ -71,6 +80,19 @@ def parse_args(argv):
     )
     p.add_argument("--task", default="echo", help="task name reported in replies")
     p.add_argument("--lang", default="en", help="language code reported in replies")
+    p.add_argument(
+        "--transport",
+        choices=("stdio", "tcp"),
+        default="stdio",
+        help="stdio: the protocol on stdin/stdout (default); tcp: on one TCP "
+        "connection to 127.0.0.1, the ready line on stderr",
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="with --transport tcp: the port to listen on; 0 (default) picks a free one",
+    )
     p.add_argument(
         "--log-level",
         default="info",
@@ -125,21 +147,31 @@ class RequestError(Exception):
         self.extra = extra
 
 
+def write_fd(fd):
+    """A writer of whole lines to descriptor ``fd`` (one write when it fits)."""
+
+    def write(data):
+        data = memoryview(data)
+        while data:
+            n = os.write(fd, data)
+            data = data[n:]
+
+    return write
+
+
 class Worker:
-    def __init__(self, args, out_fd):
+    def __init__(self, args, write):
         self.args = args
-        self.out_fd = out_fd
+        self.write = write
+        self.input_name = "stdin"
         self.device = "cpu"
         self.model = None
 
     # -- output ---------------------------------------------------------
 
     def send(self, obj):
-        """Writes one protocol line whole, with a single write when it fits."""
-        data = memoryview((json.dumps(obj) + "\n").encode("utf-8"))
-        while data:
-            n = os.write(self.out_fd, data)
-            data = data[n:]
+        """Writes one protocol line whole."""
+        self.write((json.dumps(obj) + "\n").encode("utf-8"))
 
     # -- input ----------------------------------------------------------
 
@@ -211,7 +243,7 @@ class Worker:
                 self.send(_error(str(e), e.extra))
                 continue
             if line is None:
-                log.info("stdin closed: exiting")
+                log.info("%s closed: exiting", self.input_name)
                 return 0
             if not line.strip():
                 continue  # blank lines are tolerated, not answered
@@ -365,8 +397,11 @@ def main(argv=None):
     # stderr, so nothing else can ever write a line into the protocol.
     out_fd = os.dup(1)
     os.dup2(2, 1)
+    if args.transport == "tcp":
+        os.close(out_fd)
+        return serve_tcp(args)
 
-    worker = Worker(args, out_fd)
+    worker = Worker(args, write_fd(out_fd))
     worker.device = detect_device(args.profile, args.force_cpu)
     log.info(
         "pid %d profile %s device %s task %s lang %s%s",
@@ -389,6 +424,65 @@ def main(argv=None):
         return worker.serve(sys.stdin.buffer)
     except BrokenPipeError:
         log.error("stdout closed before the worker finished: exiting")
+        return 1
+    except KeyboardInterrupt:
+        log.info("interrupted: exiting")
+        return 130
+
+
+def serve_tcp(args):
+    """The tcp transport: listen on 127.0.0.1, the ready line on stderr,
+    then serve the one connection the harness opens until shutdown or its
+    end (exit 0)."""
+    host = "127.0.0.1"
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, args.port))
+        listener.listen(1)
+    except OSError as e:
+        log.error("cannot listen on %s:%d: %s", host, args.port, e)
+        return 1
+    port = listener.getsockname()[1]
+    worker = Worker(args, None)
+    worker.device = detect_device(args.profile, args.force_cpu)
+    log.info(
+        "pid %d profile %s device %s task %s lang %s transport tcp %s:%d%s",
+        os.getpid(),
+        args.profile,
+        worker.device,
+        args.task,
+        args.lang,
+        host,
+        port,
+        " test-echo" if args.test_echo else "",
+    )
+    ready = {
+        "ready": True,
+        "pid": os.getpid(),
+        "transport": "tcp",
+        "host": host,
+        "port": port,
+        "t_ns": time.monotonic_ns(),
+    }
+    try:
+        # One whole line with one write, so it never interleaves with logs.
+        write_fd(2)((json.dumps(ready) + "\n").encode("utf-8"))
+        conn, peer = listener.accept()
+    except KeyboardInterrupt:
+        log.info("interrupted: exiting")
+        return 130
+    finally:
+        listener.close()
+    log.info("connection from %s:%d", peer[0], peer[1])
+    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    worker.write = conn.sendall
+    worker.input_name = "the connection"
+    try:
+        with conn, conn.makefile("rb") as stream:
+            return worker.serve(stream)
+    except (BrokenPipeError, ConnectionResetError):
+        log.error("the connection closed before the worker finished: exiting")
         return 1
     except KeyboardInterrupt:
         log.info("interrupted: exiting")

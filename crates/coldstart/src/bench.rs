@@ -101,6 +101,11 @@ pub struct ServeArgs {
     /// the replies do (latency counts from each scheduled send).
     #[arg(long, value_name = "R")]
     rate: Option<f64>,
+    /// Serve phase, closed loop: keep K requests in flight on the one
+    /// worker (default 1), for workers that answer concurrently; replies
+    /// are matched to requests by their `id`, else in order.
+    #[arg(long, value_name = "K", requires = "requests", conflicts_with = "rate")]
+    in_flight: Option<usize>,
     /// Serve phase: how long the open loop offers requests, seconds
     /// (default 10).
     #[arg(
@@ -267,6 +272,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             rate: args.serve.rate,
             duration: args.serve.duration,
             request: args.serve.request,
+            in_flight: args.serve.in_flight,
             memory: args.serve.memory,
         },
         out: PathBuf::new(),

@@ -57,4 +57,5 @@ pub mod trials;
 pub use error::{Error, Result};
 pub use interrupt::{Interrupt, OnPress, Signal};
 pub use lifecycle::{Lifecycle, Spawned, StackDump, Started};
+pub use spawn::Transport;
 pub use target::{DEFAULT_FORBIDDEN, Origin, Target};

@@ -1,4 +1,5 @@
-//! The memory view of `bench --memory`: a separate, untimed worker with
+//! The memory view of `bench --memory`: a separate, untimed worker, driven
+//! by the one lifecycle ([`Lifecycle::drive`]) with its readings as hooks, with
 //! tracemalloc on from interpreter start, read at ready, after the serve
 //! phase (when one is planned) and at exit, beside RSS and the `wait4`
 //! peak. The bootstrap (`memory_bootstrap.py`, a body on importguard's
@@ -13,10 +14,12 @@ use importguard::recorder::bootstrap::{Bootstrap, check_format};
 use phases::memory::{AllocationSite, MemoryPoint, MemoryView, Moment};
 use rustix::process::{Pid, Signal, kill_process};
 use serde_json::Value;
+use timeline::Variant;
 
-use crate::error::{Error, Result, invalid};
+use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::serve::{Plan, Side, clip, serve, short_error, start};
+use crate::lifecycle::{Cause, Hooks, Lifecycle, Started, Step, Stop};
+use crate::serve::{Plan, Side, clip, serve, short_error};
 
 /// The body of the memory view's bootstrap, run after the recorder's shared
 /// prelude.
@@ -53,105 +56,61 @@ pub fn run_memory(side: &Side<'_>, plan: Option<&Plan>, stop: &Interrupt) -> Res
         .env("COLDSTART_MEMORY_TOP", TOP_SITES.to_string())
         .env("PYTHONTRACEMALLOC", "1");
 
-    let mut problems = Vec::new();
-    let mut points = Vec::new();
-    let mut top_at_ready = Vec::new();
-    let mut w = start(side.lifecycle, &cmd, "the memory view")?;
-    let start = read_records(&record)
-        .into_iter()
-        .find(|r| r.get("type").and_then(Value::as_str) == Some("start"));
-    let Some(start) = start else {
-        let fin = w.kill();
-        invalid!(
-            "the memory bootstrap did not run in the worker (started with -S, -I or -E, or PYTHONPATH replaced?), so there is no memory view; worker stderr: {}",
-            clip(fin.stderr_tail.trim())
-        );
+    // No health round trips: the view reads memory, the timed trials
+    // already checked the handshake.
+    let lifecycle = Lifecycle {
+        health: 0,
+        ..side.lifecycle.clone()
     };
-    let version = start.get("version").and_then(Value::as_u64).unwrap_or(0) as u32;
-    if let Err(e) = check_format(version) {
-        let _ = w.kill();
-        invalid!("the memory bootstrap's records are not the harness's format: {e}");
-    }
-    // Signals go to the process that spawn started, never to a pid read
-    // from a file: the bootstrap must be running in that very process.
-    let pid = w.worker.pid();
-    if start.get("pid").and_then(Value::as_u64) != Some(u64::from(pid)) {
-        let fin = w.kill();
-        invalid!(
-            "the memory bootstrap runs in pid {}, not in the worker that was started (pid {pid}): the command starts Python in a child process (a launcher or wrapper), so it cannot be signalled for readings; run the interpreter directly; worker stderr: {}",
-            start
-                .get("pid")
-                .map_or_else(|| "unknown".to_owned(), ToString::to_string),
-            clip(fin.stderr_tail.trim())
-        );
-    }
-    let tracing_from_start = start
-        .get("tracing_from_start")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    if !tracing_from_start {
-        problems.push("PYTHONTRACEMALLOC was not honoured: tracing began in sitecustomize, after site's own imports".to_owned());
-    }
-
-    let mut seq = 0;
-    let mut snapshot = |at: Moment| -> Result<Option<Value>> {
-        seq += 1;
-        let sig = if at == Moment::Ready {
-            Signal::USR1 // with the allocation sites
-        } else {
-            Signal::USR2
-        };
-        // The worker is alive and not reaped (it answered its ready line
-        // and is still held by its handle), so its pid is its own.
-        let sent = Pid::from_raw(pid as i32).map(|p| kill_process(p, sig));
-        if !matches!(sent, Some(Ok(()))) {
-            invalid!(
-                "could not signal the worker for its {} memory reading: {}",
-                at.words(),
-                sent.and_then(Result::err)
-                    .map_or_else(|| "no such pid".to_owned(), |e| e.to_string())
-            );
-        }
-        Ok(wait_snapshot(&record, seq, side.target.request_timeout))
+    let mut hooks = Readings {
+        record: &record,
+        request_timeout: side.target.request_timeout,
+        variant,
+        plan,
+        stop,
+        seq: 0,
+        tracing_from_start: false,
+        points: Vec::new(),
+        top_at_ready: Vec::new(),
+        problems: Vec::new(),
+        serve_ended: false,
     };
-    match snapshot(Moment::Ready)? {
-        Some(rec) => {
-            points.push(point(Moment::Ready, &rec));
-            top_at_ready = sites(&rec);
-        }
-        None => problems
-            .push("no reading at ready: the worker did not answer SIGUSR1 in time".to_owned()),
-    }
-    let mut ended = None;
-    if let Some(plan) = plan {
-        let served = serve(&mut w.worker, variant, plan, &|| stop.is_set());
-        match served.error {
-            Some(e) => ended = Some(e),
-            None => match snapshot(Moment::AfterServe)? {
-                Some(rec) => points.push(point(Moment::AfterServe, &rec)),
-                None => problems.push("no reading after the serve phase".to_owned()),
-            },
-        }
-    }
-    let fin = match ended {
-        Some(e) => {
-            problems.push(format!(
-                "the worker ended during the serve phase: {}",
-                short_error(&e)
-            ));
-            e.finished.as_deref().and_then(|f| f.rusage)
-        }
-        None => match w.shutdown() {
-            Ok(f) => f.rusage,
-            Err(e) => {
-                problems.push(format!(
-                    "the worker did not shut down cleanly: {}",
-                    short_error(&e)
+    let lived = lifecycle.drive(&cmd, &mut hooks);
+    let rusage = match lived.end {
+        Ok(f) => f.rusage,
+        Err(failure) => match (failure.step, &failure.cause) {
+            (Step::Task, Cause::Refused { message, .. }) => {
+                return Err(Error::Invalid(message.clone()));
+            }
+            (Step::Spawn | Step::Ready, _) => {
+                return Err(Error::lifecycle(
+                    "the worker of the memory view did not become ready",
+                    failure,
                 ));
-                e.finished.as_deref().and_then(|f| f.rusage)
+            }
+            (_, cause) => {
+                let rusage = failure.finished().and_then(|f| f.rusage);
+                let what = if hooks.serve_ended {
+                    "the worker ended during the serve phase"
+                } else {
+                    "the worker did not shut down cleanly"
+                };
+                let short = match cause {
+                    Cause::Worker(e) => short_error(e),
+                    Cause::Refused { message, .. } => message.clone(),
+                };
+                hooks.problems.push(format!("{what}: {short}"));
+                rusage
             }
         },
     };
+    let Readings {
+        tracing_from_start,
+        mut points,
+        top_at_ready,
+        mut problems,
+        ..
+    } = hooks;
     match read_records(&record)
         .into_iter()
         .find(|r| r.get("type").and_then(Value::as_str) == Some("exit"))
@@ -170,10 +129,121 @@ pub fn run_memory(side: &Side<'_>, plan: Option<&Plan>, stop: &Interrupt) -> Res
         tracing_from_start,
         reading: phases::memory::reading(&points),
         points,
-        peak_rss_bytes: fin.map(|r| r.max_rss_bytes),
+        peak_rss_bytes: rusage.map(|r| r.max_rss_bytes),
         top_at_ready,
         problems,
     })
+}
+
+/// The memory view's hooks: the bootstrap checked and the first reading
+/// taken at ready; the serve phase (when planned) and its reading before
+/// the shutdown.
+struct Readings<'a> {
+    record: &'a Path,
+    request_timeout: Duration,
+    variant: Variant,
+    plan: Option<&'a Plan>,
+    stop: &'a Interrupt,
+    seq: u64,
+    tracing_from_start: bool,
+    points: Vec<MemoryPoint>,
+    top_at_ready: Vec<AllocationSite>,
+    problems: Vec<String>,
+    /// The worker ended during the serve phase.
+    serve_ended: bool,
+}
+
+impl Readings<'_> {
+    /// Signals the worker for a reading and waits for it; `Err` when the
+    /// signal cannot be sent.
+    fn snapshot(&mut self, pid: u32, at: Moment) -> std::result::Result<Option<Value>, Stop> {
+        self.seq += 1;
+        let sig = if at == Moment::Ready {
+            Signal::USR1 // with the allocation sites
+        } else {
+            Signal::USR2
+        };
+        // The worker is alive and not reaped (it answered its ready line
+        // and is still held by its handle), so its pid is its own.
+        let sent = Pid::from_raw(pid as i32).map(|p| kill_process(p, sig));
+        if !matches!(sent, Some(Ok(()))) {
+            return Err(Stop::Refused(format!(
+                "could not signal the worker for its {} memory reading: {}",
+                at.words(),
+                sent.and_then(std::result::Result::err)
+                    .map_or_else(|| "no such pid".to_owned(), |e| e.to_string())
+            )));
+        }
+        Ok(wait_snapshot(self.record, self.seq, self.request_timeout))
+    }
+}
+
+impl Hooks for Readings<'_> {
+    fn ready(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Stop> {
+        let start = read_records(self.record)
+            .into_iter()
+            .find(|r| r.get("type").and_then(Value::as_str) == Some("start"));
+        let Some(start) = start else {
+            return Err(Stop::Refused(format!(
+                "the memory bootstrap did not run in the worker (started with -S, -I or -E, or PYTHONPATH replaced?), so there is no memory view; worker stderr: {}",
+                clip(w.worker.stderr_tail().trim())
+            )));
+        };
+        let version = start.get("version").and_then(Value::as_u64).unwrap_or(0) as u32;
+        if let Err(e) = check_format(version) {
+            return Err(Stop::Refused(format!(
+                "the memory bootstrap's records are not the harness's format: {e}"
+            )));
+        }
+        // Signals go to the process that spawn started, never to a pid read
+        // from a file: the bootstrap must be running in that very process.
+        let pid = w.worker.pid();
+        if start.get("pid").and_then(Value::as_u64) != Some(u64::from(pid)) {
+            return Err(Stop::Refused(format!(
+                "the memory bootstrap runs in pid {}, not in the worker that was started (pid {pid}): the command starts Python in a child process (a launcher or wrapper), so it cannot be signalled for readings; run the interpreter directly; worker stderr: {}",
+                start
+                    .get("pid")
+                    .map_or_else(|| "unknown".to_owned(), ToString::to_string),
+                clip(w.worker.stderr_tail().trim())
+            )));
+        }
+        self.tracing_from_start = start
+            .get("tracing_from_start")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if !self.tracing_from_start {
+            self.problems.push("PYTHONTRACEMALLOC was not honoured: tracing began in sitecustomize, after site's own imports".to_owned());
+        }
+        match self.snapshot(pid, Moment::Ready)? {
+            Some(rec) => {
+                self.points.push(point(Moment::Ready, &rec));
+                self.top_at_ready = sites(&rec);
+            }
+            None => self
+                .problems
+                .push("no reading at ready: the worker did not answer SIGUSR1 in time".to_owned()),
+        }
+        Ok(())
+    }
+
+    fn before_shutdown(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Stop> {
+        let Some(plan) = self.plan else {
+            return Ok(());
+        };
+        let stop = self.stop;
+        let served = serve(&mut w.worker, self.variant, plan, &|| stop.is_set());
+        if let Some(e) = served.error {
+            self.serve_ended = true;
+            return Err(Stop::Ended(e));
+        }
+        match self.snapshot(w.worker.pid(), Moment::AfterServe)? {
+            Some(rec) => self.points.push(point(Moment::AfterServe, &rec)),
+            None => self
+                .problems
+                .push("no reading after the serve phase".to_owned()),
+        }
+        Ok(())
+    }
 }
 
 /// Waits for snapshot `seq` to appear in the record file. The bootstrap

@@ -43,6 +43,9 @@ pub struct ServeOptions {
     /// The request, a JSON object with an `op` (default: the target's,
     /// else the reference worker's `infer`, else `{"op": "health"}`).
     pub request: Option<String>,
+    /// A closed loop's requests in flight at once on the one worker
+    /// (default 1), for workers that answer concurrently.
+    pub in_flight: Option<usize>,
     /// Run the memory view.
     pub memory: bool,
 }
@@ -50,10 +53,21 @@ pub struct ServeOptions {
 impl ServeOptions {
     /// The load asked for; `None` without --requests or --rate.
     pub fn load(&self) -> Result<Option<Load>> {
+        match (self.in_flight, self.rate, self.requests) {
+            (Some(0), ..) => invalid!("--in-flight must be at least 1"),
+            (Some(_), Some(_), _) => invalid!(
+                "--in-flight is for a closed loop (--requests N alone); an open loop (--rate) already keeps every due request in flight"
+            ),
+            (Some(_), None, None) => invalid!("--in-flight needs a serve phase: add --requests N"),
+            _ => {}
+        }
         match (self.rate, self.requests) {
             (None, None) => Ok(None),
             (None, Some(0)) | (Some(_), Some(0)) => invalid!("--requests must be at least 1"),
-            (None, Some(n)) => Ok(Some(Load::Closed { requests: n })),
+            (None, Some(n)) => Ok(Some(Load::Closed {
+                requests: n,
+                in_flight: self.in_flight.unwrap_or(1),
+            })),
             (Some(r), n) => {
                 if !(r.is_finite() && r > 0.0) {
                     invalid!("--rate must be a positive number of requests per second, got {r}");
@@ -292,15 +306,18 @@ pub fn serve(
         }
         match plan.load {
             Load::Closed { .. } if stopped => {}
-            Load::Closed { .. } => {
-                if next == n {
+            Load::Closed { in_flight, .. } => {
+                if next == n && pending.is_empty() {
                     break;
                 }
-                records.push(RequestRecord::scheduled(
-                    variant,
-                    next,
-                    spawn::monotonic_ns(),
-                ));
+                // Keep `in_flight` requests written and unanswered.
+                while records.len() < n && pending.len() + (records.len() - next) < in_flight {
+                    records.push(RequestRecord::scheduled(
+                        variant,
+                        records.len(),
+                        spawn::monotonic_ns(),
+                    ));
+                }
             }
             Load::Open { .. } => {
                 let now = spawn::monotonic_ns();
@@ -333,17 +350,26 @@ pub fn serve(
                 }
             }
         }
-        let Some(&oldest) = pending.front() else {
+        if pending.is_empty() {
             if next == n || stopped {
                 break;
             }
             continue;
-        };
+        }
         match w.recv(plan.timeout) {
             Ok(reply) => {
-                pending.pop_front();
-                let outcome = plan.check(oldest, &reply.value);
-                records[oldest].answered(reply.read_at_ns, outcome);
+                // The request whose id the reply carries (a worker that
+                // answers concurrently may answer out of order), else the
+                // oldest: as `spawn` matched it.
+                let by_id = reply
+                    .value
+                    .to_object()
+                    .get("id")
+                    .and_then(|id| pending.iter().position(|&i| id.as_u64() == Some(i as u64)));
+                let at = by_id.unwrap_or(0);
+                let index = pending.remove(at).expect("a pending request");
+                let outcome = plan.check(index, &reply.value);
+                records[index].answered(reply.read_at_ns, outcome);
             }
             Err(e) => {
                 fail_pending(&mut records, &mut pending, &e);
@@ -458,18 +484,6 @@ impl Hooks for Serving<'_> {
     }
 }
 
-/// A fresh worker through its ready line, for an untimed run.
-pub(crate) fn start<'a>(
-    lifecycle: &'a Lifecycle,
-    cmd: &spawn::Command,
-    what: &str,
-) -> Result<Started<'a>> {
-    lifecycle
-        .spawn(cmd)
-        .and_then(|s| s.wait_ready())
-        .map_err(|e| Error::worker(format!("the worker of {what} did not become ready"), e))
-}
-
 /// One side of a bench run, as the serve phase and memory view need it.
 #[derive(Debug)]
 pub struct Side<'a> {
@@ -518,11 +532,37 @@ mod tests {
     }
 
     #[test]
+    fn in_flight_is_a_closed_loop_s_and_says_so_otherwise() {
+        let k = |requests, rate, k| ServeOptions {
+            in_flight: Some(k),
+            ..args(requests, rate, None)
+        };
+        assert_eq!(
+            k(Some(8), None, 3).load().unwrap(),
+            Some(Load::Closed {
+                requests: 8,
+                in_flight: 3
+            })
+        );
+        assert_eq!(
+            k(Some(8), None, 3).load().unwrap().unwrap().describe(),
+            "closed loop, 8 requests, 3 in flight"
+        );
+        let e = |o: ServeOptions| o.load().unwrap_err().to_string();
+        assert!(e(k(Some(8), None, 0)).contains("at least 1"));
+        assert!(e(k(Some(8), Some(5.0), 2)).contains("closed loop"));
+        assert!(e(k(None, None, 2)).contains("--requests N"));
+    }
+
+    #[test]
     fn loads_from_flags() {
         assert_eq!(args(None, None, None).load().unwrap(), None);
         assert_eq!(
             args(Some(5), None, None).load().unwrap(),
-            Some(Load::Closed { requests: 5 })
+            Some(Load::Closed {
+                requests: 5,
+                in_flight: 1
+            })
         );
         assert_eq!(
             args(None, Some(20.0), Some(2.0)).load().unwrap(),
@@ -543,7 +583,15 @@ mod tests {
 
     #[test]
     fn the_reference_worker_serves_infer_and_must_echo() {
-        let plan = Plan::new(Load::Closed { requests: 1 }, None, &target()).unwrap();
+        let plan = Plan::new(
+            Load::Closed {
+                requests: 1,
+                in_flight: 1,
+            },
+            None,
+            &target(),
+        )
+        .unwrap();
         assert_eq!(plan.op, "infer");
         assert!(plan.expect_echo);
         let fields = Value::Object(plan.fields.clone());
@@ -576,7 +624,10 @@ mod tests {
     #[test]
     fn a_request_from_the_command_line() {
         let plan = Plan::new(
-            Load::Closed { requests: 1 },
+            Load::Closed {
+                requests: 1,
+                in_flight: 1,
+            },
             Some(r#"{"op": "health", "id": 9, "x": 1}"#),
             &Target::ad_hoc(Path::new("/"), vec!["w".into()], "w"),
         )
@@ -594,7 +645,15 @@ mod tests {
         ));
         for bad in ["[1]", "{}", r#"{"op": "shutdown"}"#, "nope"] {
             assert!(
-                Plan::new(Load::Closed { requests: 1 }, Some(bad), &target()).is_err(),
+                Plan::new(
+                    Load::Closed {
+                        requests: 1,
+                        in_flight: 1
+                    },
+                    Some(bad),
+                    &target()
+                )
+                .is_err(),
                 "{bad}"
             );
         }

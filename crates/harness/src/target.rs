@@ -92,6 +92,10 @@ pub struct Target {
     pub py_spy: Option<PathBuf>,
     /// The serve phase's request (`{"op": ..., ...}`), if the target has one.
     pub request: Option<serde_json::Map<String, serde_json::Value>>,
+    /// How the worker speaks the protocol: stdio (the default, which also
+    /// takes a worker whose ready line on stderr names `"transport":
+    /// "tcp"`), or tcp (the ready line on stderr only).
+    pub transport: spawn::Transport,
     /// Where this target came from.
     pub origin: Origin,
 }
@@ -157,6 +161,7 @@ impl Target {
             grace: Duration::from_secs(2),
             py_spy: None,
             request: None,
+            transport: spawn::Transport::Stdio,
             origin: Origin::CommandLine,
         }
     }
@@ -166,7 +171,9 @@ impl Target {
     /// what their task needs (importtime, the recorder, a stderr file).
     pub fn spawn_command(&self) -> spawn::Command {
         let mut cmd = spawn::Command::new(&self.command[0]);
-        cmd.args(&self.command[1..]).current_dir(&self.cwd);
+        cmd.args(&self.command[1..])
+            .current_dir(&self.cwd)
+            .transport(self.transport);
         for (k, v) in &self.env {
             cmd.env(k, v);
         }

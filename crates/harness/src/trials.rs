@@ -319,9 +319,11 @@ fn run_worker(p: &Side, interrupt: &Interrupt) -> WorkerRecord {
             }
         }
     };
+    let mut marks = lived.timeline.marks();
+    marks.connected_ns = fin.and_then(|f| f.connected_ns);
     WorkerRecord {
         pid: lived.pid,
-        marks: lived.timeline.marks(),
+        marks,
         usage: fin.and_then(|f| f.rusage).map(|u| Usage {
             user_ns: u.user.as_nanos() as u64,
             sys_ns: u.sys.as_nanos() as u64,

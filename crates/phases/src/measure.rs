@@ -26,20 +26,38 @@ pub enum Phase {
     Total,
     /// the worker's ready `t_ns` -> the harness's read.
     PipeLatency,
+    /// a worker that serves over tcp: the read of its ready line (on
+    /// stderr) -> the read of the first health reply on the connection.
+    ConnectFirstReply,
 }
 
 impl Phase {
-    /// Every phase, in the order of a worker's life (pipe latency last).
-    pub const ALL: [Phase; 6] = [
+    /// Every phase, in the order of a worker's life (the wire's latencies
+    /// last).
+    pub const ALL: [Phase; 7] = [
         Phase::Ready,
         Phase::Health,
         Phase::ShutdownAck,
         Phase::Exit,
         Phase::Total,
         Phase::PipeLatency,
+        Phase::ConnectFirstReply,
     ];
 
-    /// `ready`, `health`, `shutdown-ack`, `exit`, `total`, `pipe-latency`.
+    /// The phases a run lists: every one, but `connect-first-reply` only
+    /// when a worker of the run served over tcp.
+    pub fn listed(records: &[TrialRecord]) -> Vec<Phase> {
+        let tcp = records
+            .iter()
+            .any(|r| r.phases.connect_first_reply_ns.is_some());
+        Phase::ALL
+            .into_iter()
+            .filter(|&p| p != Phase::ConnectFirstReply || tcp)
+            .collect()
+    }
+
+    /// `ready`, `health`, `shutdown-ack`, `exit`, `total`, `pipe-latency`,
+    /// `connect-first-reply`.
     pub fn name(self) -> &'static str {
         match self {
             Phase::Ready => "ready",
@@ -48,6 +66,7 @@ impl Phase {
             Phase::Exit => "exit",
             Phase::Total => "total",
             Phase::PipeLatency => "pipe-latency",
+            Phase::ConnectFirstReply => "connect-first-reply",
         }
     }
 
@@ -76,6 +95,7 @@ impl Phase {
             Phase::Exit => one(p.exit_ns),
             Phase::Total => one(p.total_ns),
             Phase::PipeLatency => p.pipe_latency_ns.map(|x| x as f64).into_iter().collect(),
+            Phase::ConnectFirstReply => one(p.connect_first_reply_ns),
         }
     }
 

@@ -1,5 +1,6 @@
 //! The timed phases of a worker's life (`ready`, `health`, `shutdown-ack`,
-//! `exit`, `total`, `pipe-latency`; defined with the CPU-time measure in
+//! `exit`, `total`, `pipe-latency`, and `connect-first-reply` for workers
+//! that serve over tcp; defined with the CPU-time measure in
 //! [`crate::measure`]), the samples each trial gives for them, and one
 //! phase's statistics in a run summary. Both the summary and the warnings
 //! build on this module.

@@ -41,15 +41,27 @@ use crate::phase::ms;
 use crate::stats::{self, Bootstrap, Interval, StatsError, percentile_sorted};
 use timeline::Variant;
 
+fn one() -> usize {
+    1
+}
+
+fn is_one(n: &usize) -> bool {
+    *n == 1
+}
+
 /// How requests were offered.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum Load {
-    /// `requests` requests, one in flight: each is sent when the previous
-    /// reply arrived.
+    /// `requests` requests, `in_flight` at a time (one by default): each
+    /// is sent when a reply frees its place.
     Closed {
         /// How many requests are sent.
         requests: usize,
+        /// How many are kept written and unanswered at once (1 unless
+        /// asked, and then absent from the JSON).
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        in_flight: usize,
     },
     /// `requests` requests scheduled at `rate_per_s`, whatever the replies
     /// do (`requests = floor(rate * duration)`, at least 1).
@@ -77,7 +89,7 @@ impl Load {
     /// How many requests the load offers.
     pub fn requests(&self) -> usize {
         match *self {
-            Load::Closed { requests } | Load::Open { requests, .. } => requests,
+            Load::Closed { requests, .. } | Load::Open { requests, .. } => requests,
         }
     }
 
@@ -93,7 +105,14 @@ impl Load {
     /// `closed, 200 requests` or `open, 50/s for 10 s (500 requests)`.
     pub fn describe(&self) -> String {
         match *self {
-            Load::Closed { requests } => format!("closed loop, {requests} requests, one in flight"),
+            Load::Closed {
+                requests,
+                in_flight: 1,
+            } => format!("closed loop, {requests} requests, one in flight"),
+            Load::Closed {
+                requests,
+                in_flight,
+            } => format!("closed loop, {requests} requests, {in_flight} in flight"),
             Load::Open {
                 rate_per_s,
                 duration_s,
@@ -608,7 +627,10 @@ mod tests {
         rs.push(never);
         let s = ServeStats::of(
             Variant::A,
-            Load::Closed { requests: 22 },
+            Load::Closed {
+                requests: 22,
+                in_flight: 1,
+            },
             serde_json::json!({"op": "x"}),
             &rs,
             None,

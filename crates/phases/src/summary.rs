@@ -228,7 +228,7 @@ pub fn phase_summaries_at(
     level: f64,
 ) -> Result<Vec<PhaseSummary>, StatsError> {
     let has_b = records.iter().any(|r| r.variant == Variant::B);
-    Phase::ALL
+    Phase::listed(records)
         .into_iter()
         .map(|phase| {
             let side = |v| {
@@ -433,7 +433,9 @@ pub fn compare_runs(
     boot: &Bootstrap,
     threshold: f64,
 ) -> Result<Vec<PhaseSummary>, StatsError> {
-    Phase::ALL
+    // The longer list: connect-first-reply when either run had tcp workers.
+    let (la, lb) = (Phase::listed(a), Phase::listed(b));
+    if la.len() >= lb.len() { la } else { lb }
         .into_iter()
         .map(|phase| {
             let (va, ta) = series(a, phase, variant);
@@ -481,6 +483,7 @@ pub(crate) mod tests {
                 shutdown_sent_ns: Some(ready + 200_000),
                 ack_read_ns: Some(ready + 300_000),
                 exited_ns: Some(ready + 2_300_000),
+                connected_ns: None,
             },
             usage: Some(Usage {
                 user_ns: 10_000_000,

@@ -21,6 +21,7 @@
 //! grace = 2.0                            # SIGTERM to SIGKILL
 //! py_spy = "/opt/py-spy"                 # optional: where py-spy is
 //! request = { op = "infer", text = "hello" }   # the bench serve phase's request
+//! transport = "tcp"                      # ready line on stderr, protocol over TCP (default "stdio")
 //! snapshot = true                        # `check` also fails when the import tree drifts
 //! ```
 //!
@@ -92,6 +93,8 @@ struct RawTarget {
     grace: Option<f64>,
     py_spy: Option<PathBuf>,
     request: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    transport: harness::Transport,
     #[serde(default)]
     snapshot: bool,
     max_slowdown: Option<f64>,
@@ -327,6 +330,7 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, 
             grace: secs(raw.grace, base.grace, "grace", &name)?,
             py_spy: raw.py_spy.map(|p| against(root, &p)),
             request: raw.request,
+            transport: raw.transport,
             origin,
             ..base
         });
@@ -377,6 +381,30 @@ ready_timeout = 1.5
         assert_eq!(t[0].ready_timeout, Duration::from_millis(1500));
         assert_eq!(t[0].processes, 3);
         assert_eq!(t[0].allowed[0].reason, "light");
+        assert_eq!(t[0].transport, harness::Transport::Stdio);
+    }
+
+    #[test]
+    fn a_target_may_serve_over_tcp() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = parse(
+            "[[target]]\nname='w'\ncommand=['x']\ntransport='tcp'\n",
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(t[0].transport, harness::Transport::Tcp);
+        assert_eq!(
+            t[0].spawn_command().get_transport(),
+            harness::Transport::Tcp
+        );
+        let err = chain(
+            &parse(
+                "[[target]]\nname='w'\ncommand=['x']\ntransport='udp'\n",
+                dir.path(),
+            )
+            .unwrap_err(),
+        );
+        assert!(err.contains("udp") && err.contains("tcp"), "{err}");
     }
 
     #[test]

@@ -39,6 +39,7 @@ forbidden = ["torch", "transformers", "stanza"]
 # allowed = [{ module = "transformers.utils.versions", reason = "tiny, no torch" }]
 # processes = 3        # fresh workers per check, run concurrently
 # ready_timeout = 60.0 # seconds
+# transport = "tcp"    # a worker that prints its ready line on stderr and serves over TCP
 # `coldstart diff` (the working tree against a git revision) fails when:
 # max_slowdown = 0.05  # start-up is slower by more than this (the whole interval)
 # max_modules = 400    # more modules are imported at ready

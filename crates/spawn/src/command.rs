@@ -5,6 +5,8 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::transport::Transport;
+
 /// The default bound of the in-memory stderr tail: 64 KiB.
 pub const DEFAULT_STDERR_TAIL_BYTES: usize = 64 * 1024;
 /// The default number of noise lines tolerated on stdout over a worker's life.
@@ -12,6 +14,9 @@ pub const DEFAULT_MAX_NOISE_LINES: usize = 100;
 
 /// How long writing one line to a worker's stdin may block, by default.
 pub const DEFAULT_WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long connecting to a tcp worker may take, by default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A worker's command line. No shell is involved: the program is executed
 /// directly with these arguments.
@@ -29,6 +34,8 @@ pub struct Command {
     pub(crate) write_timeout: Duration,
     /// The CPU set to start the worker on (ascending, no duplicates).
     pub(crate) cpus: Option<Vec<usize>>,
+    pub(crate) transport: Transport,
+    pub(crate) connect_timeout: Duration,
 }
 
 impl Command {
@@ -44,7 +51,31 @@ impl Command {
             max_noise_lines: DEFAULT_MAX_NOISE_LINES,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             cpus: None,
+            transport: Transport::Stdio,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
+    }
+
+    /// How the worker speaks the protocol (default [`Transport::Stdio`],
+    /// which also takes a worker whose ready line on stderr names
+    /// `"transport": "tcp"`). With [`Transport::Tcp`] the ready line is
+    /// read from stderr only and stdout is drained and ignored.
+    pub fn transport(&mut self, transport: Transport) -> &mut Self {
+        self.transport = transport;
+        self
+    }
+
+    /// The transport the worker was started for.
+    pub fn get_transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// How long connecting to a tcp worker's address may take (default
+    /// 5 s); a worker that listens before it prints its ready line answers
+    /// at once.
+    pub fn connect_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.connect_timeout = timeout;
+        self
     }
 
     /// Adds one argument.

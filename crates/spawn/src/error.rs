@@ -84,6 +84,23 @@ pub enum ErrorKind {
     /// The worker had already ended when it was asked for something.
     #[error("the worker has already ended")]
     NotRunning,
+    /// A tcp worker's ready line named no usable loopback address, or the
+    /// connection to it was refused or did not open in time.
+    #[error("could not connect to the worker at {to}: {cause}")]
+    Connect {
+        /// The address, or the ready line's words when it named none.
+        to: String,
+        /// What went wrong.
+        #[source]
+        cause: io::Error,
+    },
+    /// A tcp worker's connection closed (or was reset) before the expected
+    /// line, or in the middle of one.
+    #[error("the worker closed the connection before answering{}", partial.as_ref().map(|p| format!(", in the middle of a line that starts `{p}`")).unwrap_or_default())]
+    Disconnected {
+        /// The start of an unfinished line, escaped for display.
+        partial: Option<String>,
+    },
 }
 
 impl ErrorKind {
@@ -101,6 +118,8 @@ impl ErrorKind {
             ErrorKind::Io(_) => "io",
             ErrorKind::FailedExit => "failed_exit",
             ErrorKind::NotRunning => "not_running",
+            ErrorKind::Connect { .. } => "connect_failed",
+            ErrorKind::Disconnected { .. } => "disconnected",
         }
     }
 }
@@ -200,6 +219,12 @@ impl Error {
                 "the worker must exit with code 0 after acknowledging shutdown: read its stderr above".into()
             }
             (ErrorKind::NotRunning, _) => "spawn a new worker".into(),
+            (ErrorKind::Connect { .. }, _) => {
+                "the worker's ready line on stderr must name the loopback host and port it listens on ({\"host\": \"127.0.0.1\", \"port\": P}), and it must listen before it prints the line: read its stderr above".into()
+            }
+            (ErrorKind::Disconnected { .. }, _) => {
+                "the worker closed its connection: read its stderr above for the cause; it must answer every request with one whole line on the connection and keep it open until shutdown".into()
+            }
         }
     }
 }
@@ -308,6 +333,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.0.kind {
             ErrorKind::SpawnFailed(e) | ErrorKind::Io(e) => Some(e),
+            ErrorKind::Connect { cause, .. } => Some(cause),
             ErrorKind::Protocol(e) => Some(e),
             _ => None,
         }

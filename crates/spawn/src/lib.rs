@@ -6,7 +6,8 @@
 //! CLOCK_MONOTONIC clock ([`monotonic_ns`], the clock of Python's
 //! `time.monotonic_ns()`), ends it politely or by force, collects its exit
 //! status and its own resource usage, and leaves no process behind. It is
-//! synchronous: std threads and channels, no async runtime. Linux first
+//! synchronous: std threads and channels, no async runtime (the optional
+//! tokio front runs it on tokio's blocking pool). Linux first
 //! (process groups, `wait4`, `/proc`).
 //!
 //! A [`Command`] may name the CPUs the worker runs on
@@ -81,6 +82,19 @@
 //! A timeout runs the [`Worker::on_timeout`] hook first (given the pid, it
 //! returns diagnostic text such as a stack dump), then ends the worker.
 //!
+//! # Transports
+//!
+//! A worker speaks the protocol over its stdin and stdout, or over one TCP
+//! connection to the loopback address its ready line on stderr names
+//! ([`Transport`], [`Command::transport`]): the same stamps, caps,
+//! timeouts and errors either way.
+//!
+//! # Async
+//!
+//! With the `tokio` feature, `AsyncWorker` drives a worker from a tokio
+//! service on the blocking pool, with the same guarantees; dropping it
+//! (also mid-call, also at runtime shutdown) kills the whole group at once.
+//!
 //! # What this crate does not do
 //!
 //! - No protocol types of its own: messages and framing are
@@ -98,6 +112,8 @@
 #![warn(missing_docs)]
 
 pub mod affinity;
+#[cfg(feature = "tokio")]
+mod async_worker;
 mod command;
 mod drain;
 mod error;
@@ -105,10 +121,14 @@ mod group;
 mod guard;
 mod helper;
 mod reap;
+mod transport;
 mod worker;
 
+#[cfg(feature = "tokio")]
+pub use async_worker::AsyncWorker;
 pub use command::{
-    Command, DEFAULT_MAX_NOISE_LINES, DEFAULT_STDERR_TAIL_BYTES, DEFAULT_WRITE_TIMEOUT,
+    Command, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_NOISE_LINES, DEFAULT_STDERR_TAIL_BYTES,
+    DEFAULT_WRITE_TIMEOUT,
 };
 pub use error::{Error, ErrorDetail, ErrorKind, Phase};
 pub use group::{kill_all, live_groups};
@@ -118,5 +138,6 @@ pub use helper::{
 pub use reap::Rusage;
 pub use timeline::monotonic_ns;
 pub use timeline::{Escalation, ExitStatus};
+pub use transport::Transport;
 pub use worker::{Exchange, Finished, NoiseLine, ShutdownPolicy, Stamped, TimeoutHook, Worker};
 pub use worker_proto;

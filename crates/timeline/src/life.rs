@@ -97,7 +97,8 @@ impl Timeline {
     }
 
     /// The trial record's marks: the ready line, the answered health round
-    /// trips, shutdown sent, ack read, exit.
+    /// trips, shutdown sent, ack read, exit. (A tcp worker's connection
+    /// stamp is the caller's to add, from `spawn`'s record of the end.)
     pub fn marks(&self) -> Marks {
         Marks {
             spawned_ns: self.spawned_ns,
@@ -107,6 +108,7 @@ impl Timeline {
             shutdown_sent_ns: self.end.shutdown_sent_ns,
             ack_read_ns: self.end.ack_read_ns,
             exited_ns: self.end.exited_ns,
+            connected_ns: None,
         }
     }
 }

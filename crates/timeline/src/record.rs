@@ -207,6 +207,10 @@ pub struct Marks {
     pub ack_read_ns: Option<u64>,
     /// When the harness reaped the process.
     pub exited_ns: Option<u64>,
+    /// For a worker that served over tcp (its ready line on stderr): right
+    /// after the connection to the address the line names was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connected_ns: Option<u64>,
 }
 
 /// CPU time and peak memory of one worker, from `wait4` on that child.
@@ -262,8 +266,15 @@ pub struct PhaseDurations {
     pub total_ns: Option<u64>,
     /// The worker's ready `t_ns` -> the harness's read of that line.
     /// Signed: a negative value means the worker did not stamp with the
-    /// harness's clock.
+    /// harness's clock. Absent for workers that serve over tcp: their
+    /// ready line comes on stderr, and the figure of their wire is
+    /// `connect_first_reply_ns`.
     pub pipe_latency_ns: Option<i64>,
+    /// For workers that serve over tcp: the harness's read of the ready
+    /// line (on stderr) -> the read of the first health reply on the
+    /// connection (connecting, writing the request, the worker's answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_first_reply_ns: Option<u64>,
 }
 
 fn span(from: u64, to: Option<u64>) -> Option<u64> {
@@ -295,8 +306,22 @@ impl PhaseDurations {
             total_ns: span(first_spawn, last(&|m| m.exited_ns)),
             pipe_latency_ns: workers
                 .iter()
-                .map(|w| Some(w.marks.ready_read_ns? as i64 - w.marks.ready_t_ns? as i64))
+                .map(|w| {
+                    if w.marks.connected_ns.is_some() {
+                        return None;
+                    }
+                    Some(w.marks.ready_read_ns? as i64 - w.marks.ready_t_ns? as i64)
+                })
                 .collect::<Option<Vec<i64>>>()
+                .and_then(|v| v.into_iter().max()),
+            connect_first_reply_ns: workers
+                .iter()
+                .map(|w| {
+                    w.marks.connected_ns?;
+                    let first = w.marks.health.first()?;
+                    Some(first.received_ns.saturating_sub(w.marks.ready_read_ns?))
+                })
+                .collect::<Option<Vec<u64>>>()
                 .and_then(|v| v.into_iter().max()),
         }
     }
@@ -401,6 +426,7 @@ mod tests {
                 shutdown_sent_ns: Some(ready + 40),
                 ack_read_ns: Some(ready + 45),
                 exited_ns: Some(exited),
+                connected_ns: None,
             },
             usage: Some(Usage {
                 user_ns: 5,
@@ -424,6 +450,23 @@ mod tests {
         assert_eq!(p.exit_ns, Some(55));
         assert_eq!(p.total_ns, Some(1100));
         assert_eq!(p.pipe_latency_ns, Some(50));
+        assert_eq!(p.connect_first_reply_ns, None);
+    }
+
+    #[test]
+    fn a_tcp_worker_has_a_connect_and_first_reply_latency_and_no_pipe_latency() {
+        let mut w = worker(1000, 2000, 2100);
+        w.marks.connected_ns = Some(2005);
+        let p = PhaseDurations::derive(&[w.clone()]);
+        assert_eq!(p.connect_first_reply_ns, Some(30));
+        assert_eq!(p.pipe_latency_ns, None);
+        // The record's JSON gains the mark only for tcp workers.
+        let json = serde_json::to_string(&w.marks).unwrap();
+        assert!(json.contains("connected_ns"), "{json}");
+        let plain = serde_json::to_string(&worker(1000, 2000, 2100).marks).unwrap();
+        assert!(!plain.contains("connected_ns"), "{plain}");
+        let back: Marks = serde_json::from_str(&plain).unwrap();
+        assert_eq!(back.connected_ns, None);
     }
 
     #[test]

@@ -120,9 +120,15 @@ pub fn render(summary: &RunSummary, records: &[TrialRecord]) -> String {
     s
 }
 
-/// Which phases the export names, in order (for documentation and tests).
+/// Which phases the export names for a run of stdio workers, in order
+/// (for documentation and tests); a run of tcp workers adds
+/// `connect-first-reply` after them.
 pub fn command_names() -> Vec<&'static str> {
-    Phase::ALL.iter().map(|p| p.name()).collect()
+    Phase::ALL
+        .iter()
+        .filter(|&&p| p != Phase::ConnectFirstReply)
+        .map(|p| p.name())
+        .collect()
 }
 
 #[cfg(test)]

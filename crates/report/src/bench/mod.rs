@@ -258,6 +258,7 @@ pub(crate) mod fixture {
                 shutdown_sent_ns: Some(ready + 200_000),
                 ack_read_ns: Some(ready + 400_000),
                 exited_ns: Some(ready + 3_400_000),
+                connected_ns: None,
             },
             usage: Some(Usage {
                 user_ns: 30_000_000,

@@ -3,6 +3,12 @@
 import json
 import os
 import sys
+import time
+
+
+def waiting_forever():
+    while True:
+        time.sleep(1)
 
 
 def main():
@@ -24,6 +30,9 @@ def main():
             out.write(json.dumps({"op": "shutdown"}) + "\n")
             out.flush()
             return 0
+        elif op == "hang":
+            # A request that never finishes, as a wedged model call would.
+            waiting_forever()
         elif op == "load":
             # The only place the model runtime is imported.
             from mlworker.models import load_model

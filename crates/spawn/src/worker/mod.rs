@@ -1,13 +1,21 @@
 //! A live worker: spawn, ready, requests, shutdown, and the end of it all.
+//!
+//! This module is the lifecycle; its jobs beside it are modules of their
+//! own: the records it hands out (`records`), the errors it builds
+//! (`failure`), what it reads in `/proc` (`procfs`), and the wire it
+//! talks over (the crate's `transport`).
+
+mod failure;
+mod procfs;
+mod records;
 
 use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
-use std::io::{self, Write};
-use std::os::fd::AsRawFd;
+use std::io;
 use std::process::ChildStdin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -15,11 +23,15 @@ use worker_proto::{
     Inbound, MAX_LINE_BYTES, Message, RawLine, Ready, Reply, Request, encode, escaped_prefix,
 };
 
-use crate::drain::{self, Event, Tail, Watched};
-use crate::error::{Error, ErrorDetail, ErrorKind, Phase};
-use crate::reap::{self, ExitInfo, Rusage};
+use crate::Escalation;
+use crate::drain::{self, Event, ReadyScan, Source, Tail, Watched};
+use crate::error::{Error, ErrorKind, Phase};
+use crate::reap::{self, ExitInfo};
+use crate::transport::{self, Link, TcpLink, Transport};
 use crate::{Command, group, monotonic_ns};
-use crate::{Escalation, ExitStatus};
+use failure::{cut, describe, lost_waiter, spawn_error};
+use procfs::vm_rss_bytes;
+pub use records::{Exchange, Finished, NoiseLine, ShutdownPolicy, Stamped};
 use timeline::{ReadyMark, RequestMark, Timeline};
 
 /// After stdout ended, how long the worker is given at least to exit on its
@@ -35,95 +47,9 @@ const STDOUT_AFTER_EXIT: Duration = Duration::from_millis(500);
 const JOIN_BOUND: Duration = Duration::from_secs(1);
 /// Longest noise line kept, in bytes (cut at a character boundary).
 const NOISE_LINE_MAX: usize = 4096;
-/// Longest quote of an unexpected message in an error.
-const QUOTE_MAX: usize = 200;
-
-/// A value and the monotonic stamp taken right after the `read` that
-/// delivered its line, before parsing.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Stamped<T> {
-    /// The parsed message (the ready line, or a reply).
-    pub value: T,
-    /// CLOCK_MONOTONIC ns right after the `read` that delivered its line.
-    pub read_at_ns: u64,
-}
-
-/// One request and its reply, with both stamps.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Exchange {
-    /// The op of the request that was sent.
-    pub request_op: String,
-    /// The worker's reply to it.
-    pub reply: Reply,
-    /// Taken just before the request line was written.
-    pub sent_at_ns: u64,
-    /// Taken right after the reply line was read.
-    pub received_at_ns: u64,
-}
-
-/// A stdout line that is not a protocol line (does not start with `{`).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct NoiseLine {
-    /// The line, cut to 4 KiB at most.
-    pub text: String,
-    /// CLOCK_MONOTONIC ns right after the `read` that delivered the line.
-    pub read_at_ns: u64,
-    /// The phase in which the harness read it.
-    pub phase: Phase,
-}
-
-/// How long each polite step of [`Worker::shutdown`] may take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShutdownPolicy {
-    /// From writing the shutdown op to reading its ack.
-    pub ack_timeout: Duration,
-    /// From the ack (and stdin closed) to the process's exit.
-    pub exit_timeout: Duration,
-    /// From SIGTERM to the group to SIGKILL to the group.
-    pub grace: Duration,
-}
-
-impl Default for ShutdownPolicy {
-    /// 5 s for the ack, 5 s to exit, 2 s of grace after SIGTERM.
-    fn default() -> Self {
-        ShutdownPolicy {
-            ack_timeout: Duration::from_secs(5),
-            exit_timeout: Duration::from_secs(5),
-            grace: Duration::from_secs(2),
-        }
-    }
-}
-
-/// A worker's end: how it exited, what it cost, and what it left.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Finished {
-    /// The worker's pid.
-    pub pid: u32,
-    /// How the process ended: exit code, signal, or unknown.
-    pub status: ExitStatus,
-    /// From `wait4` on this child; `None` only with [`ExitStatus::Unknown`].
-    pub rusage: Option<Rusage>,
-    /// The worker's whole timeline: spawned, ready, each request and its
-    /// reply, each step of the end (shutdown sent, ack, stdin closed,
-    /// signals, exit).
-    pub timeline: Timeline,
-    /// Whether SIGTERM or SIGKILL to the group was needed to end it.
-    pub escalation: Escalation,
-    /// Every noise line seen on stdout during the worker's life.
-    pub noise: Vec<NoiseLine>,
-    /// The last bytes of stderr (lossy UTF-8, at most the tail bound).
-    pub stderr_tail: String,
-    /// How many bytes the worker wrote to stderr in all.
-    pub stderr_bytes: u64,
-    /// Why the stderr file copy is incomplete, if it is.
-    pub stderr_file_error: Option<String>,
-    /// Whether every process of the group was gone when the end was
-    /// recorded (false only if a member resisted SIGKILL for seconds).
-    pub group_gone: bool,
-}
 
 /// The hook run when a timeout fires, before the kill; given the pid, it
-/// returns diagnostic text (a stack dump, ...) for [`ErrorDetail::diagnostics`].
+/// returns diagnostic text (a stack dump, ...) for [`ErrorDetail::diagnostics`](crate::ErrorDetail::diagnostics).
 pub type TimeoutHook = Box<dyn FnMut(u32) -> Option<String> + Send>;
 
 /// A live worker. Dropping it kills (SIGKILL) and reaps its whole process
@@ -132,11 +58,36 @@ pub struct Worker {
     command: String,
     pid: u32,
     max_noise: usize,
-    stdin: Option<ChildStdin>,
-    /// How long one line's write to stdin may block (stdin is non-blocking).
+    /// The way to the worker (its stdin, or the tcp connection); `None`
+    /// once closed, and before the connection of a worker started for tcp.
+    link: Option<Link>,
+    /// The transport the worker was started for.
+    transport: Transport,
+    /// A tcp worker's stdin, held open (not the protocol) until the end.
+    idle_stdin: Option<ChildStdin>,
+    /// Whether stdout is the protocol (stdio; cleared for tcp, so its
+    /// reader only drains it).
+    stdout_live: Arc<AtomicBool>,
+    /// Whether the stderr drain still looks for a ready line.
+    scan_live: Arc<AtomicBool>,
+    /// stdout ended while a tcp ready line on stderr could still come.
+    stdout_gone: bool,
+    /// The protocol runs on the tcp connection.
+    connected: bool,
+    /// Right after the tcp connection was made.
+    connected_ns: Option<u64>,
+    /// A sender on the event channel for the connection's reader, until
+    /// the ready line.
+    events_tx: Option<SyncSender<Event>>,
+    connect_timeout: Duration,
+    socket_thread: Option<Watched>,
+    /// The words errors use for the wire.
+    wire: transport::Wire,
+    /// How long one line's write to the worker may block.
     write_timeout: Duration,
     frames: Option<Receiver<Event>>,
-    stdout_eof: bool,
+    /// The stream that carries the protocol ended (or failed).
+    inbound_ended: bool,
     /// The stdout channel reported the leader's exit.
     exit_seen: bool,
     exit_rx: Receiver<ExitInfo>,
@@ -148,7 +99,8 @@ pub struct Worker {
     tail: Arc<Mutex<Tail>>,
     noise: Vec<NoiseLine>,
     /// Unanswered requests, oldest first, as indices into `timeline.requests`.
-    pending: VecDeque<usize>,
+    /// with the `id` each request carried, if any.
+    pending: VecDeque<(usize, Option<serde_json::Value>)>,
     rss_at_ready: Option<u64>,
     on_timeout: Option<TimeoutHook>,
     timeline: Timeline,
@@ -172,40 +124,10 @@ impl fmt::Debug for Worker {
     }
 }
 
-fn spawn_error(cmd: &Command, e: io::Error) -> Error {
-    Error::new(ErrorDetail {
-        kind: ErrorKind::SpawnFailed(e),
-        phase: Phase::Spawn,
-        command: cmd.display(),
-        expected: "the process to start".to_owned(),
-        status: None,
-        noise: Vec::new(),
-        stderr_tail: String::new(),
-        pid: 0,
-        diagnostics: Vec::new(),
-        finished: None,
-    })
-}
-
-fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
-}
-
-fn describe(m: &Message) -> String {
-    let json = serde_json::to_string(m).unwrap_or_else(|e| format!("<unprintable: {e}>"));
-    cut(&json, QUOTE_MAX)
-}
-
 impl Worker {
     /// Starts `cmd` in its own process group with piped stdin, stdout and
-    /// stderr, and starts draining stdout and stderr at once.
+    /// stderr, and starts draining stdout and stderr at once (stderr also
+    /// watched for a tcp ready line, see [`Transport`]).
     pub fn spawn(cmd: &Command) -> Result<Worker, Error> {
         let file = match &cmd.stderr_file {
             Some(path) => {
@@ -249,7 +171,7 @@ impl Worker {
         let stdin = child.stdin.take().expect("stdin is piped");
         // Writes are bounded by `write_timeout`: the pipe is non-blocking
         // and a full pipe is waited on with poll(2).
-        if let Err(e) = set_nonblocking(&stdin) {
+        if let Err(e) = transport::set_nonblocking(&stdin) {
             let _ = group::killpg(pid as i32, libc::SIGKILL);
             let _ = child.wait();
             group::unregister(pid as i32);
@@ -258,13 +180,29 @@ impl Worker {
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
         let tail = Arc::new(Mutex::new(Tail::new(cmd.stderr_tail_bytes)));
+        let (tx, frames) = drain::events();
+        let stdout_live = Arc::new(AtomicBool::new(cmd.transport == Transport::Stdio));
+        let scan_live = Arc::new(AtomicBool::new(true));
+        let scan = ReadyScan {
+            tx: tx.clone(),
+            tcp_only: cmd.transport == Transport::Stdio,
+            eof_matters: cmd.transport == Transport::Tcp,
+            live: Arc::clone(&scan_live),
+        };
         let threads = (|| {
-            let stderr_thread = drain::spawn_stderr(pid, stderr, Arc::clone(&tail), file)?;
-            let (stdout_thread, frames, notify) = drain::spawn_stdout(pid, stdout)?;
-            let (exit_rx, leader_exited) = reap::spawn_waiter(pid as i32, notify)?;
-            Ok::<_, io::Error>((stderr_thread, stdout_thread, frames, exit_rx, leader_exited))
+            let stderr_thread =
+                drain::spawn_stderr(pid, stderr, Arc::clone(&tail), file, Some(scan))?;
+            let stdout_thread = drain::spawn_reader(
+                pid,
+                Source::Stdout,
+                stdout,
+                tx.clone(),
+                Arc::clone(&stdout_live),
+            )?;
+            let (exit_rx, leader_exited) = reap::spawn_waiter(pid as i32, tx.clone())?;
+            Ok::<_, io::Error>((stderr_thread, stdout_thread, exit_rx, leader_exited))
         })();
-        let (stderr_thread, stdout_thread, frames, exit_rx, leader_exited) = match threads {
+        let (stderr_thread, stdout_thread, exit_rx, leader_exited) = match threads {
             Ok(t) => t,
             Err(e) => {
                 // No waiter thread runs: end and reap the child here.
@@ -274,6 +212,10 @@ impl Worker {
                 return Err(spawn_error(cmd, e));
             }
         };
+        let (link, idle_stdin, wire) = match cmd.transport {
+            Transport::Stdio => (Some(Link::Stdio(stdin)), None, transport::STDIO),
+            Transport::Tcp => (None, Some(stdin), transport::TCP),
+        };
         // `child` is dropped without waiting: the waiter thread reaps it.
         drop(child);
         Ok(Worker {
@@ -281,9 +223,20 @@ impl Worker {
             pid,
             max_noise: cmd.max_noise_lines,
             write_timeout: cmd.write_timeout,
-            stdin: Some(stdin),
+            wire,
+            link,
+            transport: cmd.transport,
+            idle_stdin,
+            stdout_live,
+            scan_live,
+            stdout_gone: false,
+            connected: false,
+            connected_ns: None,
+            events_tx: Some(tx),
+            connect_timeout: cmd.connect_timeout,
+            socket_thread: None,
             frames: Some(frames),
-            stdout_eof: false,
+            inbound_ended: false,
             exit_seen: false,
             exit_rx,
             leader_exited,
@@ -317,6 +270,11 @@ impl Worker {
         self.timeline.spawned_ns
     }
 
+    /// The wire's words for messages.
+    fn wire(&self) -> transport::Wire {
+        self.wire
+    }
+
     /// The worker's timeline so far (the whole of it is in [`Finished`]).
     pub fn timeline(&self) -> &Timeline {
         &self.timeline
@@ -333,24 +291,37 @@ impl Worker {
     /// ends the worker (group killed and reaped) before it is returned.
     pub fn wait_ready(&mut self, timeout: Duration) -> Result<Stamped<Ready>, Error> {
         let phase = Phase::Ready;
-        let expected = r#"a ready line {"ready": true, ...} on stdout"#.to_owned();
+        let expected = format!(
+            r#"a ready line {{"ready": true, ...}} on {}"#,
+            self.wire().ready_from
+        );
         if self.ended {
             return Err(self.not_running(phase, expected));
         }
         let deadline = Instant::now() + timeout;
         match self.next_message(deadline, timeout, &phase) {
-            Ok((Message::Ready(ready), read_at_ns)) if ready.ready => {
+            Ok((Message::Ready(ready), read_at_ns, source)) if ready.ready => {
                 self.rss_at_ready = vm_rss_bytes(self.pid);
                 self.timeline.ready = Some(ReadyMark {
                     read_ns: read_at_ns,
                     t_ns: ready.t_ns,
                 });
+                self.scan_live.store(false, Ordering::SeqCst);
+                if source == Source::Stderr
+                    && let Err(kind) = self.connect(&ready)
+                {
+                    let expected =
+                        "a connection to the loopback address its ready line on stderr names"
+                            .to_owned();
+                    return Err(self.fail(kind, phase, expected, Instant::now()));
+                }
+                self.events_tx = None;
                 Ok(Stamped {
                     value: ready,
                     read_at_ns,
                 })
             }
-            Ok((m, _)) => {
+            Ok((m, ..)) => {
                 let kind = ErrorKind::UnexpectedReply { got: describe(&m) };
                 Err(self.fail(kind, phase, expected, deadline))
             }
@@ -384,12 +355,13 @@ impl Worker {
     pub fn send(&mut self, req: &Request) -> Result<u64, Error> {
         let op = req.op().to_owned();
         let phase = Phase::Request(op.clone());
-        let expected = format!(r#"to write {{"op": "{op}"}} to the worker's stdin"#);
-        if self.ended || self.stdin.is_none() {
+        let wire = self.wire();
+        let expected = format!(r#"to write {{"op": "{op}"}} to the worker's {}"#, wire.to);
+        if self.ended || self.link.is_none() {
             return Err(self.not_running(phase, expected));
         }
         let line = encode(req);
-        let stdin = self.stdin.as_mut().expect("checked above");
+        let link = self.link.as_mut().expect("checked above");
         let sent_at_ns = monotonic_ns();
         // Marked before the write and kept if it fails: whatever the
         // request set off is never earlier than its mark.
@@ -398,21 +370,24 @@ impl Worker {
             sent_ns: sent_at_ns,
             received_ns: None,
         });
-        match write_line(stdin, &line, self.write_timeout) {
+        match link.write_line(&line, self.write_timeout) {
             Ok(()) => {
-                self.pending.push_back(self.timeline.requests.len() - 1);
+                let id = request_id(req);
+                self.pending
+                    .push_back((self.timeline.requests.len() - 1, id));
                 Ok(sent_at_ns)
             }
             Err(e) if e.kind() == io::ErrorKind::TimedOut => {
                 let kind = ErrorKind::Timeout {
                     after: self.write_timeout,
                 };
-                let expected = format!("{expected}: the worker stopped reading its stdin");
+                let expected = format!("{expected}: the worker stopped reading its {}", wire.to);
                 Err(self.fail(kind, phase, expected, Instant::now()))
             }
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
                 let deadline = Instant::now() + EXIT_AFTER_EOF;
-                Err(self.fail(ErrorKind::ExitedEarly, phase, expected, deadline))
+                let kind = self.closed_kind(None);
+                Err(self.fail(kind, phase, expected, deadline))
             }
             Err(e) => {
                 let deadline = Instant::now();
@@ -421,37 +396,40 @@ impl Worker {
         }
     }
 
-    /// Waits for the reply to the oldest unanswered request: a reply with
-    /// its op, or an `error` reply. Any error ends the worker.
+    /// Waits for the next reply: to the unanswered request whose `id` it
+    /// carries when it carries one (a worker that answers concurrently may
+    /// answer out of order), else to the oldest; a reply with that
+    /// request's op, or an `error` reply. Any error ends the worker.
     pub fn recv(&mut self, timeout: Duration) -> Result<Stamped<Reply>, Error> {
         let op = self
             .pending
             .front()
-            .map(|&i| self.timeline.requests[i].op.clone());
+            .map(|(i, _)| self.timeline.requests[*i].op.clone());
         let phase = Phase::Request(op.clone().unwrap_or_default());
+        let from = self.wire().from;
         let expected = match &op {
             Some(op) => {
-                format!(r#"a reply {{"op": "{op}", ...}} or {{"op": "error", ...}} on stdout"#)
+                format!(r#"a reply {{"op": "{op}", ...}} or {{"op": "error", ...}} on {from}"#)
             }
-            None => "a reply on stdout".to_owned(),
+            None => format!("a reply on {from}"),
         };
         if self.ended {
             return Err(self.not_running(phase, expected));
         }
         let deadline = Instant::now() + timeout;
         match self.next_message(deadline, timeout, &phase) {
-            Ok((Message::Reply(reply), read_at_ns))
-                if op
-                    .as_deref()
-                    .is_none_or(|op| reply.op() == op || reply.op() == "error") =>
+            Ok((Message::Reply(reply), read_at_ns, _))
+                if self.pending.is_empty() || self.answers(&reply).is_some() =>
             {
-                self.answered(read_at_ns);
+                if let Some(at) = self.answers(&reply) {
+                    self.answered(at, read_at_ns);
+                }
                 Ok(Stamped {
                     value: reply,
                     read_at_ns,
                 })
             }
-            Ok((m, _)) => {
+            Ok((m, ..)) => {
                 let kind = ErrorKind::UnexpectedReply { got: describe(&m) };
                 Err(self.fail(kind, phase, expected, deadline))
             }
@@ -478,7 +456,11 @@ impl Worker {
     /// code 0. Anything else is an `Err` whose `finished` holds the record
     /// of the end (the worker is always ended and reaped).
     pub fn shutdown(mut self, policy: &ShutdownPolicy) -> Result<Finished, Error> {
-        let ack = r#"the shutdown ack {"op": "shutdown"} on stdout"#;
+        let ack = format!(
+            r#"the shutdown ack {{"op": "shutdown"}} on {}"#,
+            self.wire().from
+        );
+        let ack = ack.as_str();
         if self.ended {
             return Err(self.not_running(Phase::Shutdown, ack.to_owned()));
         }
@@ -486,13 +468,13 @@ impl Worker {
 
         // 1. The shutdown op.
         let line = encode(&Request::shutdown());
-        if let Some(stdin) = self.stdin.as_mut() {
+        if let Some(link) = self.link.as_mut() {
             let at = monotonic_ns();
-            match write_line(stdin, &line, self.write_timeout) {
+            match link.write_line(&line, self.write_timeout) {
                 Ok(()) => self.timeline.end.shutdown_sent_ns = Some(at),
                 Err(e) => {
                     let kind = match e.kind() {
-                        io::ErrorKind::BrokenPipe => ErrorKind::ExitedEarly,
+                        io::ErrorKind::BrokenPipe => self.closed_kind(None),
                         io::ErrorKind::TimedOut => ErrorKind::Timeout {
                             after: self.write_timeout,
                         },
@@ -508,18 +490,15 @@ impl Worker {
             let deadline = Instant::now() + policy.ack_timeout;
             loop {
                 match self.next_message(deadline, policy.ack_timeout, &Phase::Shutdown) {
-                    Ok((Message::Reply(Reply::Shutdown(_)), at)) => {
+                    Ok((Message::Reply(Reply::Shutdown(_)), at, _)) => {
                         self.timeline.end.ack_read_ns = Some(at);
                         break;
                     }
-                    Ok((Message::Reply(r), at))
-                        if self.pending.front().is_some_and(|&i| {
-                            r.op() == self.timeline.requests[i].op || r.op() == "error"
-                        }) =>
-                    {
-                        self.answered(at);
+                    Ok((Message::Reply(r), at, _)) if self.answers(&r).is_some() => {
+                        let pos = self.answers(&r).expect("checked in the guard");
+                        self.answered(pos, at);
                     }
-                    Ok((m, _)) => {
+                    Ok((m, ..)) => {
                         let kind = ErrorKind::UnexpectedReply { got: describe(&m) };
                         problem = Some((kind, Phase::Shutdown, ack.to_owned()));
                         break;
@@ -535,8 +514,10 @@ impl Worker {
             }
         }
 
-        // 3. EOF on stdin: the protocol's other way to ask for an exit.
-        if self.stdin.take().is_some() {
+        // 3. EOF on the way in (stdin closed, or the connection shut
+        // down): the protocol's other way to ask for an exit.
+        self.idle_stdin = None;
+        if self.link.take().is_some() {
             self.timeline.end.stdin_closed_ns = Some(monotonic_ns());
         }
 
@@ -580,67 +561,166 @@ impl Worker {
 
     // ---- internals ------------------------------------------------------
 
-    /// The oldest unanswered request got its reply, read at `read_ns`.
-    fn answered(&mut self, read_ns: u64) {
-        if let Some(i) = self.pending.pop_front() {
+    /// Which unanswered request (its place in `pending`) `reply` answers:
+    /// the one whose `id` it carries, else the oldest; `None` when its op
+    /// is neither that request's nor `error`.
+    fn answers(&self, reply: &Reply) -> Option<usize> {
+        let by_id = reply.to_object().get("id").and_then(|id| {
+            self.pending
+                .iter()
+                .position(|(_, sent)| sent.as_ref() == Some(id))
+        });
+        let pos = by_id.unwrap_or(0);
+        let (i, _) = self.pending.get(pos)?;
+        let op = &self.timeline.requests[*i].op;
+        (reply.op() == op || reply.op() == "error").then_some(pos)
+    }
+
+    /// The unanswered request at `pos` in `pending` got its reply, read at
+    /// `read_ns`.
+    fn answered(&mut self, pos: usize, read_ns: u64) {
+        if let Some((i, _)) = self.pending.remove(pos) {
             self.timeline.requests[i].received_ns = Some(read_ns);
         }
     }
 
-    /// The next protocol message, keeping noise lines on the way.
+    /// Whether events from `source` carry the protocol now.
+    fn accepts(&self, source: Source) -> bool {
+        match source {
+            Source::Socket => self.connected,
+            Source::Stdout => {
+                !self.connected && !self.stdout_gone && self.stdout_live.load(Ordering::SeqCst)
+            }
+            Source::Stderr => self.timeline.ready.is_none(),
+        }
+    }
+
+    /// The error for the protocol's stream closing before the expected
+    /// line (`partial`: the start of an unfinished line).
+    fn closed_kind(&self, partial: Option<String>) -> ErrorKind {
+        match (self.connected, partial) {
+            (true, partial) => ErrorKind::Disconnected { partial },
+            (false, Some(prefix)) => ErrorKind::PartialLine { prefix },
+            (false, None) => ErrorKind::ExitedEarly,
+        }
+    }
+
+    /// Connects to the address a tcp ready line names and moves the
+    /// protocol onto the connection: stdout is only drained from now on.
+    fn connect(&mut self, ready: &Ready) -> Result<(), ErrorKind> {
+        self.stdout_live.store(false, Ordering::SeqCst);
+        self.wire = transport::TCP;
+        let addr = transport::address(ready).map_err(|why| ErrorKind::Connect {
+            to: "the address of its ready line".to_owned(),
+            cause: io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("the ready line on stderr is no use: {why}"),
+            ),
+        })?;
+        let (link, reader) =
+            TcpLink::connect(addr, self.connect_timeout).map_err(|cause| ErrorKind::Connect {
+                to: addr.to_string(),
+                cause,
+            })?;
+        let tx = self.events_tx.take().ok_or(ErrorKind::NotRunning)?;
+        let live = Arc::new(AtomicBool::new(true));
+        let thread = drain::spawn_reader(self.pid, Source::Socket, reader, tx, live)
+            .map_err(ErrorKind::Io)?;
+        self.socket_thread = Some(thread);
+        if let Some(Link::Stdio(stdin)) = self.link.take() {
+            self.idle_stdin = Some(stdin);
+        }
+        self.link = Some(Link::Tcp(link));
+        self.connected = true;
+        self.connected_ns = Some(monotonic_ns());
+        Ok(())
+    }
+
+    /// The next protocol message, keeping noise lines on the way, with the
+    /// stream it came from.
     fn next_message(
         &mut self,
         deadline: Instant,
         timeout: Duration,
         phase: &Phase,
-    ) -> Result<(Message, u64), ErrorKind> {
-        // Once the leader exited, stdout must keep making progress.
+    ) -> Result<(Message, u64, Source), ErrorKind> {
+        // Once the leader exited, the protocol's stream must keep making
+        // progress.
         let mut quiet_until = self.exit_seen.then(|| Instant::now() + STDOUT_AFTER_EXIT);
         loop {
-            let Some(frames) = self.frames.as_ref().filter(|_| !self.stdout_eof) else {
-                return Err(ErrorKind::ExitedEarly);
+            let Some(frames) = self.frames.as_ref().filter(|_| !self.inbound_ended) else {
+                return Err(self.closed_kind(None));
             };
             let until = quiet_until.map_or(deadline, |q| q.min(deadline));
             let left = until.saturating_duration_since(Instant::now());
-            let frame = match frames.recv_timeout(left) {
+            let (source, frame) = match frames.recv_timeout(left) {
                 Ok(Event::LeaderExited) => {
                     self.exit_seen = true;
+                    if self.stdout_gone && !self.connected {
+                        // stdout ended, and no tcp ready line came on
+                        // stderr before the exit.
+                        self.inbound_ended = true;
+                        return Err(ErrorKind::ExitedEarly);
+                    }
                     quiet_until = Some(Instant::now() + STDOUT_AFTER_EXIT);
                     continue;
                 }
-                Ok(Event::Frame(frame)) => {
+                Ok(Event::Frame(source, frame)) if self.accepts(source) => {
                     if quiet_until.is_some() {
                         quiet_until = Some(Instant::now() + STDOUT_AFTER_EXIT);
                     }
-                    frame
+                    (source, frame)
                 }
-                Ok(Event::Eof) | Err(RecvTimeoutError::Disconnected) => {
-                    self.stdout_eof = true;
-                    return Err(ErrorKind::ExitedEarly);
+                Ok(Event::Eof(Source::Stdout))
+                    if self.accepts(Source::Stdout)
+                        && self.transport == Transport::Stdio
+                        && self.timeline.ready.is_none()
+                        && !self.exit_seen =>
+                {
+                    // A worker that serves over tcp may close stdout at
+                    // once; its ready line can still come on stderr, so
+                    // only the exit ends the wait.
+                    self.stdout_gone = true;
+                    continue;
                 }
-                Ok(Event::Failed(e)) => {
-                    self.stdout_eof = true;
-                    return Err(ErrorKind::Io(e));
+                Ok(Event::Eof(source)) if self.accepts(source) => {
+                    self.inbound_ended = true;
+                    return Err(self.closed_kind(None));
+                }
+                Ok(Event::Failed(source, e)) if self.accepts(source) => {
+                    self.inbound_ended = true;
+                    return Err(match e.kind() {
+                        io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted
+                            if self.connected =>
+                        {
+                            ErrorKind::Disconnected { partial: None }
+                        }
+                        _ => ErrorKind::Io(e),
+                    });
+                }
+                // A stream that is not the protocol (now): ignored.
+                Ok(Event::Frame(..) | Event::Eof(_) | Event::Failed(..)) => continue,
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.inbound_ended = true;
+                    return Err(self.closed_kind(None));
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     if quiet_until.is_some_and(|q| q < deadline) {
-                        // The leader is gone and stdout went quiet without
-                        // an EOF: someone outside the group holds it.
-                        self.stdout_eof = true;
-                        return Err(ErrorKind::ExitedEarly);
+                        // The leader is gone and the stream went quiet
+                        // without an EOF: someone outside the group holds it.
+                        self.inbound_ended = true;
+                        return Err(self.closed_kind(None));
                     }
                     return Err(ErrorKind::Timeout { after: timeout });
                 }
             };
             let read_at_ns = frame.read_at_ns.unwrap_or_else(monotonic_ns);
             if let RawLine::Partial(bytes) = &frame.line {
-                self.stdout_eof = true;
-                return Err(ErrorKind::PartialLine {
-                    prefix: escaped_prefix(bytes),
-                });
+                self.inbound_ended = true;
+                return Err(self.closed_kind(Some(escaped_prefix(bytes))));
             }
             match frame.line.classify(MAX_LINE_BYTES) {
-                Ok(Inbound::Message(m)) => return Ok((m, read_at_ns)),
+                Ok(Inbound::Message(m)) => return Ok((m, read_at_ns, source)),
                 Ok(Inbound::Noise(text)) => {
                     self.noise.push(NoiseLine {
                         text: cut(&text, NOISE_LINE_MAX),
@@ -655,74 +735,12 @@ impl Worker {
                 }
                 Ok(other) => {
                     return Err(ErrorKind::UnexpectedReply {
-                        got: cut(&format!("{other:?}"), QUOTE_MAX),
+                        got: failure::quote(&format!("{other:?}")),
                     });
                 }
                 Err(e) => return Err(ErrorKind::Protocol(e)),
             }
         }
-    }
-
-    fn run_hook(&mut self) {
-        if let Some(hook) = self.on_timeout.as_mut()
-            && let Some(text) = hook(self.pid)
-        {
-            self.diagnostics.push(text);
-        }
-    }
-
-    /// Ends the worker after a failure and builds the error.
-    fn fail(
-        &mut self,
-        kind: ErrorKind,
-        phase: Phase,
-        expected: String,
-        deadline: Instant,
-    ) -> Error {
-        match kind {
-            ErrorKind::Timeout { .. } => self.run_hook(),
-            ErrorKind::ExitedEarly | ErrorKind::PartialLine { .. } => {
-                // stdout ended: the worker is most likely exiting; let it,
-                // so the error carries its own exit status.
-                let until = deadline.max(Instant::now() + EXIT_AFTER_EOF);
-                self.wait_exit_until(until);
-            }
-            _ => {}
-        }
-        self.force_kill();
-        self.close_out();
-        let finished = self.record();
-        self.error(kind, phase, expected, finished)
-    }
-
-    fn error(&self, kind: ErrorKind, phase: Phase, expected: String, finished: Finished) -> Error {
-        Error::new(ErrorDetail {
-            kind,
-            phase,
-            command: self.command.clone(),
-            expected,
-            status: Some(finished.status),
-            noise: finished.noise.clone(),
-            stderr_tail: finished.stderr_tail.clone(),
-            pid: self.pid,
-            diagnostics: self.diagnostics.clone(),
-            finished: Some(Box::new(finished)),
-        })
-    }
-
-    fn not_running(&self, phase: Phase, expected: String) -> Error {
-        Error::new(ErrorDetail {
-            kind: ErrorKind::NotRunning,
-            phase,
-            command: self.command.clone(),
-            expected,
-            status: self.exit.map(|e| e.status),
-            noise: self.noise.clone(),
-            stderr_tail: self.stderr_tail(),
-            pid: self.pid,
-            diagnostics: self.diagnostics.clone(),
-            finished: None,
-        })
     }
 
     /// Whether the exit is known, without waiting.
@@ -798,13 +816,18 @@ impl Worker {
             return;
         }
         debug_assert!(self.exit.is_some());
-        self.stdin = None;
+        self.link = None;
+        self.idle_stdin = None;
+        self.events_tx = None;
         self.frames = None;
         let deadline = Instant::now() + JOIN_BOUND;
         if let Some(t) = self.stdout_thread.take() {
             t.join_by(deadline);
         }
         if let Some(t) = self.stderr_thread.take() {
+            t.join_by(deadline);
+        }
+        if let Some(t) = self.socket_thread.take() {
             t.join_by(deadline);
         }
         self.ended = true;
@@ -825,18 +848,8 @@ impl Worker {
             stderr_bytes: tail.total(),
             stderr_file_error: tail.file_error(),
             group_gone: exit.group_gone,
+            connected_ns: self.connected_ns,
         }
-    }
-}
-
-/// The waiter thread vanished without a report (it cannot panic in
-/// practice): the exit is recorded as unknown rather than invented.
-fn lost_waiter() -> ExitInfo {
-    ExitInfo {
-        status: ExitStatus::Unknown,
-        rusage: None,
-        exited_at_ns: monotonic_ns(),
-        group_gone: false,
     }
 }
 
@@ -851,96 +864,20 @@ impl Drop for Worker {
     }
 }
 
-/// `VmRSS` of `/proc/PID/status` in bytes; `None` where absent.
-fn vm_rss_bytes(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    parse_vm_rss(&status)
-}
-
-fn parse_vm_rss(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let mut words = line["VmRSS:".len()..].split_whitespace();
-    let n: u64 = words.next()?.parse().ok()?;
-    match words.next() {
-        Some("kB") => Some(n * 1024),
+/// The `id` a request carries, if any.
+fn request_id(req: &Request) -> Option<serde_json::Value> {
+    match serde_json::to_value(req) {
+        Ok(serde_json::Value::Object(mut m)) => m.remove("id"),
         _ => None,
     }
-}
-
-/// Puts the worker's stdin pipe in non-blocking mode, so a write can be
-/// bounded in time.
-fn set_nonblocking(stdin: &ChildStdin) -> io::Result<()> {
-    let fd = stdin.as_raw_fd();
-    // SAFETY: fcntl on a descriptor we own; F_GETFL/F_SETFL touch only its flags.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Writes the whole line to the non-blocking stdin, waiting with poll(2)
-/// while the pipe is full; `TimedOut` when it stays full past `timeout`.
-fn write_line(stdin: &mut ChildStdin, mut line: &[u8], timeout: Duration) -> io::Result<()> {
-    let deadline = Instant::now() + timeout;
-    while !line.is_empty() {
-        match stdin.write(line) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => line = &line[n..],
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(io::ErrorKind::TimedOut.into());
-                }
-                let mut pfd = libc::pollfd {
-                    fd: stdin.as_raw_fd(),
-                    events: libc::POLLOUT,
-                    revents: 0,
-                };
-                let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
-                // SAFETY: one valid pollfd for a descriptor we own.
-                let rc = unsafe { libc::poll(&mut pfd, 1, ms) };
-                if rc < 0 {
-                    let err = io::Error::last_os_error();
-                    if err.kind() != io::ErrorKind::Interrupted {
-                        return Err(err);
-                    }
-                }
-                // rc == 0 loops back to the deadline check; POLLERR or
-                // POLLHUP makes the next write fail with EPIPE.
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn vm_rss_is_parsed_in_bytes() {
-        let status = "Name:\tpython3\nVmPeak:\t  20000 kB\nVmRSS:\t   12345 kB\nThreads:\t1\n";
-        assert_eq!(parse_vm_rss(status), Some(12345 * 1024));
-    }
-
-    #[test]
-    fn vm_rss_absent_is_none() {
-        // A zombie's status has no VmRSS line.
-        assert_eq!(parse_vm_rss("Name:\tx\nState:\tZ (zombie)\n"), None);
-        assert_eq!(parse_vm_rss("VmRSS:\tlots\n"), None);
-    }
-
-    #[test]
-    fn own_rss_is_read() {
-        assert!(vm_rss_bytes(std::process::id()).unwrap() > 0);
-    }
+    use crate::ExitStatus;
+    use crate::error::ErrorDetail;
+    use std::sync::Mutex;
 
     /// Tests that start processes run one at a time: `kill_all` would end
     /// the workers of tests running beside it in this process.
@@ -1067,6 +1004,7 @@ mod tests {
             stderr_bytes: 0,
             stderr_file_error: None,
             group_gone: true,
+            connected_ns: None,
         };
         let noise = vec![NoiseLine {
             text: "Loading checkpoint shards: 100%".to_owned(),
@@ -1171,11 +1109,5 @@ mod tests {
         assert_eq!(err.pid, 0);
         let err = Worker::spawn(&affinity_reporter(&[])).unwrap_err();
         assert!(err.to_string().contains("no CPU given"), "{err}");
-    }
-
-    #[test]
-    fn cut_respects_characters() {
-        assert_eq!(cut("abc", 5), "abc");
-        assert_eq!(cut("aé", 2), "a…");
     }
 }

@@ -1,0 +1,98 @@
+//! The records a worker hands out: stamped messages, exchanges, noise
+//! lines, the shutdown policy it follows, and the record of its end.
+
+use std::time::Duration;
+
+use timeline::Timeline;
+use worker_proto::Reply;
+
+use crate::error::Phase;
+use crate::reap::Rusage;
+use crate::{Escalation, ExitStatus};
+
+/// A value and the monotonic stamp taken right after the `read` that
+/// delivered its line, before parsing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stamped<T> {
+    /// The parsed message (the ready line, or a reply).
+    pub value: T,
+    /// CLOCK_MONOTONIC ns right after the `read` that delivered its line.
+    pub read_at_ns: u64,
+}
+
+/// One request and its reply, with both stamps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    /// The op of the request that was sent.
+    pub request_op: String,
+    /// The worker's reply to it.
+    pub reply: Reply,
+    /// Taken just before the request line was written.
+    pub sent_at_ns: u64,
+    /// Taken right after the reply line was read.
+    pub received_at_ns: u64,
+}
+
+/// A stdout line that is not a protocol line (does not start with `{`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NoiseLine {
+    /// The line, cut to 4 KiB at most.
+    pub text: String,
+    /// CLOCK_MONOTONIC ns right after the `read` that delivered the line.
+    pub read_at_ns: u64,
+    /// The phase in which the harness read it.
+    pub phase: Phase,
+}
+
+/// How long each polite step of [`Worker::shutdown`](crate::Worker::shutdown) may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShutdownPolicy {
+    /// From writing the shutdown op to reading its ack.
+    pub ack_timeout: Duration,
+    /// From the ack (and stdin closed) to the process's exit.
+    pub exit_timeout: Duration,
+    /// From SIGTERM to the group to SIGKILL to the group.
+    pub grace: Duration,
+}
+
+impl Default for ShutdownPolicy {
+    /// 5 s for the ack, 5 s to exit, 2 s of grace after SIGTERM.
+    fn default() -> Self {
+        ShutdownPolicy {
+            ack_timeout: Duration::from_secs(5),
+            exit_timeout: Duration::from_secs(5),
+            grace: Duration::from_secs(2),
+        }
+    }
+}
+
+/// A worker's end: how it exited, what it cost, and what it left.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    /// The worker's pid.
+    pub pid: u32,
+    /// How the process ended: exit code, signal, or unknown.
+    pub status: ExitStatus,
+    /// From `wait4` on this child; `None` only with [`ExitStatus::Unknown`].
+    pub rusage: Option<Rusage>,
+    /// The worker's whole timeline: spawned, ready, each request and its
+    /// reply, each step of the end (shutdown sent, ack, stdin closed,
+    /// signals, exit).
+    pub timeline: Timeline,
+    /// Whether SIGTERM or SIGKILL to the group was needed to end it.
+    pub escalation: Escalation,
+    /// Every noise line seen on stdout during the worker's life.
+    pub noise: Vec<NoiseLine>,
+    /// The last bytes of stderr (lossy UTF-8, at most the tail bound).
+    pub stderr_tail: String,
+    /// How many bytes the worker wrote to stderr in all.
+    pub stderr_bytes: u64,
+    /// Why the stderr file copy is incomplete, if it is.
+    pub stderr_file_error: Option<String>,
+    /// Whether every process of the group was gone when the end was
+    /// recorded (false only if a member resisted SIGKILL for seconds).
+    pub group_gone: bool,
+    /// For a worker that served over tcp: right after the connection to
+    /// the address its ready line names was made (`None` on stdio).
+    pub connected_ns: Option<u64>,
+}

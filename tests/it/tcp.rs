@@ -1,0 +1,502 @@
+//! Workers that serve over TCP: the ready line picked out of stderr, the
+//! protocol over a loopback connection, and every fault leaving nothing
+//! running. Through `spawn` directly (the reference worker with
+//! `--transport tcp`, and the stand-in `tests/fixtures/workers/tcp_worker.py`
+//! with its fault modes), then through `coldstart check` and `coldstart
+//! bench` as a user runs them, from a folder outside the workspace.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::Value;
+use spawn::worker_proto::Request;
+use spawn::{Command, ErrorKind, Phase, ShutdownPolicy, Transport, Worker};
+use timeline::TrialRecord;
+
+use crate::support;
+
+const READY: Duration = Duration::from_secs(30);
+const REQUEST: Duration = Duration::from_secs(15);
+
+fn policy() -> ShutdownPolicy {
+    ShutdownPolicy {
+        ack_timeout: Duration::from_secs(10),
+        exit_timeout: Duration::from_secs(10),
+        grace: Duration::from_secs(1),
+    }
+}
+
+/// A marker no other process on the machine has in its argv.
+fn marker(name: &str) -> String {
+    format!("coldstart-tcp-{name}-{}", std::process::id())
+}
+
+/// Every live process whose argv holds `marker`.
+fn running_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let argv = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if argv.contains(marker) {
+            found.push(format!("{}: {argv}", entry.file_name().to_string_lossy()));
+        }
+    }
+    found
+}
+
+#[track_caller]
+fn assert_nothing_left(marker: &str) {
+    let left = running_with(marker);
+    assert!(left.is_empty(), "processes left running: {left:#?}");
+}
+
+#[track_caller]
+fn assert_group_gone(pgid: u32) {
+    // SAFETY: kill with signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(-(pgid as i32), 0) };
+    assert!(rc == -1, "process group {pgid} still has processes");
+}
+
+/// The reference worker over TCP, with `task` as its marker.
+fn refworker(task: &str) -> Vec<String> {
+    [
+        support::python().display().to_string(),
+        "-m".to_owned(),
+        "refworker".to_owned(),
+        "--test-echo".to_owned(),
+        "--profile".to_owned(),
+        "io".to_owned(),
+        "--transport".to_owned(),
+        "tcp".to_owned(),
+        "--task".to_owned(),
+        task.to_owned(),
+    ]
+    .to_vec()
+}
+
+fn refworker_cmd(task: &str) -> Command {
+    let argv = refworker(task);
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .env("PYTHONPATH", support::worker_dir());
+    cmd
+}
+
+fn standin(mode: &str, marker: &str) -> Command {
+    let mut cmd = Command::new(support::python());
+    cmd.arg(support::fixtures().join("workers").join("tcp_worker.py"))
+        .args([mode, marker]);
+    cmd
+}
+
+// ---- through spawn ---------------------------------------------------------
+
+#[test]
+fn tcp_reference_worker_full_life_with_the_ready_line_from_stderr() {
+    let mark = marker("full-life");
+    for transport in [Transport::Tcp, Transport::Stdio] {
+        // Said by the target, or found in the ready line on stderr.
+        let mut cmd = refworker_cmd(&mark);
+        cmd.transport(transport);
+        let mut w = Worker::spawn(&cmd).unwrap();
+        let pid = w.pid();
+        let ready = w.wait_ready(READY).unwrap();
+        assert_eq!(ready.value.extra["transport"], "tcp");
+        let port = ready.value.extra["port"].as_u64().unwrap();
+        assert!(port > 0);
+        let x = w.request(&Request::health(), REQUEST).unwrap();
+        assert_eq!(x.reply.op(), "health");
+        assert!(x.sent_at_ns >= ready.read_at_ns && x.received_at_ns > x.sent_at_ns);
+        let fin = w.shutdown(&policy()).unwrap();
+        let connected = fin.connected_ns.expect("a connection stamp");
+        let t = &fin.timeline;
+        let r = t.ready.unwrap();
+        assert!(t.spawned_ns < r.read_ns && r.read_ns <= connected);
+        assert!(connected <= x.sent_at_ns);
+        assert!(r.t_ns.unwrap() <= r.read_ns);
+        // The stderr tail stays whole: the ready line is still in it.
+        assert!(
+            fin.stderr_tail.contains(r#""transport": "tcp""#),
+            "{}",
+            fin.stderr_tail
+        );
+        assert!(fin.stderr_tail.contains("shutdown acknowledged"));
+        assert!(fin.noise.is_empty());
+        assert_group_gone(pid);
+    }
+    assert_nothing_left(&mark);
+}
+
+#[test]
+fn tcp_a_ready_line_naming_a_port_that_refuses_is_a_connect_error() {
+    let mark = marker("refuse");
+    let mut cmd = standin("refuse", &mark);
+    cmd.transport(Transport::Tcp);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    let pid = w.pid();
+    let err = w.wait_ready(READY).unwrap_err();
+    assert!(
+        matches!(&err.kind, ErrorKind::Connect { cause, .. } if cause.kind() == std::io::ErrorKind::ConnectionRefused),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Ready);
+    let text = err.to_string();
+    assert!(
+        text.contains("could not connect to the worker at 127.0.0.1:"),
+        "{text}"
+    );
+    assert!(text.contains("what to do:"), "{text}");
+    assert!(
+        err.stderr_tail.contains("starting in mode refuse"),
+        "{text}"
+    );
+    assert_group_gone(pid);
+    assert_nothing_left(&mark);
+}
+
+#[test]
+fn tcp_a_connection_closed_mid_reply_is_a_disconnect_with_the_partial_line() {
+    let mark = marker("drop");
+    let mut cmd = standin("drop-mid-reply", &mark);
+    cmd.transport(Transport::Tcp);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    let pid = w.pid();
+    w.wait_ready(READY).unwrap();
+    let err = w.request(&Request::health(), REQUEST).unwrap_err();
+    assert!(
+        matches!(&err.kind, ErrorKind::Disconnected { partial: Some(p) } if p.contains("respo")),
+        "{err}"
+    );
+    assert_eq!(err.phase, Phase::Request("health".to_owned()));
+    assert!(err.to_string().contains("closed the connection"), "{err}");
+    assert!(
+        err.stderr_tail.contains("closed the connection mid-reply"),
+        "{err}"
+    );
+    // It kept running after closing: the harness killed its group.
+    assert_eq!(
+        err.finished.as_ref().unwrap().escalation,
+        spawn::Escalation::Kill
+    );
+    assert_group_gone(pid);
+    assert_nothing_left(&mark);
+}
+
+#[test]
+fn tcp_no_ready_line_times_out_with_the_hook_and_ends_the_group() {
+    let mark = marker("never");
+    let mut cmd = standin("never-ready", &mark);
+    cmd.transport(Transport::Tcp);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    let pid = w.pid();
+    w.on_timeout(|p| Some(format!("dump of {p}")));
+    let err = w.wait_ready(Duration::from_secs(2)).unwrap_err();
+    assert!(matches!(err.kind, ErrorKind::Timeout { .. }), "{err}");
+    assert_eq!(err.diagnostics, [format!("dump of {pid}")]);
+    assert!(
+        err.expected.contains("on stderr"),
+        "a tcp worker's ready line is awaited on stderr: {err}"
+    );
+    assert_group_gone(pid);
+    assert_nothing_left(&mark);
+}
+
+#[test]
+fn tcp_stderr_flooded_around_the_ready_line_keeps_every_byte() {
+    let mark = marker("flood");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stderr.log");
+    let mut cmd = standin("flood", &mark);
+    cmd.transport(Transport::Tcp).stderr_file(&log);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    let pid = w.pid();
+    let ready = w.wait_ready(READY).unwrap();
+    w.request(&Request::health(), REQUEST).unwrap();
+    let fin = w.shutdown(&policy()).unwrap();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // 20,000 lines before, the ready line, 20,000 after, and the logs.
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with(r#"{"ready": true"#))
+        .expect("the ready line stays in the stderr copy");
+    assert_eq!(
+        lines[..at]
+            .iter()
+            .filter(|l| l.contains("before_mod") || l.contains("before log"))
+            .count(),
+        20000
+    );
+    assert_eq!(
+        lines[at..]
+            .iter()
+            .filter(|l| l.contains("after_mod") || l.contains("after log"))
+            .count(),
+        20000
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(lines[at]).unwrap()["port"],
+        ready.value.extra["port"]
+    );
+    assert_eq!(fin.stderr_bytes, text.len() as u64);
+    assert_group_gone(pid);
+    assert_nothing_left(&mark);
+}
+
+#[test]
+fn tcp_stdout_is_not_the_protocol_and_a_closed_stdout_does_not_end_the_wait() {
+    let mark = marker("stdout");
+    // Lines on stdout while serving over tcp are drained, not noise.
+    let mut cmd = standin("stdout-noise", &mark);
+    cmd.transport(Transport::Tcp).max_noise_lines(0);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    w.wait_ready(READY).unwrap();
+    for _ in 0..3 {
+        w.request(&Request::health(), REQUEST).unwrap();
+    }
+    let fin = w.shutdown(&policy()).unwrap();
+    assert!(fin.noise.is_empty());
+    // Started as a stdio worker, it closes stdout before its tcp ready
+    // line on stderr: found, connected, served.
+    let mut w = Worker::spawn(&standin("closes-stdout", &mark)).unwrap();
+    w.wait_ready(READY).unwrap();
+    w.request(&Request::health(), REQUEST).unwrap();
+    assert!(w.shutdown(&policy()).unwrap().connected_ns.is_some());
+    assert_nothing_left(&mark);
+}
+
+// ---- through the command line -----------------------------------------------
+
+fn coldstart(dir: &Path, args: &[&str], argv: &[String]) -> Output {
+    let out = std::process::Command::new(support::coldstart_bin())
+        .current_dir(dir)
+        .args(args)
+        .arg("--")
+        .args(argv)
+        .env("PYTHONPATH", support::worker_dir())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    eprintln!(
+        "--- stdout ---\n{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn tcp_check_passes_three_reference_workers_at_once_with_the_same_evidence() {
+    let mark = marker("check");
+    let dir = tempfile::tempdir().unwrap();
+    let o = coldstart(
+        dir.path(),
+        &["check", "--json", "--processes", "3"],
+        &refworker(&mark),
+    );
+    let json: Value = serde_json::from_slice(&o.stdout).expect("a JSON report");
+    assert_eq!(o.status.code(), Some(0), "{json:#}");
+    let t = &json["targets"][0];
+    assert_eq!(t["status"], "pass", "{t:#}");
+    let procs = t["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 3, "{t:#}");
+    let mut pids = Vec::new();
+    for p in procs {
+        // The same evidence as over stdio: the recorder ran in the worker
+        // and the importtime log was read, ready line and all.
+        assert_eq!(p["recorder"], "ran", "{p:#}");
+        assert!(p["importtime_entries"].as_u64().unwrap() > 50, "{p:#}");
+        assert!(p["ready_ms"].as_f64().unwrap() > 0.0, "{p:#}");
+        assert!(p["error"].is_null(), "{p:#}");
+        pids.push(p["pid"].as_u64().unwrap());
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    assert_eq!(pids.len(), 3);
+    assert!(t["violations"].as_array().unwrap().is_empty(), "{t:#}");
+    assert_nothing_left(&mark);
+}
+
+#[test]
+fn tcp_check_on_a_target_that_says_tcp_and_never_gets_ready_shows_the_stack() {
+    let mark = marker("check-never");
+    let dir = tempfile::tempdir().unwrap();
+    let script = support::fixtures().join("workers").join("tcp_worker.py");
+    std::fs::write(
+        dir.path().join("coldstart.toml"),
+        format!(
+            "[[target]]\nname = \"tcp\"\ncommand = [{:?}, {:?}, \"never-ready\", {:?}]\ntransport = \"tcp\"\nready_timeout = 3.0\nprocesses = 1\n",
+            support::python().display().to_string(),
+            script.display().to_string(),
+            mark
+        ),
+    )
+    .unwrap();
+    let o = coldstart(dir.path(), &["check"], &[]);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_ne!(o.status.code(), Some(0), "{all}");
+    assert!(all.contains("on stderr"), "{all}");
+    assert!(all.contains("starting in mode never-ready"), "{all}");
+    // The timeout's stack names where the worker hangs.
+    assert!(all.contains("waiting_for_a_model"), "{all}");
+    assert_nothing_left(&mark);
+}
+
+fn trials(out: &Path) -> Vec<TrialRecord> {
+    let text = std::fs::read_to_string(out.join("trials.jsonl")).expect("trials.jsonl");
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad record {l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn tcp_bench_times_ready_from_the_stderr_line_and_names_connect_and_first_reply() {
+    let mark = marker("bench");
+    let dir = tempfile::tempdir().unwrap();
+    let out: PathBuf = dir.path().join("run");
+    let out_s = out.display().to_string();
+    let o = coldstart(
+        dir.path(),
+        &[
+            "bench",
+            "--out",
+            &out_s,
+            "--resamples",
+            "2000",
+            "--warmup",
+            "0",
+            "--trials",
+            "3",
+        ],
+        &refworker(&mark),
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("connect-first-reply"), "{stdout}");
+    let recs = trials(&out);
+    let measured: Vec<&TrialRecord> = recs.iter().filter(|r| r.outcome.is_correct()).collect();
+    assert_eq!(measured.len(), 3);
+    for r in measured {
+        let m = &r.workers[0].marks;
+        let connected = m.connected_ns.expect("a tcp worker's connection stamp");
+        assert!(m.ready_read_ns.unwrap() <= connected);
+        assert!(connected <= m.health[0].sent_ns);
+        assert!(r.phases.connect_first_reply_ns.is_some());
+        assert_eq!(r.phases.pipe_latency_ns, None);
+    }
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert!(
+        summary["phases"].get("connect-first-reply").is_some(),
+        "{summary:#}"
+    );
+    assert_nothing_left(&mark);
+}
+
+#[test]
+fn tcp_serve_phase_closed_and_open_loop_over_the_connection() {
+    let mark = marker("serve");
+    let dir = tempfile::tempdir().unwrap();
+    for load in [
+        &["--requests", "40"][..],
+        &["--rate", "200", "--requests", "40"][..],
+    ] {
+        let out = dir.path().join(format!("run-{}", load.len()));
+        let out_s = out.display().to_string();
+        let mut args = vec![
+            "bench",
+            "--out",
+            &out_s,
+            "--resamples",
+            "2000",
+            "--warmup",
+            "0",
+            "--trials",
+            "1",
+        ];
+        args.extend_from_slice(load);
+        let o = coldstart(dir.path(), &args, &refworker(&mark));
+        assert_eq!(o.status.code(), Some(0), "{load:?}");
+        let summary: Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        let serve = &summary["serve"][0];
+        assert_eq!(serve["ok"], 40, "{serve:#}");
+        assert_eq!(serve["wrong_replies"], 0, "{serve:#}");
+        assert!(serve["ended_early"].is_null(), "{serve:#}");
+    }
+    assert_nothing_left(&mark);
+}
+
+#[test]
+fn tcp_profile_samples_a_worker_driven_over_the_connection() {
+    let mark = marker("profile");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("profile");
+    let out_s = out.display().to_string();
+    let o = coldstart(
+        dir.path(),
+        &["profile", "--rate", "200", "--out", &out_s],
+        &refworker(&mark),
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("flame graph:"), "{stdout}");
+    assert!(stdout.contains("refworker"), "{stdout}");
+    assert_nothing_left(&mark);
+}
+
+#[test]
+fn tcp_serve_keeps_k_requests_in_flight_and_matches_out_of_order_replies_by_id() {
+    let mark = marker("in-flight");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let out_s = out.display().to_string();
+    let argv = [
+        support::python().display().to_string(),
+        support::fixtures()
+            .join("workers")
+            .join("tcp_worker.py")
+            .display()
+            .to_string(),
+        "reorder".to_owned(),
+        mark.clone(),
+    ];
+    let o = coldstart(
+        dir.path(),
+        &[
+            "bench",
+            "--out",
+            &out_s,
+            "--resamples",
+            "2000",
+            "--warmup",
+            "0",
+            "--trials",
+            "1",
+            "--requests",
+            "20",
+            "--in-flight",
+            "2",
+            "--request",
+            r#"{"op": "work", "n": 1}"#,
+        ],
+        &argv,
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let serve = &summary["serve"][0];
+    // Every reply came second-first and was matched to its request by id.
+    assert_eq!(serve["ok"], 20, "{serve:#}");
+    assert_eq!(serve["wrong_replies"], 0, "{serve:#}");
+    assert_eq!(serve["max_in_flight"], 2, "{serve:#}");
+    assert_nothing_left(&mark);
+}
