@@ -112,31 +112,11 @@ impl Drop for Tree {
         unsafe { libc::kill(-(self.leader.id() as i32), libc::SIGKILL) };
         let _ = self.leader.wait();
         for pid in &self.announced {
-            if !wait_until_gone(*pid) && !std::thread::panicking() {
+            if !support::wait_until_gone(*pid, LINE_TIMEOUT) && !std::thread::panicking() {
                 panic!("process {pid} is left running");
             }
         }
     }
-}
-
-/// Waits (bounded) until `pid` has exited, on a pidfd the kernel makes
-/// readable at its exit; true when it has (or was gone already).
-fn wait_until_gone(pid: u32) -> bool {
-    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new fd.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    if fd < 0 {
-        return true;
-    }
-    let mut poll = libc::pollfd {
-        fd: fd as i32,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; the fd is ours and closed right after.
-    let ready = unsafe { libc::poll(&mut poll, 1, LINE_TIMEOUT.as_millis() as i32) };
-    // SAFETY: closing the fd pidfd_open returned.
-    unsafe { libc::close(fd as i32) };
-    ready == 1
 }
 
 /// The installed `coldstart`, run from a fresh folder outside the workspace.

@@ -34,7 +34,6 @@ import argparse
 import json
 import logging
 import os
-import socket
 import sys
 import time
 
@@ -434,6 +433,10 @@ def serve_tcp(args):
     """The tcp transport: listen on 127.0.0.1, the ready line on stderr,
     then serve the one connection the harness opens until shutdown or its
     end (exit 0)."""
+    # Imported here, not at the top: a stdio worker's start-up (what
+    # coldstart checks and times) imports nothing it does not use.
+    import socket
+
     host = "127.0.0.1"
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
