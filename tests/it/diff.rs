@@ -10,7 +10,7 @@ use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use crate::support::{coldstart_bin, fixtures, python};
+use crate::support::{coldstart_bin, fixtures, python, worker_dir};
 
 /// A user's repository (kept alive by the temp dir).
 struct Repo {
@@ -90,6 +90,29 @@ impl Repo {
             "coldstart.toml",
             &format!(
                 "[[target]]\nname = \"w\"\ncommand = [\"{}\", \"-m\", \"app\"]\nenv = {{ PYTHONPATH = \"src:stand-ins\" }}\nmax_slowdown = 0.05\n",
+                python().display()
+            ),
+        );
+    }
+
+    /// The reference worker, serving over TCP (`transport = "tcp"`), with
+    /// the stand-in torch beside it.
+    fn write_tcp_worker(&self) {
+        let to = self.root.join("src/refworker");
+        for dir in ["", "models"] {
+            std::fs::create_dir_all(to.join(dir)).unwrap();
+            for e in std::fs::read_dir(worker_dir().join("refworker").join(dir)).unwrap() {
+                let e = e.unwrap();
+                if e.path().extension().is_some_and(|x| x == "py") {
+                    std::fs::copy(e.path(), to.join(dir).join(e.file_name())).unwrap();
+                }
+            }
+        }
+        self.write_worker();
+        self.write(
+            "coldstart.toml",
+            &format!(
+                "[[target]]\nname = \"w\"\ncommand = [\"{}\", \"-m\", \"refworker\", \"--test-echo\", \"--profile\", \"io\", \"--transport\", \"tcp\"]\ntransport = \"tcp\"\nenv = {{ PYTHONPATH = \"src:stand-ins\" }}\nmax_slowdown = 0.05\n",
                 python().display()
             ),
         );
@@ -397,4 +420,44 @@ fn ctrl_c_during_the_timed_rounds_leaves_no_checkout_behind() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{seen}{rest}");
     r.assert_nothing_left();
+}
+
+/// A worker that serves over TCP is compared over its connection like a
+/// stdio one: both sides start, answer and end; a stand-in torch its change
+/// imports at start-up is a new forbidden module with its chain.
+#[test]
+fn a_tcp_worker_is_compared_and_a_new_stand_in_torch_is_caught() {
+    let r = Repo::empty();
+    r.write_tcp_worker();
+    r.commit("tcp worker");
+    let init = r.root.join("src/refworker/__init__.py");
+    let before = std::fs::read_to_string(&init).unwrap();
+    r.write(
+        "src/refworker/__init__.py",
+        &format!("import torch\n{before}"),
+    );
+    let (code, v) = r.diff_json(&["HEAD", "--max-seconds", "5"]);
+    assert_eq!(code, Some(1), "{v:#}");
+    let t = &v["targets"][0];
+    assert_eq!(t["imports"]["forbidden_new"][0]["module"], "torch", "{t:#}");
+    let chain = t["imports"]["forbidden_new"][0]["chain"]
+        .as_array()
+        .unwrap();
+    assert_eq!(
+        chain.first().and_then(|c| c.as_str()),
+        Some("refworker"),
+        "{t:#}"
+    );
+    // Both sides ran whole lifecycles over the connection: rounds measured,
+    // none failed, and the connection's first reply timed on both sides.
+    let trials = &t["time"]["summary"]["trials"];
+    assert!(trials["measured"].as_u64().unwrap() >= 4, "{trials:#}");
+    assert_eq!(trials["failed"], 0, "{trials:#}");
+    let first_reply = &t["time"]["summary"]["phases"]["connect-first-reply"];
+    for side in ["a", "b"] {
+        assert!(
+            first_reply[side]["n"].as_u64().unwrap() > 0,
+            "{first_reply:#}"
+        );
+    }
 }
