@@ -9,10 +9,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
+use check_model::JsonReport;
+use harness::check::run::{CheckRun, Checked, RunOptions};
 use harness::check::{self, CheckOptions};
-use harness::snapshot::{Drift, Mode};
+use harness::snapshot::Drift;
 use harness::{Interrupt, OnPress};
-use report::boundary::{JsonReport, TargetReport, ci, exit_code};
+use report::boundary::ci;
 
 use settings::Project;
 
@@ -102,14 +104,14 @@ pub struct Args {
 /// (in the text format), then on stderr what was cut short; no verdict.
 fn interrupted(
     interrupt: &Interrupt,
-    done: &[(TargetReport, PathBuf)],
+    done: &[Checked],
     cut: &[harness::Target],
     format: Format,
 ) -> Result<ExitCode> {
     if format == Format::Text {
         let mut text = String::new();
-        for (r, root) in done {
-            report::boundary::render(r, root, &mut text);
+        for c in done {
+            report::boundary::render(&c.report, &c.root, &mut text);
         }
         print!("{text}");
     }
@@ -130,101 +132,81 @@ fn interrupted(
     Ok(crate::interrupted_code(interrupt))
 }
 
-/// Runs the check.
+/// Runs the check: flags in, one harness call, a rendering out.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
-    let opts = CheckOptions {
-        block: args.block,
-        tree: args.tree,
+    let opts = RunOptions {
+        check: CheckOptions {
+            block: args.block,
+            tree: args.tree,
+        },
+        suggest: args.suggest,
+        fix: args.fix,
     };
     let format = if args.json { Format::Json } else { args.format };
-    let mut suggestion_text = String::new();
-    // The verified cuts as one patch that `git apply` takes.
-    let mut patch = String::new();
-    // Each report with the root its paths are shown from.
-    let reports: Vec<(TargetReport, PathBuf)> = if let Some(log) = &args.log {
+    let outcome = if let Some(log) = &args.log {
         if !args.command.is_empty() || args.module.is_some() {
             bail!("--log judges a recorded log alone: give no command and no --module");
         }
-        vec![(
-            check::judge_log(&project.cwd.join(log), &args.forbid, args.tree)?,
-            project.cwd.clone(),
-        )]
+        let report = check::judge_log(&project.cwd.join(log), &args.forbid, args.tree)?;
+        CheckRun {
+            checked: vec![Checked {
+                report,
+                root: project.cwd.clone(),
+                suggestions: Vec::new(),
+                written: Vec::new(),
+            }],
+            ..CheckRun::default()
+        }
     } else {
         let targets = targets(&args, project)?;
         if let Some(rounds) = args.bench {
-            let cost = check::bench::bench(&targets[0], opts, rounds)?;
+            let cost = check::bench::bench(&targets[0], opts.check, rounds)?;
             let mut text = String::new();
             report::boundary::render_cost(&cost, &mut text);
             print!("{text}");
             return Ok(ExitCode::SUCCESS);
         }
+        // Targets with `snapshot = true`: their start-up tree must not drift.
+        let gated: Vec<harness::Target> = match &project.config {
+            Some(config) => targets_for_snapshot(&args, project)?
+                .into_iter()
+                .filter(|t| config.snapshot.contains(&t.name))
+                .collect(),
+            None => Vec::new(),
+        };
         // SIGINT, SIGTERM or SIGHUP kills every worker at once; the check
         // then shows the targets it finished, says which one it cut short,
         // and exits 128 + the signal's number without a verdict.
         let interrupt = Interrupt::ctrl_c(OnPress::KillNow).unwrap_or_default();
-        let mut reports = Vec::new();
-        for (i, t) in targets.iter().enumerate() {
-            let mut r = check::check_target(t, opts)?;
-            if interrupt.is_set() {
-                return interrupted(&interrupt, &reports, &targets[i..], format);
-            }
-            if args.suggest && r.status == report::boundary::Status::Fail {
-                let found = check::suggest::suggest(t, &r, args.fix)?;
-                for sug in &found.suggestions {
-                    if format == Format::Text {
-                        suggestion_text.push_str(&format!("\n{sug}"));
-                        if let Some(cut) = sug.cut.as_ref().filter(|_| !args.fix) {
-                            patch.push_str(&cut.diff);
-                        }
-                    }
-                    r.suggestions.push(serde_json::to_value(sug)?);
-                }
-                for f in &found.written {
-                    eprintln!("wrote {}", f.display());
-                }
-                if args.fix && !found.written.is_empty() {
-                    // The fixed project, checked again: its verdict is the answer.
-                    r = check::check_target(t, opts)?;
-                }
-            }
-            if interrupt.is_set() {
-                return interrupted(&interrupt, &reports, &targets[i..], format);
-            }
-            reports.push((r, t.root.clone()));
+        let outcome = check::run::run(&targets, opts, &gated, &project.root, &interrupt)?;
+        if let Some(cut) = &outcome.interrupted {
+            return interrupted(&interrupt, &outcome.checked, cut, format);
         }
-        reports
+        outcome
     };
 
-    let (reports, roots): (Vec<TargetReport>, Vec<PathBuf>) = reports.into_iter().unzip();
-    let mut code = exit_code(&reports);
-    // Targets with `snapshot = true`: their start-up tree must not drift.
-    if code == 0
-        && args.log.is_none()
-        && let Some(config) = &project.config
-    {
-        let gated: Vec<_> = targets_for_snapshot(&args, project)?
-            .into_iter()
-            .filter(|t| config.snapshot.contains(&t.name))
-            .collect();
-        for r in harness::snapshot::review(&project.root, &gated, Mode::Gate)? {
-            match &r.drift {
-                Drift::Same => {}
-                Drift::New => eprintln!(
-                    "snapshot of `{}`: none stored at {}; run `coldstart snapshot` and commit it",
-                    r.target,
-                    r.path.display()
-                ),
-                Drift::Changed(diff) => eprintln!(
-                    "snapshot of `{}`: the start-up import tree drifted ({}):\n{diff}review it with `coldstart snapshot --check`, then `--accept`",
-                    r.target,
-                    r.path.display()
-                ),
-            }
-            if r.failed(Mode::Gate) {
-                code = 1;
-            }
+    for c in &outcome.checked {
+        for f in &c.written {
+            eprintln!("wrote {}", f.display());
         }
     }
+    for r in &outcome.snapshots {
+        match &r.drift {
+            Drift::Same => {}
+            Drift::New => eprintln!(
+                "snapshot of `{}`: none stored at {}; run `coldstart snapshot` and commit it",
+                r.target,
+                r.path.display()
+            ),
+            Drift::Changed(diff) => eprintln!(
+                "snapshot of `{}`: the start-up import tree drifted ({}):\n{diff}review it with `coldstart snapshot --check`, then `--accept`",
+                r.target,
+                r.path.display()
+            ),
+        }
+    }
+    let code = outcome.exit_code();
+    let reports = outcome.reports();
     let mut text = String::new();
     match format {
         Format::Json => {
@@ -232,22 +214,37 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             text.push('\n');
         }
         Format::Text => {
-            for (r, root) in reports.iter().zip(&roots) {
-                report::boundary::render(r, root, &mut text);
+            for c in &outcome.checked {
+                report::boundary::render(&c.report, &c.root, &mut text);
             }
         }
         Format::Github => {
-            for (r, root) in reports.iter().zip(&roots) {
-                ci::github(r, root, &mut text);
+            for c in &outcome.checked {
+                ci::github(&c.report, &c.root, &mut text);
             }
         }
-        Format::Junit => text = ci::junit(&reports, roots.first().unwrap_or(&project.root)),
+        Format::Junit => {
+            let root = outcome.checked.first().map_or(&project.root, |c| &c.root);
+            text = ci::junit(&reports, root);
+        }
     }
-    print!("{text}{suggestion_text}");
-    if !patch.is_empty() {
-        print!(
-            "\nthe patch (from the project root: `git apply` or `patch -p1`; `--fix` writes it):\n{patch}"
-        );
+    print!("{text}");
+    if format == Format::Text {
+        // The suggestions, then the verified cuts as one patch that `git apply` takes.
+        let mut patch = String::new();
+        for c in &outcome.checked {
+            for sug in &c.suggestions {
+                print!("\n{sug}");
+                if let Some(cut) = sug.cut.as_ref().filter(|_| !args.fix) {
+                    patch.push_str(&cut.diff);
+                }
+            }
+        }
+        if !patch.is_empty() {
+            print!(
+                "\nthe patch (from the project root: `git apply` or `patch -p1`; `--fix` writes it):\n{patch}"
+            );
+        }
     }
     Ok(ExitCode::from(code))
 }

@@ -9,7 +9,9 @@
 //!   trips, shutdown with the target's policy. Every task goes through it.
 //! - [`check`]: the import-boundary check: N fresh instrumented processes
 //!   run concurrently and judged by `importguard`, giving a
-//!   `report::boundary::TargetReport`; and what the check costs
+//!   `check_model::TargetReport`; the whole `check` command as one call
+//!   ([`check::run`]: suggest, fix, the second check, the snapshot gate,
+//!   the exit code that result implies); and what the check costs
 //!   ([`check::bench`]).
 //! - [`diff`]: the working tree against a base revision checked out into
 //!   a temporary git worktree: the bench's interleaved loop with the base
@@ -30,7 +32,8 @@
 //! - [`interrupt`]: the explicit interrupt token (Ctrl-C).
 //!
 //! What it deliberately does not own: the command line, config files and
-//! exit codes (the `coldstart` crate); parsing importtime and judging
+//! the exit codes of the other commands (the `coldstart` crate); the
+//! check's data model (`check_model`); parsing importtime and judging
 //! imports (`importguard`); statistics (`phases`); rendering (`report`);
 //! one process's mechanics (`spawn`). Nothing here prints to stdout; a few
 //! progress lines go to stderr.

@@ -18,7 +18,7 @@
 
 use std::time::Instant;
 
-use report::boundary::{CheckCost, Status};
+use check_model::{CheckCost, Status};
 
 use importguard::recorder::Recorder;
 

@@ -11,23 +11,26 @@
 //! `import PKG` alone (a tiny protocol loop after the import);
 //! [`judge_log`] judges a recorded importtime log and runs nothing.
 //!
-//! The result is a [`report::boundary::TargetReport`]: its JSON schema, its
-//! exit code and its text live in `report::boundary`. [`bench`] measures
+//! The result is a [`check_model::TargetReport`]: its JSON schema and its
+//! exit code's rule live in `check_model`, its text in `report::boundary`;
+//! [`run`] is the whole `check` command as one call. [`bench`] measures
 //! what the check costs beside the worker's own lifecycle.
 //!
 //! A worker that could not be checked wins over a violation: the check is
 //! incomplete, and the report still lists what was seen.
 
 pub mod bench;
+pub mod run;
 pub mod suggest;
 
 use std::ffi::OsString;
 use std::path::Path;
 
+use check_model::{ProcessReport, Status, TargetReport};
 use importguard::importtime::{self, ImportLog};
 use importguard::recorder::{Recorder, RecorderPolicy, Recording, is_module_pattern};
 use importguard::verdict::{self, Answering, Evidence, Policy, ProcessVerdict, RecorderState};
-use report::boundary::{ProcessReport, Status, TargetReport, tree_text};
+use report::boundary::tree_text;
 
 use crate::error::{Error, Result, invalid};
 use crate::lifecycle::{Failure, Lifecycle, Plain};

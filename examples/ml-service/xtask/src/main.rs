@@ -2,13 +2,14 @@
 //! torch, transformers or stanza before a model is requested. The targets
 //! come from `[tool.coldstart]` in this project's `pyproject.toml` (the
 //! same table the installed `coldstart check` reads, through `settings`);
-//! the check runs through `harness`, the report through `report`.
+//! the check runs through `harness` (one call), the report through `report`.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use harness::check::{self, CheckOptions};
+use harness::Interrupt;
+use harness::check::run::{RunOptions, run as check};
 
 fn main() -> ExitCode {
     match run() {
@@ -29,14 +30,17 @@ fn run() -> Result<ExitCode> {
         .parent()
         .context("xtask lives one level below the project root")?;
     let config = settings::load(&root.join("pyproject.toml"))?;
-    let mut reports = Vec::new();
-    for target in &config.targets {
-        reports.push(check::check_target(target, CheckOptions::default())?);
-    }
+    let outcome = check(
+        &config.targets,
+        RunOptions::default(),
+        &[],
+        root,
+        &Interrupt::new(),
+    )?;
     let mut text = String::new();
-    for r in &reports {
-        report::boundary::render(r, root, &mut text);
+    for c in &outcome.checked {
+        report::boundary::render(&c.report, root, &mut text);
     }
     print!("{text}");
-    Ok(ExitCode::from(report::boundary::exit_code(&reports)))
+    Ok(ExitCode::from(outcome.exit_code()))
 }
