@@ -90,3 +90,105 @@ fn fix_writes_the_cut_and_the_check_then_passes() {
         "{loader}"
     );
 }
+
+/// A copy of `tests/fixtures/suggest/plugin` (its models module registers
+/// the plugin `load` needs) with a `coldstart.toml` whose target has the
+/// given extra lines.
+fn plugin_project(extra: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(fixtures().join("suggest/plugin"))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let root = dir.path().join("plugin");
+    let suggest = fixtures().join("suggest");
+    std::fs::write(
+        root.join("coldstart.toml"),
+        format!(
+            "[[target]]\nname = \"plug\"\ncommand = [\"{}\", \"-m\", \"plugworker\"]\nenv = {{ PYTHONPATH = \"{}:{}\" }}\nprocesses = 1\n{extra}",
+            python().display(),
+            suggest.join("support").display(),
+            suggest.join("stand-ins").display(),
+        ),
+    )
+    .unwrap();
+    (dir, root)
+}
+
+fn suggest_in(root: &Path) -> (Option<i32>, String) {
+    let out = std::process::Command::new(crate::support::coldstart_bin())
+        .args(["check", "--suggest"])
+        .current_dir(root)
+        .env_remove("PYTHONPATH")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("exit {:?}\n{text}", out.status.code());
+    (out.status.code(), text)
+}
+
+#[test]
+fn a_cut_that_breaks_the_model_path_is_rejected_by_the_verify_request_and_the_next_one_offered() {
+    // Without a model path, dropping the loader's import looks safe: ready,
+    // health and shutdown hold and torch is gone from start-up.
+    let (_dir, root) = plugin_project("");
+    let (code, text) = suggest_in(&root);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("cut plugworker/loader.py:4 (drop import)"),
+        "{text}"
+    );
+
+    // With `verify = [{ op = "load" }]` the same cut is rejected, with the
+    // failing reply, and the cut that keeps the plugin registered is offered.
+    let (_dir, root) = plugin_project("verify = [{ op = \"load\", model = \"ner\" }]\n");
+    let (code, text) = suggest_in(&root);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("suggestion for torch (verified on a patched copy"),
+        "{text}"
+    );
+    assert!(text.contains("cut plugworker/models.py:3"), "{text}");
+    assert!(
+        text.contains("and the model path held on that copy: the verify request(s) load got replies that are not errors"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the model path failed at verify request 1 (`load`)")
+            && text.contains("no plugin registered for model 'ner'"),
+        "{text}"
+    );
+    let patch = text
+        .split_once("`--fix` writes it):\n")
+        .map(|(_, p)| p)
+        .expect("a patch");
+    assert!(patch.starts_with("--- a/plugworker/models.py\n"), "{patch}");
+}
+
+#[test]
+fn a_failing_verify_command_rejects_the_cut_with_its_output() {
+    // The user's own test loads the model in the copy; it fails once the
+    // plugin is no longer registered at import.
+    let check =
+        "import sys; from plugworker import loader; loader.load('ner'); print('model loads')";
+    let (_dir, root) = plugin_project(&format!(
+        "verify_command = [\"{}\", \"-c\", \"{check}\"]\n",
+        python().display()
+    ));
+    let (code, text) = suggest_in(&root);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("the model path failed at verify_command"),
+        "{text}"
+    );
+    assert!(text.contains("LookupError"), "{text}");
+    assert!(text.contains("cut plugworker/models.py:3"), "{text}");
+    assert!(text.contains("passed"), "{text}");
+}

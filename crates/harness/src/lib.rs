@@ -13,6 +13,8 @@
 //!   ([`check::run`]: suggest, fix, the second check, the snapshot gate,
 //!   the exit code that result implies); and what the check costs
 //!   ([`check::bench`]).
+//! - [`verify`]: the one verification of a patched copy's model path (the
+//!   target's `verify` requests after ready, its `verify_command`).
 //! - [`diff`]: the working tree against a base revision checked out into
 //!   a temporary git worktree: the bench's interleaved loop with the base
 //!   as side A (CPU time as the basis) and the import trees of both sides.
@@ -56,6 +58,7 @@ pub mod serve;
 pub mod snapshot;
 pub mod target;
 pub mod trials;
+pub mod verify;
 
 pub use error::{Error, Result};
 pub use interrupt::{Interrupt, OnPress, Signal};

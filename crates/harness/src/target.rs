@@ -96,6 +96,13 @@ pub struct Target {
     /// takes a worker whose ready line on stderr names `"transport":
     /// "tcp"`), or tcp (the ready line on stderr only).
     pub transport: spawn::Transport,
+    /// The model path: requests (`{"op": ..., ...}`) sent after ready when
+    /// a patched copy is verified; each must get a reply that is not an
+    /// error.
+    pub verify: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// The user's own command (argv), run in the patched copy's working
+    /// directory when a cut is verified; it must exit 0.
+    pub verify_command: Vec<String>,
     /// Where this target came from.
     pub origin: Origin,
 }
@@ -162,6 +169,8 @@ impl Target {
             py_spy: None,
             request: None,
             transport: spawn::Transport::Stdio,
+            verify: Vec::new(),
+            verify_command: Vec::new(),
             origin: Origin::CommandLine,
         }
     }
@@ -207,8 +216,8 @@ impl Target {
     /// This target with every project path under `from` moved under `to`
     /// (a copy or another checkout of the same tree): its working
     /// directory, its root (the config's folder), its `py_spy`, every
-    /// `PYTHONPATH` entry (its own or the inherited one), and each command
-    /// argument that names a path under `from` which exists under `to` (a
+    /// `PYTHONPATH` entry (its own or the inherited one), and each argument
+    /// of its command and its `verify_command` that names a path under `from` which exists under `to` (a
     /// program in an untracked virtualenv that the other tree does not
     /// have stays where it is). Paths outside `from` are left alone.
     pub fn moved(&self, from: &Path, to: &Path) -> Target {
@@ -216,18 +225,16 @@ impl Target {
         m.cwd = moved_path(&self.cwd, from, to);
         m.root = moved_path(&self.root, from, to);
         m.py_spy = self.py_spy.as_deref().map(|p| moved_path(p, from, to));
-        m.command = self
-            .command
-            .iter()
-            .map(|a| {
-                let p = moved_path(Path::new(a), from, to);
-                if p.as_path() != Path::new(a) && p.exists() {
-                    p.display().to_string()
-                } else {
-                    a.clone()
-                }
-            })
-            .collect();
+        let moved_arg = |a: &String| {
+            let p = moved_path(Path::new(a), from, to);
+            if p.as_path() != Path::new(a) && p.exists() {
+                p.display().to_string()
+            } else {
+                a.clone()
+            }
+        };
+        m.command = self.command.iter().map(moved_arg).collect();
+        m.verify_command = self.verify_command.iter().map(moved_arg).collect();
         if let Some(old) = self.pythonpath() {
             let entries: Vec<PathBuf> = std::env::split_paths(&old)
                 .map(|p| {

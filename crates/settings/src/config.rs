@@ -23,6 +23,8 @@
 //! request = { op = "infer", text = "hello" }   # the bench serve phase's request
 //! transport = "tcp"                      # ready line on stderr, protocol over TCP (default "stdio")
 //! snapshot = true                        # `check` also fails when the import tree drifts
+//! verify = [{ op = "load" }]             # a patched copy's model path: each reply must not be an error
+//! verify_command = ["python3", "-m", "pytest", "-q", "tests/test_models.py"]  # must pass in the copy
 //! ```
 //!
 //! Relative paths in a target (`cwd`, a relative program in `command`,
@@ -96,6 +98,9 @@ struct RawTarget {
     #[serde(default)]
     transport: harness::Transport,
     #[serde(default)]
+    verify: Vec<serde_json::Map<String, serde_json::Value>>,
+    verify_command: Option<Vec<String>>,
+    #[serde(default)]
     snapshot: bool,
     max_slowdown: Option<f64>,
     max_modules: Option<usize>,
@@ -117,6 +122,33 @@ fn secs(
             got,
         }),
     }
+}
+
+/// Each `verify` request names an op of the model path: a string `op`,
+/// neither `health` nor `shutdown` (the verification sends those itself).
+fn check_verify(
+    name: &str,
+    verify: &[serde_json::Map<String, serde_json::Value>],
+) -> Result<(), Problem> {
+    for (i, req) in verify.iter().enumerate() {
+        match req.get("op").and_then(serde_json::Value::as_str) {
+            None => {
+                return Err(Problem::VerifyWithoutOp {
+                    name: name.to_owned(),
+                    index: i + 1,
+                });
+            }
+            Some(op @ ("health" | "shutdown")) => {
+                return Err(Problem::VerifyProtocolOp {
+                    name: name.to_owned(),
+                    index: i + 1,
+                    op: op.to_owned(),
+                });
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }
 
 /// Finds the config for a user standing in `start`: the nearest
@@ -281,6 +313,16 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, 
         if command[0].contains('/') {
             command[0] = against(root, Path::new(&command[0])).display().to_string();
         }
+        check_verify(&name, &raw.verify)?;
+        let mut verify_command = match raw.verify_command {
+            Some(argv) if argv.is_empty() => return Err(Problem::EmptyVerifyCommand(name)),
+            argv => argv.unwrap_or_default(),
+        };
+        if verify_command.first().is_some_and(|p| p.contains('/')) {
+            verify_command[0] = against(root, Path::new(&verify_command[0]))
+                .display()
+                .to_string();
+        }
         let cwd = raw
             .cwd
             .map_or_else(|| root.to_path_buf(), |c| against(root, &c));
@@ -331,6 +373,8 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, 
             py_spy: raw.py_spy.map(|p| against(root, &p)),
             request: raw.request,
             transport: raw.transport,
+            verify: raw.verify,
+            verify_command,
             origin,
             ..base
         });
@@ -424,6 +468,41 @@ ready_timeout = 1.5
         assert!(
             err("[[target]]\nname='a'\ncommand=['x']\nmax_ready_ms=0").contains("milliseconds")
         );
+    }
+
+    #[test]
+    fn the_model_path_is_read_per_target_and_a_wrong_one_says_what_to_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = parse(
+            "[[target]]\nname='w'\ncommand=['python3', 'w.py']\nverify=[{ op = 'load', model = 'ner' }, { op = 'infer' }]\nverify_command=['./run-tests.sh', '-q']\n",
+            dir.path(),
+        )
+        .unwrap();
+        let ops: Vec<_> = t[0].verify.iter().map(|r| r["op"].clone()).collect();
+        assert_eq!(ops, ["load", "infer"]);
+        assert_eq!(t[0].verify[0]["model"], "ner");
+        assert_eq!(
+            t[0].verify_command,
+            [
+                dir.path().join("run-tests.sh").display().to_string(),
+                "-q".into()
+            ]
+        );
+        let plain = parse("[[target]]\nname='w'\ncommand=['x']\n", dir.path()).unwrap();
+        assert!(plain[0].verify.is_empty() && plain[0].verify_command.is_empty());
+
+        let err = |s: &str| chain(&parse(s, dir.path()).unwrap_err());
+        let base = "[[target]]\nname='a'\ncommand=['x']\n";
+        let e = err(&format!(
+            "{base}verify=[{{ op = 'load' }}, {{ model = 'ner' }}]"
+        ));
+        assert!(e.contains("`verify` request 2 has no string `op`"), "{e}");
+        let e = err(&format!("{base}verify=[{{ op = 'shutdown' }}]"));
+        assert!(e.contains("sends itself"), "{e}");
+        let e = err(&format!("{base}verify_command=[]"));
+        assert!(e.contains("`verify_command` is empty"), "{e}");
+        let e = err(&format!("{base}verify='load'"));
+        assert!(e.contains("verify"), "{e}");
     }
 
     #[test]

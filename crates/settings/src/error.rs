@@ -136,6 +136,33 @@ pub enum Problem {
     /// `processes = 0`.
     #[error("target `{0}`: `processes` must be at least 1")]
     NoProcesses(String),
+    /// A `verify` request without a string `op`.
+    #[error(
+        "target `{name}`: `verify` request {index} has no string `op`; write each as {{ op = \"load\", ... }}"
+    )]
+    VerifyWithoutOp {
+        /// The target.
+        name: String,
+        /// 1-based.
+        index: usize,
+    },
+    /// A `verify` request that ends the worker or is the handshake itself.
+    #[error(
+        "target `{name}`: `verify` request {index} is `{op}`, which the verification sends itself; list the requests that exercise the model path, such as {{ op = \"load\" }}"
+    )]
+    VerifyProtocolOp {
+        /// The target.
+        name: String,
+        /// 1-based.
+        index: usize,
+        /// `shutdown` or `health`.
+        op: String,
+    },
+    /// `verify_command = []`.
+    #[error(
+        "target `{0}`: `verify_command` is empty; give the argv of your own test, e.g. [\"python\", \"-m\", \"pytest\", \"-q\", \"tests/test_models.py\"], or remove the key"
+    )]
+    EmptyVerifyCommand(String),
     /// `cwd` is not a folder.
     #[error(
         "target `{name}`: `cwd` {} is not a folder; paths are relative to the config file's folder {}",

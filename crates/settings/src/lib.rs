@@ -44,4 +44,7 @@ forbidden = ["torch", "transformers", "stanza"]
 # max_slowdown = 0.05  # start-up is slower by more than this (the whole interval)
 # max_modules = 400    # more modules are imported at ready
 # max_ready_ms = 500.0 # ready's lower bound is above this (depends on the machine)
+# A cut that `check --suggest` offers must keep the model path working on a patched copy:
+# verify = [{ op = "load", model = "ner" }]   # sent after ready; no reply may be an error
+# verify_command = ["python3", "-m", "pytest", "-q", "tests/test_models.py"]  # must pass
 "#;

@@ -228,6 +228,14 @@ pub enum RejectReason {
         /// What happened, as the caller said.
         detail: String,
     },
+    /// The handshake held, but the target's model path failed on the
+    /// patched copy.
+    ModelPathFailed {
+        /// The step that failed, as the caller said.
+        step: String,
+        /// Its output: the failing reply, or the command's output.
+        output: String,
+    },
 }
 
 impl fmt::Display for RejectReason {
@@ -238,6 +246,9 @@ impl fmt::Display for RejectReason {
             }
             RejectReason::HandshakeFailed { detail } => {
                 write!(f, "the worker failed its handshake: {detail}")
+            }
+            RejectReason::ModelPathFailed { step, output } => {
+                write!(f, "the model path failed at {step}: {output}")
             }
         }
     }
@@ -296,6 +307,11 @@ pub struct Suggestion {
     pub not_cuttable: Vec<Uncuttable>,
     /// Cuts that verification rejected, and why.
     pub rejections: Vec<Rejection>,
+    /// What of the target's model path the verification also held the
+    /// cut to (its requests after ready, its own command), in words, when
+    /// the caller checked one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_path: Option<String>,
 }
 
 impl Suggestion {
@@ -322,11 +338,16 @@ impl fmt::Display for Suggestion {
             Some(c) => {
                 writeln!(f, "  cut {}:{} ({}): {}", c.file, c.line, c.kind, c.summary)?;
                 match self.verification {
-                    Verification::Verified => writeln!(
-                        f,
-                        "  verified: with it applied, the check on a patched copy saw no `{}` at start-up",
-                        self.module
-                    )?,
+                    Verification::Verified => {
+                        writeln!(
+                            f,
+                            "  verified: with it applied, the check on a patched copy saw no `{}` at start-up",
+                            self.module
+                        )?;
+                        if let Some(mp) = &self.model_path {
+                            writeln!(f, "  and the model path held on that copy: {mp}")?;
+                        }
+                    }
                     _ => writeln!(
                         f,
                         "  NOT verified: whether `{}` stays out of start-up with it is unknown until the check is re-run with it applied",
@@ -496,6 +517,7 @@ impl Suggester {
             candidates: cuts.collect(),
             not_cuttable,
             rejections: Vec::new(),
+            model_path: None,
         })
     }
 

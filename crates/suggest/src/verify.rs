@@ -31,12 +31,29 @@ pub enum VerifyOutcome {
         /// What happened, for the report.
         detail: String,
     },
+    /// The workers completed their handshake, but the target's model path
+    /// failed on the copy (a request the caller sent after ready got an
+    /// error reply, or the user's own command failed).
+    ModelPathFailed {
+        /// The step that failed, in words (`verify request 1 (`load`)`).
+        step: String,
+        /// What it said: the failing reply, or the command's output.
+        output: String,
+    },
 }
 
 impl VerifyOutcome {
     /// The check ran and found these violations.
     pub fn checked(violations: Vec<Violation>) -> Self {
         VerifyOutcome::Checked { violations }
+    }
+
+    /// The model path failed at `step` with `output`.
+    pub fn model_path_failed(step: impl Into<String>, output: impl Into<String>) -> Self {
+        VerifyOutcome::ModelPathFailed {
+            step: step.into(),
+            output: output.into(),
+        }
     }
 
     /// A worker failed its handshake.
@@ -184,6 +201,9 @@ impl Suggester {
                     .map(|chain| RejectReason::ViolationRemains { chain }),
                 VerifyOutcome::HandshakeFailed { detail } => {
                     Some(RejectReason::HandshakeFailed { detail })
+                }
+                VerifyOutcome::ModelPathFailed { step, output } => {
+                    Some(RejectReason::ModelPathFailed { step, output })
                 }
             };
             match reason {

@@ -1,18 +1,45 @@
 //! `check --suggest`: for each violation, the smallest safe patch that keeps
 //! the forbidden module out of start-up (`suggest` computes the cuts), each
 //! verified before it is shown by re-running the check on a patched copy of
-//! the project with every project path mapped into the copy; `--fix`
-//! writes the verified cut and re-runs the check on the project.
+//! the project with every project path mapped into the copy, then the
+//! target's model path there ([`crate::verify`]: its `verify` requests and
+//! `verify_command`); `--fix` writes the verified cut and re-runs the check
+//! on the project.
 
 use std::path::{Path, PathBuf};
 
-use report::boundary::{Status, TargetReport};
-use suggest::{Suggester, Suggestion, VerifyOutcome};
+use check_model::{Status, TargetReport};
+use suggest::{Suggester, Suggestion, Verification, VerifyOutcome};
 
 use super::{CheckOptions, check_target};
 use crate::env;
 use crate::error::{Error, Result, invalid};
 use crate::target::Target;
+use crate::verify;
+
+/// What of `t`'s model path a verified cut was held to, in words; `None`
+/// when the target names none.
+fn model_path_words(t: &Target) -> Option<String> {
+    let mut parts = Vec::new();
+    if !t.verify.is_empty() {
+        let ops: Vec<&str> = t
+            .verify
+            .iter()
+            .filter_map(|r| r.get("op").and_then(serde_json::Value::as_str))
+            .collect();
+        parts.push(format!(
+            "the verify request(s) {} got replies that are not errors",
+            ops.join(", ")
+        ));
+    }
+    if !t.verify_command.is_empty() {
+        parts.push(format!(
+            "`{}` passed",
+            crate::target::display_argv(&t.verify_command)
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
 
 /// How many cuts are verified per violation, best first.
 const ATTEMPTS: usize = 3;
@@ -81,20 +108,36 @@ pub fn suggest(t: &Target, report: &TargetReport, fix: bool) -> Result<Suggested
             ))
         })?;
         s.verify(&mut sug, ATTEMPTS, |copy| {
-            let r = check_target(&in_copy(t, copy), CheckOptions::default())
+            let moved = in_copy(t, copy);
+            let r = check_target(&moved, CheckOptions::default())
                 .map_err(|e| Box::new(e) as suggest::CheckError)?;
-            Ok(if r.status == Status::Error {
+            if r.status == Status::Error {
                 let why = r
                     .processes
                     .iter()
                     .find_map(|p| p.error.clone())
                     .unwrap_or_else(|| "a worker could not be checked".to_owned());
-                VerifyOutcome::handshake_failed(why)
-            } else {
-                VerifyOutcome::checked(r.violations.iter().map(|m| m.first.clone()).collect())
-            })
+                return Ok(VerifyOutcome::handshake_failed(why));
+            }
+            // The model path is only worth running once the violation is
+            // gone from start-up: a cut that leaves it is rejected anyway.
+            if r.violations.is_empty()
+                && let Some(failed) =
+                    verify::model_path(&moved).map_err(|e| Box::new(e) as suggest::CheckError)?
+            {
+                return Ok(VerifyOutcome::model_path_failed(
+                    failed.step.to_string(),
+                    failed.output,
+                ));
+            }
+            Ok(VerifyOutcome::checked(
+                r.violations.iter().map(|m| m.first.clone()).collect(),
+            ))
         })
         .map_err(|e| Error::Invalid(format!("could not verify a cut: {e}")))?;
+        if sug.cut.is_some() && sug.verification == Verification::Verified {
+            sug.model_path = model_path_words(t);
+        }
         if fix && let Some(cut) = &sug.cut {
             out.written.extend(
                 s.apply(cut)

@@ -1,0 +1,216 @@
+//! The one verification of a patched copy, shared by `check --suggest` and
+//! `lazy`: after the check on the copy (the worker reaches ready, answers
+//! health and shutdown, and the recorder's evidence says what start-up
+//! imported), the target's model path must still work: each of its
+//! `verify` requests, sent after ready on one fresh worker, gets a reply
+//! that is not an error, and its `verify_command`, run in the copy, exits
+//! 0. A cut that fails any step is never offered; the failure names the
+//! step and carries its output.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+use spawn::worker_proto::{Reply, Request};
+
+use crate::error::Result;
+use crate::lifecycle::{Hooks, Lifecycle, Started, Stop};
+use crate::target::Target;
+
+/// How long the user's own command may run before it is killed: a bound on
+/// a hang, not a figure.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How much of a failing step's output is kept.
+const OUTPUT_BYTES: usize = 4000;
+
+/// The step of the model path that failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum Step {
+    /// The worker did not reach ready, or did not answer health or
+    /// shutdown, while the `verify` requests were sent.
+    Lifecycle,
+    /// A `verify` request got an error reply, or none.
+    Request {
+        /// 1-based, in the config's order.
+        index: usize,
+        /// Its op.
+        op: String,
+    },
+    /// `verify_command` did not exit 0.
+    Command,
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Lifecycle => f.write_str("the worker's lifecycle"),
+            Step::Request { index, op } => write!(f, "verify request {index} (`{op}`)"),
+            Step::Command => f.write_str("verify_command"),
+        }
+    }
+}
+
+/// A model path that failed: where, and what it said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Failed {
+    /// The step.
+    #[serde(flatten)]
+    pub step: Step,
+    /// The failing reply, or the command's status and output (its tail).
+    pub output: String,
+}
+
+impl fmt::Display for Failed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} failed: {}", self.step, self.output)
+    }
+}
+
+/// Sends the target's `verify` requests after ready; the first error reply
+/// stops the worker.
+struct SendVerify<'a> {
+    requests: &'a [serde_json::Map<String, Value>],
+    timeout: Duration,
+    failed: Option<Failed>,
+}
+
+impl Hooks for SendVerify<'_> {
+    fn before_shutdown(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Stop> {
+        for (i, req) in self.requests.iter().enumerate() {
+            let op = req
+                .get("op")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let mut extra = req.clone();
+            extra.remove("op");
+            let step = Step::Request {
+                index: i + 1,
+                op: op.clone(),
+            };
+            match w.worker.request(&Request::new(op, extra), self.timeout) {
+                Ok(x) => {
+                    if let Reply::Error(_) = x.reply {
+                        let output = Value::Object(x.reply.to_object()).to_string();
+                        self.failed = Some(Failed {
+                            step,
+                            output: tail(&output),
+                        });
+                        return Err(Stop::Refused("a verify request got an error reply".into()));
+                    }
+                }
+                Err(e) => {
+                    self.failed = Some(Failed {
+                        step,
+                        output: tail(&e.to_string()),
+                    });
+                    return Err(Stop::Ended(e));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The last [`OUTPUT_BYTES`] of `s`, on a character boundary.
+fn tail(s: &str) -> String {
+    let s = s.trim();
+    if s.len() <= OUTPUT_BYTES {
+        return s.to_owned();
+    }
+    let mut start = s.len() - OUTPUT_BYTES;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("...{}", &s[start..])
+}
+
+/// Whether `t` names a model path to verify (`verify` or `verify_command`).
+pub fn has_model_path(t: &Target) -> bool {
+    !t.verify.is_empty() || !t.verify_command.is_empty()
+}
+
+/// The model path of `t` (a target already moved into a patched copy):
+/// its `verify` requests on one fresh worker after ready (then shutdown),
+/// then its `verify_command` in its working directory with its
+/// environment. `None` when every step passed (or there is none). An error
+/// only when a step could not be run at all.
+pub fn model_path(t: &Target) -> Result<Option<Failed>> {
+    if !t.verify.is_empty() {
+        let mut hooks = SendVerify {
+            requests: &t.verify,
+            timeout: t.request_timeout,
+            failed: None,
+        };
+        let lived = Lifecycle::of(t).drive(&t.spawn_command(), &mut hooks);
+        if let Some(failed) = hooks.failed {
+            return Ok(Some(failed));
+        }
+        if let Err(f) = lived.end {
+            return Ok(Some(Failed {
+                step: Step::Lifecycle,
+                output: tail(&f.to_string()),
+            }));
+        }
+    }
+    if !t.verify_command.is_empty() {
+        let mut cmd = std::process::Command::new(&t.verify_command[0]);
+        cmd.args(&t.verify_command[1..])
+            .current_dir(&t.cwd)
+            .envs(&t.env);
+        let failed = match spawn::run_helper(cmd, COMMAND_TIMEOUT) {
+            Ok(out) if out.status.success() => None,
+            Ok(out) => Some(format!(
+                "{} exited with {}\n{}{}",
+                crate::target::display_argv(&t.verify_command),
+                out.status,
+                out.stdout,
+                out.stderr
+            )),
+            Err(e) => Some(e.to_string()),
+        };
+        if let Some(output) = failed {
+            return Ok(Some(Failed {
+                step: Step::Command,
+                output: tail(&output),
+            }));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_output_keeps_its_end_on_a_char_boundary() {
+        let s = format!("{}é{}", "a".repeat(10), "b".repeat(OUTPUT_BYTES - 1));
+        let t = tail(&s);
+        assert!(t.starts_with("..."));
+        assert!(t.ends_with('b'));
+        assert!(t.len() <= OUTPUT_BYTES + 3);
+        assert_eq!(tail("  short \n"), "short");
+    }
+
+    #[test]
+    fn a_failed_step_says_which_and_what() {
+        let f = Failed {
+            step: Step::Request {
+                index: 2,
+                op: "load".into(),
+            },
+            output: r#"{"op":"error","error":"no plugin"}"#.into(),
+        };
+        assert_eq!(
+            f.to_string(),
+            r#"verify request 2 (`load`) failed: {"op":"error","error":"no plugin"}"#
+        );
+        let json = serde_json::to_value(&f).unwrap();
+        assert_eq!(json["step"], "request");
+        assert_eq!(json["op"], "load");
+    }
+}
