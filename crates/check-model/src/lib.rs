@@ -135,7 +135,11 @@ pub struct TargetReport {
     pub tree: Option<String>,
     /// With `--suggest`: one suggestion per violation, in their order
     /// (`module`, `cut` with `file`, `line`, `kind`, `summary`, `diff`,
-    /// `verification`, `candidates`, `not_cuttable`, `rejections`).
+    /// `verification`, `candidates`, `not_cuttable`, `rejections` each with
+    /// its `reason`: `violation_remains`, `handshake_failed` or
+    /// `model_path_failed` with `step` and `output`; and `model_path`, what
+    /// of the target's `verify` requests and `verify_command` a verified
+    /// cut was held to, when it names any).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub suggestions: Vec<serde_json::Value>,
 }

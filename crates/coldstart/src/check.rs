@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use check_model::JsonReport;
-use harness::check::run::{CheckRun, Checked, RunOptions};
 use harness::check::{self, CheckOptions};
+use harness::check_run::{CheckRun, Checked, RunOptions};
 use harness::snapshot::Drift;
 use harness::{Interrupt, OnPress};
 use report::boundary::ci;
@@ -178,7 +178,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         // then shows the targets it finished, says which one it cut short,
         // and exits 128 + the signal's number without a verdict.
         let interrupt = Interrupt::ctrl_c(OnPress::KillNow).unwrap_or_default();
-        let outcome = check::run::run(&targets, opts, &gated, &project.root, &interrupt)?;
+        let outcome = harness::check_run::run(&targets, opts, &gated, &project.root, &interrupt)?;
         if let Some(cut) = &outcome.interrupted {
             return interrupted(&interrupt, &outcome.checked, cut, format);
         }

@@ -9,12 +9,13 @@
 //!   trips, shutdown with the target's policy. Every task goes through it.
 //! - [`check`]: the import-boundary check: N fresh instrumented processes
 //!   run concurrently and judged by `importguard`, giving a
-//!   `check_model::TargetReport`; the whole `check` command as one call
-//!   ([`check::run`]: suggest, fix, the second check, the snapshot gate,
-//!   the exit code that result implies); and what the check costs
+//!   `check_model::TargetReport`; the one verification of a patched
+//!   copy ([`check::verify`]: the check there, then the target's model
+//!   path, its `verify` requests and `verify_command`); and what the check costs
 //!   ([`check::bench`]).
-//! - [`verify`]: the one verification of a patched copy's model path (the
-//!   target's `verify` requests after ready, its `verify_command`).
+//! - [`check_run`]: the whole `check` command as one call (each target,
+//!   suggest, fix and the second check, the snapshot gate, the exit code
+//!   that result implies).
 //! - [`diff`]: the working tree against a base revision checked out into
 //!   a temporary git worktree: the bench's interleaved loop with the base
 //!   as side A (CPU time as the basis) and the import trees of both sides.
@@ -43,6 +44,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod check_run;
 pub mod diff;
 pub mod env;
 pub mod error;
@@ -58,7 +60,6 @@ pub mod serve;
 pub mod snapshot;
 pub mod target;
 pub mod trials;
-pub mod verify;
 
 pub use error::{Error, Result};
 pub use interrupt::{Interrupt, OnPress, Signal};

@@ -13,15 +13,15 @@
 //!
 //! The result is a [`check_model::TargetReport`]: its JSON schema and its
 //! exit code's rule live in `check_model`, its text in `report::boundary`;
-//! [`run`] is the whole `check` command as one call. [`bench`] measures
+//! [`crate::check_run`] is the whole `check` command as one call. [`bench`] measures
 //! what the check costs beside the worker's own lifecycle.
 //!
 //! A worker that could not be checked wins over a violation: the check is
 //! incomplete, and the report still lists what was seen.
 
 pub mod bench;
-pub mod run;
 pub mod suggest;
+pub mod verify;
 
 use std::ffi::OsString;
 use std::path::Path;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use harness::Interrupt;
-use harness::check::run::{RunOptions, run as check};
+use harness::check_run::{RunOptions, run as check};
 
 fn main() -> ExitCode {
     match run() {

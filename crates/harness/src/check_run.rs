@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use ::suggest::Suggestion;
 use check_model::{Status, TargetReport};
 
-use super::{CheckOptions, check_target, suggest};
+use crate::check::{CheckOptions, check_target, suggest};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::snapshot::{self, Mode, Reviewed};

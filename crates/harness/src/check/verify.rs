@@ -1,5 +1,5 @@
-//! The one verification of a patched copy, shared by `check --suggest` and
-//! `lazy`: after the check on the copy (the worker reaches ready, answers
+//! The one verification of a patched copy ([`on_copy`]), for every caller
+//! that offers a cut (`check --suggest`): after the check on the copy (the worker reaches ready, answers
 //! health and shutdown, and the recorder's evidence says what start-up
 //! imported), the target's model path must still work: each of its
 //! `verify` requests, sent after ready on one fresh worker, gets a reply
@@ -8,12 +8,16 @@
 //! step and carries its output.
 
 use std::fmt;
+use std::path::Path;
 use std::time::Duration;
 
+use check_model::Status;
 use serde::Serialize;
 use serde_json::Value;
 use spawn::worker_proto::{Reply, Request};
+use suggest::VerifyOutcome;
 
+use super::{CheckOptions, check_target};
 use crate::error::Result;
 use crate::lifecycle::{Hooks, Lifecycle, Started, Stop};
 use crate::target::Target;
@@ -128,6 +132,55 @@ fn tail(s: &str) -> String {
     format!("...{}", &s[start..])
 }
 
+/// `t` with every path under its project root moved into `copy`
+/// ([`Target::moved`], the mapping `diff` uses for its base checkout), the
+/// copy's tree first on PYTHONPATH, one process.
+pub fn in_copy(t: &Target, copy: &Path) -> Target {
+    let mut m = t.moved(&t.root, copy);
+    let moved = m.pythonpath().unwrap_or_default();
+    let mut entries: Vec<String> = vec![copy.display().to_string()];
+    entries.extend(
+        std::env::split_paths(&moved)
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|p| p.display().to_string()),
+    );
+    m.env.insert("PYTHONPATH".to_owned(), entries.join(":"));
+    m.processes = 1;
+    m
+}
+
+/// The whole verification of a patched copy at `copy` of `t`'s project,
+/// in order: the check on the copy ([`check_target`], one process: the
+/// worker reaches ready and answers health and shutdown, and the
+/// recorder's evidence says what start-up imported), then, once no
+/// violation remains, the target's model path ([`model_path`]). What it
+/// saw, for `suggest` to judge the cut by.
+pub fn on_copy(t: &Target, copy: &Path) -> Result<VerifyOutcome> {
+    let moved = in_copy(t, copy);
+    let r = check_target(&moved, CheckOptions::default())?;
+    if r.status == Status::Error {
+        let why = r
+            .processes
+            .iter()
+            .find_map(|p| p.error.clone())
+            .unwrap_or_else(|| "a worker could not be checked".to_owned());
+        return Ok(VerifyOutcome::handshake_failed(why));
+    }
+    // The model path is only worth running once the violation is gone
+    // from start-up: a cut that leaves it is rejected anyway.
+    if r.violations.is_empty()
+        && let Some(failed) = model_path(&moved)?
+    {
+        return Ok(VerifyOutcome::model_path_failed(
+            failed.step.to_string(),
+            failed.output,
+        ));
+    }
+    Ok(VerifyOutcome::checked(
+        r.violations.iter().map(|m| m.first.clone()).collect(),
+    ))
+}
+
 /// Whether `t` names a model path to verify (`verify` or `verify_command`).
 pub fn has_model_path(t: &Target) -> bool {
     !t.verify.is_empty() || !t.verify_command.is_empty()
@@ -184,6 +237,8 @@ pub fn model_path(t: &Target) -> Result<Option<Failed>> {
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     #[test]
@@ -212,5 +267,27 @@ mod tests {
         let json = serde_json::to_value(&f).unwrap();
         assert_eq!(json["step"], "request");
         assert_eq!(json["op"], "load");
+    }
+
+    #[test]
+    fn project_paths_move_into_the_copy_and_others_stay() {
+        let copy = tempfile::tempdir().unwrap();
+        let c = copy.path();
+        std::fs::write(c.join("run.py"), "").unwrap();
+        let mut t = Target::ad_hoc(
+            Path::new("/p"),
+            vec!["python3".into(), "/p/run.py".into()],
+            "w",
+        );
+        t.env.insert("PYTHONPATH".into(), "/p/src:/opt/lib".into());
+        t.cwd = PathBuf::from("/p/sub");
+        let m = in_copy(&t, c);
+        assert_eq!(m.command[1], c.join("run.py").display().to_string());
+        assert_eq!(m.cwd, c.join("sub"));
+        assert_eq!(
+            m.env["PYTHONPATH"],
+            format!("{}:{}:/opt/lib", c.display(), c.join("src").display())
+        );
+        assert_eq!(m.processes, 1);
     }
 }
