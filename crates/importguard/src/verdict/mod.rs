@@ -46,4 +46,7 @@ pub use model::{
     Violation, phase_of,
 };
 pub use policy::{Allowance, Classification, Policy, PolicyError};
-pub use slowest::{SlowImport, by_package, first_party_modules, slowest};
+pub use slowest::{
+    CostlyImport, SlowImport, by_package, costly_imports, default_min_ms, first_party_modules,
+    slowest,
+};

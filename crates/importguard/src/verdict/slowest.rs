@@ -87,3 +87,163 @@ fn slow_import(log: &ImportLog, id: NodeId) -> SlowImport {
         chain: import_chain_names(log, id).0,
     }
 }
+
+/// One import statement of the project's own code that start-up pays for:
+/// a module imported while a first-party module's body ran, priced by the
+/// cumulative time of its subtree over several processes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostlyImport {
+    /// The first-party module whose body imports it.
+    pub importer: String,
+    /// The module imported.
+    pub module: String,
+    /// Its subtree's cumulative time, median over the processes that
+    /// imported it, ms.
+    pub median_ms: f64,
+    /// The least of those, ms.
+    pub min_ms: f64,
+    /// The most of those, ms.
+    pub max_ms: f64,
+    /// In how many processes it was imported (not found already loaded).
+    pub processes: usize,
+    /// Of how many.
+    pub of: usize,
+}
+
+/// The least cost an import must have at ready to be priced when the
+/// caller gives none: 5% of the ready time or 20 ms, whichever is larger.
+pub fn default_min_ms(ready_ms: f64) -> f64 {
+    (0.05 * ready_ms).max(20.0)
+}
+
+/// Every module a first-party module (its top-level name in
+/// `first_party`) imports in the first session of each of `logs` (one per
+/// process), with the cumulative time of its subtree as its cost: the
+/// median over the processes that imported it, with its range; those
+/// whose median is at least `min_ms`, costliest first (ties by importer,
+/// then module). An import nested in another costly one is listed too:
+/// each is a statement that could be deferred on its own.
+pub fn costly_imports(
+    logs: &[&ImportLog],
+    first_party: &[String],
+    min_ms: f64,
+) -> Vec<CostlyImport> {
+    let is_first_party = |name: &str| {
+        let top = crate::importtime::top_level(name);
+        first_party.iter().any(|p| p == top)
+    };
+    let mut seen: std::collections::BTreeMap<(String, String), Vec<f64>> = Default::default();
+    for log in logs {
+        let session = (!log.sessions().is_empty()).then_some(0);
+        let mut in_this: std::collections::BTreeSet<(String, String)> = Default::default();
+        for id in log.node_range(session).map(NodeId) {
+            let node = log.node(id);
+            if node.is_cached() {
+                continue;
+            }
+            let Some(parent) = log.parent(id) else {
+                continue;
+            };
+            let importer = log.name(parent);
+            if !is_first_party(importer) {
+                continue;
+            }
+            let key = (importer.to_owned(), log.name(id).to_owned());
+            if in_this.insert(key.clone()) {
+                seen.entry(key)
+                    .or_default()
+                    .push(node.cumulative_us as f64 / 1000.0);
+            }
+        }
+    }
+    let mut out: Vec<CostlyImport> = seen
+        .into_iter()
+        .filter_map(|((importer, module), ms)| {
+            let median = phases::stats::median(&ms)?;
+            (median >= min_ms).then(|| CostlyImport {
+                importer,
+                module,
+                median_ms: median,
+                min_ms: ms.iter().copied().fold(f64::INFINITY, f64::min),
+                max_ms: ms.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                processes: ms.len(),
+                of: logs.len(),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.median_ms
+            .total_cmp(&a.median_ms)
+            .then_with(|| a.importer.cmp(&b.importer))
+            .then_with(|| a.module.cmp(&b.module))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An importtime log of a worker `app` whose body imports three
+    /// modules of these costs (us), then the cached `json`.
+    fn log(plugin_us: i64, handler_us: i64, tiny_us: i64) -> ImportLog {
+        let total = plugin_us + handler_us + tiny_us + 1000;
+        crate::importtime::parse_owned(
+            format!(
+                "import time: self [us] | cumulative | imported package\n\
+                 import time:       300 |        300 | json\n\
+                 import time: {plugin_us:>9} | {plugin_us:>10} |   app.plugins\n\
+                 import time: {:>9} | {handler_us:>10} |     heavyfmt.core\n\
+                 import time: {:>9} | {handler_us:>10} |   heavyfmt\n\
+                 import time: {tiny_us:>9} | {tiny_us:>10} |   tinydep\n\
+                 import time:    cached |     cached |   json\n\
+                 import time:      1000 | {total:>10} | app\n",
+                handler_us / 2,
+                handler_us - handler_us / 2,
+            )
+            .into_bytes(),
+        )
+    }
+
+    #[test]
+    fn first_party_imports_are_priced_over_processes_above_the_threshold() {
+        let logs = [
+            log(90_000, 140_000, 5_000),
+            log(110_000, 150_000, 6_000),
+            log(100_000, 160_000, 4_000),
+        ];
+        let refs: Vec<&ImportLog> = logs.iter().collect();
+        let priced = costly_imports(&refs, &["app".to_owned()], 20.0);
+        let rows: Vec<(&str, &str, f64, f64, f64)> = priced
+            .iter()
+            .map(|c| {
+                (
+                    c.importer.as_str(),
+                    c.module.as_str(),
+                    c.median_ms,
+                    c.min_ms,
+                    c.max_ms,
+                )
+            })
+            .collect();
+        // heavyfmt.core is imported by heavyfmt (not first party), json by
+        // no one of ours (a root), tinydep is below the threshold, and the
+        // cached json costs nothing.
+        assert_eq!(
+            rows,
+            [
+                ("app", "heavyfmt", 150.0, 140.0, 160.0),
+                ("app", "app.plugins", 100.0, 90.0, 110.0),
+            ]
+        );
+        assert!(priced.iter().all(|c| c.processes == 3 && c.of == 3));
+        assert_eq!(costly_imports(&refs, &["app".to_owned()], 4.5).len(), 3);
+        assert!(costly_imports(&refs, &["other".to_owned()], 0.0).is_empty());
+    }
+
+    #[test]
+    fn the_default_threshold_is_five_percent_of_ready_or_20_ms() {
+        assert_eq!(default_min_ms(100.0), 20.0);
+        assert_eq!(default_min_ms(1000.0), 50.0);
+    }
+}
