@@ -7,6 +7,7 @@ mod conformance;
 mod diff;
 mod evidence;
 mod importtime;
+mod lazy;
 mod live;
 mod pyspy;
 mod serve;

@@ -26,6 +26,7 @@ pub mod compare;
 pub mod diff;
 pub mod importtime;
 pub mod live;
+pub mod lazy;
 pub mod profile;
 pub mod snapshot;
 
@@ -78,6 +79,10 @@ pub enum Command {
     /// speedscope file or collapsed stacks, until --duration, its exit, or
     /// Ctrl-C.
     Record(live::RecordArgs),
+    /// Price every costly start-up import of the project's own code, with
+    /// the cut that defers it, verified on a patched copy and its saving
+    /// measured: safe, no-win or unsafe; `--fix` writes the safe cuts.
+    Lazy(lazy::Args),
     /// Write a commented starter `coldstart.toml` in the current folder.
     Init,
 }
@@ -95,6 +100,7 @@ pub fn run(command: Command, project: &Project) -> Result<ExitCode> {
         Command::Dump(args) => live::dump(args),
         Command::Top(args) => live::top(args),
         Command::Record(args) => live::record(args),
+        Command::Lazy(args) => lazy::run(args, project),
         Command::Init => init(&project.cwd),
     }
 }

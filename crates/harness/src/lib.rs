@@ -50,6 +50,7 @@ pub mod env;
 pub mod error;
 pub mod importlog;
 pub mod interrupt;
+pub mod lazy;
 pub mod lifecycle;
 pub mod live;
 pub mod memory;

@@ -11,6 +11,7 @@ pub mod bench;
 pub mod boundary;
 pub mod diff;
 pub mod importtime;
+pub mod lazy;
 pub mod profile;
 
 /// `s` with every control character (a NUL a profiler read from a target, an

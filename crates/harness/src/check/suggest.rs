@@ -54,7 +54,7 @@ pub struct Suggested {
 
 /// The interpreter that runs `t`'s worker, for reading its files with its
 /// own grammar.
-fn interpreter(t: &Target) -> Result<PathBuf> {
+pub(crate) fn interpreter(t: &Target) -> Result<PathBuf> {
     let program = &t.command[0];
     if !env::looks_like_python(program) {
         invalid!(

@@ -1,0 +1,110 @@
+//! `coldstart lazy`: every import the project's own code makes at start-up
+//! that costs at least `--min-ms` (default: 5% of ready or 20 ms), priced
+//! over instrumented processes, with the cut that defers it, verified on a
+//! patched copy (ready, health, the evidence, the target's `verify`
+//! requests and `verify_command`) and its saving measured against the
+//! original, interleaved: `safe`, `no-win` or `unsafe`. `--fix` writes the
+//! safe cuts. Exit 0 when it ran (whatever it found), 2 when it could not.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use harness::Interrupt;
+use harness::lazy::LazyOptions;
+use settings::Project;
+
+/// How the report is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The table, the reasons and the patch.
+    Text,
+    /// The machine-readable report (schema in `report::lazy`).
+    Json,
+}
+
+/// The flags of `lazy`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The target of the config (one is needed when it has several).
+    #[arg(long, value_name = "NAME")]
+    target: Option<String>,
+    /// The least cost, ms, of an import to list (default: 5% of the ready
+    /// time or 20 ms, whichever is larger).
+    #[arg(long, value_name = "MS")]
+    min_ms: Option<f64>,
+    /// Write the safe cuts to the project, then price it again.
+    #[arg(long)]
+    fix: bool,
+    /// Instrumented processes to price over.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    processes: usize,
+    /// The most interleaved rounds of each saving's measurement.
+    #[arg(long, value_name = "N", default_value_t = 60)]
+    max_rounds: usize,
+    /// The most seconds of each saving's measurement.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    max_seconds: f64,
+    /// How to print the report.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// The worker command, with the default policy.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// Runs `lazy`: flags in, one harness call (two with `--fix`: the project
+/// priced again after the cuts are written), a rendering out.
+pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
+    if args.processes == 0 {
+        anyhow::bail!("--processes must be at least 1");
+    }
+    if let Some(ms) = args.min_ms
+        && !(ms.is_finite() && ms >= 0.0)
+    {
+        anyhow::bail!("--min-ms must be a number of milliseconds, 0 or more, got {ms}");
+    }
+    let t = project.one_target(args.target.as_deref(), &args.command)?;
+    let opts = LazyOptions {
+        processes: args.processes,
+        min_ms: args.min_ms,
+        fix: args.fix,
+        max_rounds: args.max_rounds,
+        max_seconds: args.max_seconds,
+        root: project.root.clone(),
+    };
+    let interrupt = Interrupt::new();
+    let before = harness::lazy::lazy(&t, &opts, &interrupt)?;
+    let after = if args.fix && !before.written.is_empty() {
+        let again = LazyOptions {
+            fix: false,
+            min_ms: Some(before.min_ms),
+            ..opts
+        };
+        Some(harness::lazy::lazy(&t, &again, &interrupt)?)
+    } else {
+        None
+    };
+    let mut text = String::new();
+    match args.format {
+        Format::Json => {
+            let value = match &after {
+                Some(a) => serde_json::json!({ "before": before, "after": a }),
+                None => serde_json::to_value(&before)?,
+            };
+            text = serde_json::to_string_pretty(&value)?;
+            text.push('\n');
+        }
+        Format::Text => {
+            report::lazy::render(&before, &mut text);
+            if let Some(a) = &after {
+                text.push_str(&format!(
+                    "\nafter the fix: ready in {:.1} ms (median of {} processes), before {:.1} ms\n",
+                    a.ready_ms, a.processes, before.ready_ms
+                ));
+                report::lazy::render(a, &mut text);
+            }
+        }
+    }
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}

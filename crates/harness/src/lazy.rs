@@ -1,0 +1,271 @@
+//! `coldstart lazy`: every import the project's own code makes at start-up
+//! that costs at least a threshold, priced over several instrumented
+//! processes ([`importguard::verdict::costly_imports`]), located by the
+//! recorder's evidence (a check of the same worker with those modules as
+//! the policy, whose chains give the importing file and line), cut the way
+//! `suggest` knows (only cuts of that very statement), each cut verified
+//! on a patched copy ([`crate::check::verify::on_copy`]: the check there
+//! with that module as the policy, so the evidence step sees whether start-up
+//! still imports it, then the target's model path), and the saving
+//! measured: the original (A) against the patched copy (B) with the
+//! bench's interleaved rounds and sequential stopping rule on ready.
+
+use std::path::PathBuf;
+
+use importguard::verdict::{CostlyImport, Violation, costly_imports, default_min_ms};
+use phases::summary::Phase;
+use report::lazy::{LazyCut, LazyReport, LazyRow, LazyVerdict, SCHEMA};
+use suggest::{Cut, Suggester, Verification};
+
+use crate::check::suggest::interpreter;
+use crate::check::verify::{in_copy, on_copy};
+use crate::check::{CheckOptions, check_target};
+use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
+use crate::target::Target;
+use crate::trials::{self, BenchOptions, Quiet};
+
+/// How many cuts of one statement are verified, best first.
+const ATTEMPTS: usize = 3;
+
+/// How `lazy` runs.
+#[derive(Debug, Clone)]
+pub struct LazyOptions {
+    /// Instrumented processes to price over.
+    pub processes: usize,
+    /// The least cost listed, ms (default: [`default_min_ms`] of ready).
+    pub min_ms: Option<f64>,
+    /// Write the safe cuts to the project.
+    pub fix: bool,
+    /// The most interleaved rounds of each saving's measurement.
+    pub max_rounds: usize,
+    /// The most seconds of each saving's measurement.
+    pub max_seconds: f64,
+    /// The project root, for the tool's git revision in the environment.
+    pub root: PathBuf,
+}
+
+/// `t` judging only `module` (and what it imports) as forbidden.
+fn judging(t: &Target, modules: &[String]) -> Target {
+    let mut j = t.clone();
+    j.forbidden = modules.to_vec();
+    j.allowed = Vec::new();
+    j
+}
+
+/// The recorder's evidence of where each of `priced` is imported: a check
+/// of `t` with those modules as the policy; each one's violation.
+fn locate(t: &Target, priced: &[CostlyImport]) -> Result<Vec<Option<Violation>>> {
+    let modules: Vec<String> = priced.iter().map(|c| c.module.clone()).collect();
+    let mut j = judging(t, &modules);
+    j.processes = 1;
+    let r = check_target(&j, CheckOptions::default())?;
+    Ok(priced
+        .iter()
+        .map(|c| {
+            r.violations
+                .iter()
+                .find(|v| v.first.module == c.module)
+                .map(|v| v.first.clone())
+        })
+        .collect())
+}
+
+/// The ready time of `t`'s patched copy (B) against `t` (A), interleaved
+/// until the sequential rule decides or its budget runs out.
+fn saving(
+    t: &Target,
+    s: &Suggester,
+    cut: &Cut,
+    opts: &LazyOptions,
+    interrupt: &Interrupt,
+) -> Result<Option<phases::compare::Comparison>> {
+    let copy = s
+        .patched_copy(cut)
+        .map_err(|e| Error::Invalid(format!("could not patch a copy: {e}")))?;
+    let b = in_copy(t, copy.root());
+    let out = tempfile::Builder::new()
+        .prefix("coldstart-lazy-")
+        .tempdir()
+        .map_err(|e| Error::io("create", &std::env::temp_dir(), e))?;
+    let rule = phases::sequential::StopRule {
+        max_rounds: opts.max_rounds,
+        max_seconds: opts.max_seconds,
+        ..Default::default()
+    };
+    let bench = BenchOptions {
+        warmup: 1,
+        trials: None,
+        precision: None,
+        min_trials: rule.min_rounds,
+        max_trials: rule.max_rounds,
+        health: None,
+        concurrency: 1,
+        noise_threshold: rule.threshold,
+        bootstrap: phases::Bootstrap::default(),
+        sequential: Some(rule),
+        serve: crate::serve::ServeOptions::default(),
+        out: out.path().to_path_buf(),
+        root: opts.root.clone(),
+    };
+    let mut a = t.clone();
+    a.processes = 1;
+    let run = trials::run(a, Some(b), &bench, interrupt, &mut Quiet)?;
+    if let Some((r, check, message)) = run.first_failure() {
+        return Err(Error::Invalid(format!(
+            "the measurement's trial {} failed its `{}` check: {message}",
+            r.trial,
+            check.as_str()
+        )));
+    }
+    Ok(run
+        .summary
+        .phase(Phase::Ready)
+        .and_then(|p| p.ratio.clone()))
+}
+
+fn lazy_cut(cut: &Cut) -> LazyCut {
+    LazyCut {
+        kind: cut.kind.to_string(),
+        summary: cut.summary.clone(),
+        diff: cut.diff.clone(),
+    }
+}
+
+/// Prices, cuts, verifies and measures `t`'s costly start-up imports;
+/// with `fix`, writes the safe cuts.
+pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<LazyReport> {
+    let mut priced_t = t.clone();
+    priced_t.processes = opts.processes.max(1);
+    let checked = check_target(&priced_t, CheckOptions::default())?;
+    if let Some(e) = checked.processes.iter().find_map(|p| p.error.clone()) {
+        return Err(Error::Invalid(format!(
+            "the worker could not be run to price its imports: {e}"
+        )));
+    }
+    let logs: Vec<&importguard::importtime::ImportLog> = checked
+        .processes
+        .iter()
+        .filter_map(|p| p.log.as_ref())
+        .collect();
+    if logs.is_empty() {
+        return Err(Error::Invalid(
+            "the worker's stderr held no importtime log; does it run Python with -E or -I?"
+                .to_owned(),
+        ));
+    }
+    let ready_ms = checked.ready_ms_median.unwrap_or(0.0);
+    let min_ms = opts.min_ms.unwrap_or_else(|| default_min_ms(ready_ms));
+    let priced = costly_imports(&logs, &t.first_party(), min_ms);
+    let mut report = LazyReport {
+        schema: SCHEMA,
+        target: t.name.clone(),
+        ready_ms,
+        min_ms,
+        processes: logs.len(),
+        rows: Vec::new(),
+        written: Vec::new(),
+    };
+    if priced.is_empty() {
+        return Ok(report);
+    }
+    let python = interpreter(t)?;
+    let s = Suggester::new(&t.root, &python)
+        .map_err(|e| Error::Invalid(format!("could not read the worker's files: {e}")))?
+        .with_cwd(&t.cwd);
+    let located = locate(t, &priced)?;
+    let mut safe: Vec<Cut> = Vec::new();
+    for (cost, violation) in priced.into_iter().zip(located) {
+        let mut row = LazyRow {
+            cost,
+            file: None,
+            line: None,
+            statement: None,
+            cut: None,
+            verdict: LazyVerdict::NoCut,
+            why: None,
+            saving: None,
+        };
+        let Some(v) = violation else {
+            row.why = Some(
+                "the recorder did not see it imported at start-up (imported by a child interpreter, or its name differs)".to_owned(),
+            );
+            report.rows.push(row);
+            continue;
+        };
+        let mut sug = s.suggest(&v).map_err(|e| {
+            Error::Invalid(format!("could not suggest a cut for {}: {e}", v.module))
+        })?;
+        // Only cuts of this very statement: the link that imports the module.
+        let module = row.cost.module.clone();
+        let mut cuts: Vec<Cut> = sug.cuts().filter(|c| c.module == module).cloned().collect();
+        if let Some(u) = sug.not_cuttable.iter().find(|u| u.module == module) {
+            row.file = u.file.clone();
+            row.line = u.line;
+            row.statement = u.statement.clone();
+            row.why = Some(u.reason.clone());
+        }
+        if cuts.is_empty() {
+            if row.why.is_none() {
+                row.why = Some("no cut of this statement applies".to_owned());
+            }
+            report.rows.push(row);
+            continue;
+        }
+        let first = cuts[0].clone();
+        row.file = Some(first.file.clone());
+        row.line = Some(first.line);
+        row.statement = Some(first.statement.clone());
+        row.why = None;
+        sug.cut = Some(cuts.remove(0));
+        sug.candidates = cuts;
+        let judged = judging(t, std::slice::from_ref(&module));
+        s.verify(&mut sug, ATTEMPTS, |copy| {
+            on_copy(&judged, copy).map_err(|e| Box::new(e) as suggest::CheckError)
+        })
+        .map_err(|e| Error::Invalid(format!("could not verify a cut: {e}")))?;
+        match (&sug.cut, sug.verification) {
+            (Some(cut), Verification::Verified) => {
+                row.cut = Some(lazy_cut(cut));
+                row.saving = saving(t, &s, cut, opts, interrupt)?;
+                let faster = row
+                    .saving
+                    .as_ref()
+                    .is_some_and(|c| c.verdict == phases::Verdict::Faster);
+                row.verdict = if faster {
+                    safe.push(cut.clone());
+                    LazyVerdict::Safe
+                } else {
+                    LazyVerdict::NoWin
+                };
+            }
+            _ => {
+                row.verdict = LazyVerdict::Unsafe;
+                row.cut = Some(lazy_cut(&first));
+                row.why = Some(
+                    sug.rejections
+                        .iter()
+                        .map(|r| format!("{}:{} ({}): {}", r.file, r.line, r.kind, r.reason))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                );
+            }
+        }
+        report.rows.push(row);
+        if interrupt.is_set() {
+            break;
+        }
+    }
+    if opts.fix {
+        for cut in &safe {
+            // A second cut of a file already written was computed from its
+            // old bytes: `apply` refuses it, and the next run offers it anew.
+            match s.apply(cut) {
+                Ok(files) => report.written.extend(files),
+                Err(suggest::SuggestError::Changed { .. }) => {}
+                Err(e) => return Err(Error::Invalid(format!("could not write the cut: {e}"))),
+            }
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,143 @@
+//! `coldstart lazy` end to end on `tests/fixtures/lazy` (a worker with three
+//! costly start-up imports, stand-ins that busy-wait), copied to a
+//! temporary folder and run as a user would, from the project's folder.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::{coldstart_bin, fixtures, python};
+
+/// A copy of the fixture project with its `coldstart.toml`: the stand-ins
+/// on `PYTHONPATH`, the `load` and `format` requests as its model path.
+fn project() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(fixtures().join("lazy/project"))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let root = dir.path().join("project");
+    std::fs::write(
+        root.join("coldstart.toml"),
+        format!(
+            "[[target]]\nname = \"lz\"\ncommand = [\"{}\", \"-m\", \"lzworker\"]\nenv = {{ PYTHONPATH = \"{}\" }}\nverify = [{{ op = \"load\", model = \"ner\" }}, {{ op = \"format\", text = \"hi\" }}]\n",
+            python().display(),
+            fixtures().join("lazy/stand-ins").display()
+        ),
+    )
+    .unwrap();
+    (dir, root)
+}
+
+/// `coldstart lazy` in `root`: 2 processes priced, tinydep (5 ms at
+/// import, more with the recorder on) left below `--min-ms 60`.
+fn lazy(root: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(coldstart_bin())
+        .args([
+            "lazy",
+            "--processes",
+            "2",
+            "--min-ms",
+            "60",
+            "--max-rounds",
+            "40",
+        ])
+        .args(extra)
+        .current_dir(root)
+        .env_remove("PYTHONPATH")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    eprintln!("exit {:?}\n{stdout}\n{stderr}", out.status.code());
+    (out.status.code(), stdout, stderr)
+}
+
+#[test]
+fn each_costly_import_is_priced_cut_verified_on_the_model_path_and_its_saving_measured() {
+    let (dir, root) = project();
+    let before = std::fs::read_to_string(root.join("lzworker/app.py")).unwrap();
+    let (code, stdout, stderr) = lazy(&root, &["--format", "json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(r["schema"], "coldstart.lazy/1");
+    let rows = r["rows"].as_array().unwrap();
+    let row = |m: &str| rows.iter().find(|x| x["module"] == m);
+    assert!(row("tinydep").is_none(), "below the threshold: {stdout}");
+
+    // Used only inside the `format` handler: moved there, verified (the
+    // `format` and `load` requests still answer), and start-up faster.
+    let fmt = row("slowfmt").expect("slowfmt priced");
+    assert_eq!(fmt["importer"], "lzworker.app");
+    assert_eq!(fmt["file"], "lzworker/app.py");
+    assert_eq!(fmt["line"], 8);
+    assert_eq!(fmt["cut"]["kind"], "move into functions");
+    assert_eq!(fmt["verdict"], "safe", "{stdout}");
+    assert_eq!(fmt["saving"]["verdict"], "faster");
+    assert!(fmt["saving"]["ci"]["hi"].as_f64().unwrap() < 1.0);
+    assert!(fmt["median_ms"].as_f64().unwrap() >= 60.0);
+
+    // Its module registers the plugin `load` needs: dropping it passes
+    // ready and health, but the `load` request's reply is an error.
+    let plug = row("lzworker.plugins").expect("plugins priced");
+    assert_eq!(plug["verdict"], "unsafe", "{stdout}");
+    let why = plug["why"].as_str().unwrap();
+    assert!(
+        why.contains("verify request 1 (`load`)")
+            && why.contains("no plugin registered for model 'ner'"),
+        "{why}"
+    );
+    assert!(plug["saving"].is_null());
+
+    // Nothing written; the safe cut's diff applies to the project.
+    assert_eq!(
+        std::fs::read_to_string(root.join("lzworker/app.py")).unwrap(),
+        before
+    );
+    let patch = dir.path().join("p.diff");
+    std::fs::write(&patch, fmt["cut"]["diff"].as_str().unwrap()).unwrap();
+    let applied = std::process::Command::new("git")
+        .args(["apply", "--check", "-p1"])
+        .arg(&patch)
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(applied.status.success(), "{applied:?}");
+}
+
+#[test]
+fn fix_writes_only_the_safe_cut_and_prices_the_project_again() {
+    let (_dir, root) = project();
+    let (code, stdout, stderr) = lazy(&root, &["--fix"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let table = stdout.split("after the fix").next().unwrap();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("slowfmt") && l.contains(" safe ")),
+        "{stdout}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("lzworker.plugins") && l.contains(" unsafe ")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("wrote "), "{stdout}");
+    let app = std::fs::read_to_string(root.join("lzworker/app.py")).unwrap();
+    assert!(app.contains("    import slowfmt\n"), "{app}");
+    assert!(
+        app.contains("from lzworker import plugins"),
+        "the unsafe cut is not written: {app}"
+    );
+    // Priced again after the fix: slowfmt is no longer a start-up import.
+    let after = stdout
+        .split("after the fix")
+        .nth(1)
+        .expect("an after section");
+    assert!(!after.contains("slowfmt"), "{after}");
+    assert!(after.contains("lzworker.plugins"), "{after}");
+}
