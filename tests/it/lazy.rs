@@ -9,6 +9,11 @@ use crate::support::{coldstart_bin, fixtures, python};
 /// A copy of the fixture project with its `coldstart.toml`: the stand-ins
 /// on `PYTHONPATH`, the `load` and `format` requests as its model path.
 fn project() -> (tempfile::TempDir, PathBuf) {
+    project_with(python())
+}
+
+/// [`project`] with its worker run by `python`.
+fn project_with(python: &Path) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let status = std::process::Command::new("cp")
         .arg("-r")
@@ -22,7 +27,7 @@ fn project() -> (tempfile::TempDir, PathBuf) {
         root.join("coldstart.toml"),
         format!(
             "[[target]]\nname = \"lz\"\ncommand = [\"{}\", \"-m\", \"lzworker\"]\nenv = {{ PYTHONPATH = \"{}\" }}\nverify = [{{ op = \"load\", model = \"ner\" }}, {{ op = \"format\", text = \"hi\" }}]\n",
-            python().display(),
+            python.display(),
             fixtures().join("lazy/stand-ins").display()
         ),
     )
@@ -140,4 +145,38 @@ fn fix_writes_only_the_safe_cut_and_prices_the_project_again() {
         .expect("an after section");
     assert!(!after.contains("slowfmt"), "{after}");
     assert!(after.contains("lzworker.plugins"), "{after}");
+}
+
+#[test]
+fn on_python_3_15_the_cut_is_a_pep_810_lazy_import_and_on_older_ones_never() {
+    let Some(py315) = test_interpreters::interpreter(15) else {
+        println!(
+            "NOT RUN: coldstart lazy on Python 3.15: {}",
+            test_interpreters::not_found(15)
+        );
+        return;
+    };
+    let (_dir, root) = project_with(&py315);
+    let (code, stdout, stderr) = lazy(&root, &["--format", "json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = r["rows"].as_array().unwrap();
+    let fmt = rows
+        .iter()
+        .find(|x| x["module"] == "slowfmt")
+        .expect("slowfmt priced");
+    assert_eq!(fmt["cut"]["kind"], "lazy import", "{stdout}");
+    assert_eq!(fmt["verdict"], "safe", "{stdout}");
+    assert!(
+        fmt["cut"]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+lazy import slowfmt"),
+        "{stdout}"
+    );
+    let plug = rows
+        .iter()
+        .find(|x| x["module"] == "lzworker.plugins")
+        .expect("plugins priced");
+    assert_eq!(plug["verdict"], "unsafe", "{stdout}");
 }
