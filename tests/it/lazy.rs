@@ -180,3 +180,62 @@ fn on_python_3_15_the_cut_is_a_pep_810_lazy_import_and_on_older_ones_never() {
         .expect("plugins priced");
     assert_eq!(plug["verdict"], "unsafe", "{stdout}");
 }
+
+#[test]
+fn the_real_transformers_is_priced_as_one_import_and_its_cut_verified() {
+    let py = crate::support::venv_python();
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(fixtures().join("lazy/tfproject"))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let root = dir.path().join("tfproject");
+    std::fs::write(
+        root.join("coldstart.toml"),
+        format!(
+            "[[target]]\nname = \"tf\"\ncommand = [\"{}\", \"-m\", \"tfsvc\"]\nverify = [{{ op = \"version\" }}]\n",
+            py.display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(coldstart_bin())
+        .args([
+            "lazy",
+            "--processes",
+            "1",
+            "--min-ms",
+            "60",
+            "--max-seconds",
+            "10",
+        ])
+        .args(["--format", "json"])
+        .current_dir(&root)
+        .env_remove("PYTHONPATH")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0));
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let tf = r["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["module"] == "transformers")
+        .expect("transformers priced");
+    assert_eq!(tf["importer"], "tfsvc.app");
+    assert_eq!(tf["file"], "tfsvc/app.py");
+    assert_eq!(tf["line"], 8);
+    assert!(tf["median_ms"].as_f64().unwrap() >= 60.0, "{tf:#}");
+    assert_eq!(tf["cut"]["kind"], "move into functions", "{tf:#}");
+    // Verified (the `version` request still answers); whether the saving
+    // settles within the short budget depends on the machine.
+    assert!(
+        tf["verdict"] == "safe" || tf["verdict"] == "no_win",
+        "{tf:#}"
+    );
+    assert!(tf["saving"].is_object(), "{tf:#}");
+}
