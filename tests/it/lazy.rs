@@ -239,3 +239,42 @@ fn the_real_transformers_is_priced_as_one_import_and_its_cut_verified() {
     );
     assert!(tf["saving"].is_object(), "{tf:#}");
 }
+
+#[test]
+fn a_cut_into_a_function_that_runs_at_start_up_is_rejected_by_the_evidence() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(fixtures().join("lazy/warmproject"))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let root = dir.path().join("warmproject");
+    std::fs::write(
+        root.join("coldstart.toml"),
+        format!(
+            "[[target]]\nname = \"w\"\ncommand = [\"{}\", \"-m\", \"wworker\"]\nenv = {{ PYTHONPATH = \"{}\" }}\n",
+            python().display(),
+            fixtures().join("lazy/stand-ins").display()
+        ),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = lazy(&root, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("slowfmt") && l.contains("wworker/app.py:9"))
+        .unwrap_or_else(|| panic!("slowfmt priced: {stdout}"));
+    assert!(
+        row.contains("move into functions") && row.contains(" unsafe "),
+        "{row}"
+    );
+    assert!(
+        stdout.contains(
+            "start-up still imports it on the patched copy (the recorder's evidence): wworker.app -> slowfmt"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("verified patch"), "{stdout}");
+}

@@ -124,6 +124,18 @@ fn saving(
         .and_then(|p| p.ratio.clone()))
 }
 
+/// Why a cut was rejected, in `lazy`'s words: a remaining violation is the
+/// module still imported at start-up.
+fn rejected(reason: &suggest::RejectReason) -> String {
+    match reason {
+        suggest::RejectReason::ViolationRemains { chain } => format!(
+            "start-up still imports it on the patched copy (the recorder's evidence): {}",
+            chain.join(" -> ")
+        ),
+        other => other.to_string(),
+    }
+}
+
 fn lazy_cut(cut: &Cut) -> LazyCut {
     LazyCut {
         kind: cut.kind.to_string(),
@@ -245,7 +257,15 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
                 row.why = Some(
                     sug.rejections
                         .iter()
-                        .map(|r| format!("{}:{} ({}): {}", r.file, r.line, r.kind, r.reason))
+                        .map(|r| {
+                            format!(
+                                "{}:{} ({}): {}",
+                                r.file,
+                                r.line,
+                                r.kind,
+                                rejected(&r.reason)
+                            )
+                        })
                         .collect::<Vec<_>>()
                         .join("; "),
                 );
