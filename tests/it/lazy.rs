@@ -84,6 +84,9 @@ fn each_costly_import_is_priced_cut_verified_on_the_model_path_and_its_saving_me
     assert_eq!(fmt["saving"]["verdict"], "faster");
     assert!(fmt["saving"]["ci"]["hi"].as_f64().unwrap() < 1.0);
     assert!(fmt["median_ms"].as_f64().unwrap() >= 60.0);
+    // Its 20 MiB table, read around its import by the RSS bootstrap.
+    let mib = fmt["rss_mib"].as_f64().unwrap();
+    assert!((15.0..30.0).contains(&mib), "{mib}");
 
     // Its module registers the plugin `load` needs: dropping it passes
     // ready and health, but the `load` request's reply is an error.
@@ -230,6 +233,7 @@ fn the_real_transformers_is_priced_as_one_import_and_its_cut_verified() {
     assert_eq!(tf["file"], "tfsvc/app.py");
     assert_eq!(tf["line"], 8);
     assert!(tf["median_ms"].as_f64().unwrap() >= 60.0, "{tf:#}");
+    assert!(tf["rss_mib"].as_f64().unwrap() > 1.0, "{tf:#}");
     assert_eq!(tf["cut"]["kind"], "move into functions", "{tf:#}");
     // Verified (the `version` request still answers); whether the saving
     // settles within the short budget depends on the machine.

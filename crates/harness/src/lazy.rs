@@ -8,8 +8,12 @@
 //! with that module as the policy, so the evidence step sees whether start-up
 //! still imports it, then the target's model path), and the saving
 //! measured: the original (A) against the patched copy (B) with the
-//! bench's interleaved rounds and sequential stopping rule on ready.
+//! bench's interleaved rounds and sequential stopping rule on ready. The
+//! memory each costly import adds is read in one more untimed start-up
+//! (`lazy_rss.py`, a body on the recorder's prelude: VmRSS before and
+//! after those modules' bodies only).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use importguard::verdict::{CostlyImport, Violation, costly_imports, default_min_ms};
@@ -22,8 +26,13 @@ use crate::check::verify::{in_copy, on_copy};
 use crate::check::{CheckOptions, check_target};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
+use crate::lifecycle::{Lifecycle, Plain};
 use crate::target::Target;
 use crate::trials::{self, BenchOptions, Quiet};
+use importguard::recorder::bootstrap::Bootstrap;
+
+/// The body of the RSS bootstrap, run after the recorder's shared prelude.
+const RSS_BOOTSTRAP: &str = include_str!("lazy_rss.py");
 
 /// How many cuts of one statement are verified, best first.
 const ATTEMPTS: usize = 3;
@@ -69,6 +78,47 @@ fn locate(t: &Target, priced: &[CostlyImport]) -> Result<Vec<Option<Violation>>>
                 .map(|v| v.first.clone())
         })
         .collect())
+}
+
+/// The RSS each of `modules` adds when its body runs at start-up, MiB: one
+/// untimed start-up of `t` (ready, health, shutdown) with the RSS bootstrap
+/// injected the recorder's way, reading VmRSS before and after those
+/// modules only. A module it did not see is left out.
+fn rss_mib(t: &Target, modules: &[String]) -> Result<BTreeMap<String, f64>> {
+    let boot =
+        Bootstrap::prepare("coldstart-lazy-", RSS_BOOTSTRAP).map_err(|cause| Error::Recorder {
+            context: "could not write the RSS bootstrap",
+            cause,
+        })?;
+    let record = boot.dir().join("rss.jsonl");
+    let mut cmd = t.spawn_command();
+    cmd.env("PYTHONPATH", boot.pythonpath(t.pythonpath().as_deref()))
+        .env("COLDSTART_LAZY_RSS", &record)
+        .env("COLDSTART_LAZY_MODULES", modules.join(","));
+    let lived = Lifecycle::of(t).drive(&cmd, &mut Plain);
+    if let Err(f) = lived.end {
+        return Err(Error::Invalid(format!(
+            "the worker failed while its imports' memory was read: {f}"
+        )));
+    }
+    let text = std::fs::read_to_string(&record).unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["type"] != "rss" {
+            continue;
+        }
+        if let (Some(m), Some(before), Some(after)) = (
+            v["module"].as_str(),
+            v["before"].as_f64(),
+            v["after"].as_f64(),
+        ) {
+            out.insert(m.to_owned(), (after - before) / (1024.0 * 1024.0));
+        }
+    }
+    Ok(out)
 }
 
 /// The ready time of `t`'s patched copy (B) against `t` (A), interleaved
@@ -186,9 +236,12 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
         .map_err(|e| Error::Invalid(format!("could not read the worker's files: {e}")))?
         .with_cwd(&t.cwd);
     let located = locate(t, &priced)?;
+    let modules: Vec<String> = priced.iter().map(|c| c.module.clone()).collect();
+    let rss = rss_mib(t, &modules)?;
     let mut safe: Vec<Cut> = Vec::new();
     for (cost, violation) in priced.into_iter().zip(located) {
         let mut row = LazyRow {
+            rss_mib: rss.get(&cost.module).copied(),
             cost,
             file: None,
             line: None,

@@ -1,6 +1,6 @@
 //! `coldstart lazy`'s report: its data (one [`LazyRow`] per costly
 //! first-party import, the [`LazyReport`] of a target), its JSON schema and
-//! its text: a table (statement, file:line, cost, cut, verdict, saving with
+//! its text: a table (statement, file:line, cost in ms and MiB, cut, verdict, saving with
 //! its interval), each unsafe cut's failing step, and the verified patch.
 //!
 //! # JSON schema (`"schema": "coldstart.lazy/1"`)
@@ -9,7 +9,7 @@
 //! { "schema": "coldstart.lazy/1", "target": str, "ready_ms": number, "min_ms": number,
 //!   "processes": int, "written": [str],
 //!   "rows": [ { "importer": str, "module": str, "median_ms": number, "min_ms": number,
-//!               "max_ms": number, "processes": int, "of": int,
+//!               "max_ms": number, "processes": int, "of": int, "rss_mib": number | null,
 //!               "file": str | null, "line": int | null, "statement": str | null,
 //!               "cut": {"kind": str, "summary": str, "diff": str} | null,
 //!               "verdict": "safe" | "no_win" | "unsafe" | "no_cut",
@@ -71,6 +71,8 @@ pub struct LazyRow {
     /// Its price over the processes.
     #[serde(flatten)]
     pub cost: CostlyImport,
+    /// The RSS its module's body added in one untimed start-up, MiB.
+    pub rss_mib: Option<f64>,
     /// The file of the import statement, relative to the project root.
     pub file: Option<String>,
     /// Its line.
@@ -137,8 +139,8 @@ pub fn render(r: &LazyReport, out: &mut String) {
     }
     let _ = writeln!(
         out,
-        "  {:<28} {:<24} {:>22} {:<20} {:<8} saving (ready, B/A - 1, 95% CI)",
-        "import", "file:line", "cost ms (range)", "cut", "verdict"
+        "  {:<28} {:<24} {:>22} {:>8} {:<20} {:<8} saving (ready, B/A - 1, 95% CI)",
+        "import", "file:line", "cost ms (range)", "MiB", "cut", "verdict"
     );
     for row in &r.rows {
         let at = match (&row.file, row.line) {
@@ -149,6 +151,9 @@ pub fn render(r: &LazyReport, out: &mut String) {
             "{:.1} ({:.1}..{:.1})",
             row.cost.median_ms, row.cost.min_ms, row.cost.max_ms
         );
+        let mib = row
+            .rss_mib
+            .map_or_else(|| "-".to_owned(), |m| format!("{m:.1}"));
         let cut = row.cut.as_ref().map_or("-", |c| c.kind.as_str());
         let saving = row
             .saving
@@ -156,10 +161,11 @@ pub fn render(r: &LazyReport, out: &mut String) {
             .map_or_else(|| "-".to_owned(), saving_text);
         let _ = writeln!(
             out,
-            "  {:<28} {:<24} {:>22} {:<20} {:<8} {}",
+            "  {:<28} {:<24} {:>22} {:>8} {:<20} {:<8} {}",
             row.cost.module,
             at,
             cost,
+            mib,
             cut,
             row.verdict.as_str(),
             saving
@@ -209,6 +215,7 @@ mod tests {
                 processes: 3,
                 of: 3,
             },
+            rss_mib: Some(12.5),
             file: Some("app/main.py".into()),
             line: Some(4),
             statement: Some(format!("import {module}")),
@@ -245,7 +252,7 @@ mod tests {
         render(&r, &mut text);
         assert!(text.contains("fmt "), "{text}");
         assert!(text.contains("app/main.py:4"), "{text}");
-        assert!(text.contains("150.0 (140.0..160.0)"), "{text}");
+        assert!(text.contains("150.0 (140.0..160.0)     12.5"), "{text}");
         assert!(text.contains("plug (unsafe): verify request 1"), "{text}");
         assert!(
             text.contains("@@ fmt @@") && !text.contains("@@ plug @@"),
