@@ -16,6 +16,10 @@
 //! - [`check_run`]: the whole `check` command as one call (each target,
 //!   suggest, fix and the second check, the snapshot gate, the exit code
 //!   that result implies).
+//! - [`lazy`]: `coldstart lazy`: the costly start-up imports of the
+//!   project's own code priced (ms and MiB), cut, each cut verified with
+//!   [`check::verify`] and its saving measured by the bench's interleaved
+//!   loop.
 //! - [`diff`]: the working tree against a base revision checked out into
 //!   a temporary git worktree: the bench's interleaved loop with the base
 //!   as side A (CPU time as the basis) and the import trees of both sides.
