@@ -25,8 +25,8 @@ pub mod cli;
 pub mod compare;
 pub mod diff;
 pub mod importtime;
-pub mod live;
 pub mod lazy;
+pub mod live;
 pub mod profile;
 pub mod snapshot;
 
