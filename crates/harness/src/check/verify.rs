@@ -181,11 +181,6 @@ pub fn on_copy(t: &Target, copy: &Path) -> Result<VerifyOutcome> {
     ))
 }
 
-/// Whether `t` names a model path to verify (`verify` or `verify_command`).
-pub fn has_model_path(t: &Target) -> bool {
-    !t.verify.is_empty() || !t.verify_command.is_empty()
-}
-
 /// The model path of `t` (a target already moved into a patched copy):
 /// its `verify` requests on one fresh worker after ready (then shutdown),
 /// then its `verify_command` in its working directory with its
