@@ -143,21 +143,13 @@ fn saving(
         max_seconds: opts.max_seconds,
         ..Default::default()
     };
-    let bench = BenchOptions {
-        warmup: 1,
-        trials: None,
-        precision: None,
-        min_trials: rule.min_rounds,
-        max_trials: rule.max_rounds,
-        health: None,
-        concurrency: 1,
-        noise_threshold: rule.threshold,
-        bootstrap: phases::Bootstrap::default(),
-        sequential: Some(rule),
-        serve: crate::serve::ServeOptions::default(),
-        out: out.path().to_path_buf(),
-        root: opts.root.clone(),
-    };
+    let bench = BenchOptions::sequential(
+        rule,
+        1,
+        phases::Bootstrap::default(),
+        out.path().to_path_buf(),
+        opts.root.clone(),
+    );
     let mut a = t.clone();
     a.processes = 1;
     let run = trials::run(a, Some(b), &bench, interrupt, &mut Quiet)?;

@@ -73,6 +73,33 @@ pub struct BenchOptions {
 }
 
 impl BenchOptions {
+    /// A sequential A/B comparison (what `diff` and `lazy` run): interleaved
+    /// rounds until `rule` decides or its budget runs out, one worker per
+    /// trial, the target's health round trips, no serve phase.
+    pub fn sequential(
+        rule: StopRule,
+        warmup: usize,
+        bootstrap: Bootstrap,
+        out: PathBuf,
+        root: PathBuf,
+    ) -> BenchOptions {
+        BenchOptions {
+            warmup,
+            trials: None,
+            precision: None,
+            min_trials: rule.min_rounds,
+            max_trials: rule.max_rounds,
+            health: None,
+            concurrency: 1,
+            noise_threshold: rule.threshold,
+            bootstrap,
+            sequential: Some(rule),
+            serve: ServeOptions::default(),
+            out,
+            root,
+        }
+    }
+
     /// Refuses options that cannot make a run.
     pub fn check(&self) -> Result<()> {
         if self.concurrency == 0 {
@@ -109,7 +136,10 @@ pub trait Progress {
     fn extra(&mut self, extra: &Extra);
 }
 
-/// An untimed step after the trials, as [`Progress::extra`] announces it.
+/// A step of a task beside its timed trials, as [`Progress::extra`]
+/// announces it: an untimed step after them (a serve phase, a memory view),
+/// or a stage of a comparison (`diff`'s instrumented processes, then its
+/// timed rounds).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Extra {
@@ -127,6 +157,20 @@ pub enum Extra {
         /// The side.
         variant: Variant,
     },
+    /// A comparison's untimed instrumented processes of one target, on
+    /// both sides (importtime and the recorder).
+    Instrumented {
+        /// The target.
+        target: String,
+        /// Processes per side.
+        processes: usize,
+    },
+    /// A comparison's timed rounds of one target: A (the base) and B (the
+    /// working tree) interleaved until CPU time decides.
+    Timed {
+        /// The target.
+        target: String,
+    },
 }
 
 impl std::fmt::Display for Extra {
@@ -140,6 +184,14 @@ impl std::fmt::Display for Extra {
             Extra::Memory { variant } => write!(
                 f,
                 "memory view ({variant}): a separate untimed worker with tracemalloc"
+            ),
+            Extra::Instrumented { target, processes } => write!(
+                f,
+                "{target}: {processes} instrumented processes per side (untimed: importtime and the recorder)"
+            ),
+            Extra::Timed { target } => write!(
+                f,
+                "{target}: timed rounds, A (base) and B (working tree) interleaved, until CPU time decides"
             ),
         }
     }

@@ -32,7 +32,6 @@ use timeline::Variant;
 
 use crate::error::Result;
 use crate::interrupt::Interrupt;
-use crate::serve::ServeOptions;
 use crate::target::Target;
 use crate::trials::{self, BenchOptions, Progress};
 
@@ -150,10 +149,10 @@ pub fn compare_target(
     progress: &mut dyn Progress,
 ) -> Result<TargetDiff> {
     let name = head.name.as_str();
-    eprintln!(
-        "{name}: {} instrumented processes per side (untimed: importtime and the recorder)",
-        opts.instrumented.max(1)
-    );
+    progress.extra(&crate::trials::Extra::Instrumented {
+        target: name.to_owned(),
+        processes: opts.instrumented.max(1),
+    });
     let (xa, xb) = imports::run_both(base, head, opts.instrumented.max(1))?;
     let sa = match imports::side(&xa) {
         Ok(s) => s,
@@ -176,24 +175,10 @@ pub fn compare_target(
     let rule = stop_rule(&budgets, opts);
     let dir = opts.out.join(name);
     std::fs::create_dir_all(&dir).map_err(|e| crate::error::Error::io("create", &dir, e))?;
-    let bench = BenchOptions {
-        warmup: opts.warmup,
-        trials: None,
-        precision: None,
-        min_trials: rule.min_rounds,
-        max_trials: rule.max_rounds,
-        health: None,
-        concurrency: 1,
-        noise_threshold: rule.threshold,
-        bootstrap: opts.bootstrap,
-        sequential: Some(rule),
-        serve: ServeOptions::default(),
-        out: dir,
-        root: opts.root.clone(),
-    };
-    eprintln!(
-        "{name}: timed rounds, A (base) and B (working tree) interleaved, until CPU time decides"
-    );
+    let bench = BenchOptions::sequential(rule, opts.warmup, opts.bootstrap, dir, opts.root.clone());
+    progress.extra(&crate::trials::Extra::Timed {
+        target: name.to_owned(),
+    });
     let run = trials::run(
         base.clone(),
         Some(head.clone()),
