@@ -219,6 +219,7 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
         processes: logs.len(),
         rows: Vec::new(),
         written: Vec::new(),
+        not_written: Vec::new(),
     };
     if priced.is_empty() {
         return Ok(report);
@@ -324,10 +325,13 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
     if opts.fix {
         for cut in &safe {
             // A second cut of a file already written was computed from its
-            // old bytes: `apply` refuses it, and the next run offers it anew.
+            // old bytes: `apply` refuses it; the report names it, and the
+            // next run offers it anew.
             match s.apply(cut) {
                 Ok(files) => report.written.extend(files),
-                Err(suggest::SuggestError::Changed { .. }) => {}
+                Err(suggest::SuggestError::Changed { .. }) => report
+                    .not_written
+                    .push(format!("{} ({}:{})", cut.module, cut.file, cut.line)),
                 Err(e) => return Err(Error::Invalid(format!("could not write the cut: {e}"))),
             }
         }

@@ -8,6 +8,8 @@
 //! ```text
 //! { "schema": "coldstart.lazy/1", "target": str, "ready_ms": number, "min_ms": number,
 //!   "processes": int, "written": [str],
+//!   "not_written": [str],   // --fix: safe cuts of a file an earlier cut changed
+//!                           // ("module (file:line)"); the next --fix writes them
 //!   "rows": [ { "importer": str, "module": str, "median_ms": number, "min_ms": number,
 //!               "max_ms": number, "processes": int, "of": int, "rss_mib": number | null,
 //!               "file": str | null, "line": int | null, "statement": str | null,
@@ -107,6 +109,10 @@ pub struct LazyReport {
     pub rows: Vec<LazyRow>,
     /// With `--fix`: the files written.
     pub written: Vec<PathBuf>,
+    /// With `--fix`: the safe cuts not written because an earlier cut had
+    /// changed their file (each was computed from the file's old bytes),
+    /// as `module (file:line)`; the next `--fix` writes them.
+    pub not_written: Vec<String>,
 }
 
 fn saving_text(c: &Comparison) -> String {
@@ -192,6 +198,12 @@ pub fn render(r: &LazyReport, out: &mut String) {
         for f in &r.written {
             let _ = writeln!(out, "\nwrote {}", f.display());
         }
+        for cut in &r.not_written {
+            let _ = writeln!(
+                out,
+                "not written: {cut}: an earlier cut changed its file; run `coldstart lazy --fix` again to write it"
+            );
+        }
     } else if !patch.is_empty() {
         let _ = write!(
             out,
@@ -247,6 +259,7 @@ mod tests {
                 ),
             ],
             written: Vec::new(),
+            not_written: Vec::new(),
         };
         let mut text = String::new();
         render(&r, &mut text);
@@ -261,5 +274,31 @@ mod tests {
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["rows"][1]["verdict"], "unsafe");
         assert_eq!(json["rows"][0]["median_ms"], 150.0);
+    }
+
+    #[test]
+    fn a_safe_cut_fix_could_not_write_is_named_not_dropped() {
+        let r = LazyReport {
+            schema: SCHEMA,
+            target: "w".into(),
+            ready_ms: 400.0,
+            min_ms: 20.0,
+            processes: 3,
+            rows: vec![
+                row("fmt", LazyVerdict::Safe, None),
+                row("yaml", LazyVerdict::Safe, None),
+            ],
+            written: vec!["app/main.py".into()],
+            not_written: vec!["yaml (app/main.py:9)".into()],
+        };
+        let mut text = String::new();
+        render(&r, &mut text);
+        assert!(text.contains("wrote app/main.py"), "{text}");
+        assert!(
+            text.contains("not written: yaml (app/main.py:9): an earlier cut changed its file"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["not_written"][0], "yaml (app/main.py:9)");
     }
 }
