@@ -282,3 +282,56 @@ fn a_cut_into_a_function_that_runs_at_start_up_is_rejected_by_the_evidence() {
     );
     assert!(!stdout.contains("verified patch"), "{stdout}");
 }
+
+/// A costly first-party module imported while another costly one is being
+/// imported (`outer` imports `inner` at its top) is priced in a row of its
+/// own, and its row says why it has no cut of its own: the evidence counts
+/// it beneath `outer`, whose cut defers it too.
+#[test]
+fn a_costly_import_inside_another_says_the_outer_cut_defers_it() {
+    let (_dir, root) = project();
+    let busy = |ms: u32| {
+        format!(
+            "import time\n\n_t = time.perf_counter()\nwhile time.perf_counter() - _t < {}:\n    pass\n",
+            f64::from(ms) / 1e3
+        )
+    };
+    std::fs::write(
+        root.join("lzworker/outer.py"),
+        format!("\"\"\"A costly module that imports another.\"\"\"\n\nfrom lzworker import inner  # noqa: F401\n{}", busy(80)),
+    )
+    .unwrap();
+    std::fs::write(root.join("lzworker/inner.py"), busy(80)).unwrap();
+    let app = root.join("lzworker/app.py");
+    let text = std::fs::read_to_string(&app).unwrap();
+    std::fs::write(
+        &app,
+        text.replacen(
+            "from lzworker import registry\n",
+            "from lzworker import registry\nfrom lzworker import outer  # noqa: F401\n",
+            1,
+        ),
+    )
+    .unwrap();
+    let (code, stdout, stderr) = lazy(&root, &["--format", "json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = r["rows"].as_array().unwrap();
+    let inner = rows
+        .iter()
+        .find(|x| x["module"] == "lzworker.inner")
+        .unwrap_or_else(|| panic!("inner priced: {stdout}"));
+    assert_eq!(inner["importer"], "lzworker.outer", "{inner:#}");
+    assert_eq!(inner["verdict"], "no_cut", "{inner:#}");
+    assert!(
+        inner["why"]
+            .as_str()
+            .unwrap()
+            .starts_with("imported while `lzworker.outer` is imported"),
+        "{inner:#}"
+    );
+    assert!(
+        rows.iter().any(|x| x["module"] == "lzworker.outer"),
+        "{stdout}"
+    );
+}

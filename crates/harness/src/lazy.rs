@@ -229,6 +229,9 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
         .map_err(|e| Error::Invalid(format!("could not read the worker's files: {e}")))?
         .with_cwd(&t.cwd);
     let located = locate(t, &priced)?;
+    // A priced module imported while another priced one is being imported
+    // is counted beneath that one in the evidence, not on its own.
+    let roots: Vec<Violation> = located.iter().flatten().cloned().collect();
     let modules: Vec<String> = priced.iter().map(|c| c.module.clone()).collect();
     let rss = rss_mib(t, &modules)?;
     let mut safe: Vec<Cut> = Vec::new();
@@ -245,8 +248,15 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
             saving: None,
         };
         let Some(v) = violation else {
+            let module = &row.cost.module;
             row.why = Some(
-                "the recorder did not see it imported at start-up (imported by a child interpreter, or its name differs)".to_owned(),
+                match roots.iter().find(|o| o.beneath.iter().any(|b| b == module)) {
+                    Some(outer) => format!(
+                        "imported while `{}` is imported: a cut of that import (its own row) defers it too",
+                        outer.module
+                    ),
+                    None => "the recorder did not see it imported at start-up (imported by a child interpreter, or its name differs)".to_owned(),
+                },
             );
             report.rows.push(row);
             continue;
