@@ -390,7 +390,9 @@ fn coldstart_without_ptrace_rights(cwd: &Path) -> Command {
 #[test]
 fn a_process_the_kernel_will_not_let_us_read_gives_the_permission_error() {
     let mut cmd = Command::new(support::python());
-    cmd.arg(fixture("protected.py")).arg("not-dumpable");
+    // The stack reader's own non-dumpable target, one file for both suites.
+    cmd.arg(support::root().join("crates/pystacks/tests/fixtures/protected.py"))
+        .arg("not-dumpable");
     let tree = Tree::start(cmd);
     let line = tree.lines.recv_timeout(LINE_TIMEOUT).expect("ready");
     assert_eq!(line, "ready");
