@@ -174,7 +174,7 @@ fn bench_records_and_counts_a_protocol_failure() {
     let bad = &recs[2];
     match &bad.outcome {
         timeline::Outcome::Failed { check, message } => {
-            assert_eq!(*check, timeline::Check::Ready);
+            assert_eq!(*check, timeline::HandshakeCheck::Ready);
             assert!(message.contains("ready"), "{message}");
         }
         other => panic!("trial 2 should have failed, got {other:?}"),

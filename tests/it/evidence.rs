@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::support::{fixtures, python, xtask};
 
-/// `cargo xtask import-boundary --processes 1 -- PY FIXTURE ARGS`: exit
+/// `cargo xtask check --processes 1 -- PY FIXTURE ARGS`: exit
 /// code and the text report.
 fn check_with(py: &Path, fixture: &str, args: &[&str]) -> (i32, String) {
     let dir = fixtures().join("evidence");
@@ -19,7 +19,7 @@ fn check_with(py: &Path, fixture: &str, args: &[&str]) -> (i32, String) {
             "PYTHONPATH",
             format!(".:{}", fixtures().join("boundary/stand-ins").display()),
         )
-        .args(["import-boundary", "--processes", "1", "--"])
+        .args(["check", "--processes", "1", "--"])
         .arg(py)
         .arg(fixture)
         .args(args)

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use importguard::importtime::{self, ImportLog, LineClass, NodeId, NodeKind, WarningKind};
+use importguard::importtime::{self, ImportLog, LineClass, LogWarningKind, NodeId, NodeKind};
 use proptest::prelude::*;
 use report::importtime::View;
 
@@ -181,7 +181,7 @@ fn quirk_cached_lines_of_importtime_2() {
     assert!(
         log.warnings()
             .iter()
-            .any(|w| w.kind == WarningKind::AmbiguousCachedDepth { count: 1 })
+            .any(|w| w.kind == LogWarningKind::AmbiguousCachedDepth { count: 1 })
     );
 }
 
@@ -192,15 +192,15 @@ fn quirk_negative_numbers() {
     ));
     assert_eq!(log.node(NodeId(0)).self_us, -57927);
     assert_eq!(log.node(NodeId(1)).cumulative_us, -3);
-    let kinds: Vec<&WarningKind> = log.warnings().iter().map(|w| &w.kind).collect();
+    let kinds: Vec<&LogWarningKind> = log.warnings().iter().map(|w| &w.kind).collect();
     assert!(matches!(
         kinds[0],
-        WarningKind::NegativeSelf { self_us: -57927 }
+        LogWarningKind::NegativeSelf { self_us: -57927 }
     ));
     assert!(
         kinds
             .iter()
-            .any(|k| matches!(k, WarningKind::NegativeCumulative { cumulative_us: -3 }))
+            .any(|k| matches!(k, LogWarningKind::NegativeCumulative { cumulative_us: -3 }))
     );
 }
 
@@ -220,7 +220,7 @@ fn quirk_cumulative_below_self() {
     let log = parse_str(&format!("{H}import time:       100 |         50 | odd\n"));
     assert!(matches!(
         log.warnings()[0].kind,
-        WarningKind::CumulativeBelowSelf {
+        LogWarningKind::CumulativeBelowSelf {
             self_us: 100,
             cumulative_us: 50
         }
@@ -257,7 +257,7 @@ fn quirk_missing_header_keeps_first_entry() {
     );
     assert_eq!(log.entry_count(), 2);
     assert_eq!(log.sessions()[0].header_line, None);
-    assert_eq!(log.warnings()[0].kind, WarningKind::MissingHeader);
+    assert_eq!(log.warnings()[0].kind, LogWarningKind::MissingHeader);
     assert_eq!(log.warnings()[0].line, Some(1));
 }
 
@@ -280,7 +280,7 @@ fn quirk_truncated_last_line() {
     assert!(
         log.warnings()
             .iter()
-            .any(|w| w.kind == WarningKind::TruncatedLastLine && w.line == Some(3))
+            .any(|w| w.kind == LogWarningKind::TruncatedLastLine && w.line == Some(3))
     );
 }
 
@@ -414,7 +414,7 @@ proptest! {
         let back: Vec<T> = log.sessions()[0].roots.iter().map(|&r| rebuild(&log, r)).collect();
         prop_assert_eq!(back, roots);
         prop_assert_eq!(log.line_count(), text.lines().count());
-        let broken = log.warnings().iter().any(|w| matches!(w.kind, WarningKind::DepthJump { .. } | WarningKind::Orphan { .. }));
+        let broken = log.warnings().iter().any(|w| matches!(w.kind, LogWarningKind::DepthJump { .. } | LogWarningKind::Orphan { .. }));
         prop_assert!(!broken, "a well-formed log has no depth jumps nor orphans");
     }
 

@@ -67,14 +67,7 @@ fn a_hung_worker_times_out_with_its_python_stack_with_no_py_spy_installed() {
     // The real interpreter has no py-spy beside it, and PATH has none:
     // py-spy is linked into coldstart as a library.
     support::xtask()
-        .args([
-            "import-boundary",
-            "--processes",
-            "1",
-            "--ready-timeout",
-            "2",
-            "--",
-        ])
+        .args(["check", "--processes", "1", "--ready-timeout", "2", "--"])
         .arg(support::python())
         .arg(fixture("hang_before_ready.py"))
         .env("PATH", BARE_PATH)

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use spawn::{
-    Command, DEFAULT_STDERR_TAIL_BYTES, ErrorKind, Escalation, ExitStatus, Phase, ShutdownPolicy,
+    Command, DEFAULT_STDERR_TAIL_BYTES, ErrorKind, Escalation, ExitStatus, ShutdownPolicy, Stage,
     Worker,
 };
 use worker_proto::{
@@ -211,7 +211,7 @@ fn spawn_faults_crash_before_ready() {
     let pid = w.pid();
     let err = w.wait_ready(READY).unwrap_err();
     assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
-    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.stage, Stage::Ready);
     assert_eq!(err.status, Some(ExitStatus::Code(1)));
     assert_eq!(err.pid, pid);
     assert!(
@@ -235,7 +235,7 @@ fn spawn_faults_exit_zero_without_ready() {
     let pid = w.pid();
     let err = w.wait_ready(READY).unwrap_err();
     assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
-    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.stage, Stage::Ready);
     assert_eq!(err.status, Some(ExitStatus::Code(0)));
     assert!(err.stderr_tail.contains("nothing to do"), "{err}");
     assert_group_gone(pid);
@@ -257,7 +257,7 @@ fn spawn_faults_hang_before_ready_times_out_and_runs_the_hook() {
         matches!(err.kind, ErrorKind::Timeout { after } if after == READY),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.stage, Stage::Ready);
     assert_eq!(rx.try_recv(), Ok(pid), "the hook runs once, with the pid");
     assert_eq!(err.diagnostics, [format!("stack dump of {pid}")]);
     assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGKILL)));
@@ -280,7 +280,7 @@ fn spawn_faults_malformed_json_line() {
         matches!(&err.kind, ErrorKind::Protocol(FrameError::Malformed { prefix, .. }) if prefix == &escaped_prefix(br#"{"ready": tru, "pid": 1}"#)),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.stage, Stage::Ready);
     // It was still running: the harness ended it.
     assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::Kill);
     assert_group_gone(pid);
@@ -297,7 +297,7 @@ fn spawn_faults_forty_noise_lines_are_tolerated_and_kept() {
     assert_eq!(noise.len(), 40);
     assert_eq!(noise[0].text, "noise line 0: a library says hello");
     assert_eq!(noise[39].text, "noise line 39: a library says hello");
-    assert!(noise.iter().all(|n| n.phase == Phase::Ready));
+    assert!(noise.iter().all(|n| n.stage == Stage::Ready));
     assert!(noise.windows(2).all(|p| p[0].read_at_ns <= p[1].read_at_ns));
     assert!(noise[39].read_at_ns <= ready.read_at_ns);
     w.request(&Request::health(), REQUEST).unwrap();
@@ -317,7 +317,7 @@ fn spawn_faults_too_much_noise() {
         matches!(err.kind, ErrorKind::TooMuchNoise { limit: 100 }),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.stage, Stage::Ready);
     assert_eq!(err.noise.len(), 101);
     let text = err.to_string();
     assert!(
@@ -337,7 +337,7 @@ fn spawn_faults_partial_line_then_eof() {
         matches!(&err.kind, ErrorKind::PartialLine { prefix } if prefix == &escaped_prefix(br#"{"ready": true, "pid": "#)),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.stage, Stage::Ready);
     assert_eq!(err.status, Some(ExitStatus::Code(0)));
     assert_group_gone(pid);
 }
@@ -359,7 +359,7 @@ fn spawn_faults_two_mib_line() {
         prefix.starts_with(&escaped_prefix(br#"{"ready": true, "pad": "xxx"#)),
         "{prefix}"
     );
-    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.stage, Stage::Ready);
     assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::Kill);
     assert_group_gone(pid);
 }
@@ -373,7 +373,7 @@ fn spawn_faults_non_utf8_bytes() {
         matches!(&err.kind, ErrorKind::Protocol(FrameError::NotUtf8 { prefix, .. }) if prefix.contains("caf\\xe9")),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.stage, Stage::Ready);
     assert_group_gone(pid);
 }
 
@@ -429,7 +429,7 @@ fn spawn_faults_ignores_the_shutdown_op_escalates_to_sigterm() {
         matches!(err.kind, ErrorKind::Timeout { after } if after == p.ack_timeout),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Shutdown);
+    assert_eq!(err.stage, Stage::Shutdown);
     assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGTERM)));
     let fin = err.finished.as_ref().unwrap();
     assert_eq!(fin.escalation, Escalation::Term);
@@ -463,7 +463,7 @@ fn spawn_faults_ignores_sigterm_escalates_to_sigkill() {
         matches!(err.kind, ErrorKind::Timeout { after } if after == p.exit_timeout),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Exit);
+    assert_eq!(err.stage, Stage::Exit);
     assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGKILL)));
     let fin = err.finished.as_ref().unwrap();
     assert_eq!(fin.escalation, Escalation::Kill);
@@ -494,7 +494,7 @@ fn spawn_faults_grandchild_keeps_stdout_open_worker_crashes() {
     // bound although the helper still holds stdout open.
     let err = w.wait_ready(READY).unwrap_err();
     assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
-    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.stage, Stage::Ready);
     assert_eq!(err.status, Some(ExitStatus::Code(1)));
     // Written before the worker exited, so it is there now.
     let helper: u32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
@@ -554,7 +554,7 @@ fn spawn_faults_missing_program() {
         matches!(&err.kind, ErrorKind::SpawnFailed(e) if e.kind() == io::ErrorKind::NotFound),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Spawn);
+    assert_eq!(err.stage, Stage::Spawn);
     assert_eq!(err.pid, 0);
     assert!(err.to_string().contains("no-such-interpreter"), "{err}");
 }
@@ -582,7 +582,7 @@ fn spawn_faults_request_timeout_runs_the_hook() {
         matches!(err.kind, ErrorKind::Timeout { after } if after == timeout),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Request("health".to_owned()));
+    assert_eq!(err.stage, Stage::Request("health".to_owned()));
     assert_eq!(err.diagnostics, [format!("dump of {pid}")]);
     assert!(err.stderr_tail.contains("stalling"), "{err}");
     assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::Kill);
@@ -598,7 +598,7 @@ fn spawn_faults_reply_for_another_op() {
         matches!(&err.kind, ErrorKind::UnexpectedReply { got } if got.contains("capabilities")),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Request("health".to_owned()));
+    assert_eq!(err.stage, Stage::Request("health".to_owned()));
     assert_group_gone(pid);
 }
 
@@ -608,7 +608,7 @@ fn spawn_faults_crash_mid_request() {
     let pid = w.pid();
     let err = w.request(&Request::health(), REQUEST).unwrap_err();
     assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
-    assert_eq!(err.phase, Phase::Request("health".to_owned()));
+    assert_eq!(err.stage, Stage::Request("health".to_owned()));
     assert_eq!(err.status, Some(ExitStatus::Code(3)));
     assert!(err.stderr_tail.contains("MemoryError"), "{err}");
     assert_group_gone(pid);
@@ -623,7 +623,7 @@ fn spawn_faults_noise_between_replies_is_kept_with_its_phase() {
     let noise = w.noise();
     assert_eq!(noise.len(), 1);
     assert_eq!(noise[0].text, "loading weights 1/1");
-    assert_eq!(noise[0].phase, Phase::Request("health".to_owned()));
+    assert_eq!(noise[0].stage, Stage::Request("health".to_owned()));
     assert!(x.sent_at_ns < noise[0].read_at_ns && noise[0].read_at_ns <= x.received_at_ns);
     let fin = w.shutdown(&policy()).unwrap();
     assert_eq!(fin.noise.len(), 1);
@@ -642,7 +642,7 @@ fn spawn_faults_helper_that_left_the_group_keeps_stdout_open() {
     // wait for this timeout, though stdout never reached EOF.
     let err = w.wait_ready(Duration::from_secs(30)).unwrap_err();
     assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
-    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.stage, Stage::Ready);
     assert_eq!(err.status, Some(ExitStatus::Code(1)));
     assert_group_gone(pid);
     drop(w);
@@ -681,7 +681,7 @@ fn a_worker_that_stops_reading_stdin_makes_a_write_time_out() {
         matches!(err.kind, ErrorKind::Timeout { after } if after == Duration::from_millis(500)),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Request("infer".to_owned()));
+    assert_eq!(err.stage, Stage::Request("infer".to_owned()));
     assert!(err.expected.contains("stopped reading its stdin"), "{err}");
     drop(w);
     assert_group_gone(pgid);

@@ -18,7 +18,7 @@ fn run(dir: &Path, extra: &[&str]) -> Output {
     let mut cmd = xtask();
     cmd.current_dir(dir)
         .env("PYTHONPATH", pythonpath)
-        .args(["import-boundary", "--processes", "1", "--suggest"])
+        .args(["check", "--processes", "1", "--suggest"])
         .args(extra)
         .arg("--")
         .arg(python())

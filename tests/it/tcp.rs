@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use spawn::worker_proto::Request;
-use spawn::{Command, ErrorKind, Phase, ShutdownPolicy, Transport, Worker};
+use spawn::{Command, ErrorKind, ShutdownPolicy, Stage, Transport, Worker};
 use timeline::TrialRecord;
 
 use crate::support;
@@ -153,7 +153,7 @@ fn tcp_a_ready_line_naming_a_port_that_refuses_is_a_connect_error() {
         matches!(&err.kind, ErrorKind::Connect { cause, .. } if cause.kind() == std::io::ErrorKind::ConnectionRefused),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Ready);
+    assert_eq!(err.stage, Stage::Ready);
     let text = err.to_string();
     assert!(
         text.contains("could not connect to the worker at 127.0.0.1:"),
@@ -181,7 +181,7 @@ fn tcp_a_connection_closed_mid_reply_is_a_disconnect_with_the_partial_line() {
         matches!(&err.kind, ErrorKind::Disconnected { partial: Some(p) } if p.contains("respo")),
         "{err}"
     );
-    assert_eq!(err.phase, Phase::Request("health".to_owned()));
+    assert_eq!(err.stage, Stage::Request("health".to_owned()));
     assert!(err.to_string().contains("closed the connection"), "{err}");
     assert!(
         err.stderr_tail.contains("closed the connection mid-reply"),

@@ -198,7 +198,7 @@ fn tokio_front_the_example_service_s_pool_replaces_a_hung_worker_and_shuts_down(
     );
     assert!(
         text.contains(
-            "hang: a request failed: worker failed in phase request `hang`: no answer within 3 s"
+            "hang: a request failed: worker failed at request `hang`: no answer within 3 s"
         ),
         "{text}"
     );

@@ -1,8 +1,7 @@
 //! `cargo xtask`: coldstart's command line in its own workspace.
 //!
-//! The same subcommands as the installed `coldstart` (`import-boundary` is
-//! `check`), with the workspace root as the project and the reference
-//! worker as the built-in default; plus the workspace-only tasks: `test`
+//! The same subcommands as the installed `coldstart`, with the workspace
+//! root as the project and the reference worker as the built-in default; plus the workspace-only tasks: `test`
 //! (provision, lint, the whole suite), `bench-parser`, `dist` (the wheel) and
 //! `modcycles` (no module cycle inside a crate). Everything else
 //! lives in the library crates (`coldstart` for the CLI, `harness` for

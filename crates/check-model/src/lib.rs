@@ -7,7 +7,7 @@
 //! recorder's budget and the CPU floor).
 //!
 //! What it deliberately does not own: running anything (`harness` runs the
-//! check and fills these in) and showing anything (`report::boundary`
+//! check and fills these in) and showing anything (`report::check`
 //! renders them for people and CI). It sits below both, so the renderer
 //! reads the data without owning it.
 //!

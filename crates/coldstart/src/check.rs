@@ -1,5 +1,6 @@
-//! `coldstart check` (alias `import-boundary`): the import-boundary check
-//! of every target, printed as text or JSON; `--bench N` measures what the
+//! `coldstart check`: the import-boundary check of every target (its old
+//! name `import-boundary` stays as a hidden alias, so scripts written for it
+//! keep working), printed as text or JSON; `--bench N` measures what the
 //! check costs instead. Exit codes: 0 every target holds; 1 a violation; 2
 //! a worker could not be checked (crash, timeout, protocol error) or the
 //! tool could not do its job; 128 + the signal when SIGINT (130), SIGTERM
@@ -14,7 +15,7 @@ use harness::check::{self, CheckOptions};
 use harness::check_run::{CheckRun, Checked, RunOptions};
 use harness::snapshot::Drift;
 use harness::{Interrupt, OnPress};
-use report::boundary::ci;
+use report::check::ci;
 
 use settings::Project;
 
@@ -70,7 +71,7 @@ pub struct Args {
     #[arg(long, value_name = "N")]
     processes: Option<usize>,
     /// How to print the report: `text`, `json` (schema in
-    /// `report::boundary`), `github` (workflow commands that annotate the
+    /// `report::check`), `github` (workflow commands that annotate the
     /// offending lines), `junit` (JUnit XML for CI test reports).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -111,7 +112,7 @@ fn interrupted(
     if format == Format::Text {
         let mut text = String::new();
         for c in done {
-            report::boundary::render(&c.report, &c.root, &mut text);
+            report::check::render(&c.report, &c.root, &mut text);
         }
         print!("{text}");
     }
@@ -162,7 +163,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         if let Some(rounds) = args.bench {
             let cost = check::bench::bench(&targets[0], opts.check, rounds)?;
             let mut text = String::new();
-            report::boundary::render_cost(&cost, &mut text);
+            report::check::render_cost(&cost, &mut text);
             print!("{text}");
             return Ok(ExitCode::SUCCESS);
         }
@@ -215,7 +216,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         }
         Format::Text => {
             for c in &outcome.checked {
-                report::boundary::render(&c.report, &c.root, &mut text);
+                report::check::render(&c.report, &c.root, &mut text);
             }
         }
         Format::Github => {

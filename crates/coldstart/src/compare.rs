@@ -14,8 +14,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use harness::trials::load_run;
 use phases::Bootstrap;
+use phases::Phase;
 use phases::compare::Verdict;
-use phases::summary::{Phase, RunSummary, compare_runs};
+use phases::summary::{RunSummary, compare_runs};
 use timeline::Variant;
 
 /// The comparison's flags.

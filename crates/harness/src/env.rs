@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use phases::summary::{Load, Pressure, PythonInfo, Tool};
+use phases::run::{Load, Pressure, PythonInfo, Tool};
 
 /// The embedded interpreter query, run with `-I -B` (uv style).
 const PYINFO: &str = include_str!("pyinfo.py");

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use importguard::verdict::{CostlyImport, Violation, costly_imports, default_min_ms};
-use phases::summary::Phase;
+use phases::Phase;
 use report::lazy::{LazyCut, LazyReport, LazyRow, LazyVerdict, SCHEMA};
 use suggest::{Cut, Suggester, Verification};
 

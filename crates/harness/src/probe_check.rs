@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-use phases::summary::{self, Phase};
+use phases::Phase;
 use phases::{Bootstrap, Comparison, Stats, stats};
 use timeline::{TrialKind, Variant};
 
@@ -168,7 +168,7 @@ pub fn probe_check(
         let bench = rec
             .outcome
             .is_correct()
-            .then(|| Phase::Ready.per_trial_ns(&rec).map(summary::ms))
+            .then(|| Phase::Ready.per_trial_ns(&rec).map(phases::ms))
             .flatten();
         match (kind, bench, probe) {
             (TrialKind::Measured, Some(b), Some(p)) => pairs.push((b, p)),

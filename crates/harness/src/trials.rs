@@ -19,13 +19,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use phases::Phase;
 use phases::memory::MemoryView;
+use phases::run::{Configuration, Environment, TargetInfo};
 use phases::sequential::{StopReason, StopRule, Stopped};
 use phases::serve::{RequestRecord, ServeStats};
-use phases::summary::{self, Configuration, Environment, Phase, RunSummary, TargetInfo};
+use phases::summary::RunSummary;
 use phases::{Bootstrap, jsonl, stats, warn};
 use spawn::worker_proto::Reply;
-use timeline::{Check, Escalation, Outcome, TrialKind, TrialRecord, Usage, Variant, WorkerRecord};
+use timeline::{
+    Escalation, HandshakeCheck, Outcome, TrialKind, TrialRecord, Usage, Variant, WorkerRecord,
+};
 
 use crate::env;
 use crate::error::{Error, Result, invalid};
@@ -233,9 +237,9 @@ impl BenchRun {
     }
 
     /// The first failed trial (not interrupted): the record, the check, the message.
-    pub fn first_failure(&self) -> Option<(&TrialRecord, Check, &str)> {
+    pub fn first_failure(&self) -> Option<(&TrialRecord, HandshakeCheck, &str)> {
         self.records.iter().find_map(|r| match &r.outcome {
-            Outcome::Failed { check, message } if *check != Check::Interrupted => {
+            Outcome::Failed { check, message } if *check != HandshakeCheck::Interrupted => {
                 Some((r, *check, message.as_str()))
             }
             _ => None,
@@ -338,17 +342,17 @@ impl Hooks for HealthOk {
 }
 
 /// The check a failed lifecycle did not pass.
-fn check_of(f: &Failure) -> Check {
+fn check_of(f: &Failure) -> HandshakeCheck {
     match (f.step, f.worker_error()) {
-        (Step::Spawn, _) => Check::Spawn,
-        (Step::Ready, _) => Check::Ready,
-        (Step::Health | Step::Task, _) => Check::Health,
-        (Step::Shutdown, Some(e)) => match (&e.kind, &e.phase) {
-            (spawn::ErrorKind::FailedExit, _) => Check::ExitStatus,
-            (_, spawn::Phase::Exit) => Check::Exit,
-            _ => Check::ShutdownAck,
+        (Step::Spawn, _) => HandshakeCheck::Spawn,
+        (Step::Ready, _) => HandshakeCheck::Ready,
+        (Step::Health | Step::Task, _) => HandshakeCheck::Health,
+        (Step::Shutdown, Some(e)) => match (&e.kind, &e.stage) {
+            (spawn::ErrorKind::FailedExit, _) => HandshakeCheck::ExitStatus,
+            (_, spawn::Stage::Exit) => HandshakeCheck::Exit,
+            _ => HandshakeCheck::ShutdownAck,
         },
-        (Step::Shutdown, None) => Check::ShutdownAck,
+        (Step::Shutdown, None) => HandshakeCheck::ShutdownAck,
     }
 }
 
@@ -361,7 +365,7 @@ fn run_worker(p: &Side, interrupt: &Interrupt) -> WorkerRecord {
         Err(f) => {
             // A worker killed by a second Ctrl-C did not fail by itself.
             let check = if interrupt.presses() > 1 {
-                Check::Interrupted
+                HandshakeCheck::Interrupted
             } else {
                 check_of(f)
             };
@@ -824,7 +828,7 @@ pub fn live_message(records: &[TrialRecord], variants: &[Variant]) -> String {
     let parts: Vec<String> = variants
         .iter()
         .filter_map(|&v| {
-            let (vals, _) = summary::series(records, Phase::Ready, v);
+            let (vals, _) = phases::phase::series(records, Phase::Ready, v);
             let s = stats::summarize(&vals, &boot).ok()?;
             Some(if s.n < 2 {
                 format!("{v} ready {}", report::bench::fmt_ms(s.median))
@@ -853,7 +857,7 @@ fn precise_enough(
     boot: &Bootstrap,
 ) -> bool {
     variants.iter().all(|&v| {
-        let (vals, _) = summary::series(records, Phase::Ready, v);
+        let (vals, _) = phases::phase::series(records, Phase::Ready, v);
         stats::summarize(&vals, boot).is_ok_and(|s| warn::relative_half_width(&s) <= want)
     })
 }

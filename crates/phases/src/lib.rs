@@ -22,8 +22,10 @@
 //! - [`simulate`]: synthetic interleaved runs (seeded noise, drift,
 //!   outliers) played through the whole procedure, to check its error
 //!   rates.
-//! - [`measure`]: what is compared: a phase's wall time or the workers'
-//!   CPU time, one value per trial, paired by round.
+//! - [`Phase`] (a timed interval of a worker's life: spawn to ready, a
+//!   round trip, shutdown, ...; its only path is `phases::Phase`) and
+//!   [`Measure`] (what is compared: a phase's wall time or the workers' CPU
+//!   time, one value per trial, paired by round).
 //! - [`phase`]: the timed phases' samples per trial and one phase's
 //!   statistics.
 //! - [`run`]: the environment, placement, configuration and counts of a run.
@@ -51,7 +53,7 @@
 
 pub mod compare;
 pub mod jsonl;
-pub mod measure;
+mod measure;
 pub mod memory;
 pub mod phase;
 pub mod run;
@@ -63,7 +65,8 @@ pub mod summary;
 pub mod warn;
 
 pub use compare::{Comparison, DEFAULT_NOISE_THRESHOLD, Method, Unsettled, Verdict};
+pub use measure::{Measure, Phase, compare_measure, measure_pairs, ms};
 pub use sequential::{Decision, StopReason, StopRule, Stopped, decided};
 pub use stats::{Bootstrap, Interval, Outlier, Stats, StatsError};
-pub use summary::{AbAnalysis, Measure, Phase, RunSummary};
+pub use summary::{AbAnalysis, RunSummary};
 pub use warn::{Warning, WarningKind};

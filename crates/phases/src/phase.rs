@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::compare::Comparison;
 use crate::measure::measure_pairs;
-pub use crate::measure::{Measure, Phase, ms};
+use crate::measure::{Measure, Phase, ms};
 use crate::stats::{self, Bootstrap, Stats, StatsError};
 use timeline::{TrialKind, TrialRecord, Variant};
 

@@ -192,7 +192,7 @@ impl Counts {
             // but it is not the worker's failure.
             match &r.outcome {
                 timeline::Outcome::Failed { check, .. }
-                    if *check != timeline::Check::Interrupted =>
+                    if *check != timeline::HandshakeCheck::Interrupted =>
                 {
                     *failed_by_check
                         .entry(check.as_str().to_owned())

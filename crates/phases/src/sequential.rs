@@ -367,9 +367,9 @@ pub fn decided(records: &[TrialRecord], rule: &StopRule, elapsed: Duration) -> D
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Phase;
     use crate::compare::Verdict;
     use crate::simulate::{self, Noise, Scenario};
-    use crate::summary::Phase;
     use crate::summary::tests::trial;
     use timeline::Variant;
 
@@ -524,7 +524,7 @@ mod tests {
         let mut recs = rounds(12, |_, a| a * 1.5);
         let n = recs.len();
         recs[n - 1].outcome = timeline::Outcome::Failed {
-            check: timeline::Check::Ready,
+            check: timeline::HandshakeCheck::Ready,
             message: "no ready line".into(),
         };
         assert_eq!(rounds_run(&recs), 12);

@@ -37,7 +37,7 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::phase::ms;
+use crate::ms;
 use crate::stats::{self, Bootstrap, Interval, StatsError, percentile_sorted};
 use timeline::Variant;
 

@@ -18,12 +18,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::compare::{self, Comparison, Method};
-pub use crate::measure::{Measure, compare_measure, measure_pairs};
+use crate::measure::{Measure, compare_measure};
+use crate::measure::{Phase, ms};
 use crate::memory::MemoryView;
-pub use crate::phase::{Phase, PhaseSummary, SeriesSummary, ms, pairs, series};
-pub use crate::run::{
-    Configuration, Counts, Environment, Load, Pressure, PythonInfo, TargetInfo, Tool,
-};
+use crate::phase::{PhaseSummary, SeriesSummary, series};
+use crate::run::{Configuration, Counts, Environment};
 use crate::sequential::{StopRule, Stopped};
 use crate::serve::ServeStats;
 use crate::stats::{self, Bootstrap, StatsError};
@@ -459,6 +458,7 @@ pub fn compare_runs(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::run::{Load, Tool};
     use timeline::{ExitStatus, Marks, Outcome, RoundTrip, Usage, WorkerRecord};
 
     pub(crate) fn trial(
@@ -622,7 +622,7 @@ pub(crate) mod tests {
     fn failed_trials_are_counted_not_measured_and_break_their_pair() {
         let mut recs = ab_records();
         recs[4].outcome = Outcome::Failed {
-            check: timeline::Check::Ready,
+            check: timeline::HandshakeCheck::Ready,
             message: "no ready line".into(),
         };
         let s = RunSummary::build(&recs, environment(), configuration(), false, 1.0).unwrap();

@@ -17,7 +17,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::phase::{Phase, PhaseSummary};
+use crate::Phase;
+use crate::phase::PhaseSummary;
 use crate::run::{Configuration, Counts, Environment};
 use timeline::Variant;
 
@@ -296,13 +297,13 @@ mod tests {
             .map(|(i, ms)| trial(i, i, TrialKind::Measured, Variant::A, ms))
             .collect();
         let mut env = environment();
-        env.at_start.pressure = Some(crate::summary::Pressure {
+        env.at_start.pressure = Some(crate::run::Pressure {
             some_avg10: 0.0,
             some_avg60: 0.0,
             some_total_us: 0,
         });
         // 3 s of stalls in a 10 s run: 30%.
-        env.at_end.pressure = Some(crate::summary::Pressure {
+        env.at_end.pressure = Some(crate::run::Pressure {
             some_avg10: 30.0,
             some_avg60: 5.0,
             some_total_us: 3_000_000,

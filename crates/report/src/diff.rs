@@ -40,7 +40,7 @@ use serde::Serialize;
 use crate::bench::{answer_lines, fmt_mib, fmt_ms, fmt_pct, fmt_ratio, fmt_verdict};
 use importguard::firstparty::is_first_party as first_party;
 
-use crate::boundary::ci::{esc_data, esc_prop, relative, xml};
+use crate::check::ci::{esc_data, esc_prop, relative, xml};
 
 /// The `schema` of the JSON report.
 pub const SCHEMA: &str = "coldstart-diff/1";

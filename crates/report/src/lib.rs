@@ -8,7 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
-pub mod boundary;
+pub mod check;
 pub mod diff;
 pub mod importtime;
 pub mod lazy;

@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use worker_proto::{Ready, Request};
 
-use crate::error::{Error, ErrorDetail, ErrorKind, Phase};
+use crate::error::{Error, ErrorDetail, ErrorKind, Stage};
 use crate::{Command, Exchange, Finished, ShutdownPolicy, Stamped, Worker, group};
 
 /// A live worker for async code. Dropping it kills (SIGKILL) its whole
@@ -47,10 +47,10 @@ fn lock(w: &Mutex<Option<Worker>>) -> MutexGuard<'_, Option<Worker>> {
 
 /// The error of a call whose blocking task could not finish (a panic in
 /// it, or a runtime shutting down).
-fn lost(command: &str, pid: u32, phase: Phase, what: String) -> Error {
+fn lost(command: &str, pid: u32, stage: Stage, what: String) -> Error {
     Error::new(ErrorDetail {
         kind: ErrorKind::NotRunning,
-        phase,
+        stage,
         command: command.to_owned(),
         expected: what,
         status: None,
@@ -72,7 +72,7 @@ impl AsyncWorker {
                 lost(
                     &display,
                     0,
-                    Phase::Spawn,
+                    Stage::Spawn,
                     format!("the spawn to finish ({e})"),
                 )
             })??;
@@ -119,31 +119,31 @@ impl AsyncWorker {
     /// Runs `call` on the blocking worker in the blocking pool.
     async fn call<T: Send + 'static>(
         &self,
-        phase: Phase,
+        stage: Stage,
         expected: &str,
         call: impl FnOnce(&mut Worker) -> Result<T, Error> + Send + 'static,
     ) -> Result<T, Error> {
         let worker = Arc::clone(&self.worker);
         let (command, pid) = (self.command.clone(), self.pid);
-        let (p, e) = (phase.clone(), expected.to_owned());
+        let (p, e) = (stage.clone(), expected.to_owned());
         ::tokio::task::spawn_blocking(move || match lock(&worker).as_mut() {
             Some(w) => call(w),
             None => Err(lost(&command, pid, p, e)),
         })
         .await
-        .map_err(|e| lost(&self.command, self.pid, phase, format!("{expected} ({e})")))?
+        .map_err(|e| lost(&self.command, self.pid, stage, format!("{expected} ({e})")))?
     }
 
     /// Waits for the ready line ([`Worker::wait_ready`]).
     pub async fn wait_ready(&self, timeout: Duration) -> Result<Stamped<Ready>, Error> {
-        self.call(Phase::Ready, "a ready line", move |w| w.wait_ready(timeout))
+        self.call(Stage::Ready, "a ready line", move |w| w.wait_ready(timeout))
             .await
     }
 
     /// Sends a request and waits for its reply ([`Worker::request`]).
     pub async fn request(&self, req: Request, timeout: Duration) -> Result<Exchange, Error> {
-        let phase = Phase::Request(req.op().to_owned());
-        self.call(phase, "a reply", move |w| w.request(&req, timeout))
+        let stage = Stage::Request(req.op().to_owned());
+        self.call(stage, "a reply", move |w| w.request(&req, timeout))
             .await
     }
 
@@ -156,7 +156,7 @@ impl AsyncWorker {
             None => Err(lost(
                 &command,
                 pid,
-                Phase::Shutdown,
+                Stage::Shutdown,
                 "the worker to shut down".to_owned(),
             )),
         })
@@ -165,7 +165,7 @@ impl AsyncWorker {
             lost(
                 &self.command,
                 self.pid,
-                Phase::Shutdown,
+                Stage::Shutdown,
                 format!("the shutdown to finish ({e})"),
             )
         })?

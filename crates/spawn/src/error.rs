@@ -1,4 +1,4 @@
-//! What went wrong, in which phase, and what to do about it.
+//! What went wrong, in which stage, and what to do about it.
 
 use std::fmt;
 use std::io;
@@ -9,10 +9,10 @@ use worker_proto::FrameError;
 
 use crate::{Escalation, ExitStatus, Finished, NoiseLine};
 
-/// A phase of a worker's life, as named in errors and noise lines.
+/// A stage of a worker's life, as named in errors and noise lines.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Phase {
+pub enum Stage {
     /// Starting the process.
     Spawn,
     /// Waiting for the ready line.
@@ -25,14 +25,14 @@ pub enum Phase {
     Exit,
 }
 
-impl fmt::Display for Phase {
+impl fmt::Display for Stage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Phase::Spawn => f.write_str("spawn"),
-            Phase::Ready => f.write_str("ready"),
-            Phase::Request(op) => write!(f, "request `{op}`"),
-            Phase::Shutdown => f.write_str("shutdown"),
-            Phase::Exit => f.write_str("exit"),
+            Stage::Spawn => f.write_str("spawn"),
+            Stage::Ready => f.write_str("ready"),
+            Stage::Request(op) => write!(f, "request `{op}`"),
+            Stage::Shutdown => f.write_str("shutdown"),
+            Stage::Exit => f.write_str("exit"),
         }
     }
 }
@@ -125,14 +125,14 @@ impl ErrorKind {
 }
 
 /// The details of an [`Error`]; reached through `Deref` (`err.kind`,
-/// `err.phase`, ...).
+/// `err.stage`, ...).
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct ErrorDetail {
     /// What kind of failure it was.
     pub kind: ErrorKind,
-    /// The phase of the worker's life in which it failed.
-    pub phase: Phase,
+    /// The stage of the worker's life in which it failed.
+    pub stage: Stage,
     /// The command as a person would type it ([`crate::Command::display`]).
     pub command: String,
     /// What the harness was waiting for.
@@ -176,7 +176,7 @@ impl Error {
 
     fn hint(&self) -> String {
         let d = &self.0;
-        match (&d.kind, &d.phase) {
+        match (&d.kind, &d.stage) {
             (ErrorKind::SpawnFailed(e), _)
                 if e
                     .get_ref()
@@ -187,13 +187,13 @@ impl Error {
             (ErrorKind::SpawnFailed(_), _) => {
                 "check that the program exists and is executable, that the working directory exists, and that the stderr file's folder is writable".into()
             }
-            (ErrorKind::Timeout { .. }, Phase::Ready) => {
+            (ErrorKind::Timeout { .. }, Stage::Ready) => {
                 "the worker did not write its ready line in time: read its stderr above; if it is only slow, raise the ready timeout; make sure it prints the ready line to stdout and flushes it".into()
             }
-            (ErrorKind::Timeout { .. }, Phase::Request(op)) => format!(
+            (ErrorKind::Timeout { .. }, Stage::Request(op)) => format!(
                 "the worker did not answer `{op}` in time: read its stderr and diagnostics above; if it is only slow, raise the request timeout"
             ),
-            (ErrorKind::Timeout { .. }, Phase::Shutdown) => {
+            (ErrorKind::Timeout { .. }, Stage::Shutdown) => {
                 "the worker did not acknowledge {\"op\": \"shutdown\"}: make it answer the shutdown op, then exit 0".into()
             }
             (ErrorKind::Timeout { .. }, _) => {
@@ -276,7 +276,7 @@ fn fmt_duration(d: Duration) -> String {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = &self.0;
-        writeln!(f, "worker failed in phase {}: {}", d.phase, d.kind)?;
+        writeln!(f, "worker failed at {}: {}", d.stage, d.kind)?;
         writeln!(f, "  expected: {}", d.expected)?;
         writeln!(f, "  command: {}", d.command)?;
         if d.pid != 0 {

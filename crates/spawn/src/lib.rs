@@ -115,11 +115,11 @@ pub mod affinity;
 #[cfg(feature = "tokio")]
 mod async_worker;
 mod command;
-mod drain;
 mod error;
 mod group;
 mod guard;
 mod helper;
+mod readers;
 mod reap;
 mod transport;
 mod worker;
@@ -130,7 +130,7 @@ pub use command::{
     Command, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_NOISE_LINES, DEFAULT_STDERR_TAIL_BYTES,
     DEFAULT_WRITE_TIMEOUT,
 };
-pub use error::{Error, ErrorDetail, ErrorKind, Phase};
+pub use error::{Error, ErrorDetail, ErrorKind, Stage};
 pub use group::{kill_all, live_groups};
 pub use helper::{
     Conversation, DEFAULT_SCRIPT_TIMEOUT, HelperError, HelperOutput, Script, run_helper,

@@ -9,8 +9,8 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread;
 use std::time::Duration;
 
-use crate::drain::Event;
 use crate::group;
+use crate::readers::Event;
 use crate::{ExitStatus, monotonic_ns};
 
 /// How long the waiter waits for the rest of a group to disappear after the

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use importguard::recorder::Frame;
-use importguard::verdict::{ChainSource, Status, Violation};
+use importguard::verdict::{ChainSource, ImportStatus, Violation};
 
 use super::*;
 
@@ -21,7 +21,7 @@ fn violation(root: &Path, file: &str, line: u32, module: &str) -> Violation {
     Violation {
         module: "torch".into(),
         pattern: "torch".into(),
-        status: Status::Loaded,
+        status: ImportStatus::Loaded,
         detail: None,
         chain: vec![module.to_owned(), "torch".to_owned()],
         chain_parent_of: vec![None; 2],
@@ -36,7 +36,7 @@ fn violation(root: &Path, file: &str, line: u32, module: &str) -> Violation {
         ],
         origin: None,
         importer: None,
-        phase: None,
+        moment: None,
         t_ns: None,
         cumulative_us: None,
         beneath: vec![],

@@ -34,6 +34,6 @@ pub use clock::monotonic_ns;
 pub use life::{EndMarks, ReadyMark, RequestMark, Timeline};
 pub use placement::Placement;
 pub use record::{
-    Check, Escalation, ExitStatus, Marks, Outcome, PhaseDurations, RoundTrip, TrialKind,
+    Escalation, ExitStatus, HandshakeCheck, Marks, Outcome, PhaseDurations, RoundTrip, TrialKind,
     TrialRecord, Usage, Variant, WorkerRecord, signal_name,
 };

@@ -122,10 +122,11 @@ pub enum Escalation {
     Kill,
 }
 
-/// The check a failed trial did not pass.
+/// The part of the exact handshake a failed trial did not pass (not to be
+/// confused with `coldstart check`, the import check).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Check {
+pub enum HandshakeCheck {
     /// The process could not be started.
     Spawn,
     /// The ready line did not come, came late, or was wrong.
@@ -142,17 +143,17 @@ pub enum Check {
     Interrupted,
 }
 
-impl Check {
+impl HandshakeCheck {
     /// A short name for tables.
     pub fn as_str(self) -> &'static str {
         match self {
-            Check::Spawn => "spawn",
-            Check::Ready => "ready",
-            Check::Health => "health",
-            Check::ShutdownAck => "shutdown-ack",
-            Check::Exit => "exit",
-            Check::ExitStatus => "exit-status",
-            Check::Interrupted => "interrupted",
+            HandshakeCheck::Spawn => "spawn",
+            HandshakeCheck::Ready => "ready",
+            HandshakeCheck::Health => "health",
+            HandshakeCheck::ShutdownAck => "shutdown-ack",
+            HandshakeCheck::Exit => "exit",
+            HandshakeCheck::ExitStatus => "exit-status",
+            HandshakeCheck::Interrupted => "interrupted",
         }
     }
 }
@@ -167,7 +168,7 @@ pub enum Outcome {
     /// A check failed.
     Failed {
         /// The first check that failed.
-        check: Check,
+        check: HandshakeCheck,
         /// What went wrong, for a person.
         message: String,
     },
@@ -494,7 +495,7 @@ mod tests {
     fn record_takes_the_first_failure_and_round_trips_json() {
         let mut bad = worker(1000, 2000, 2100);
         bad.outcome = Outcome::Failed {
-            check: Check::ExitStatus,
+            check: HandshakeCheck::ExitStatus,
             message: "exited with code 3".into(),
         };
         bad.exit = Some(ExitStatus::Code(3));

@@ -31,12 +31,17 @@ pub struct Args {
     #[arg(long)]
     out: Option<PathBuf>,
     /// Build the binary in the dev profile (fast, for tests) instead of release.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "profile")]
     dev: bool,
+    /// Build the binary in this cargo profile instead of release (the suite
+    /// uses `wheel-test`: no optimisation, the quickest whole build for the
+    /// zig target).
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
     /// Link against this machine's glibc instead of glibc 2.17 through zig:
-    /// the tag is this machine's (`manylinux_2_<its glibc>`), the build reuses
-    /// `target/debug` instead of a build of its own for the zig target (for
-    /// the suite's install test, with `--dev`).
+    /// the tag is this machine's (`manylinux_2_<its glibc>`), so the wheel
+    /// only installs where glibc is as new; with `--dev` the build reuses
+    /// `target/debug` instead of a build of its own for the zig target.
     #[arg(long)]
     native: bool,
     /// Do not create or refresh the test venv (.venv); use its maturin as it
@@ -71,8 +76,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .context("the venv's folder cannot go on PATH")?;
         cmd.env("PATH", joined);
     }
-    if !args.dev {
-        cmd.arg("--release");
+    match (&args.profile, args.dev) {
+        (Some(profile), _) => {
+            cmd.args(["--profile", profile]);
+        }
+        (None, true) => {}
+        (None, false) => {
+            cmd.arg("--release");
+        }
     }
     step(&format!("dist: {cmd:?}"));
     let status = cmd.status().with_context(|| {

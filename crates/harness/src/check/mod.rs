@@ -12,7 +12,7 @@
 //! [`judge_log`] judges a recorded importtime log and runs nothing.
 //!
 //! The result is a [`check_model::TargetReport`]: its JSON schema and its
-//! exit code's rule live in `check_model`, its text in `report::boundary`;
+//! exit code's rule live in `check_model`, its text in `report::check`;
 //! [`crate::check_run`] is the whole `check` command as one call. [`bench`] measures
 //! what the check costs beside the worker's own lifecycle.
 //!
@@ -30,7 +30,7 @@ use check_model::{ProcessReport, Status, TargetReport};
 use importguard::importtime::{self, ImportLog};
 use importguard::recorder::{Recorder, RecorderPolicy, Recording, is_module_pattern};
 use importguard::verdict::{self, Answering, Evidence, Policy, ProcessVerdict, RecorderState};
-use report::boundary::tree_text;
+use report::check::tree_text;
 
 use crate::error::{Error, Result, invalid};
 use crate::lifecycle::{Failure, Lifecycle, Plain};

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 
 use phases::Bootstrap;
 use phases::sequential::StopRule;
-use phases::summary::{Measure, Phase};
+use phases::{Measure, Phase};
 use report::diff::{Budgets, DiffStatus, Rss, SideError, TargetDiff, TimeDiff};
 use timeline::Variant;
 

@@ -8,7 +8,7 @@
 //! [`Session`]s (one per interpreter); each session's post-order entries
 //! and their indentation are rebuilt into a tree of [`Node`]s kept in one
 //! arena. Anything odd (depth jumps, negative self times, orphans, a
-//! truncated last line, ...) becomes a [`Warning`] with its line number:
+//! truncated last line, ...) becomes a [`LogWarning`] with its line number:
 //! the parser never panics and never drops a line.
 //!
 //! Quirks handled (one minimal test each, beside the parser and in the
@@ -38,18 +38,18 @@ pub const HEADER: &str = "import time: self [us] | cumulative | imported package
 
 /// Something odd in a log, tied to the line it was found on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Warning {
+pub struct LogWarning {
     /// 1-based line number, or `None` for a warning about the whole input.
     pub line: Option<u32>,
     /// What was found.
-    pub kind: WarningKind,
+    pub kind: LogWarningKind,
 }
 
 /// The kinds of anomaly a log can hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum WarningKind {
+pub enum LogWarningKind {
     /// Entries came before any header: the log was probably cut at the top.
     MissingHeader,
     /// A node was adopted by a parent more than one level above it: the
@@ -118,16 +118,16 @@ pub enum WarningKind {
     },
 }
 
-impl std::fmt::Display for Warning {
+impl std::fmt::Display for LogWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let Some(line) = self.line {
             write!(f, "line {line}: ")?;
         }
         match &self.kind {
-            WarningKind::MissingHeader => {
+            LogWarningKind::MissingHeader => {
                 write!(f, "entries before any header (log cut at the top?)")
             }
-            WarningKind::DepthJump {
+            LogWarningKind::DepthJump {
                 child,
                 child_depth,
                 parent_depth,
@@ -135,17 +135,19 @@ impl std::fmt::Display for Warning {
                 f,
                 "depth jump: {child} at depth {child_depth} adopted by a parent at depth {parent_depth}"
             ),
-            WarningKind::Orphan { name, depth } => {
+            LogWarningKind::Orphan { name, depth } => {
                 write!(
                     f,
                     "orphan: {name} at depth {depth} has no parent line; kept as a root"
                 )
             }
-            WarningKind::NegativeSelf { self_us } => write!(f, "negative self time {self_us} us"),
-            WarningKind::NegativeCumulative { cumulative_us } => {
+            LogWarningKind::NegativeSelf { self_us } => {
+                write!(f, "negative self time {self_us} us")
+            }
+            LogWarningKind::NegativeCumulative { cumulative_us } => {
                 write!(f, "negative cumulative time {cumulative_us} us")
             }
-            WarningKind::CumulativeBelowSelf {
+            LogWarningKind::CumulativeBelowSelf {
                 self_us,
                 cumulative_us,
             } => {
@@ -154,34 +156,34 @@ impl std::fmt::Display for Warning {
                     "cumulative {cumulative_us} us is below self {self_us} us"
                 )
             }
-            WarningKind::ChildrenMismatch { difference_us } => write!(
+            LogWarningKind::ChildrenMismatch { difference_us } => write!(
                 f,
                 "cumulative minus self differs from the children's cumulative by {difference_us} us"
             ),
-            WarningKind::OddIndent { spaces } => {
+            LogWarningKind::OddIndent { spaces } => {
                 write!(f, "odd indentation of {spaces} spaces; depth rounded down")
             }
-            WarningKind::NumberOverflow => write!(f, "number too large; saturated"),
-            WarningKind::DepthClamped => write!(f, "indentation too deep; depth clamped"),
-            WarningKind::NotAnEntry => {
+            LogWarningKind::NumberOverflow => write!(f, "number too large; saturated"),
+            LogWarningKind::DepthClamped => write!(f, "indentation too deep; depth clamped"),
+            LogWarningKind::NotAnEntry => {
                 write!(
                     f,
                     "begins with `import time:` but is not an entry; kept as text"
                 )
             }
-            WarningKind::TruncatedLastLine => {
+            LogWarningKind::TruncatedLastLine => {
                 write!(
                     f,
                     "no newline at the end of the input; the last line may be cut"
                 )
             }
-            WarningKind::InvalidEncoding => {
+            LogWarningKind::InvalidEncoding => {
                 write!(
                     f,
                     "input is not valid UTF-8 or UTF-16; invalid bytes were replaced"
                 )
             }
-            WarningKind::AmbiguousCachedDepth { count } => write!(
+            LogWarningKind::AmbiguousCachedDepth { count } => write!(
                 f,
                 "{count} cached lines have a depth the padding does not determine; placed under the next possible parent and marked ambiguous"
             ),

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::Warning;
+use super::LogWarning;
 
 /// Bytes a log can be parsed from without copying (a file mapped in
 /// memory, a shared buffer).
@@ -89,7 +89,7 @@ pub enum NodeKind {
     Entry,
     /// A cached line whose depth the padding determined.
     Cached,
-    /// A cached line whose depth is a guess (see [`super::WarningKind::AmbiguousCachedDepth`]).
+    /// A cached line whose depth is a guess (see [`super::LogWarningKind::AmbiguousCachedDepth`]).
     CachedAmbiguous,
 }
 
@@ -196,7 +196,7 @@ pub struct ImportLog {
     pub(crate) nodes: Vec<Node>,
     pub(crate) texts: Vec<TextLine>,
     pub(crate) sessions: Vec<Session>,
-    pub(crate) warnings: Vec<Warning>,
+    pub(crate) warnings: Vec<LogWarning>,
 }
 
 impl ImportLog {
@@ -303,7 +303,7 @@ impl ImportLog {
     }
 
     /// The warnings, in line order (input-wide ones first).
-    pub fn warnings(&self) -> &[Warning] {
+    pub fn warnings(&self) -> &[LogWarning] {
         &self.warnings
     }
 

@@ -11,15 +11,15 @@ use crate::recorder::{Frame, ImportAttempt, ProcessInfo, Program, Recording, Spa
 use super::chain::{import_chain_names, recorded_chain};
 use super::missing::{self, Answering};
 use super::model::{
-    AllowedHit, ChainSource, Evidence, LazyUse, ProcessVerdict, RecorderState, Status, Violation,
-    phase_of,
+    AllowedHit, ChainSource, Evidence, ImportStatus, LazyUse, ProcessVerdict, RecorderState,
+    Violation, moment_of,
 };
 use super::policy::{Classification, Policy};
 
 /// What the recorder says about one forbidden root.
 struct RecordedRoot<'a> {
     first: &'a ImportAttempt,
-    status: Status,
+    status: ImportStatus,
     detail: Option<String>,
     lazy: bool,
     beneath: Vec<String>,
@@ -389,7 +389,7 @@ impl Seen<'_, '_> {
             chain_source,
             origin: first.origin().cloned(),
             importer: first.by.clone(),
-            phase: self.timeline.map(|t| phase_of(t, first.t_ns)),
+            moment: self.timeline.map(|t| moment_of(t, first.t_ns)),
             t_ns: Some(first.t_ns),
             cumulative_us,
             beneath,
@@ -419,7 +419,7 @@ fn importtime_violation(
     Violation {
         module: name.to_owned(),
         pattern: pattern_of(policy, name),
-        status: Status::Loaded,
+        status: ImportStatus::Loaded,
         detail: None,
         chain_lines: lines.of(&chain),
         chain,
@@ -427,7 +427,7 @@ fn importtime_violation(
         chain_source: ChainSource::Importtime,
         origin: None,
         importer: None,
-        phase: None,
+        moment: None,
         t_ns: None,
         cumulative_us: Some(log.node(id).cumulative_us),
         beneath: it_beneath.get(&id).cloned().unwrap_or_default(),
@@ -574,10 +574,10 @@ fn attempt_status(
     a: &ImportAttempt,
     final_modules: Option<&FinalModules<'_>>,
     exit_t_ns: Option<u64>,
-) -> (Status, Option<String>, bool) {
+) -> (ImportStatus, Option<String>, bool) {
     if a.blocked {
         return (
-            Status::Blocked,
+            ImportStatus::Blocked,
             Some("refused by the import policy (--block)".to_owned()),
             false,
         );
@@ -587,21 +587,21 @@ fn attempt_status(
             Some(e) => format!("a finder failed: {e}"),
             None => "not installed".to_owned(),
         };
-        return (Status::Attempted, Some(detail), false);
+        return (ImportStatus::Attempted, Some(detail), false);
     }
     match final_modules {
-        None => (Status::Loaded, None, false),
+        None => (ImportStatus::Loaded, None, false),
         // Asked for after the exit snapshot (interpreter finalisation): the
         // snapshot cannot tell.
-        Some(_) if exit_t_ns.is_some_and(|t| a.t_ns > t) => (Status::Loaded, None, false),
+        Some(_) if exit_t_ns.is_some_and(|t| a.t_ns > t) => (ImportStatus::Loaded, None, false),
         Some((modules, lazy)) => {
             if lazy.contains(a.name.as_str()) {
-                (Status::Loaded, None, true)
+                (ImportStatus::Loaded, None, true)
             } else if modules.contains(a.name.as_str()) {
-                (Status::Loaded, None, false)
+                (ImportStatus::Loaded, None, false)
             } else {
                 (
-                    Status::Attempted,
+                    ImportStatus::Attempted,
                     Some(
                         "found, but its import failed (absent from sys.modules at exit)".to_owned(),
                     ),

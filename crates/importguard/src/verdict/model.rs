@@ -1,4 +1,4 @@
-//! What a verdict says: the protocol phase of an import, a violation with
+//! What a verdict says: the protocol moment of an import, a violation with
 //! its chain, status, cost and process, and one process's whole verdict.
 
 use std::fmt;
@@ -11,10 +11,12 @@ use crate::recorder::{Channel, Frame, ProcessInfo, Recording};
 
 use super::missing::MissingEvidence;
 
-/// Where in the protocol an import happened.
+/// Where in the protocol an import happened: the moment of the worker's
+/// life, shown (and serialized) as the violation's `phase`. Not a timed
+/// interval of the benchmark (that is `phases::Phase`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "phase", rename_all = "snake_case")]
-pub enum Phase {
+pub enum Moment {
     /// Before the worker was ready.
     Startup,
     /// After ready, before the first request (a background import).
@@ -31,40 +33,40 @@ pub enum Phase {
     Shutdown,
 }
 
-impl fmt::Display for Phase {
+impl fmt::Display for Moment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Phase::Startup => f.write_str("start-up"),
-            Phase::AfterReady => f.write_str("after ready, before any request"),
-            Phase::Request { op, index } => write!(f, "{op} request #{index}"),
-            Phase::Shutdown => f.write_str("shutdown"),
+            Moment::Startup => f.write_str("start-up"),
+            Moment::AfterReady => f.write_str("after ready, before any request"),
+            Moment::Request { op, index } => write!(f, "{op} request #{index}"),
+            Moment::Shutdown => f.write_str("shutdown"),
         }
     }
 }
 
-/// The protocol phase an event at `t_ns` belongs to, on the worker's
+/// The protocol moment an event at `t_ns` belongs to, on the worker's
 /// timeline (as `spawn` recorded it).
-pub fn phase_of(timeline: &Timeline, t_ns: u64) -> Phase {
+pub fn moment_of(timeline: &Timeline, t_ns: u64) -> Moment {
     if timeline.end.shutdown_sent_ns.is_some_and(|s| t_ns >= s) {
-        return Phase::Shutdown;
+        return Moment::Shutdown;
     }
     match timeline.ready_at_ns() {
         Some(ready) if t_ns >= ready => {}
-        _ => return Phase::Startup,
+        _ => return Moment::Startup,
     }
     match timeline.requests.iter().rposition(|r| t_ns >= r.sent_ns) {
-        Some(i) => Phase::Request {
+        Some(i) => Moment::Request {
             op: timeline.requests[i].op.clone(),
             index: i + 1,
         },
-        None => Phase::AfterReady,
+        None => Moment::AfterReady,
     }
 }
 
 /// How far a forbidden import got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub enum ImportStatus {
     /// The module was imported (its code ran).
     Loaded,
     /// Asked for, but not loaded: not installed, or its import failed.
@@ -73,12 +75,12 @@ pub enum Status {
     Blocked,
 }
 
-impl fmt::Display for Status {
+impl fmt::Display for ImportStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Status::Loaded => "loaded",
-            Status::Attempted => "attempted",
-            Status::Blocked => "blocked",
+            ImportStatus::Loaded => "loaded",
+            ImportStatus::Attempted => "attempted",
+            ImportStatus::Blocked => "blocked",
         })
     }
 }
@@ -102,7 +104,7 @@ pub struct Violation {
     /// The forbidden prefix it matched.
     pub pattern: String,
     /// Loaded, attempted or blocked.
-    pub status: Status,
+    pub status: ImportStatus,
     /// Why it is `attempted`: `not installed`, `found, but its import failed`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
@@ -124,8 +126,10 @@ pub struct Violation {
     pub origin: Option<Frame>,
     /// The line that asked for the module itself (recorder).
     pub importer: Option<Frame>,
-    /// The protocol phase (recorder stamp on the harness's timeline).
-    pub phase: Option<Phase>,
+    /// The protocol moment (recorder stamp on the harness's timeline);
+    /// serialized as `phase`, the word the report shows it under.
+    #[serde(rename = "phase")]
+    pub moment: Option<Moment>,
     /// Recorder stamp of the first attempt.
     pub t_ns: Option<u64>,
     /// Cumulative import time of its subtree, microseconds (importtime).

@@ -95,7 +95,7 @@ fn an_eager_re_export_is_loaded_at_start_up_with_its_chain_line_and_cost() {
     let names: Vec<_> = v.violations.iter().map(|x| x.module.as_str()).collect();
     assert_eq!(names, ["torch", "transformers"]);
     let torch = &v.violations[0];
-    assert_eq!(torch.status, Status::Loaded);
+    assert_eq!(torch.status, ImportStatus::Loaded);
     assert_eq!(torch.chain, ["eagerworker", "eagerworker.model", "torch"]);
     assert_eq!(torch.chain_source, ChainSource::Importtime);
     assert_eq!(origin(torch), "workers/eagerworker/model.py:3");
@@ -113,7 +113,7 @@ fn an_eager_re_export_is_loaded_at_start_up_with_its_chain_line_and_cost() {
         ["<frozen runpy>:112", "__init__.py:5", "model.py:3"],
         "the re-export line is named"
     );
-    assert_eq!(torch.phase, Some(Phase::Startup));
+    assert_eq!(torch.moment, Some(Moment::Startup));
     assert_eq!(torch.cumulative_us, Some(292));
     assert_eq!(torch.beneath, ["torch._C"]);
     assert_eq!(origin(&v.violations[1]), "workers/eagerworker/model.py:4");
@@ -135,14 +135,14 @@ fn import_module_has_no_importtime_line_but_the_recorder_names_it() {
     let torch = &v.violations[0];
     assert_eq!(
         (torch.module.as_str(), torch.status),
-        ("torch", Status::Loaded)
+        ("torch", ImportStatus::Loaded)
     );
     assert_eq!(torch.chain_source, ChainSource::Recorder);
     assert_eq!(torch.chain, ["__main__", "torch"]);
     assert_eq!(origin(torch), "workers/dynworker.py:8");
     assert!(!torch.in_importtime);
     assert_eq!(torch.cumulative_us, Some(133), "its submodules' subtrees");
-    assert_eq!(torch.phase, None, "no timeline, no phase");
+    assert_eq!(torch.moment, None, "no timeline, no phase");
 }
 
 #[test]
@@ -150,7 +150,7 @@ fn a_guarded_import_of_a_missing_package_is_attempted_not_loaded() {
     let v = judge_fixture("try", None);
     assert_eq!(v.violations.len(), 1);
     let torch = &v.violations[0];
-    assert_eq!(torch.status, Status::Attempted);
+    assert_eq!(torch.status, ImportStatus::Attempted);
     assert_eq!(torch.detail.as_deref(), Some("not installed"));
     assert_eq!(origin(torch), "workers/tryworker.py:8");
 }
@@ -185,14 +185,14 @@ fn an_import_while_answering_health_belongs_to_that_request() {
     );
     let torch = &v.violations[0];
     assert_eq!(
-        torch.phase,
-        Some(Phase::Request {
+        torch.moment,
+        Some(Moment::Request {
             op: "health".into(),
             index: 1
         })
     );
     assert_eq!(
-        torch.phase.as_ref().unwrap().to_string(),
+        torch.moment.as_ref().unwrap().to_string(),
         "health request #1"
     );
     assert_eq!(torch.importer.as_ref().unwrap().func, "probe_device");
@@ -217,7 +217,7 @@ fn without_the_recorder_importtime_alone_judges_and_says_so() {
     assert_eq!(torch.chain, ["eagerworker", "eagerworker.model", "torch"]);
     assert_eq!(
         (torch.status, torch.origin.as_ref(), torch.recorded),
-        (Status::Loaded, None, false)
+        (ImportStatus::Loaded, None, false)
     );
     assert_eq!(v.violations.len(), 2);
     // --log: no recorder at all.
@@ -330,8 +330,8 @@ fn blocked_failed_lazy_probed_and_submodule_attempts_are_told_apart() {
     assert_eq!(
         got,
         [
-            ("stanza", Status::Blocked),
-            ("transformers", Status::Attempted)
+            ("stanza", ImportStatus::Blocked),
+            ("transformers", ImportStatus::Attempted)
         ]
     );
     assert!(
@@ -359,7 +359,7 @@ fn an_attempt_after_the_exit_snapshot_is_not_called_failed() {
             timeline: None,
         },
     );
-    assert_eq!(v.violations[0].status, Status::Loaded);
+    assert_eq!(v.violations[0].status, ImportStatus::Loaded);
 }
 
 #[test]
@@ -373,7 +373,7 @@ fn no_exit_record_means_found_is_loaded_and_a_note_says_why() {
             timeline: None,
         },
     );
-    assert_eq!(v.violations[0].status, Status::Loaded);
+    assert_eq!(v.violations[0].status, ImportStatus::Loaded);
     assert!(v.notes.iter().any(|n| n.contains("no normal exit")));
 }
 
@@ -402,13 +402,13 @@ fn phases_follow_the_harness_timeline() {
             ..EndMarks::default()
         },
     };
-    let at = |t| phase_of(&tl, t).to_string();
+    let at = |t| moment_of(&tl, t).to_string();
     assert_eq!(at(5), "start-up");
     assert_eq!(at(100), "after ready, before any request");
     assert_eq!(at(250), "health request #1");
     assert_eq!(at(399), "health request #2");
     assert_eq!(at(400), "shutdown");
-    assert_eq!(phase_of(&Timeline::default(), 7), Phase::Startup);
+    assert_eq!(moment_of(&Timeline::default(), 7), Moment::Startup);
 }
 
 #[test]
@@ -512,8 +512,8 @@ fn children_are_judged_in_their_processes_and_merged_per_worker() {
         assert_eq!((p.image.pid, p.relation), (pid, recorder::Relation::Child));
         assert_eq!(p.started_at.as_ref().unwrap().line, 19);
         assert_eq!(
-            x.phase,
-            Some(Phase::Request {
+            x.moment,
+            Some(Moment::Request {
                 op: "health".into(),
                 index: 1
             })

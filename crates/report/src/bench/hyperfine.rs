@@ -14,7 +14,8 @@
 
 use serde::Serialize;
 
-use phases::summary::{Phase, RunSummary, variants};
+use phases::Phase;
+use phases::summary::{RunSummary, variants};
 use timeline::{TrialKind, TrialRecord};
 
 /// The whole file.

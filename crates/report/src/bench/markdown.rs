@@ -1,6 +1,8 @@
 //! `summary.md`: the run for people who read it in a pull request.
 
-use phases::summary::{Load, PhaseSummary, RunSummary};
+use phases::phase::PhaseSummary;
+use phases::run::Load;
+use phases::summary::RunSummary;
 
 use phases::Comparison;
 

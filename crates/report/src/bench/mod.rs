@@ -232,7 +232,7 @@ pub fn placement_line(p: &timeline::Placement) -> String {
 #[cfg(test)]
 pub(crate) mod fixture {
     //! A small A/B run shared by the renderers' tests.
-    use phases::summary::*;
+    use phases::run::*;
     use phases::{Bootstrap, RunSummary};
     use timeline::*;
 
@@ -288,7 +288,7 @@ pub(crate) mod fixture {
         }
         let mut bad = trial(i, 6, TrialKind::Measured, Variant::A, 61.0);
         bad.outcome = Outcome::Failed {
-            check: Check::Health,
+            check: HandshakeCheck::Health,
             message: "the worker sent `{\"op\": \"error\"}`\nmore".into(),
         };
         v.push(bad);

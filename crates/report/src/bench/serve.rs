@@ -11,9 +11,9 @@
 use std::fmt::Write as _;
 
 use phases::memory::{MemoryView, mib};
+use phases::ms;
 use phases::serve::{RequestOutcome, RequestRecord, ServeStats};
 use phases::stats::Interval;
-use phases::summary::ms;
 use timeline::Variant;
 
 use super::canvas::{LEFT, RIGHT, WIDTH, colour, esc};

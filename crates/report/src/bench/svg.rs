@@ -13,8 +13,9 @@
 
 use std::fmt::Write as _;
 
+use phases::ms;
 use phases::serve::RequestRecord;
-use phases::summary::{RunSummary, ms, variants};
+use phases::summary::{RunSummary, variants};
 use timeline::{TrialKind, TrialRecord};
 
 use super::canvas::{LEFT, RIGHT, WIDTH, colour, esc};

@@ -2,7 +2,8 @@
 //! `cargo xtask compare`. Plain text, aligned columns, no colour.
 
 use phases::Comparison;
-use phases::summary::{PhaseSummary, RunSummary, SeriesSummary};
+use phases::phase::{PhaseSummary, SeriesSummary};
+use phases::summary::RunSummary;
 use timeline::Variant;
 
 use super::{

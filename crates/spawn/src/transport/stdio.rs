@@ -1,6 +1,6 @@
 //! The stdio transport's way in: the worker's stdin pipe, non-blocking,
 //! each line's write bounded in time with poll(2). (Its way out, stdout
-//! cut into stamped frames, is the reader thread of `drain`.)
+//! cut into stamped frames, is the reader thread of `readers`.)
 
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;

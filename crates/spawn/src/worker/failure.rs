@@ -8,7 +8,7 @@ use std::time::Instant;
 use worker_proto::Message;
 
 use super::{EXIT_AFTER_EOF, Worker};
-use crate::error::{Error, ErrorDetail, ErrorKind, Phase};
+use crate::error::{Error, ErrorDetail, ErrorKind, Stage};
 use crate::reap::ExitInfo;
 use crate::{Command, ExitStatus, Finished, monotonic_ns};
 
@@ -18,7 +18,7 @@ const QUOTE_MAX: usize = 200;
 pub(super) fn spawn_error(cmd: &Command, e: io::Error) -> Error {
     Error::new(ErrorDetail {
         kind: ErrorKind::SpawnFailed(e),
-        phase: Phase::Spawn,
+        stage: Stage::Spawn,
         command: cmd.display(),
         expected: "the process to start".to_owned(),
         status: None,
@@ -59,7 +59,7 @@ impl Worker {
     pub(super) fn fail(
         &mut self,
         kind: ErrorKind,
-        phase: Phase,
+        stage: Stage,
         expected: String,
         deadline: Instant,
     ) -> Error {
@@ -82,19 +82,19 @@ impl Worker {
         self.force_kill();
         self.close_out();
         let finished = self.record();
-        self.error(kind, phase, expected, finished)
+        self.error(kind, stage, expected, finished)
     }
 
     pub(super) fn error(
         &self,
         kind: ErrorKind,
-        phase: Phase,
+        stage: Stage,
         expected: String,
         finished: Finished,
     ) -> Error {
         Error::new(ErrorDetail {
             kind,
-            phase,
+            stage,
             command: self.command.clone(),
             expected,
             status: Some(finished.status),
@@ -106,10 +106,10 @@ impl Worker {
         })
     }
 
-    pub(super) fn not_running(&self, phase: Phase, expected: String) -> Error {
+    pub(super) fn not_running(&self, stage: Stage, expected: String) -> Error {
         Error::new(ErrorDetail {
             kind: ErrorKind::NotRunning,
-            phase,
+            stage,
             command: self.command.clone(),
             expected,
             status: self.exit.map(|e| e.status),

@@ -24,8 +24,8 @@ use worker_proto::{
 };
 
 use crate::Escalation;
-use crate::drain::{self, Event, ReadyScan, Source, Tail, Watched};
-use crate::error::{Error, ErrorKind, Phase};
+use crate::error::{Error, ErrorKind, Stage};
+use crate::readers::{self, Event, ReadyScan, Source, Tail, Watched};
 use crate::reap::{self, ExitInfo};
 use crate::transport::{self, Link, TcpLink, Transport};
 use crate::{Command, group, monotonic_ns};
@@ -180,7 +180,7 @@ impl Worker {
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
         let tail = Arc::new(Mutex::new(Tail::new(cmd.stderr_tail_bytes)));
-        let (tx, frames) = drain::events();
+        let (tx, frames) = readers::events();
         let stdout_live = Arc::new(AtomicBool::new(cmd.transport == Transport::Stdio));
         let scan_live = Arc::new(AtomicBool::new(true));
         let scan = ReadyScan {
@@ -191,8 +191,8 @@ impl Worker {
         };
         let threads = (|| {
             let stderr_thread =
-                drain::spawn_stderr(pid, stderr, Arc::clone(&tail), file, Some(scan))?;
-            let stdout_thread = drain::spawn_reader(
+                readers::spawn_stderr(pid, stderr, Arc::clone(&tail), file, Some(scan))?;
+            let stdout_thread = readers::spawn_reader(
                 pid,
                 Source::Stdout,
                 stdout,
@@ -290,16 +290,16 @@ impl Worker {
     /// Waits for the ready line. Noise lines before it are kept. Any error
     /// ends the worker (group killed and reaped) before it is returned.
     pub fn wait_ready(&mut self, timeout: Duration) -> Result<Stamped<Ready>, Error> {
-        let phase = Phase::Ready;
+        let stage = Stage::Ready;
         let expected = format!(
             r#"a ready line {{"ready": true, ...}} on {}"#,
             self.wire().ready_from
         );
         if self.ended {
-            return Err(self.not_running(phase, expected));
+            return Err(self.not_running(stage, expected));
         }
         let deadline = Instant::now() + timeout;
-        match self.next_message(deadline, timeout, &phase) {
+        match self.next_message(deadline, timeout, &stage) {
             Ok((Message::Ready(ready), read_at_ns, source)) if ready.ready => {
                 self.rss_at_ready = vm_rss_bytes(self.pid);
                 self.timeline.ready = Some(ReadyMark {
@@ -313,7 +313,7 @@ impl Worker {
                     let expected =
                         "a connection to the loopback address its ready line on stderr names"
                             .to_owned();
-                    return Err(self.fail(kind, phase, expected, Instant::now()));
+                    return Err(self.fail(kind, stage, expected, Instant::now()));
                 }
                 self.events_tx = None;
                 Ok(Stamped {
@@ -323,9 +323,9 @@ impl Worker {
             }
             Ok((m, ..)) => {
                 let kind = ErrorKind::UnexpectedReply { got: describe(&m) };
-                Err(self.fail(kind, phase, expected, deadline))
+                Err(self.fail(kind, stage, expected, deadline))
             }
-            Err(kind) => Err(self.fail(kind, phase, expected, deadline)),
+            Err(kind) => Err(self.fail(kind, stage, expected, deadline)),
         }
     }
 
@@ -354,11 +354,11 @@ impl Worker {
     /// requests unread.)
     pub fn send(&mut self, req: &Request) -> Result<u64, Error> {
         let op = req.op().to_owned();
-        let phase = Phase::Request(op.clone());
+        let stage = Stage::Request(op.clone());
         let wire = self.wire();
         let expected = format!(r#"to write {{"op": "{op}"}} to the worker's {}"#, wire.to);
         if self.ended || self.link.is_none() {
-            return Err(self.not_running(phase, expected));
+            return Err(self.not_running(stage, expected));
         }
         let line = encode(req);
         let link = self.link.as_mut().expect("checked above");
@@ -382,16 +382,16 @@ impl Worker {
                     after: self.write_timeout,
                 };
                 let expected = format!("{expected}: the worker stopped reading its {}", wire.to);
-                Err(self.fail(kind, phase, expected, Instant::now()))
+                Err(self.fail(kind, stage, expected, Instant::now()))
             }
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
                 let deadline = Instant::now() + EXIT_AFTER_EOF;
                 let kind = self.closed_kind(None);
-                Err(self.fail(kind, phase, expected, deadline))
+                Err(self.fail(kind, stage, expected, deadline))
             }
             Err(e) => {
                 let deadline = Instant::now();
-                Err(self.fail(ErrorKind::Io(e), phase, expected, deadline))
+                Err(self.fail(ErrorKind::Io(e), stage, expected, deadline))
             }
         }
     }
@@ -405,7 +405,7 @@ impl Worker {
             .pending
             .front()
             .map(|(i, _)| self.timeline.requests[*i].op.clone());
-        let phase = Phase::Request(op.clone().unwrap_or_default());
+        let stage = Stage::Request(op.clone().unwrap_or_default());
         let from = self.wire().from;
         let expected = match &op {
             Some(op) => {
@@ -414,10 +414,10 @@ impl Worker {
             None => format!("a reply on {from}"),
         };
         if self.ended {
-            return Err(self.not_running(phase, expected));
+            return Err(self.not_running(stage, expected));
         }
         let deadline = Instant::now() + timeout;
-        match self.next_message(deadline, timeout, &phase) {
+        match self.next_message(deadline, timeout, &stage) {
             Ok((Message::Reply(reply), read_at_ns, _))
                 if self.pending.is_empty() || self.answers(&reply).is_some() =>
             {
@@ -431,9 +431,9 @@ impl Worker {
             }
             Ok((m, ..)) => {
                 let kind = ErrorKind::UnexpectedReply { got: describe(&m) };
-                Err(self.fail(kind, phase, expected, deadline))
+                Err(self.fail(kind, stage, expected, deadline))
             }
-            Err(kind) => Err(self.fail(kind, phase, expected, deadline)),
+            Err(kind) => Err(self.fail(kind, stage, expected, deadline)),
         }
     }
 
@@ -462,9 +462,9 @@ impl Worker {
         );
         let ack = ack.as_str();
         if self.ended {
-            return Err(self.not_running(Phase::Shutdown, ack.to_owned()));
+            return Err(self.not_running(Stage::Shutdown, ack.to_owned()));
         }
-        let mut problem: Option<(ErrorKind, Phase, String)> = None;
+        let mut problem: Option<(ErrorKind, Stage, String)> = None;
 
         // 1. The shutdown op.
         let line = encode(&Request::shutdown());
@@ -480,7 +480,7 @@ impl Worker {
                         },
                         _ => ErrorKind::Io(e),
                     };
-                    problem = Some((kind, Phase::Shutdown, ack.to_owned()));
+                    problem = Some((kind, Stage::Shutdown, ack.to_owned()));
                 }
             }
         }
@@ -489,7 +489,7 @@ impl Worker {
         if problem.is_none() {
             let deadline = Instant::now() + policy.ack_timeout;
             loop {
-                match self.next_message(deadline, policy.ack_timeout, &Phase::Shutdown) {
+                match self.next_message(deadline, policy.ack_timeout, &Stage::Shutdown) {
                     Ok((Message::Reply(Reply::Shutdown(_)), at, _)) => {
                         self.timeline.end.ack_read_ns = Some(at);
                         break;
@@ -500,14 +500,14 @@ impl Worker {
                     }
                     Ok((m, ..)) => {
                         let kind = ErrorKind::UnexpectedReply { got: describe(&m) };
-                        problem = Some((kind, Phase::Shutdown, ack.to_owned()));
+                        problem = Some((kind, Stage::Shutdown, ack.to_owned()));
                         break;
                     }
                     Err(kind) => {
                         if matches!(kind, ErrorKind::Timeout { .. }) {
                             self.run_hook();
                         }
-                        problem = Some((kind, Phase::Shutdown, ack.to_owned()));
+                        problem = Some((kind, Stage::Shutdown, ack.to_owned()));
                         break;
                     }
                 }
@@ -528,7 +528,7 @@ impl Worker {
                     after: policy.exit_timeout,
                 };
                 let expected = "the worker to exit after its shutdown ack".to_owned();
-                problem = Some((kind, Phase::Exit, expected));
+                problem = Some((kind, Stage::Exit, expected));
             }
             self.escalate(policy.grace);
         }
@@ -536,11 +536,11 @@ impl Worker {
         let finished = self.record();
         if problem.is_none() && !finished.status.success() {
             let expected = "exit code 0 after the shutdown ack".to_owned();
-            problem = Some((ErrorKind::FailedExit, Phase::Exit, expected));
+            problem = Some((ErrorKind::FailedExit, Stage::Exit, expected));
         }
         match problem {
             None => Ok(finished),
-            Some((kind, phase, expected)) => Err(self.error(kind, phase, expected, finished)),
+            Some((kind, stage, expected)) => Err(self.error(kind, stage, expected, finished)),
         }
     }
 
@@ -624,7 +624,7 @@ impl Worker {
             })?;
         let tx = self.events_tx.take().ok_or(ErrorKind::NotRunning)?;
         let live = Arc::new(AtomicBool::new(true));
-        let thread = drain::spawn_reader(self.pid, Source::Socket, reader, tx, live)
+        let thread = readers::spawn_reader(self.pid, Source::Socket, reader, tx, live)
             .map_err(ErrorKind::Io)?;
         self.socket_thread = Some(thread);
         if let Some(Link::Stdio(stdin)) = self.link.take() {
@@ -642,7 +642,7 @@ impl Worker {
         &mut self,
         deadline: Instant,
         timeout: Duration,
-        phase: &Phase,
+        stage: &Stage,
     ) -> Result<(Message, u64, Source), ErrorKind> {
         // Once the leader exited, the protocol's stream must keep making
         // progress.
@@ -725,7 +725,7 @@ impl Worker {
                     self.noise.push(NoiseLine {
                         text: cut(&text, NOISE_LINE_MAX),
                         read_at_ns,
-                        phase: phase.clone(),
+                        stage: stage.clone(),
                     });
                     if self.noise.len() > self.max_noise {
                         return Err(ErrorKind::TooMuchNoise {
@@ -954,7 +954,7 @@ mod tests {
         assert!(
             matches!(&err.kind, ErrorKind::SpawnFailed(e) if e.kind() == io::ErrorKind::NotFound)
         );
-        assert_eq!(err.phase, Phase::Spawn);
+        assert_eq!(err.stage, Stage::Spawn);
         assert_eq!(err.pid, 0);
         assert!(err.finished.is_none());
     }
@@ -1009,13 +1009,13 @@ mod tests {
         let noise = vec![NoiseLine {
             text: "Loading checkpoint shards: 100%".to_owned(),
             read_at_ns: 1,
-            phase: Phase::Ready,
+            stage: Stage::Ready,
         }];
         let err = Error::new(ErrorDetail {
             kind: ErrorKind::Timeout {
                 after: Duration::from_secs(2),
             },
-            phase: Phase::Ready,
+            stage: Stage::Ready,
             command: "PYTHONPATH=worker python3 -m refworker --test-echo".to_owned(),
             expected: r#"a ready line {"ready": true, ...} on stdout"#.to_owned(),
             status: Some(finished.status),

@@ -6,7 +6,7 @@ use std::time::Duration;
 use timeline::Timeline;
 use worker_proto::Reply;
 
-use crate::error::Phase;
+use crate::error::Stage;
 use crate::reap::Rusage;
 use crate::{Escalation, ExitStatus};
 
@@ -40,8 +40,8 @@ pub struct NoiseLine {
     pub text: String,
     /// CLOCK_MONOTONIC ns right after the `read` that delivered the line.
     pub read_at_ns: u64,
-    /// The phase in which the harness read it.
-    pub phase: Phase,
+    /// The stage in which the harness read it.
+    pub stage: Stage,
 }
 
 /// How long each polite step of [`Worker::shutdown`](crate::Worker::shutdown) may take.

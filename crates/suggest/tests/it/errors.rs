@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use importguard::recorder::Frame;
-use importguard::verdict::{ChainSource, Status, Violation};
+use importguard::verdict::{ChainSource, ImportStatus, Violation};
 use suggest::{RejectReason, SuggestError, Suggester, Verification};
 
 use crate::support::{check, interpreter, project, python, violation};
@@ -39,7 +39,7 @@ fn hand_made(chain: &[&str], lines: Vec<Option<Frame>>) -> Violation {
     Violation {
         module: "torch".into(),
         pattern: "torch".into(),
-        status: Status::Loaded,
+        status: ImportStatus::Loaded,
         detail: None,
         chain: chain.iter().map(|s| (*s).to_owned()).collect(),
         chain_parent_of: vec![None; chain.len()],
@@ -47,7 +47,7 @@ fn hand_made(chain: &[&str], lines: Vec<Option<Frame>>) -> Violation {
         chain_lines: lines,
         origin: None,
         importer: None,
-        phase: None,
+        moment: None,
         t_ns: None,
         cumulative_us: None,
         beneath: vec![],

@@ -7,7 +7,7 @@
 //! error shows the worker's Python stack, read by py-spy as a library), and
 //! shuts every worker down cleanly at the end. The workers must be ready
 //! fast: they import no model runtime until a `load` request asks for one,
-//! and `cargo xtask import-boundary` keeps that true.
+//! and `cargo xtask check` keeps that true.
 //!
 //! `cargo run -p ml-service` serves a fixed list of requests (with one
 //! `hang` among them, to show the replacement) and prints what happened.

@@ -1,4 +1,4 @@
-//! `cargo xtask import-boundary`: the service's workers must not import
+//! `cargo xtask check`: the service's workers must not import
 //! torch, transformers or stanza before a model is requested. The targets
 //! come from `[tool.coldstart]` in this project's `pyproject.toml` (the
 //! same table the installed `coldstart check` reads, through `settings`);
@@ -23,8 +23,8 @@ fn main() -> ExitCode {
 
 fn run() -> Result<ExitCode> {
     let task = std::env::args().nth(1).unwrap_or_default();
-    if task != "import-boundary" {
-        bail!("usage: cargo xtask import-boundary");
+    if task != "check" {
+        bail!("usage: cargo xtask check");
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -39,7 +39,7 @@ fn run() -> Result<ExitCode> {
     )?;
     let mut text = String::new();
     for c in &outcome.checked {
-        report::boundary::render(&c.report, root, &mut text);
+        report::check::render(&c.report, root, &mut text);
     }
     print!("{text}");
     Ok(ExitCode::from(outcome.exit_code()))

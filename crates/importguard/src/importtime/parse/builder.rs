@@ -4,7 +4,7 @@
 
 use super::lex::*;
 use crate::importtime::tree::{LineClass, NONE, Node, NodeId, NodeKind, Session, TextLine};
-use crate::importtime::{Warning, WarningKind};
+use crate::importtime::{LogWarning, LogWarningKind};
 
 pub(super) struct Builder<'a> {
     pub(super) text: &'a [u8],
@@ -12,7 +12,7 @@ pub(super) struct Builder<'a> {
     pub(super) nodes: Vec<Node>,
     pub(super) texts: Vec<TextLine>,
     pub(super) sessions: Vec<Session>,
-    pub(super) warnings: Vec<Warning>,
+    pub(super) warnings: Vec<LogWarning>,
     /// Completed nodes waiting for their parent: (node, lowest possible depth).
     pub(super) pending: Vec<(u32, u16)>,
     /// The import level is at least this (the depth of the last printed line).
@@ -52,8 +52,8 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn warn(&mut self, line: u32, kind: WarningKind) {
-        self.warnings.push(Warning {
+    fn warn(&mut self, line: u32, kind: LogWarningKind) {
+        self.warnings.push(LogWarning {
             line: Some(line),
             kind,
         });
@@ -84,7 +84,7 @@ impl<'a> Builder<'a> {
             pos = next;
         }
         if bytes.last().is_some_and(|&c| c != b'\n') {
-            self.warn(line_no, WarningKind::TruncatedLastLine);
+            self.warn(line_no, LogWarningKind::TruncatedLastLine);
         }
         self.close_session(line_no);
     }
@@ -146,7 +146,7 @@ impl<'a> Builder<'a> {
         if !spaces.is_multiple_of(2) {
             self.warn(
                 line_no,
-                WarningKind::OddIndent {
+                LogWarningKind::OddIndent {
                     spaces: spaces as u32,
                 },
             );
@@ -176,7 +176,7 @@ impl<'a> Builder<'a> {
                 self.classes.push(LineClass::Header);
             }
             Parsed::NotAnEntry => {
-                self.warn(line_no, WarningKind::NotAnEntry);
+                self.warn(line_no, LogWarningKind::NotAnEntry);
                 self.text_line(start, end, line_no);
             }
             Parsed::Entry {
@@ -189,12 +189,12 @@ impl<'a> Builder<'a> {
                 self.ensure_session(line_no);
                 self.classes.push(LineClass::Entry);
                 if overflow {
-                    self.warn(line_no, WarningKind::NumberOverflow);
+                    self.warn(line_no, LogWarningKind::NumberOverflow);
                 }
                 if !spaces.is_multiple_of(2) {
                     self.warn(
                         line_no,
-                        WarningKind::OddIndent {
+                        LogWarningKind::OddIndent {
                             spaces: spaces as u32,
                         },
                     );
@@ -214,7 +214,7 @@ impl<'a> Builder<'a> {
         match u16::try_from(depth) {
             Ok(d) if d < u16::MAX => d,
             _ => {
-                self.warn(line_no, WarningKind::DepthClamped);
+                self.warn(line_no, LogWarningKind::DepthClamped);
                 u16::MAX - 1
             }
         }
@@ -223,7 +223,7 @@ impl<'a> Builder<'a> {
     fn ensure_session(&mut self, line_no: u32) {
         if !self.open {
             if !self.seen_header {
-                self.warn(line_no, WarningKind::MissingHeader);
+                self.warn(line_no, LogWarningKind::MissingHeader);
             }
             self.open_session(None, line_no);
         }
@@ -266,7 +266,7 @@ impl<'a> Builder<'a> {
             if n.depth > 0 {
                 let (line, depth) = (n.line, u32::from(n.depth));
                 let name = self.name_of(id);
-                self.warn(line, WarningKind::Orphan { name, depth });
+                self.warn(line, LogWarningKind::Orphan { name, depth });
             }
             roots.push(NodeId(id));
         }
@@ -316,7 +316,7 @@ impl<'a> Builder<'a> {
                 let child = self.name_of(top);
                 self.warn(
                     child_line,
-                    WarningKind::DepthJump {
+                    LogWarningKind::DepthJump {
                         child,
                         child_depth,
                         parent_depth: u32::from(d),
@@ -350,19 +350,19 @@ impl<'a> Builder<'a> {
         s.entries += 1;
         s.last_line = line_no;
         if self_us < 0 {
-            self.warn(line_no, WarningKind::NegativeSelf { self_us });
+            self.warn(line_no, LogWarningKind::NegativeSelf { self_us });
         }
         if cum_us < 0 {
             self.warn(
                 line_no,
-                WarningKind::NegativeCumulative {
+                LogWarningKind::NegativeCumulative {
                     cumulative_us: cum_us,
                 },
             );
         } else if cum_us < self_us {
             self.warn(
                 line_no,
-                WarningKind::CumulativeBelowSelf {
+                LogWarningKind::CumulativeBelowSelf {
                     self_us,
                     cumulative_us: cum_us,
                 },
@@ -373,7 +373,7 @@ impl<'a> Builder<'a> {
             if diff > 1 || diff < -(entry_children + 1) {
                 self.warn(
                     line_no,
-                    WarningKind::ChildrenMismatch {
+                    LogWarningKind::ChildrenMismatch {
                         difference_us: diff,
                     },
                 );
@@ -388,7 +388,7 @@ impl<'a> Builder<'a> {
             if !total.is_multiple_of(2) {
                 self.warn(
                     line_no,
-                    WarningKind::OddIndent {
+                    LogWarningKind::OddIndent {
                         spaces: spaces as u32,
                     },
                 );

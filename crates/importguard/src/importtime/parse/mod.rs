@@ -21,7 +21,7 @@ mod tests;
 use std::sync::Arc;
 
 use super::tree::{Encoding, ImportLog, SharedBytes, Text};
-use super::{Warning, WarningKind};
+use super::{LogWarning, LogWarningKind};
 use builder::Builder;
 use decode::{decode, looks_utf16le};
 
@@ -96,9 +96,9 @@ fn build(
     let mut b = Builder::new(text.bytes(), check_utf8);
     b.fast = fast;
     if invalid {
-        b.warnings.push(Warning {
+        b.warnings.push(LogWarning {
             line: None,
-            kind: WarningKind::InvalidEncoding,
+            kind: LogWarningKind::InvalidEncoding,
         });
     }
     b.run();
@@ -116,9 +116,9 @@ fn build(
         return None;
     }
     if ambiguous > 0 {
-        warnings.push(Warning {
+        warnings.push(LogWarning {
             line: None,
-            kind: WarningKind::AmbiguousCachedDepth { count: ambiguous },
+            kind: LogWarningKind::AmbiguousCachedDepth { count: ambiguous },
         });
     }
     // Stable: input-wide warnings first, then line order, emission order within a line.

@@ -150,7 +150,7 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
             let _ = writeln!(out, "    asked by: {}:{}", show_path(&i.file, cwd), i.line);
         }
         let phase = x
-            .phase
+            .moment
             .as_ref()
             .map_or_else(|| "unknown".to_owned(), ToString::to_string);
         let _ = writeln!(out, "    phase: {phase}");
@@ -298,7 +298,7 @@ pub fn render_cost(c: &CheckCost, out: &mut String) {
     let (im, ilo, ihi) = range(&c.instrumented_ms);
     let _ = writeln!(
         out,
-        "import-boundary benchmark: target {} ({}), {} rounds interleaved after 1 warm-up, {} processes per check, {} health round trip(s)",
+        "check benchmark: target {} ({}), {} rounds interleaved after 1 warm-up, {} processes per check, {} health round trip(s)",
         c.target, c.command, c.rounds, c.processes, c.health
     );
     let _ = writeln!(
@@ -439,7 +439,7 @@ mod tests {
         let v = verdict::Violation {
             module: "torch".into(),
             pattern: "torch".into(),
-            status: verdict::Status::Loaded,
+            status: verdict::ImportStatus::Loaded,
             detail: None,
             chain: vec!["app".into(), "app.model".into(), "torch".into()],
             chain_parent_of: vec![None; 3],
@@ -463,7 +463,7 @@ mod tests {
                 func: "<module>".into(),
             }),
             importer: None,
-            phase: Some(verdict::Phase::Request {
+            moment: Some(verdict::Moment::Request {
                 op: "health".into(),
                 index: 1,
             }),

@@ -1,4 +1,4 @@
-//! `cargo xtask import-boundary` end to end: the reference worker passes,
+//! `cargo xtask check` end to end: the reference worker passes,
 //! fixture workers (tests/fixtures/boundary/) fail for the right reason,
 //! with stand-in torch and transformers packages and, once, the real
 //! transformers of the test venv.
@@ -26,16 +26,13 @@ fn pythonpath(parts: &[&str]) -> String {
         .join(":")
 }
 
-/// Runs `cargo xtask import-boundary --json ARGS` with PYTHONPATH set (or
+/// Runs `cargo xtask check --json ARGS` with PYTHONPATH set (or
 /// removed) and returns the exit code and the parsed report.
-fn boundary(path: Option<&str>, args: &[&str]) -> (i32, Value) {
+fn check_json(path: Option<&str>, args: &[&str]) -> (i32, Value) {
     let mut cmd = support::xtask();
-    cmd.arg("import-boundary").arg("--json").args([
-        "--ready-timeout",
-        "30",
-        "--request-timeout",
-        "15",
-    ]);
+    cmd.arg("check")
+        .arg("--json")
+        .args(["--ready-timeout", "30", "--request-timeout", "15"]);
     cmd.args(args);
     match path {
         Some(p) => cmd.env("PYTHONPATH", p),
@@ -60,7 +57,7 @@ fn run(path: Option<&str>, flags: &[&str], cmd: &[&str]) -> (i32, Value) {
     let w = worker(cmd);
     let mut args: Vec<&str> = flags.to_vec();
     args.extend(w.iter().map(String::as_str));
-    boundary(path, &args)
+    check_json(path, &args)
 }
 
 fn target(json: &Value) -> &Value {
@@ -93,8 +90,8 @@ fn origin_is(v: &Value, file: &str, line: u64) {
 }
 
 #[test]
-fn boundary_reference_worker_passes() {
-    let (code, json) = boundary(Some(""), &[]);
+fn check_reference_worker_passes() {
+    let (code, json) = check_json(Some(""), &[]);
     let t = target(&json);
     assert_eq!(code, 0, "{json:#}");
     assert_eq!(json["schema"], "coldstart.import-boundary/1");
@@ -117,7 +114,7 @@ fn boundary_reference_worker_passes() {
 }
 
 #[test]
-fn boundary_eager_re_export_fails_with_its_chain_and_line() {
+fn check_eager_re_export_fails_with_its_chain_and_line() {
     let path = pythonpath(&["workers", "stand-ins"]);
     let (code, json) = run(Some(&path), &["--processes", "2"], &["-m", "eagerworker"]);
     assert_eq!(code, 1, "{json:#}");
@@ -150,13 +147,7 @@ fn boundary_eager_re_export_fails_with_its_chain_and_line() {
 
     // The readable report says the same.
     let out = support::xtask()
-        .args([
-            "import-boundary",
-            "--processes",
-            "1",
-            "--ready-timeout",
-            "30",
-        ])
+        .args(["check", "--processes", "1", "--ready-timeout", "30"])
         .args(worker(&["-m", "eagerworker"]))
         .env("PYTHONPATH", &path)
         .output()
@@ -207,7 +198,7 @@ fn boundary_eager_re_export_fails_with_its_chain_and_line() {
 }
 
 #[test]
-fn boundary_guarded_import_of_a_missing_package_is_attempted() {
+fn check_guarded_import_of_a_missing_package_is_attempted() {
     let (code, json) = run(
         Some(&pythonpath(&["workers"])),
         &["--processes", "1"],
@@ -221,7 +212,7 @@ fn boundary_guarded_import_of_a_missing_package_is_attempted() {
 }
 
 #[test]
-fn boundary_import_module_is_caught() {
+fn check_import_module_is_caught() {
     let path = pythonpath(&["workers", "stand-ins"]);
     let (code, json) = run(
         Some(&path),
@@ -237,7 +228,7 @@ fn boundary_import_module_is_caught() {
 }
 
 #[test]
-fn boundary_import_while_answering_health_is_in_the_health_phase() {
+fn check_import_while_answering_health_is_in_the_health_phase() {
     let path = pythonpath(&["workers", "stand-ins"]);
     let (code, json) = run(
         Some(&path),
@@ -254,7 +245,7 @@ fn boundary_import_while_answering_health_is_in_the_health_phase() {
 }
 
 #[test]
-fn boundary_crash_before_ready_exits_2_with_the_stderr_tail() {
+fn check_crash_before_ready_exits_2_with_the_stderr_tail() {
     let (code, json) = run(
         Some(""),
         &["--processes", "1"],
@@ -278,10 +269,10 @@ fn boundary_crash_before_ready_exits_2_with_the_stderr_tail() {
 }
 
 #[test]
-fn boundary_module_checks_an_import_alone() {
+fn check_module_checks_an_import_alone() {
     let path = pythonpath(&["modules", "stand-ins"]);
     let py = support::python().display().to_string();
-    let (code, json) = boundary(
+    let (code, json) = check_json(
         Some(&path),
         &["--module", "heavypkg", "--python", &py, "--processes", "1"],
     );
@@ -294,17 +285,30 @@ fn boundary_module_checks_an_import_alone() {
     origin_is(torch, "modules/heavypkg/backend.py", 1);
     assert_eq!(target(&json)["origin"], "--module");
 
-    let (code, json) = boundary(
-        Some(&path),
-        &["--module", "lightpkg", "--python", &py, "--processes", "1"],
-    );
-    assert_eq!(code, 0, "{json:#}");
+    // Through the command's old name, which scripts may still call: the
+    // same check, the same report.
+    let out = support::xtask()
+        .args([
+            "import-boundary",
+            "--json",
+            "--module",
+            "lightpkg",
+            "--python",
+            &py,
+        ])
+        .args(["--processes", "1"])
+        .env("PYTHONPATH", &path)
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    assert_eq!(target(&json)["origin"], "--module");
 }
 
 #[test]
-fn boundary_log_judges_a_recorded_importtime_log() {
+fn check_log_judges_a_recorded_importtime_log() {
     let log = dir().join("logs/eager.importtime.log");
-    let (code, json) = boundary(None, &["--log", log.to_str().unwrap()]);
+    let (code, json) = check_json(None, &["--log", log.to_str().unwrap()]);
     assert_eq!(code, 1, "{json:#}");
     let torch = violation(&json, "torch");
     assert_eq!(
@@ -315,7 +319,7 @@ fn boundary_log_judges_a_recorded_importtime_log() {
     assert_eq!(target(&json)["processes"][0]["recorder"], "not_used");
 
     let out = support::xtask()
-        .args(["import-boundary", "--tree", "--log"])
+        .args(["check", "--tree", "--log"])
         .arg(&log)
         .output()
         .unwrap();
@@ -332,10 +336,10 @@ fn boundary_log_judges_a_recorded_importtime_log() {
     );
 
     let clean = dir().join("logs/clean.importtime.log");
-    assert_eq!(boundary(None, &["--log", clean.to_str().unwrap()]).0, 0);
+    assert_eq!(check_json(None, &["--log", clean.to_str().unwrap()]).0, 0);
 
     let out = support::xtask()
-        .args(["import-boundary", "--log"])
+        .args(["check", "--log"])
         .arg(dir().join("logs/not-a-log.txt"))
         .output()
         .unwrap();
@@ -344,7 +348,7 @@ fn boundary_log_judges_a_recorded_importtime_log() {
 }
 
 #[test]
-fn boundary_block_makes_the_import_fail_with_the_policy_message() {
+fn check_block_makes_the_import_fail_with_the_policy_message() {
     let path = pythonpath(&["workers", "stand-ins"]);
     // A guarded import is refused and the worker goes on: blocked, exit 1.
     let (code, json) = run(
@@ -373,7 +377,7 @@ fn boundary_block_makes_the_import_fail_with_the_policy_message() {
 }
 
 #[test]
-fn boundary_recorder_chains_to_the_existing_sitecustomize() {
+fn check_recorder_chains_to_the_existing_sitecustomize() {
     let path = pythonpath(&["workers", "presite"]);
     let (code, json) = run(
         Some(&path),
@@ -393,7 +397,7 @@ fn boundary_recorder_chains_to_the_existing_sitecustomize() {
 }
 
 #[test]
-fn boundary_isolated_worker_is_judged_by_importtime_alone() {
+fn check_isolated_worker_is_judged_by_importtime_alone() {
     let (code, json) = run(
         Some(""),
         &["--processes", "1"],
@@ -413,7 +417,7 @@ fn boundary_isolated_worker_is_judged_by_importtime_alone() {
 }
 
 #[test]
-fn boundary_worker_without_any_evidence_could_not_be_checked() {
+fn check_worker_without_any_evidence_could_not_be_checked() {
     // -I without -X importtime: neither the recorder nor importtime.
     let (code, json) = run(
         Some(""),
@@ -426,7 +430,7 @@ fn boundary_worker_without_any_evidence_could_not_be_checked() {
 }
 
 #[test]
-fn boundary_real_transformers_fails_through_its_own_modules() {
+fn check_real_transformers_fails_through_its_own_modules() {
     let py = support::venv_python();
     let path = pythonpath(&["workers"]);
     let mut args = vec![
@@ -437,7 +441,7 @@ fn boundary_real_transformers_fails_through_its_own_modules() {
     ];
     let mut flags = vec!["--processes", "1"];
     flags.extend(args.iter().map(String::as_str));
-    let (code, json) = boundary(Some(&path), &flags);
+    let (code, json) = check_json(Some(&path), &flags);
     assert_eq!(code, 1, "{json:#}");
     let tf = violation(&json, "transformers");
     assert_eq!(
@@ -461,7 +465,7 @@ fn boundary_real_transformers_fails_through_its_own_modules() {
     args.insert(0, "--forbid".into());
     let mut flags = vec!["--processes", "1"];
     flags.extend(args.iter().map(String::as_str));
-    let (code, json) = boundary(Some(&path), &flags);
+    let (code, json) = check_json(Some(&path), &flags);
     assert_eq!(code, 1, "{json:#}");
     let hub = violation(&json, "huggingface_hub");
     let chain = strings(&hub["chain"]);
@@ -483,7 +487,7 @@ fn boundary_real_transformers_fails_through_its_own_modules() {
 /// and the standard library collapsed: a new start-up import shows up here
 /// in review.
 #[test]
-fn boundary_reference_worker_import_tree_snapshot() {
+fn check_reference_worker_import_tree_snapshot() {
     use std::io::Write;
     use std::process::{Command, Stdio};
 
@@ -528,10 +532,10 @@ fn boundary_reference_worker_import_tree_snapshot() {
     insta::assert_snapshot!("refworker_import_tree", String::from_utf8(text).unwrap());
 }
 
-/// `import-boundary --processes 1 --bench 2 -- PYTHON [FLAGS] well_behaved.py`.
+/// `check --processes 1 --bench 2 -- PYTHON [FLAGS] well_behaved.py`.
 fn bench_of(python_flags: &[&str]) -> std::process::Output {
     crate::support::xtask()
-        .args(["import-boundary", "--processes", "1", "--bench", "2", "--"])
+        .args(["check", "--processes", "1", "--bench", "2", "--"])
         .arg(crate::support::python())
         .args(python_flags)
         .arg(crate::support::fixtures().join("workers/well_behaved.py"))
