@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use anyhow::{Result, bail};
 use harness::serve::ServeOptions;
 use harness::trials::{self, BenchOptions, Progress};
-use harness::{Interrupt, OnPress, Target};
+use harness::{OnPress, Target};
 use phases::Bootstrap;
 use timeline::TrialKind;
 use timeline::{TrialRecord, Variant};
@@ -220,7 +220,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         &args.env,
     );
     if args.probe_check {
-        let interrupt = Interrupt::ctrl_c(OnPress::FinishThenKill)?;
+        let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
         let check = harness::probe_check::probe_check(
             a,
             args.warmup,
@@ -289,7 +289,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         out: trials::out_dir(&project.root, args.out.as_deref(), started_ms)?,
         ..opts
     };
-    let interrupt = Interrupt::ctrl_c(OnPress::FinishThenKill)?;
+    let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
     let run = trials::run(
         a,
         b,

@@ -178,7 +178,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         // SIGINT, SIGTERM or SIGHUP kills every worker at once; the check
         // then shows the targets it finished, says which one it cut short,
         // and exits 128 + the signal's number without a verdict.
-        let interrupt = Interrupt::ctrl_c(OnPress::KillNow).unwrap_or_default();
+        let interrupt = crate::signals::interrupt(OnPress::KillNow).unwrap_or_default();
         let outcome = harness::check_run::run(&targets, opts, &gated, &project.root, &interrupt)?;
         if let Some(cut) = &outcome.interrupted {
             return interrupted(&interrupt, &outcome.checked, cut, format);

@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
+use harness::OnPress;
 use harness::diff::{self, DiffOptions, Worktree, git};
 use harness::target::moved_path;
-use harness::{Interrupt, OnPress};
 use phases::Bootstrap;
 use report::diff::{BaseInfo, DiffReport};
 
@@ -116,7 +116,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     if let Some(s) = args.max_seconds {
         opts.max_seconds = s;
     }
-    let interrupt = Interrupt::ctrl_c(OnPress::FinishThenKill)?;
+    let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
     let tree = Worktree::add(&top, &base.commit)?;
     // The targets the base's own config names (None: no config here).
     let at_base: Option<Vec<String>> = project.config.as_ref().map(|c| {

@@ -28,6 +28,7 @@ pub mod importtime;
 pub mod lazy;
 pub mod live;
 pub mod profile;
+mod signals;
 pub mod snapshot;
 
 use std::path::Path;

@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use harness::OnPress;
 use harness::live::{self, Ended, Format, LiveOptions, RecordOptions};
-use harness::{Interrupt, OnPress};
 use serde_json::{Value, json};
 
 /// How to read, shared by the three commands.
@@ -207,7 +207,7 @@ fn thread_json(t: &live::ThreadStack) -> Value {
 /// Runs `coldstart top`.
 pub fn top(args: TopArgs) -> Result<ExitCode> {
     let options = args.read.options(args.subprocesses, args.rate, args.idle);
-    let interrupt = Interrupt::ctrl_c(OnPress::StopOnly)?;
+    let interrupt = crate::signals::interrupt(OnPress::StopOnly)?;
     let sampler = live::sample(args.pid, &options)
         .map_err(|e| could_not(e, "read", args.pid, args.subprocesses))?;
     let mut stdout = std::io::stdout().lock();
@@ -307,7 +307,7 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
         .output
         .unwrap_or_else(|| PathBuf::from(format!("coldstart-{}.{ext}", args.pid)));
     let duration = crate::secs(args.duration, "--duration")?;
-    let interrupt = Interrupt::ctrl_c(OnPress::StopOnly)?;
+    let interrupt = crate::signals::interrupt(OnPress::StopOnly)?;
     let recorder = live::Recorder::start(
         args.pid,
         &RecordOptions {

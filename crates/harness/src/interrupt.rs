@@ -36,6 +36,38 @@ pub enum OnPress {
     StopOnly,
 }
 
+/// What one press did, as [`Interrupt::ctrl_c`] tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Press {
+    /// The task stops and kills nothing (the process read is left running).
+    Stopping(Signal),
+    /// Every worker is being killed now.
+    Killing(Signal),
+    /// The first Ctrl-C: the current trial finishes, then the task stops.
+    Finishing,
+}
+
+impl std::fmt::Display for Press {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Press::Stopping(sig) => write!(
+                f,
+                "interrupted ({}): stopping; what was sampled is kept and the process is left running",
+                sig.name()
+            ),
+            Press::Killing(sig) => write!(
+                f,
+                "interrupted ({}): killing every worker now; what was measured is kept",
+                sig.name()
+            ),
+            Press::Finishing => f.write_str(
+                "interrupted (SIGINT): stopping after the current trial (Ctrl-C again to kill it now)",
+            ),
+        }
+    }
+}
+
 /// The signals that press the token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Signal {
@@ -88,8 +120,12 @@ impl Interrupt {
     /// of its own. SIGINT does what `on_press` says; SIGTERM and SIGHUP
     /// (someone wants the process gone, not a step finished) count as two
     /// presses at once: every worker is killed now, and what was measured
-    /// is kept. Each press says on stderr what it does.
-    pub fn ctrl_c(on_press: OnPress) -> Result<Interrupt, InstallError> {
+    /// is kept. Each press is told to `tell` (on the signal thread) with
+    /// what it does, for the caller to show: the library prints nothing.
+    pub fn ctrl_c(
+        on_press: OnPress,
+        tell: impl Fn(Press) + Send + 'static,
+    ) -> Result<Interrupt, InstallError> {
         let token = Interrupt::new();
         let handler = token.clone();
         let mut signals =
@@ -105,20 +141,12 @@ impl Interrupt {
                     if on_press == OnPress::StopOnly {
                         handler.signal.store(sig.number(), Ordering::SeqCst);
                         handler.press();
-                        eprintln!(
-                            "\ninterrupted ({}): stopping; what was sampled is kept and the process is left running",
-                            sig.name()
-                        );
+                        tell(Press::Stopping(sig));
                     } else if handler.on_signal(sig, on_press) {
-                        eprintln!(
-                            "\ninterrupted ({}): killing every worker now; what was measured is kept",
-                            sig.name()
-                        );
+                        tell(Press::Killing(sig));
                         spawn::kill_all();
                     } else {
-                        eprintln!(
-                            "\ninterrupted (SIGINT): stopping after the current trial (Ctrl-C again to kill it now)"
-                        );
+                        tell(Press::Finishing);
                     }
                 }
             })

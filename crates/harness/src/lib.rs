@@ -67,7 +67,7 @@ pub mod target;
 pub mod trials;
 
 pub use error::{Error, Result};
-pub use interrupt::{Interrupt, OnPress, Signal};
+pub use interrupt::{Interrupt, OnPress, Press, Signal};
 pub use lifecycle::{Lifecycle, Spawned, StackDump, Started};
 pub use spawn::Transport;
 pub use target::{DEFAULT_FORBIDDEN, Origin, Target};
