@@ -365,6 +365,13 @@ fn sigterm_of_bench_keeps_the_finished_trials_and_exits_143() {
         stderr.contains("interrupted by SIGTERM: the bench stopped after "),
         "{stderr}"
     );
+    // The press itself is shown as it happens (the CLI shows what the
+    // harness's token tells it).
+    assert!(
+        stderr
+            .contains("interrupted (SIGTERM): killing every worker now; what was measured is kept"),
+        "{stderr}"
+    );
     // What was measured is printed and kept.
     assert!(stdout.contains(", interrupted"), "{stdout}");
     assert!(stdout.contains("ready"), "{stdout}");
