@@ -248,10 +248,22 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
             out,
             "\n  start-up by package (self time summed over its modules):"
         );
+        // Under the recorder, `sitecustomize` is its bootstrap (and the
+        // environment's own sitecustomize it runs): the instrument's cost,
+        // not the worker's, which `check --bench` prices against its budget.
+        let recorded = r
+            .processes
+            .iter()
+            .any(|p| p.recorder == importguard::verdict::RecorderState::Ran);
         for p in &r.packages {
+            let note = if recorded && p.package == "sitecustomize" {
+                ", the recorder's bootstrap"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 out,
-                "    {:>10}  {} ({} module{})",
+                "    {:>10}  {} ({} module{}{note})",
                 ms(p.self_us),
                 p.package,
                 p.modules,
@@ -432,6 +444,80 @@ mod tests {
         assert_eq!(exit_code(&[report(Status::Pass)]), 0);
         assert_eq!(exit_code(&[report(Status::Pass), report(Status::Fail)]), 1);
         assert_eq!(exit_code(&[report(Status::Fail), report(Status::Error)]), 2);
+    }
+
+    /// Under the recorder, the `sitecustomize` row of the package list is
+    /// the recorder's own bootstrap and is said to be; a worker judged
+    /// without it (`--log`) keeps the plain row.
+    #[test]
+    fn the_recorders_sitecustomize_is_named_as_such_in_the_package_list() {
+        let process = |recorder| check_model::ProcessReport {
+            index: 1,
+            pid: Some(7),
+            ready_ms: Some(40.0),
+            exit: None,
+            error: None,
+            stderr_tail: None,
+            recorder,
+            chained_sitecustomize: None,
+            child_interpreters: 0,
+            importtime_entries: 2,
+            verdict: verdict::ProcessVerdict {
+                violations: vec![],
+                allowed: vec![],
+                lazy: vec![],
+                probed: vec![],
+                recorder,
+                importtime: true,
+                notes: vec![],
+                processes: vec![],
+                missing: None,
+            },
+            log: None,
+        };
+        let package = |name: &str, self_us| importguard::importtime::PackageTotal {
+            package: name.into(),
+            modules: 1,
+            self_us,
+            cumulative_us: self_us,
+        };
+        let report = |recorder| TargetReport {
+            name: "app".into(),
+            origin: "command line",
+            command: vec!["python3".into()],
+            log: None,
+            forbidden: vec!["torch".into()],
+            allowed: vec![],
+            block: false,
+            status: Status::Pass,
+            ready_ms_median: Some(40.0),
+            violations: vec![],
+            packages: vec![package("encodings", 2100), package("sitecustomize", 3400)],
+            first_party: vec![],
+            slowest: vec![],
+            processes: vec![process(recorder)],
+            tree: None,
+            suggestions: Vec::new(),
+        };
+        let text = |recorder| {
+            let mut out = String::new();
+            render(&report(recorder), Path::new("/src"), &mut out);
+            out
+        };
+        let recorded = text(verdict::RecorderState::Ran);
+        assert!(
+            recorded.contains("3.4 ms  sitecustomize (1 module, the recorder's bootstrap)\n"),
+            "{recorded}"
+        );
+        assert!(
+            recorded.contains("2.1 ms  encodings (1 module)\n"),
+            "{recorded}"
+        );
+        let plain = text(verdict::RecorderState::NotUsed);
+        assert!(
+            plain.contains("3.4 ms  sitecustomize (1 module)\n"),
+            "{plain}"
+        );
     }
 
     #[test]
