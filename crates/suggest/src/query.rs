@@ -1,6 +1,10 @@
 //! The classifier: `classify.py`, embedded, run by the target's own
 //! interpreter with `-I -B`, and the typed request and answer.
 //!
+//! Its source is cut by job under `classify/` (`sources.py`, `analysis.py`,
+//! `project.py`, `plan.py`, `driver.py`) and concatenated in that order at
+//! compile time into the one script ([`SCRIPT`]).
+//!
 //! The script runs through `spawn`'s one runner of embedded scripts (a
 //! private temporary folder with the request beside it, its own process
 //! group, a timeout); it prints one line tagged `COLDSTART_SUGGEST `
@@ -16,8 +20,16 @@ use spawn::Script;
 use crate::error::SuggestError;
 use crate::{CutKind, FunctionSite, SourceLine};
 
-/// The classifier's source.
-pub(crate) const SCRIPT: &str = include_str!("classify.py");
+/// The classifier's source: its files in order, each a job (the constants
+/// and a source file's import statements, where names are read, the
+/// project's other readers, the cuts' edits, the driver).
+pub(crate) const SCRIPT: &str = concat!(
+    include_str!("classify/sources.py"),
+    include_str!("classify/analysis.py"),
+    include_str!("classify/project.py"),
+    include_str!("classify/plan.py"),
+    include_str!("classify/driver.py"),
+);
 const TAG: &str = "COLDSTART_SUGGEST ";
 
 /// One link of the chain: the line that imported `module`.

@@ -8,6 +8,14 @@
 //! `PYTHONPATH`; the bootstrap chains to the `sitecustomize` the environment
 //! already had, so a venv's or a distribution's still runs.
 //!
+//! The body's Python is cut by job under `py/` (the policy, the stack walks
+//! of "who asked", the finder, spawns, the audit hook and lazy loading, an
+//! image's start, fork and exit, and the wiring), each file a factory that
+//! returns its closures; they are concatenated in order at compile time into
+//! the one bootstrap, compiled once and cached, so the cut costs nothing at
+//! run time and the hot paths (the finder, the hook) still read only locals
+//! and closure cells.
+//!
 //! Every interpreter image that inherits that environment records too: the
 //! worker, its subprocesses and `multiprocessing` workers (spawn and fork),
 //! forked children and the images of `os.exec*` (same pid, next exec
@@ -47,20 +55,32 @@ use serde::{Deserialize, Serialize};
 pub use bootstrap::{FORMAT_VERSION, FormatMismatch};
 pub use process::{ImageId, ProcessInfo, PythonArgs, Relation};
 
+/// The recorder's body, in order: the first-party rule, then one file a
+/// job under `py/` (see `py/policy.py`), each defining a factory that
+/// `install.py`, last, wires together and runs. The one list both [`BODY`]
+/// and [`BOOTSTRAP`] are made of.
+macro_rules! body {
+    () => {
+        concat!(
+            include_str!("../firstparty.py"),
+            include_str!("py/policy.py"),
+            include_str!("py/frames.py"),
+            include_str!("py/finder.py"),
+            include_str!("py/spawns.py"),
+            include_str!("py/audit.py"),
+            include_str!("py/lifecycle.py"),
+            include_str!("py/install.py"),
+        )
+    };
+}
+
 /// The recorder's own part of the bootstrap, after [`bootstrap::PRELUDE`].
-pub const BODY: &str = concat!(
-    include_str!("../firstparty.py"),
-    include_str!("sitecustomize.py")
-);
+pub const BODY: &str = body!();
 
 /// The whole recorder bootstrap, written as `bootstrap.py` beside the
 /// `site/` folder whose `sitecustomize.py` ([`bootstrap::STUB`]) runs it:
 /// the prelude, then [`BODY`].
-pub const BOOTSTRAP: &str = concat!(
-    include_str!("prelude.py"),
-    include_str!("../firstparty.py"),
-    include_str!("sitecustomize.py")
-);
+pub const BOOTSTRAP: &str = concat!(include_str!("prelude.py"), body!());
 
 /// The environment variable naming the record file.
 pub const RECORD_ENV: &str = "COLDSTART_RECORD";

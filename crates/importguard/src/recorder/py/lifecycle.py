@@ -1,0 +1,120 @@
+# coldstart import recorder: an image's life. Who started it (the variable
+# the image before it left), its start record, the forked child's own file
+# and start record, and sys.modules at exit.
+
+
+def _rec_image():
+    """`(pid, gen, parent, how)`: this image, its exec generation, the image
+    that started it (`[pid, gen]` or None) and how (`root`, `exec`, `child`)."""
+    getpid = os.getpid
+    # Who started this image: the variable the image before it left.
+    me = getpid()
+    gen = 0
+    parent = None
+    how = "root"
+    try:
+        prev = os.environ.get(_IMAGE_ENV) or ""
+        if prev:
+            p, _, g = prev.partition(":")
+            parent = [int(p), int(g)]
+            if parent[0] == me:
+                gen = parent[1] + 1
+                how = "exec"
+            else:
+                how = "child"
+    except Exception:
+        parent = None
+    return me, gen, parent, how
+
+
+def _rec_lifecycle(records, fail, line_of, gen, audit, audited, audit_written,
+                   get_ident, main_thread):
+    """`(after_fork, at_exit)`: the handlers of a fork's child and of exit."""
+    monotonic_ns = _cs_monotonic_ns
+    getframe = sys._getframe
+    getpid = os.getpid
+    emit = records.emit
+    state = {"gen": gen}
+
+    # -- fork: the child writes its own file --------------------------------
+    def after_fork():
+        try:
+            old = records.pid
+            old_gen = state["gen"]
+            records.reopen(0)
+            records.deferring = False
+            state["gen"] = 0
+            pid = getpid()
+            os.environ[_IMAGE_ENV] = "%d:0" % pid
+            audited.clear()
+            audit_written.clear()
+            rec = {"type": "start", "t_ns": monotonic_ns(), "pid": pid,
+                   "ppid": os.getppid(), "gen": 0, "parent": [old, old_gen],
+                   "how": "fork", "forked": True, "version": _CS_FORMAT,
+                   "audit": audit}
+            f = getframe(1)
+            line = line_of(f)
+            if line is not None:
+                rec["by"] = line
+            if get_ident() != main_thread:
+                rec["thread"] = get_ident()
+            emit(rec)
+        except Exception:
+            records.fd = -1
+
+    def at_exit():
+        try:
+            lazy_cls = getattr(sys.modules.get("importlib.util"), "_LazyModule", None)
+            names = []
+            lazy = []
+            for name, mod in list(sys.modules.items()):
+                if name == "_coldstart_bootstrap":
+                    continue
+                names.append(name)
+                if lazy_cls is not None and issubclass(type(mod), lazy_cls):
+                    lazy.append(name)
+            # PEP 810: declared lazy and never made real.
+            for name in getattr(sys, "lazy_modules", ()) or ():
+                if name not in sys.modules and name not in lazy:
+                    lazy.append(name)
+            emit({"type": "exit", "t_ns": monotonic_ns(), "modules": names, "lazy": lazy})
+        except Exception as exc:
+            fail("exit", exc)
+
+    return after_fork, at_exit
+
+
+def _rec_start(me, gen, parent, how, audit, block, forbid, allow):
+    """This image's start record."""
+    monotonic_ns = _cs_monotonic_ns
+    flags = {}
+    for key in ("isolated", "ignore_environment", "no_site", "no_user_site", "safe_path"):
+        value = getattr(sys.flags, key, None)
+        if value is not None:
+            flags[key] = int(value)
+    xoptions = getattr(sys, "_xoptions", {})
+    importtime = bool(xoptions.get("importtime")) or (
+        not sys.flags.ignore_environment and bool(os.environ.get("PYTHONPROFILEIMPORTTIME")))
+    start = {
+        "type": "start",
+        "t_ns": monotonic_ns(),
+        "pid": me,
+        "ppid": os.getppid(),
+        "gen": gen,
+        "parent": parent,
+        "how": how,
+        "version": _CS_FORMAT,
+        "python": "%d.%d.%d" % sys.version_info[:3],
+        "implementation": sys.implementation.name,
+        "executable": sys.executable,
+        "argv": list(getattr(sys, "argv", [])),
+        "orig_argv": list(getattr(sys, "orig_argv", [])),
+        "flags": flags,
+        "importtime": importtime,
+        "audit": audit,
+        "block": block,
+        "forbid": list(forbid),
+        "allow": list(allow),
+        "modules": len(sys.modules),
+    }
+    return start
