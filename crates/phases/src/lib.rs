@@ -69,4 +69,3 @@ pub use measure::{Measure, Phase, compare_measure, measure_pairs, ms};
 pub use sequential::{Decision, StopReason, StopRule, Stopped, decided};
 pub use stats::{Bootstrap, Interval, Outlier, Stats, StatsError};
 pub use summary::{AbAnalysis, RunSummary};
-pub use warn::{Warning, WarningKind};
