@@ -335,3 +335,82 @@ fn a_costly_import_inside_another_says_the_outer_cut_defers_it() {
         "{stdout}"
     );
 }
+
+/// Ctrl-C in the middle of `lazy --fix` (while a cut's saving is measured):
+/// the trial under way finishes, the run stops with 130 and reports the
+/// rows tried so far (the next one priced but not tried), writes nothing,
+/// and leaves no copy of the project in the temporary folder.
+#[test]
+fn ctrl_c_stops_after_the_current_trial_writes_nothing_and_leaves_no_copy() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    let (_dir, root) = project();
+    let app = root.join("lzworker/app.py");
+    let before = std::fs::read_to_string(&app).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let child = Command::new(coldstart_bin())
+        .args(["lazy", "--processes", "2", "--min-ms", "60", "--fix"])
+        .current_dir(&root)
+        .env_remove("PYTHONPATH")
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _reaper = crate::support::KillOnDrop(child.id() as i32);
+    let names = || -> Vec<String> {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    // The saving's measurement has begun once its folder exists.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut child = child;
+    while !names().iter().any(|n| n.starts_with("coldstart-lazy-")) {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("lazy ended ({status}) before it measured a saving");
+        }
+        assert!(Instant::now() < deadline, "no measurement within 2 minutes");
+        // Watching a folder: a short pause between looks, not a fixed wait.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(130), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("interrupted (SIGINT): stopping after the current trial"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "interrupted by SIGINT: the report covers the imports tried so far; nothing was written"
+        ),
+        "{stderr}"
+    );
+    // The row it was on is reported; the next one is priced, not tried.
+    assert!(stdout.contains("slowfmt "), "{stdout}");
+    assert!(
+        stdout.contains("lzworker.plugins (no cut): interrupted before its cut was tried"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("interrupted: the rows after the last one tried"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("\nwrote "), "{stdout}");
+    assert_eq!(std::fs::read_to_string(&app).unwrap(), before);
+    // Only the recorder's shared bootstrap folder (kept on purpose) stays.
+    let left: Vec<String> = names()
+        .into_iter()
+        .filter(|n| !n.starts_with("coldstart-bootstrap-"))
+        .collect();
+    assert!(left.is_empty(), "left in the temporary folder: {left:?}");
+}

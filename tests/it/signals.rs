@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support;
+use crate::support::{self, KillOnDrop};
 
 fn hang_fixture() -> PathBuf {
     support::fixtures()
@@ -113,17 +113,6 @@ fn wait_exited(fds: &mut Vec<(Stat, OwnedFd)>, bound: Duration) {
                 keep
             });
         }
-    }
-}
-
-/// Kills the harness when a test ends, passed or not, so a failing test
-/// leaves no harness behind.
-struct KillOnDrop(i32);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) on the test's own child (already dead: ESRCH).
-        unsafe { libc::kill(self.0, libc::SIGKILL) };
     }
 }
 

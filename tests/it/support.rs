@@ -147,3 +147,14 @@ pub fn coldstart_bin() -> &'static Path {
         profile_dir.join("coldstart")
     })
 }
+
+/// Kills the process (the harness a test started) when the test ends,
+/// passed or not, so a failing test leaves no harness behind.
+pub struct KillOnDrop(pub i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the test's own child (already dead: ESRCH).
+        unsafe { libc::kill(self.0, libc::SIGKILL) };
+    }
+}

@@ -329,7 +329,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     if run.interrupted {
         eprintln!(
             "interrupted by {}: the bench stopped after {} trial(s); the results above and in {} are of the trials it finished",
-            crate::signal_name(&interrupt),
+            crate::signals::signal_name(&interrupt),
             run.summary.trials.run,
             run.dir.display()
         );
@@ -337,7 +337,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     Ok(if !run.missing.is_empty() {
         ExitCode::from(2)
     } else if run.interrupted {
-        crate::interrupted_code(&interrupt)
+        crate::signals::interrupted_code(&interrupt)
     } else if run.failed() {
         ExitCode::from(1)
     } else {

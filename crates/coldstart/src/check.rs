@@ -119,7 +119,7 @@ fn interrupted(
     let names: Vec<String> = cut.iter().map(|t| format!("`{}`", t.name)).collect();
     eprintln!(
         "interrupted by {}: the check of {} was cut short (its workers killed), no verdict{}",
-        crate::signal_name(interrupt),
+        crate::signals::signal_name(interrupt),
         names.join(", "),
         if done.is_empty() {
             String::new()
@@ -130,7 +130,7 @@ fn interrupted(
             )
         }
     );
-    Ok(crate::interrupted_code(interrupt))
+    Ok(crate::signals::interrupted_code(interrupt))
 }
 
 /// Runs the check: flags in, one harness call, a rendering out.

@@ -182,9 +182,9 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     if interrupt.is_set() {
         eprintln!(
             "interrupted by {}: the report covers what was compared so far; the base's checkout is removed",
-            crate::signal_name(&interrupt)
+            crate::signals::signal_name(&interrupt)
         );
-        return Ok(crate::interrupted_code(&interrupt));
+        return Ok(crate::signals::interrupted_code(&interrupt));
     }
     Ok(ExitCode::from(report::diff::exit_code(&report, strict)))
 }

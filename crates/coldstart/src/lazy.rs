@@ -4,12 +4,14 @@
 //! patched copy (ready, health, the evidence, the target's `verify`
 //! requests and `verify_command`) and its saving measured against the
 //! original, interleaved: `safe`, `no-win` or `unsafe`. `--fix` writes the
-//! safe cuts. Exit 0 when it ran (whatever it found), 2 when it could not.
+//! safe cuts. Exit 0 when it ran (whatever it found), 2 when it could not;
+//! 128 + the signal when interrupted (130 for Ctrl-C), after the rows tried
+//! so far, with nothing written.
 
 use std::process::ExitCode;
 
 use anyhow::Result;
-use harness::Interrupt;
+use harness::OnPress;
 use harness::lazy::LazyOptions;
 use settings::Project;
 
@@ -72,9 +74,22 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         max_seconds: args.max_seconds,
         root: project.root.clone(),
     };
-    let interrupt = Interrupt::new();
-    let before = harness::lazy::lazy(&t, &opts, &interrupt)?;
-    let after = if args.fix && !before.written.is_empty() {
+    // Ctrl-C finishes the step under way (a trial, a verification) and
+    // stops: the copies are removed and nothing is written; a second press
+    // (or SIGTERM) kills every worker at once.
+    let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
+    let before = match harness::lazy::lazy(&t, &opts, &interrupt) {
+        Ok(r) => r,
+        Err(e) if interrupt.is_set() => {
+            eprintln!(
+                "interrupted by {} before anything could be reported ({e}); nothing was written",
+                crate::signals::signal_name(&interrupt)
+            );
+            return Ok(crate::signals::interrupted_code(&interrupt));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let after = if args.fix && !before.written.is_empty() && !interrupt.is_set() {
         let again = LazyOptions {
             fix: false,
             min_ms: Some(before.min_ms),
@@ -106,5 +121,12 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         }
     }
     print!("{text}");
+    if interrupt.is_set() {
+        eprintln!(
+            "interrupted by {}: the report covers the imports tried so far; nothing was written",
+            crate::signals::signal_name(&interrupt)
+        );
+        return Ok(crate::signals::interrupted_code(&interrupt));
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -152,25 +152,6 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
     })
 }
 
-/// The exit code of a run cut short by a signal, the usual way: 128 plus
-/// the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
-pub(crate) fn interrupted_code(interrupt: &harness::Interrupt) -> ExitCode {
-    let n = interrupt
-        .signal()
-        .unwrap_or(harness::Signal::Interrupt)
-        .number();
-    ExitCode::from(128 + n as u8)
-}
-
-/// The name of the signal that cut a run short (SIGINT when a press came
-/// from elsewhere).
-pub(crate) fn signal_name(interrupt: &harness::Interrupt) -> &'static str {
-    interrupt
-        .signal()
-        .unwrap_or(harness::Signal::Interrupt)
-        .name()
-}
-
 /// A positive number of seconds from a flag, or `None`.
 pub(crate) fn secs(v: Option<f64>, flag: &str) -> Result<Option<std::time::Duration>> {
     match v {

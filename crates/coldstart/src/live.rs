@@ -339,7 +339,7 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
     let why = match rec.ended {
         Ended::Duration => "the duration passed".to_owned(),
         Ended::Exited => "the process exited".to_owned(),
-        Ended::Interrupted => format!("stopped by {}", crate::signal_name(&interrupt)),
+        Ended::Interrupted => format!("stopped by {}", crate::signals::signal_name(&interrupt)),
         _ => "stopped".to_owned(),
     };
     writeln!(

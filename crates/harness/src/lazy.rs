@@ -220,6 +220,7 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
         rows: Vec::new(),
         written: Vec::new(),
         not_written: Vec::new(),
+        interrupted: false,
     };
     if priced.is_empty() {
         return Ok(report);
@@ -236,6 +237,21 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
     let rss = rss_mib(t, &modules)?;
     let mut safe: Vec<Cut> = Vec::new();
     for (cost, violation) in priced.into_iter().zip(located) {
+        if interrupt.is_set() {
+            // Priced, but its cut is not tried: said, not dropped.
+            report.rows.push(LazyRow {
+                rss_mib: rss.get(&cost.module).copied(),
+                cost,
+                file: None,
+                line: None,
+                statement: None,
+                cut: None,
+                verdict: LazyVerdict::NoCut,
+                why: Some("interrupted before its cut was tried".to_owned()),
+                saving: None,
+            });
+            continue;
+        }
         let mut row = LazyRow {
             rss_mib: rss.get(&cost.module).copied(),
             cost,
@@ -328,11 +344,10 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
             }
         }
         report.rows.push(row);
-        if interrupt.is_set() {
-            break;
-        }
     }
-    if opts.fix {
+    // An interrupted run writes nothing: the user asked it to stop.
+    report.interrupted = interrupt.is_set();
+    if opts.fix && !report.interrupted {
         for cut in &safe {
             // A second cut of a file already written was computed from its
             // old bytes: `apply` refuses it; the report names it, and the

@@ -9,6 +9,7 @@
 //! { "schema": "coldstart.lazy/1", "target": str, "ready_ms": number, "min_ms": number,
 //!   "processes": int, "written": [str],
 //!   "not_written": [str],   // --fix: safe cuts of a file an earlier cut changed
+//!   "interrupted": bool,    // stopped by a signal: later rows' cuts not tried, nothing written
 //!                           // ("module (file:line)"); the next --fix writes them
 //!   "rows": [ { "importer": str, "module": str, "median_ms": number, "min_ms": number,
 //!               "max_ms": number, "processes": int, "of": int, "rss_mib": number | null,
@@ -113,6 +114,9 @@ pub struct LazyReport {
     /// changed their file (each was computed from the file's old bytes),
     /// as `module (file:line)`; the next `--fix` writes them.
     pub not_written: Vec<String>,
+    /// Stopped by Ctrl-C or a signal: the rows after the one it was on are
+    /// priced but their cuts were not tried, and nothing was written.
+    pub interrupted: bool,
 }
 
 fn saving_text(c: &Comparison) -> String {
@@ -188,6 +192,12 @@ pub fn render(r: &LazyReport, out: &mut String) {
             );
         }
     }
+    if r.interrupted {
+        let _ = writeln!(
+            out,
+            "\n  interrupted: the rows after the last one tried are priced, their cuts not tried; nothing was written"
+        );
+    }
     let patch: String = r
         .rows
         .iter()
@@ -260,6 +270,7 @@ mod tests {
             ],
             written: Vec::new(),
             not_written: Vec::new(),
+            interrupted: false,
         };
         let mut text = String::new();
         render(&r, &mut text);
@@ -290,6 +301,7 @@ mod tests {
             ],
             written: vec!["app/main.py".into()],
             not_written: vec!["yaml (app/main.py:9)".into()],
+            interrupted: false,
         };
         let mut text = String::new();
         render(&r, &mut text);
