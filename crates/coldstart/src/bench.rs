@@ -59,7 +59,7 @@ pub struct Args {
     /// Workers started at once per trial; `ready` is then the time until all are ready.
     #[arg(long, default_value_t = 1)]
     concurrency: usize,
-    /// Output folder [default: bench-out/<UTC timestamp>/ under the project root].
+    /// Output folder [default: `bench-out/<UTC timestamp>/` under the project root].
     #[arg(long)]
     out: Option<PathBuf>,
     /// KEY=VALUE set for workers given on the command line (after `--` or

@@ -18,7 +18,7 @@ pub struct Args {
     #[arg(long)]
     target: Option<String>,
     /// Where to write `profile.txt` (collapsed stacks), `profile.svg` and
-    /// `profile.speedscope.json` (default: bench-out/profile-<time>/).
+    /// `profile.speedscope.json` (default: `bench-out/profile-<time>/`).
     #[arg(long, short = 'o')]
     out: Option<PathBuf>,
     /// Samples per second.

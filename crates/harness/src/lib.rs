@@ -33,7 +33,7 @@
 //! - [`live`]: processes coldstart did not start (a running worker, the
 //!   service above the workers): their stacks once, a sampler left running
 //!   for a live view, a recording written as `profile` writes its files.
-//! - [`env`]: the environment record and the embedded interpreter query.
+//! - [`env`](mod@env): the environment record and the embedded interpreter query.
 //! - [`importlog`]: an importtime log read from a file, stdin or a live
 //!   command.
 //! - [`interrupt`]: the explicit interrupt token (Ctrl-C).

@@ -8,7 +8,7 @@
 //!   session (A B, then B A, ...); round `i` gives one log ratio
 //!   `d[i] = ln(b[i] / a[i])`. The estimate is the Hodges-Lehmann centre of
 //!   the `d[i]` and the interval its Wilcoxon signed-rank interval
-//!   ([`stats::hodges_lehmann`](crate::stats::hodges_lehmann)), both taken
+//!   ([`crate::stats::hodges_lehmann`]), both taken
 //!   back to ratios with `exp`. Why this one: drift of the machine (another
 //!   job starting, the CPU clock changing) scales both trials of a round
 //!   alike and cancels in their ratio; a trial hit by a burst of load is one
@@ -47,7 +47,7 @@
 //!
 //! Each comparison is of one measure: the wall time of a phase, or the
 //! worker's CPU time (user + system from `wait4`) over its whole life
-//! ([`Measure`](crate::summary::Measure)). A verdict rests on the measure
+//! ([`Measure`](crate::Measure)). A verdict rests on the measure
 //! it is of, and the reports name it. **By default the verdict a run
 //! answers with rests on wall time of `ready`**, and CPU time is compared
 //! beside it, for these reasons:
@@ -63,7 +63,7 @@
 //!   CPU accrues none), so it is the better witness where wall time is
 //!   noisy: its own comparison and verdict, printed beside, say whether the
 //!   worker does more work, and a stopping rule may be asked to decide on
-//!   it ([`Measure::Cpu`](crate::summary::Measure::Cpu)) when that is the
+//!   it ([`Measure::Cpu`](crate::Measure::Cpu)) when that is the
 //!   question;
 //! - pairing and the rank-based interval already take the drift and the
 //!   outliers out of wall time that make it noisy, which is what makes a

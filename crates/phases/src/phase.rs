@@ -1,7 +1,7 @@
 //! The timed phases of a worker's life (`ready`, `health`, `shutdown-ack`,
 //! `exit`, `total`, `pipe-latency`, and `connect-first-reply` for workers
-//! that serve over tcp; defined with the CPU-time measure in
-//! [`crate::measure`]), the samples each trial gives for them, and one
+//! that serve over tcp; defined, with the CPU-time measure, as
+//! [`crate::Phase`] and [`crate::Measure`]), the samples each trial gives for them, and one
 //! phase's statistics in a run summary. Both the summary and the warnings
 //! build on this module.
 

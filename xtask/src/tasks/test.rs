@@ -14,7 +14,8 @@
 //!    the Debian packages of [`super::system`] (zsh and fish, whose
 //!    completions are run for real), with `apt-get` when missing;
 //! 2. check: `cargo fmt --all --check`, then
-//!    `cargo clippy --workspace --all-targets -- -D warnings`;
+//!    `cargo clippy --workspace --all-targets -- -D warnings`, then
+//!    `cargo doc --no-deps --workspace` with rustdoc's warnings as errors;
 //! 3. test: `cargo nextest run --workspace --profile ci` where cargo-nextest
 //!    is installed, `cargo test --workspace` otherwise, with any arguments
 //!    given after `--`, and `$COLDSTART_PYTHON3_15` naming the provisioned
@@ -90,6 +91,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
         )? {
             return Ok(failed(
                 "clippy found warnings: fix them, they are errors here",
+            ));
+        }
+        // The crates are embedded by other projects: their documentation
+        // must build without a broken or private link.
+        let mut doc = cargo(&root, ["doc", "--no-deps", "--workspace"]);
+        doc.env("RUSTDOCFLAGS", "-D warnings");
+        if !run_step(
+            "check: RUSTDOCFLAGS='-D warnings' cargo doc --no-deps --workspace",
+            doc,
+        )? {
+            return Ok(failed(
+                "rustdoc found warnings (a broken or private link, bad HTML): fix them, they are errors here",
             ));
         }
     }

@@ -13,7 +13,7 @@
 //!
 //! The result is a [`check_model::TargetReport`]: its JSON schema and its
 //! exit code's rule live in `check_model`, its text in `report::check`;
-//! [`crate::check_run`] is the whole `check` command as one call. [`bench`] measures
+//! [`crate::check_run`] is the whole `check` command as one call. [`bench`](mod@bench) measures
 //! what the check costs beside the worker's own lifecycle.
 //!
 //! A worker that could not be checked wins over a violation: the check is

@@ -12,7 +12,7 @@
 //! is the target's `max_slowdown`, so `slower` means slower by more than
 //! the budget, judged on the interval. Before the timed rounds, untimed
 //! instrumented processes of both sides (importtime and the recorder)
-//! give the start-up import trees ([`imports`]), and show that both sides
+//! give the start-up import trees (`imports`), and show that both sides
 //! run at all.
 //!
 //! The project paths of a target are mapped into the checkout with

@@ -35,10 +35,10 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
 /// and the processes it started), and whether `answering`, the process
 /// that answered the protocol, left any evidence ([`ProcessVerdict::missing`]).
 ///
-/// The steps: what the recorder and the log can tell ([`notes_of`]); the
-/// forbidden roots of each recorded image ([`recorded_roots`]) and of the
-/// importtime tree ([`importtime_roots`]); a violation for each recorded
-/// root ([`recorded_violation`]), then for each root only importtime shows.
+/// The steps: what the recorder and the log can tell (`notes_of`); the
+/// forbidden roots of each recorded image (`recorded_roots`) and of the
+/// importtime tree (`importtime_roots`); a violation for each recorded
+/// root (`recorded_violation`), then for each root only importtime shows.
 pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering) -> ProcessVerdict {
     let recording = ev.recording.filter(|r| r.ran());
     let recorder = match ev.recording {

@@ -1,9 +1,9 @@
 //! Verdicts: a worker's import evidence judged against a [`Policy`].
 //!
 //! The evidence of one process is its `-X importtime` log (the tree: who
-//! imported whom, and what it cost), its recorder [`Recording`] (every
+//! imported whom, and what it cost), its recorder [`Recording`](crate::recorder::Recording) (every
 //! attempt, found or not, blocked, who asked, when) and the worker's
-//! [`Timeline`] (ready, requests, shutdown; `spawn` records it) on the same
+//! [`Timeline`](timeline::Timeline) (ready, requests, shutdown; `spawn` records it) on the same
 //! monotonic clock, read by [`moment_of`].
 //! [`judge`] returns a [`ProcessVerdict`]: one [`Violation`] per forbidden
 //! module that entered the process on its own (a forbidden module imported
