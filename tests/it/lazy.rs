@@ -38,13 +38,18 @@ fn project_with(python: &Path) -> (tempfile::TempDir, PathBuf) {
 /// `coldstart lazy` in `root`: 2 processes priced, tinydep (5 ms at
 /// import, more with the recorder on) left below `--min-ms 60`.
 fn lazy(root: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
+    lazy_at(root, "60", extra)
+}
+
+/// [`lazy`] with `--min-ms MIN_MS`.
+fn lazy_at(root: &Path, min_ms: &str, extra: &[&str]) -> (Option<i32>, String, String) {
     let out = std::process::Command::new(coldstart_bin())
         .args([
             "lazy",
             "--processes",
             "2",
             "--min-ms",
-            "60",
+            min_ms,
             "--max-rounds",
             "40",
         ])
@@ -413,4 +418,68 @@ fn ctrl_c_stops_after_the_current_trial_writes_nothing_and_leaves_no_copy() {
         .filter(|n| !n.starts_with("coldstart-bootstrap-"))
         .collect();
     assert!(left.is_empty(), "left in the temporary folder: {left:?}");
+}
+
+/// A worker that is one script (`python worker.py`): its costly top-level
+/// `import slowfmt` is made by the main module, a root of the importtime
+/// tree with no first-party parent. The recorder's line in `worker.py`
+/// says the project made it; it is priced, cut into the handler that reads
+/// it (the serving loop called under `if __name__ == "__main__":` is the
+/// script's run, not its import), verified and measured faster. The
+/// interpreter's own start-up imports, roots too, are never listed.
+#[test]
+fn a_scripts_own_top_level_import_is_priced_cut_and_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(fixtures().join("lazy/scriptproject"))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let root = dir.path().join("scriptproject");
+    std::fs::write(
+        root.join("coldstart.toml"),
+        format!(
+            "[[target]]\nname = \"sw\"\ncommand = [\"{}\", \"worker.py\"]\nenv = {{ PYTHONPATH = \"{}\" }}\nverify = [{{ op = \"format\", text = \"hi\" }}]\n",
+            python().display(),
+            fixtures().join("lazy/stand-ins").display()
+        ),
+    )
+    .unwrap();
+    // A low threshold, so the interpreter's own roots (encodings, site,
+    // the recorder's sitecustomize) are candidates the evidence must drop.
+    let (code, stdout, stderr) = lazy_at(&root, "1", &["--format", "json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let rows = r["rows"].as_array().unwrap();
+    let fmt = rows
+        .iter()
+        .find(|x| x["module"] == "slowfmt")
+        .expect("slowfmt priced");
+    assert_eq!(fmt["importer"], "__main__");
+    assert_eq!(fmt["file"], "worker.py");
+    assert_eq!(fmt["line"], 10);
+    assert_eq!(fmt["cut"]["kind"], "move into functions");
+    assert!(
+        fmt["cut"]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("def handle_format(req):\n     \"\"\"The ``format`` request: the text, shouted.\"\"\"\n+    import slowfmt\n"),
+        "{stdout}"
+    );
+    assert_eq!(fmt["verdict"], "safe", "{stdout}");
+    assert_eq!(fmt["saving"]["verdict"], "faster");
+    for row in rows {
+        let module = row["module"].as_str().unwrap();
+        assert!(
+            !["encodings", "site", "sitecustomize", "codecs", "io", "abc"]
+                .contains(&module.split('.').next().unwrap()),
+            "an interpreter start-up import listed as the project's: {row:#}"
+        );
+        assert_eq!(
+            row["file"], "worker.py",
+            "only the script's imports: {row:#}"
+        );
+    }
 }

@@ -1,6 +1,9 @@
 //! `coldstart lazy`: every import the project's own code makes at start-up
 //! that costs at least a threshold, priced over several instrumented
-//! processes ([`importguard::verdict::costly_imports`]), located by the
+//! processes ([`importguard::verdict::costly_imports`] for the imports of
+//! first-party modules' bodies; [`importguard::verdict::root_imports`] for
+//! the main module's, kept where the evidence names a first-party line),
+//! located by the
 //! recorder's evidence (a check of the same worker with those modules as
 //! the policy, whose chains give the importing file and line), cut the way
 //! `suggest` knows (only cuts of that very statement), each cut verified
@@ -16,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use importguard::verdict::{CostlyImport, Violation, costly_imports, default_min_ms};
+use importguard::verdict::{CostlyImport, Violation, costly_imports, default_min_ms, root_imports};
 use phases::Phase;
 use report::lazy::{LazyCut, LazyReport, LazyRow, LazyVerdict, SCHEMA};
 use suggest::{Cut, Suggester, Verification};
@@ -210,7 +213,17 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
     }
     let ready_ms = checked.ready_ms_median.unwrap_or(0.0);
     let min_ms = opts.min_ms.unwrap_or_else(|| default_min_ms(ready_ms));
-    let priced = costly_imports(&logs, &t.first_party(), min_ms);
+    let mut priced = costly_imports(&logs, &t.first_party(), min_ms);
+    // The main module's imports (a script's, a package's `__main__.py`, and
+    // those of functions it calls at start-up) are roots of the tree, as
+    // the interpreter's own start-up imports are: candidates, kept below
+    // only where the evidence names the first-party line that made them.
+    let bodies = priced.len();
+    let candidates: Vec<CostlyImport> = root_imports(&logs, &t.first_party(), min_ms)
+        .into_iter()
+        .filter(|r| !priced.iter().any(|p| p.module == r.module))
+        .collect();
+    priced.extend(candidates);
     let mut report = LazyReport {
         schema: SCHEMA,
         target: t.name.clone(),
@@ -230,6 +243,18 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
         .map_err(|e| Error::Invalid(format!("could not read the worker's files: {e}")))?
         .with_cwd(&t.cwd);
     let located = locate(t, &priced)?;
+    let mut pairs: Vec<(CostlyImport, Option<Violation>)> = priced
+        .into_iter()
+        .zip(located)
+        .enumerate()
+        .filter(|(i, (_, v))| *i < bodies || v.as_ref().is_some_and(|v| v.origin.is_some()))
+        .map(|(_, pair)| pair)
+        .collect();
+    pairs.sort_by(|(a, _), (b, _)| CostlyImport::costliest_first(a, b));
+    let (priced, located): (Vec<CostlyImport>, Vec<Option<Violation>>) = pairs.into_iter().unzip();
+    if priced.is_empty() {
+        return Ok(report);
+    }
     // A priced module imported while another priced one is being imported
     // is counted beneath that one in the evidence, not on its own.
     let roots: Vec<Violation> = located.iter().flatten().cloned().collect();

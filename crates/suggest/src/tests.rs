@@ -234,6 +234,31 @@ const CASES: &[Case] = &[
         want: Want::Cut(CutKind::DropImport, "-import torch\n"),
     },
     Case {
+        name: "a script's main guard is its run, not its import: the handler's read moves",
+        files: &[(
+            "worker.py",
+            "import torch\n\ndef handle():\n    return torch.x\n\ndef main():\n    return handle()\n\nif __name__ == \"__main__\":\n    main()\n",
+        )],
+        file: "worker.py",
+        line: 1,
+        module: "torch",
+        want: Want::Cut(
+            CutKind::MoveIntoFunctions,
+            "def handle():\n+    import torch\n",
+        ),
+    },
+    Case {
+        name: "a read in the main guard itself is still a read at module level",
+        files: &[(
+            "worker.py",
+            "import torch\n\nif __name__ == \"__main__\":\n    torch.x\n",
+        )],
+        file: "worker.py",
+        line: 1,
+        module: "torch",
+        want: Want::Reason("`torch` is read at module level (line 4)"),
+    },
+    Case {
         name: "a nested function's read moves into the outer function",
         files: &[(
             "m.py",

@@ -47,6 +47,6 @@ pub use model::{
 };
 pub use policy::{Allowance, Classification, Policy, PolicyError};
 pub use slowest::{
-    CostlyImport, SlowImport, by_package, costly_imports, default_min_ms, first_party_modules,
-    slowest,
+    CostlyImport, MAIN, SlowImport, by_package, costly_imports, default_min_ms,
+    first_party_modules, root_imports, slowest,
 };

@@ -68,10 +68,10 @@ pub fn by_package(log: &ImportLog, n: usize) -> Vec<crate::importtime::PackageTo
 /// largest first.
 pub fn first_party_modules(log: &ImportLog, first_party: &[String], n: usize) -> Vec<SlowImport> {
     let session = (!log.sessions().is_empty()).then_some(0);
-    let ids = log.node_range(session).map(NodeId).filter(|&id| {
-        let top = crate::importtime::top_level(log.name(id));
-        first_party.iter().any(|p| p == top)
-    });
+    let ids = log
+        .node_range(session)
+        .map(NodeId)
+        .filter(|&id| in_project(log.name(id), first_party));
     log.top_among(n, Metric::SelfTime, ids)
         .into_iter()
         .map(|id| slow_import(log, id))
@@ -128,10 +128,47 @@ pub fn costly_imports(
     first_party: &[String],
     min_ms: f64,
 ) -> Vec<CostlyImport> {
-    let is_first_party = |name: &str| {
-        let top = crate::importtime::top_level(name);
-        first_party.iter().any(|p| p == top)
-    };
+    price(logs, min_ms, |log, id| {
+        let importer = log.name(log.parent(id)?);
+        in_project(importer, first_party).then(|| importer.to_owned())
+    })
+}
+
+/// The importer [`root_imports`] names: the main module (a script, or a
+/// package's `__main__.py`), which runs without an import of its own.
+pub const MAIN: &str = "__main__";
+
+/// Imports made while no module was being imported (the roots of the
+/// importtime tree) of modules outside the project's own code, priced as
+/// [`costly_imports`] prices them, each with [`MAIN`] as its importer.
+///
+/// These are candidates, not findings: the main module's imports (and
+/// those of functions it calls at start-up) are roots, but so are the
+/// interpreter's own (`encodings`, `site` and what `.pth` files import).
+/// Only the recorder's evidence, a first-party line that made the import,
+/// tells the project's apart.
+pub fn root_imports(logs: &[&ImportLog], first_party: &[String], min_ms: f64) -> Vec<CostlyImport> {
+    price(logs, min_ms, |log, id| {
+        (log.parent(id).is_none() && !in_project(log.name(id), first_party))
+            .then(|| MAIN.to_owned())
+    })
+}
+
+/// Whether `module`'s top-level package is one of `first_party`.
+fn in_project(module: &str, first_party: &[String]) -> bool {
+    let top = crate::importtime::top_level(module);
+    first_party.iter().any(|p| p == top)
+}
+
+/// Every timed (not cached) import of the first session of each log that
+/// `importer_of` names an importer for, priced by its subtree's cumulative
+/// time over the processes: the median, with its range; those at least
+/// `min_ms`, costliest first (ties by importer, then module).
+fn price(
+    logs: &[&ImportLog],
+    min_ms: f64,
+    importer_of: impl Fn(&ImportLog, NodeId) -> Option<String>,
+) -> Vec<CostlyImport> {
     let mut seen: std::collections::BTreeMap<(String, String), Vec<f64>> = Default::default();
     for log in logs {
         let session = (!log.sessions().is_empty()).then_some(0);
@@ -141,14 +178,10 @@ pub fn costly_imports(
             if node.is_cached() {
                 continue;
             }
-            let Some(parent) = log.parent(id) else {
+            let Some(importer) = importer_of(log, id) else {
                 continue;
             };
-            let importer = log.name(parent);
-            if !is_first_party(importer) {
-                continue;
-            }
-            let key = (importer.to_owned(), log.name(id).to_owned());
+            let key = (importer, log.name(id).to_owned());
             if in_this.insert(key.clone()) {
                 seen.entry(key)
                     .or_default()
@@ -171,13 +204,19 @@ pub fn costly_imports(
             })
         })
         .collect();
-    out.sort_by(|a, b| {
+    out.sort_by(CostlyImport::costliest_first);
+    out
+}
+
+impl CostlyImport {
+    /// The order every list of costly imports is in: costliest median
+    /// first, ties by importer, then module.
+    pub fn costliest_first(a: &CostlyImport, b: &CostlyImport) -> std::cmp::Ordering {
         b.median_ms
             .total_cmp(&a.median_ms)
             .then_with(|| a.importer.cmp(&b.importer))
             .then_with(|| a.module.cmp(&b.module))
-    });
-    out
+    }
 }
 
 #[cfg(test)]
@@ -203,6 +242,47 @@ mod tests {
             )
             .into_bytes(),
         )
+    }
+
+    /// The roots of the tree outside the project (what the main module, or
+    /// the interpreter's start-up, imported) are the candidates, with the
+    /// main module as their importer; the project's own package and the
+    /// cheap roots are not.
+    #[test]
+    fn roots_outside_the_project_are_the_main_modules_candidates() {
+        let one = |heavy_us: i64| {
+            crate::importtime::parse_owned(
+                format!(
+                    "import time: self [us] | cumulative | imported package\n\
+                     import time:      3000 |       3000 | encodings\n\
+                     import time: {heavy_us:>9} | {heavy_us:>10} | heavylib\n\
+                     import time:     40000 |      40000 |   app.plugins\n\
+                     import time:      1000 |      41000 | app\n\
+                     import time:    cached |     cached | heavylib\n"
+                )
+                .into_bytes(),
+            )
+        };
+        let logs = [one(70_000), one(90_000), one(80_000)];
+        let refs: Vec<&ImportLog> = logs.iter().collect();
+        let roots = root_imports(&refs, &["app".to_owned()], 20.0);
+        assert_eq!(roots.len(), 1, "{roots:?}");
+        assert_eq!(
+            (roots[0].importer.as_str(), roots[0].module.as_str()),
+            (MAIN, "heavylib")
+        );
+        assert_eq!(
+            (roots[0].median_ms, roots[0].min_ms, roots[0].max_ms),
+            (80.0, 70.0, 90.0)
+        );
+        assert_eq!((roots[0].processes, roots[0].of), (3, 3));
+        // The body imports are still the first-party importers' own.
+        let body = costly_imports(&refs, &["app".to_owned()], 20.0);
+        assert_eq!(body.len(), 1);
+        assert_eq!(
+            (body[0].importer.as_str(), body[0].module.as_str()),
+            ("app", "app.plugins")
+        );
     }
 
     #[test]

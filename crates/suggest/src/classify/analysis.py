@@ -102,6 +102,11 @@ class Uses(object):
         self.hosts_qual = {}    # host def -> qualified name
         self.refs = {}          # host def -> global names it reads
         self.module_calls = []  # (name, line, what): module-level calls/decorators
+        # Inside `if __name__ == "__main__":` at module level: the program's
+        # run (a script's serving loop), not its import. A function called
+        # there may read the name only after start-up; the evidence of the
+        # patched copy's start-up decides, not this analysis.
+        self.in_main_guard = False
         self.globals_declared = []  # (line, function)
 
     def record(self, name, node, ctx):
@@ -137,6 +142,16 @@ class Uses(object):
             return self.visit_lambda(node, ctx)
         if isinstance(node, COMPS):
             return self.visit_comp(node, ctx)
+        if isinstance(node, ast.If) and ctx.mode == MODULE and is_main_guard(node.test) \
+                and not self.in_main_guard:
+            self.visit(node.test, ctx)
+            self.in_main_guard = True
+            try:
+                self.visit_body(node.body, ctx)
+            finally:
+                self.in_main_guard = False
+            self.visit_body(node.orelse, ctx)
+            return
         if isinstance(node, ast.If) and ctx.mode == MODULE and is_type_checking(node.test):
             self.visit(node.test, ctx)
             self.visit_body(node.body, ctx.but(mode=DEAD))
@@ -152,7 +167,8 @@ class Uses(object):
         if hasattr(ast, "TypeAlias") and isinstance(node, ast.TypeAlias):
             self.annotation(node.value, ctx, False)
             return
-        if isinstance(node, ast.Call) and ctx.mode == MODULE and isinstance(node.func, ast.Name):
+        if isinstance(node, ast.Call) and ctx.mode == MODULE and isinstance(node.func, ast.Name) \
+                and not self.in_main_guard:
             self.module_calls.append((node.func.id, node.lineno, "called at module level"))
         if isinstance(node, ast.Name):
             if node.id in self.names and node.id not in ctx.shadow:

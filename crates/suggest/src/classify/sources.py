@@ -188,6 +188,16 @@ def statement_text(node, names=None):
     return "from %s%s import %s" % ("." * node.level, node.module or "", ", ".join(parts))
 
 
+def is_main_guard(test):
+    """`__name__ == "__main__"` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+
+
 def is_type_checking(test):
     return ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
             or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
