@@ -14,21 +14,54 @@ fn project() -> (tempfile::TempDir, PathBuf) {
 
 /// [`project`] with its worker run by `python`.
 fn project_with(python: &Path) -> (tempfile::TempDir, PathBuf) {
+    fixture_project(
+        "project",
+        "lz",
+        python,
+        &["-m", "lzworker"],
+        true,
+        r#"verify = [{ op = "load", model = "ner" }, { op = "format", text = "hi" }]"#,
+    )
+}
+
+/// A copy of `tests/fixtures/lazy/NAME` in a temporary folder, with a
+/// `coldstart.toml` of one target `target` that runs `python ARGS` (with
+/// the stand-ins on `PYTHONPATH` when `stand_ins`) and the `extra` TOML
+/// line (its model path).
+fn fixture_project(
+    name: &str,
+    target: &str,
+    python: &Path,
+    args: &[&str],
+    stand_ins: bool,
+    extra: &str,
+) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let status = std::process::Command::new("cp")
         .arg("-r")
-        .arg(fixtures().join("lazy/project"))
+        .arg(fixtures().join("lazy").join(name))
         .arg(dir.path())
         .status()
         .unwrap();
     assert!(status.success());
-    let root = dir.path().join("project");
+    let root = dir.path().join(name);
+    let command: Vec<String> = std::iter::once(python.display().to_string())
+        .chain(args.iter().map(|a| a.to_string()))
+        .map(|a| format!("{a:?}"))
+        .collect();
+    let env = if stand_ins {
+        format!(
+            "env = {{ PYTHONPATH = {:?} }}\n",
+            fixtures().join("lazy/stand-ins").display().to_string()
+        )
+    } else {
+        String::new()
+    };
     std::fs::write(
         root.join("coldstart.toml"),
         format!(
-            "[[target]]\nname = \"lz\"\ncommand = [\"{}\", \"-m\", \"lzworker\"]\nenv = {{ PYTHONPATH = \"{}\" }}\nverify = [{{ op = \"load\", model = \"ner\" }}, {{ op = \"format\", text = \"hi\" }}]\n",
-            python.display(),
-            fixtures().join("lazy/stand-ins").display()
+            "[[target]]\nname = {target:?}\ncommand = [{}]\n{env}{extra}\n",
+            command.join(", ")
         ),
     )
     .unwrap();
@@ -192,23 +225,14 @@ fn on_python_3_15_the_cut_is_a_pep_810_lazy_import_and_on_older_ones_never() {
 #[test]
 fn the_real_transformers_is_priced_as_one_import_and_its_cut_verified() {
     let py = crate::support::venv_python();
-    let dir = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(fixtures().join("lazy/tfproject"))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let root = dir.path().join("tfproject");
-    std::fs::write(
-        root.join("coldstart.toml"),
-        format!(
-            "[[target]]\nname = \"tf\"\ncommand = [\"{}\", \"-m\", \"tfsvc\"]\nverify = [{{ op = \"version\" }}]\n",
-            py.display()
-        ),
-    )
-    .unwrap();
+    let (_dir, root) = fixture_project(
+        "tfproject",
+        "tf",
+        &py,
+        &["-m", "tfsvc"],
+        false,
+        r#"verify = [{ op = "version" }]"#,
+    );
     let out = std::process::Command::new(coldstart_bin())
         .args([
             "lazy",
@@ -251,24 +275,7 @@ fn the_real_transformers_is_priced_as_one_import_and_its_cut_verified() {
 
 #[test]
 fn a_cut_into_a_function_that_runs_at_start_up_is_rejected_by_the_evidence() {
-    let dir = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(fixtures().join("lazy/warmproject"))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let root = dir.path().join("warmproject");
-    std::fs::write(
-        root.join("coldstart.toml"),
-        format!(
-            "[[target]]\nname = \"w\"\ncommand = [\"{}\", \"-m\", \"wworker\"]\nenv = {{ PYTHONPATH = \"{}\" }}\n",
-            python().display(),
-            fixtures().join("lazy/stand-ins").display()
-        ),
-    )
-    .unwrap();
+    let (_dir, root) = fixture_project("warmproject", "w", python(), &["-m", "wworker"], true, "");
     let (code, stdout, stderr) = lazy(&root, &[]);
     assert_eq!(code, Some(0), "{stderr}");
     let row = stdout
@@ -429,24 +436,14 @@ fn ctrl_c_stops_after_the_current_trial_writes_nothing_and_leaves_no_copy() {
 /// interpreter's own start-up imports, roots too, are never listed.
 #[test]
 fn a_scripts_own_top_level_import_is_priced_cut_and_measured() {
-    let dir = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(fixtures().join("lazy/scriptproject"))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let root = dir.path().join("scriptproject");
-    std::fs::write(
-        root.join("coldstart.toml"),
-        format!(
-            "[[target]]\nname = \"sw\"\ncommand = [\"{}\", \"worker.py\"]\nenv = {{ PYTHONPATH = \"{}\" }}\nverify = [{{ op = \"format\", text = \"hi\" }}]\n",
-            python().display(),
-            fixtures().join("lazy/stand-ins").display()
-        ),
-    )
-    .unwrap();
+    let (_dir, root) = fixture_project(
+        "scriptproject",
+        "sw",
+        python(),
+        &["worker.py"],
+        true,
+        r#"verify = [{ op = "format", text = "hi" }]"#,
+    );
     // A low threshold, so the interpreter's own roots (encodings, site,
     // the recorder's sitecustomize) are candidates the evidence must drop.
     let (code, stdout, stderr) = lazy_at(&root, "1", &["--format", "json"]);

@@ -421,14 +421,15 @@ mod tests {
         assert_eq!(cost_floor(100.0, 80.0, 3, 0), 240.0);
     }
 
-    #[test]
-    fn a_worker_that_could_not_be_checked_wins_over_a_violation() {
-        let report = |status| TargetReport {
-            name: "w".into(),
+    /// A report of target `app` (`python3`, torch forbidden) with `status`
+    /// and nothing else; each test sets what it renders.
+    fn target(status: Status) -> TargetReport {
+        TargetReport {
+            name: "app".into(),
             origin: "command line",
-            command: vec![],
+            command: vec!["python3".into()],
             log: None,
-            forbidden: vec![],
+            forbidden: vec!["torch".into()],
             allowed: vec![],
             block: false,
             status,
@@ -440,7 +441,12 @@ mod tests {
             processes: vec![],
             tree: None,
             suggestions: Vec::new(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_worker_that_could_not_be_checked_wins_over_a_violation() {
+        let report = target;
         assert_eq!(exit_code(&[report(Status::Pass)]), 0);
         assert_eq!(exit_code(&[report(Status::Pass), report(Status::Fail)]), 1);
         assert_eq!(exit_code(&[report(Status::Fail), report(Status::Error)]), 2);
@@ -482,22 +488,10 @@ mod tests {
             cumulative_us: self_us,
         };
         let report = |recorder| TargetReport {
-            name: "app".into(),
-            origin: "command line",
-            command: vec!["python3".into()],
-            log: None,
-            forbidden: vec!["torch".into()],
-            allowed: vec![],
-            block: false,
-            status: Status::Pass,
             ready_ms_median: Some(40.0),
-            violations: vec![],
             packages: vec![package("encodings", 2100), package("sitecustomize", 3400)],
-            first_party: vec![],
-            slowest: vec![],
             processes: vec![process(recorder)],
-            tree: None,
-            suggestions: Vec::new(),
+            ..target(Status::Pass)
         };
         let text = |recorder| {
             let mut out = String::new();
@@ -563,22 +557,9 @@ mod tests {
             lazy: None,
         };
         let mut r = TargetReport {
-            name: "app".into(),
-            origin: "command line",
-            command: vec!["python3".into()],
-            log: None,
-            forbidden: vec!["torch".into()],
-            allowed: vec![],
-            block: false,
-            status: Status::Fail,
             ready_ms_median: Some(12.34),
             violations: verdict::merge(&[]),
-            packages: vec![],
-            first_party: vec![],
-            slowest: vec![],
-            processes: vec![],
-            tree: None,
-            suggestions: Vec::new(),
+            ..target(Status::Fail)
         };
         r.violations.push(MergedViolation {
             first: v,
