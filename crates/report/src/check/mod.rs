@@ -446,10 +446,9 @@ mod tests {
 
     #[test]
     fn a_worker_that_could_not_be_checked_wins_over_a_violation() {
-        let report = target;
-        assert_eq!(exit_code(&[report(Status::Pass)]), 0);
-        assert_eq!(exit_code(&[report(Status::Pass), report(Status::Fail)]), 1);
-        assert_eq!(exit_code(&[report(Status::Fail), report(Status::Error)]), 2);
+        assert_eq!(exit_code(&[target(Status::Pass)]), 0);
+        assert_eq!(exit_code(&[target(Status::Pass), target(Status::Fail)]), 1);
+        assert_eq!(exit_code(&[target(Status::Fail), target(Status::Error)]), 2);
     }
 
     /// Under the recorder, the `sitecustomize` row of the package list is
