@@ -99,16 +99,30 @@ fn lazy_at(root: &Path, min_ms: &str, extra: &[&str]) -> (Option<i32>, String, S
     (out.status.code(), stdout, stderr)
 }
 
+/// `coldstart lazy --format json` in `root` at `--min-ms MIN_MS`, which
+/// must exit 0: the report, and its text for failure messages.
+fn lazy_json(root: &Path, min_ms: &str) -> (serde_json::Value, String) {
+    let (code, stdout, stderr) = lazy_at(root, min_ms, &["--format", "json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    (serde_json::from_str(&stdout).unwrap(), stdout)
+}
+
+/// The report's row of `module`, if it was priced.
+fn row<'a>(report: &'a serde_json::Value, module: &str) -> Option<&'a serde_json::Value> {
+    report["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["module"] == module)
+}
+
 #[test]
 fn each_costly_import_is_priced_cut_verified_on_the_model_path_and_its_saving_measured() {
     let (dir, root) = project();
     let before = std::fs::read_to_string(root.join("lzworker/app.py")).unwrap();
-    let (code, stdout, stderr) = lazy(&root, &["--format", "json"]);
-    assert_eq!(code, Some(0), "{stderr}");
-    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let (r, stdout) = lazy_json(&root, "60");
     assert_eq!(r["schema"], "coldstart.lazy/1");
-    let rows = r["rows"].as_array().unwrap();
-    let row = |m: &str| rows.iter().find(|x| x["module"] == m);
+    let row = |m: &str| row(&r, m);
     assert!(row("tinydep").is_none(), "below the threshold: {stdout}");
 
     // Used only inside the `format` handler: moved there, verified (the
@@ -198,14 +212,8 @@ fn on_python_3_15_the_cut_is_a_pep_810_lazy_import_and_on_older_ones_never() {
         return;
     };
     let (_dir, root) = project_with(&py315);
-    let (code, stdout, stderr) = lazy(&root, &["--format", "json"]);
-    assert_eq!(code, Some(0), "{stderr}");
-    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    let rows = r["rows"].as_array().unwrap();
-    let fmt = rows
-        .iter()
-        .find(|x| x["module"] == "slowfmt")
-        .expect("slowfmt priced");
+    let (r, stdout) = lazy_json(&root, "60");
+    let fmt = row(&r, "slowfmt").expect("slowfmt priced");
     assert_eq!(fmt["cut"]["kind"], "lazy import", "{stdout}");
     assert_eq!(fmt["verdict"], "safe", "{stdout}");
     assert!(
@@ -215,10 +223,7 @@ fn on_python_3_15_the_cut_is_a_pep_810_lazy_import_and_on_older_ones_never() {
             .contains("+lazy import slowfmt"),
         "{stdout}"
     );
-    let plug = rows
-        .iter()
-        .find(|x| x["module"] == "lzworker.plugins")
-        .expect("plugins priced");
+    let plug = row(&r, "lzworker.plugins").expect("plugins priced");
     assert_eq!(plug["verdict"], "unsafe", "{stdout}");
 }
 
@@ -252,12 +257,7 @@ fn the_real_transformers_is_priced_as_one_import_and_its_cut_verified() {
     eprintln!("{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0));
     let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    let tf = r["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["module"] == "transformers")
-        .expect("transformers priced");
+    let tf = row(&r, "transformers").expect("transformers priced");
     assert_eq!(tf["importer"], "tfsvc.app");
     assert_eq!(tf["file"], "tfsvc/app.py");
     assert_eq!(tf["line"], 8);
@@ -325,14 +325,8 @@ fn a_costly_import_inside_another_says_the_outer_cut_defers_it() {
         ),
     )
     .unwrap();
-    let (code, stdout, stderr) = lazy(&root, &["--format", "json"]);
-    assert_eq!(code, Some(0), "{stderr}");
-    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    let rows = r["rows"].as_array().unwrap();
-    let inner = rows
-        .iter()
-        .find(|x| x["module"] == "lzworker.inner")
-        .unwrap_or_else(|| panic!("inner priced: {stdout}"));
+    let (r, stdout) = lazy_json(&root, "60");
+    let inner = row(&r, "lzworker.inner").unwrap_or_else(|| panic!("inner priced: {stdout}"));
     assert_eq!(inner["importer"], "lzworker.outer", "{inner:#}");
     assert_eq!(inner["verdict"], "no_cut", "{inner:#}");
     assert!(
@@ -342,10 +336,7 @@ fn a_costly_import_inside_another_says_the_outer_cut_defers_it() {
             .starts_with("imported while `lzworker.outer` is imported"),
         "{inner:#}"
     );
-    assert!(
-        rows.iter().any(|x| x["module"] == "lzworker.outer"),
-        "{stdout}"
-    );
+    assert!(row(&r, "lzworker.outer").is_some(), "{stdout}");
 }
 
 /// Ctrl-C in the middle of `lazy --fix` (while a cut's saving is measured):
@@ -446,14 +437,8 @@ fn a_scripts_own_top_level_import_is_priced_cut_and_measured() {
     );
     // A low threshold, so the interpreter's own roots (encodings, site,
     // the recorder's sitecustomize) are candidates the evidence must drop.
-    let (code, stdout, stderr) = lazy_at(&root, "1", &["--format", "json"]);
-    assert_eq!(code, Some(0), "{stderr}");
-    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    let rows = r["rows"].as_array().unwrap();
-    let fmt = rows
-        .iter()
-        .find(|x| x["module"] == "slowfmt")
-        .expect("slowfmt priced");
+    let (r, stdout) = lazy_json(&root, "1");
+    let fmt = row(&r, "slowfmt").expect("slowfmt priced");
     assert_eq!(fmt["importer"], "__main__");
     assert_eq!(fmt["file"], "worker.py");
     assert_eq!(fmt["line"], 10);
@@ -467,7 +452,7 @@ fn a_scripts_own_top_level_import_is_priced_cut_and_measured() {
     );
     assert_eq!(fmt["verdict"], "safe", "{stdout}");
     assert_eq!(fmt["saving"]["verdict"], "faster");
-    for row in rows {
+    for row in r["rows"].as_array().unwrap() {
         let module = row["module"].as_str().unwrap();
         assert!(
             !["encodings", "site", "sitecustomize", "codecs", "io", "abc"]

@@ -262,21 +262,6 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
     let rss = rss_mib(t, &modules)?;
     let mut safe: Vec<Cut> = Vec::new();
     for (cost, violation) in priced.into_iter().zip(located) {
-        if interrupt.is_set() {
-            // Priced, but its cut is not tried: said, not dropped.
-            report.rows.push(LazyRow {
-                rss_mib: rss.get(&cost.module).copied(),
-                cost,
-                file: None,
-                line: None,
-                statement: None,
-                cut: None,
-                verdict: LazyVerdict::NoCut,
-                why: Some("interrupted before its cut was tried".to_owned()),
-                saving: None,
-            });
-            continue;
-        }
         let mut row = LazyRow {
             rss_mib: rss.get(&cost.module).copied(),
             cost,
@@ -288,6 +273,12 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
             why: None,
             saving: None,
         };
+        if interrupt.is_set() {
+            // Priced, but its cut is not tried: said, not dropped.
+            row.why = Some("interrupted before its cut was tried".to_owned());
+            report.rows.push(row);
+            continue;
+        }
         let Some(v) = violation else {
             let module = &row.cost.module;
             row.why = Some(
