@@ -192,7 +192,9 @@ fn check_eager_re_export_fails_with_its_chain_and_line() {
                 .strip_suffix(", the recorder's bootstrap)")
                 .unwrap_or_else(|| panic!("{row:?} in {text}"))
         } else {
-            count.strip_suffix(')').unwrap_or_else(|| panic!("{row:?} in {text}"))
+            count
+                .strip_suffix(')')
+                .unwrap_or_else(|| panic!("{row:?} in {text}"))
         };
         assert!(
             count == "1 module"
