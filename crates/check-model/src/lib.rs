@@ -240,7 +240,7 @@ pub fn recorder_cost(c: &CheckCost) -> Option<phases::compare::Comparison> {
         &c.plain_ready_ms,
         &c.recorded_ready_ms,
         0.95,
-        phases::DEFAULT_NOISE_THRESHOLD,
+        phases::compare::DEFAULT_NOISE_THRESHOLD,
     )
     .ok()
 }

@@ -12,7 +12,7 @@ use anyhow::{Result, bail};
 use harness::serve::ServeOptions;
 use harness::trials::{self, BenchOptions, Progress};
 use harness::{OnPress, Target};
-use phases::Bootstrap;
+use phases::stats::Bootstrap;
 use timeline::TrialKind;
 use timeline::{TrialRecord, Variant};
 
@@ -250,9 +250,9 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         noise_threshold: args.noise_threshold,
         // `--vs` without a fixed count runs until the question is answered.
         sequential: (b.is_some() && args.trials.is_none() && args.precision.is_none()).then(|| {
-            let mut rule = phases::StopRule {
+            let mut rule = phases::sequential::StopRule {
                 threshold: args.noise_threshold,
-                ..phases::StopRule::default()
+                ..phases::sequential::StopRule::default()
             };
             if let Some(n) = args.max_rounds {
                 rule.max_rounds = n;

@@ -13,9 +13,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use harness::trials::load_run;
-use phases::Bootstrap;
 use phases::Phase;
 use phases::compare::Verdict;
+use phases::stats::Bootstrap;
 use phases::summary::{RunSummary, compare_runs};
 use timeline::Variant;
 
@@ -30,7 +30,7 @@ pub struct Args {
     #[arg(long, default_value = "A", value_parser = parse_variant)]
     variant: Variant,
     /// Changes within this share are not claimed.
-    #[arg(long, default_value_t = phases::DEFAULT_NOISE_THRESHOLD)]
+    #[arg(long, default_value_t = phases::compare::DEFAULT_NOISE_THRESHOLD)]
     noise_threshold: f64,
     /// Bootstrap resamples.
     #[arg(long, default_value_t = 10_000)]

@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use harness::OnPress;
 use harness::diff::{self, DiffOptions, Worktree, git};
 use harness::target::moved_path;
-use phases::Bootstrap;
+use phases::stats::Bootstrap;
 use report::diff::{BaseInfo, DiffReport};
 
 use crate::bench::Bar;

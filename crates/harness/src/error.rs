@@ -63,7 +63,7 @@ pub enum Error {
         /// What was being summarised.
         context: &'static str,
         /// Why.
-        cause: phases::StatsError,
+        cause: phases::stats::StatsError,
     },
     /// A JSONL record file could not be written or read.
     #[error("{0}")]

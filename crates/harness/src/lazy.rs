@@ -149,7 +149,7 @@ fn saving(
     let bench = BenchOptions::sequential(
         rule,
         1,
-        phases::Bootstrap::default(),
+        phases::stats::Bootstrap::default(),
         out.path().to_path_buf(),
         opts.root.clone(),
     );
@@ -331,7 +331,7 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
                 let faster = row
                     .saving
                     .as_ref()
-                    .is_some_and(|c| c.verdict == phases::Verdict::Faster);
+                    .is_some_and(|c| c.verdict == phases::compare::Verdict::Faster);
                 row.verdict = if faster {
                     safe.push(cut.clone());
                     LazyVerdict::Safe

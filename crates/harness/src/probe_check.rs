@@ -10,7 +10,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use phases::Phase;
-use phases::{Bootstrap, Comparison, Stats, stats};
+use phases::compare::Comparison;
+use phases::stats::{self, Bootstrap, Stats};
 use timeline::{TrialKind, Variant};
 
 use crate::error::{Error, Result};

@@ -17,9 +17,9 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use phases::Bootstrap;
 use phases::jsonl;
 use phases::serve::{Load, RequestOutcome, RequestRecord, ServeStats};
+use phases::stats::Bootstrap;
 use serde_json::{Map, Value};
 use spawn::worker_proto::{Reply, Request};
 use timeline::Variant;

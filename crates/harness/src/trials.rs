@@ -24,8 +24,9 @@ use phases::memory::MemoryView;
 use phases::run::{Configuration, Environment, TargetInfo};
 use phases::sequential::{StopReason, StopRule, Stopped};
 use phases::serve::{RequestRecord, ServeStats};
+use phases::stats::Bootstrap;
 use phases::summary::RunSummary;
-use phases::{Bootstrap, jsonl, stats, warn};
+use phases::{jsonl, stats, warn};
 use spawn::worker_proto::Reply;
 use timeline::{
     Escalation, HandshakeCheck, Outcome, TrialKind, TrialRecord, Usage, Variant, WorkerRecord,
@@ -513,7 +514,9 @@ pub fn run(
             // After each whole measured round: is the question answered?
             if let Some(rule) = rule.filter(|_| kind == TrialKind::Measured) {
                 let elapsed = loop_start.elapsed();
-                if let Some(s) = phases::decided(&records, rule, elapsed).stopped(elapsed) {
+                if let Some(s) =
+                    phases::sequential::decided(&records, rule, elapsed).stopped(elapsed)
+                {
                     stopped = Some(s);
                     break 'rounds;
                 }

@@ -64,8 +64,7 @@ pub mod stats;
 pub mod summary;
 pub mod warn;
 
-pub use compare::{Comparison, DEFAULT_NOISE_THRESHOLD, Method, Unsettled, Verdict};
+// Every item has one path: the modules' items are reached through their
+// module (`phases::stats::Bootstrap`, `phases::compare::Comparison`); only
+// the private `measure`'s are at the root.
 pub use measure::{Measure, Phase, compare_measure, measure_pairs, ms};
-pub use sequential::{Decision, StopReason, StopRule, Stopped, decided};
-pub use stats::{Bootstrap, Interval, Outlier, Stats, StatsError};
-pub use summary::{AbAnalysis, RunSummary};

@@ -25,7 +25,7 @@
 //!                  "forbidden_new", "forbidden_gone", "forbidden_kept" } | null
 //!   } ] }
 //! ```
-//! Comparisons are `phases::Comparison` (ratio B/A, `ci`, `verdict`,
+//! Comparisons are `phases::compare::Comparison` (ratio B/A, `ci`, `verdict`,
 //! `threshold`, ...); times are milliseconds, sizes bytes.
 
 use std::fmt::Write as _;

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use importguard::firstparty;
-use importguard::importtime::query::top_level;
+use importguard::importtime::top_level;
 use importguard::importtime::{NodeId, NodeKind, stdlib};
 use importguard::verdict::{self, MergedViolation, Policy};
 use report::diff::{ForbiddenChange, ImportDiff, ModuleLine, PackageCount, PackageTime};

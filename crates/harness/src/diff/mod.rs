@@ -24,8 +24,8 @@ mod imports;
 
 use std::path::PathBuf;
 
-use phases::Bootstrap;
 use phases::sequential::StopRule;
+use phases::stats::Bootstrap;
 use phases::{Measure, Phase};
 use report::diff::{Budgets, DiffStatus, Rss, SideError, TargetDiff, TimeDiff};
 use timeline::Variant;
@@ -116,8 +116,8 @@ pub fn new_target(name: &str, budgets: Budgets) -> TargetDiff {
 
 /// When CPU and wall time settle on different verdicts, what that means.
 fn disagreement(
-    cpu: Option<&phases::Comparison>,
-    wall: Option<&phases::Comparison>,
+    cpu: Option<&phases::compare::Comparison>,
+    wall: Option<&phases::compare::Comparison>,
 ) -> Option<String> {
     let (c, w) = (cpu?, wall?);
     if !(c.verdict.is_settled() && w.verdict.is_settled()) || c.verdict == w.verdict {
@@ -219,7 +219,7 @@ pub fn compare_target(
     }
     if let Some(c) = cpu
         .as_ref()
-        .filter(|c| c.verdict == phases::Verdict::Inconclusive)
+        .filter(|c| c.verdict == phases::compare::Verdict::Inconclusive)
     {
         warnings.push(format!(
             "inconclusive: {}; this exits 0 (--strict fails it)",

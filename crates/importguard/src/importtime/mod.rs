@@ -20,7 +20,7 @@
 //! mixed in, including lines that merely begin with `import time:`.
 
 mod parse;
-pub mod query;
+pub(crate) mod query;
 pub mod stdlib;
 mod tree;
 

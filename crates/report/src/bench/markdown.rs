@@ -4,7 +4,7 @@ use phases::phase::PhaseSummary;
 use phases::run::Load;
 use phases::summary::RunSummary;
 
-use phases::Comparison;
+use phases::compare::Comparison;
 
 use super::terminal::{ratio_rows, stats_rows};
 use super::{answer_lines, fmt_level, fmt_mib, fmt_ms, fmt_pct, placement_line};
@@ -324,7 +324,7 @@ mod snapshots {
             rounds: 12,
             elapsed_s: 60.2,
         };
-        let mut s = phases::RunSummary::build_sequential(
+        let mut s = phases::summary::RunSummary::build_sequential(
             &recs,
             env,
             config,

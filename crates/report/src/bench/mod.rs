@@ -3,7 +3,7 @@
 //! and `phases.svg` (a hand-written strip plot of every trial); [`serve`]
 //! adds the serve phase and memory view sections and panels.
 //!
-//! Inputs are `phases`' types: a [`RunSummary`](phases::RunSummary) and
+//! Inputs are `phases`' types: a [`RunSummary`](phases::summary::RunSummary) and
 //! the trial records it was built from. Nothing here measures or computes
 //! statistics; it only lays out what `phases` computed.
 
@@ -43,7 +43,7 @@ pub fn fmt_pct(x: f64) -> String {
 }
 
 /// A ratio with its interval: `1.98 [1.90, 2.05]`.
-pub fn fmt_ratio(c: &phases::Comparison) -> String {
+pub fn fmt_ratio(c: &phases::compare::Comparison) -> String {
     format!("{:.3} [{:.3}, {:.3}]", c.ratio, c.ci.lo, c.ci.hi)
 }
 
@@ -59,7 +59,7 @@ pub fn fmt_level(level: f64) -> String {
 
 /// What a comparison's rounds are called: `rounds` when paired, `trials
 /// per side` when not.
-fn unit(c: &phases::Comparison) -> &'static str {
+fn unit(c: &phases::compare::Comparison) -> &'static str {
     if c.paired {
         "rounds"
     } else {
@@ -70,8 +70,8 @@ fn unit(c: &phases::Comparison) -> &'static str {
 /// The verdict cell of a ratio table: the verdict, and for an
 /// inconclusive one the smallest change it could have detected (or how
 /// many pairs an interval needs).
-pub fn fmt_verdict(c: &phases::Comparison) -> String {
-    if c.verdict != phases::Verdict::Inconclusive {
+pub fn fmt_verdict(c: &phases::compare::Comparison) -> String {
+    if c.verdict != phases::compare::Verdict::Inconclusive {
         return c.verdict.words().to_owned();
     }
     match (c.unsettled.and_then(|u| u.needed), c.detectable()) {
@@ -84,8 +84,8 @@ pub fn fmt_verdict(c: &phases::Comparison) -> String {
 /// One sentence on a comparison a run's answer rests on: what it says
 /// against the noise band, and for an inconclusive one what the run could
 /// have detected and about what would settle it.
-pub fn verdict_sentence(measure: phases::Measure, c: &phases::Comparison) -> String {
-    use phases::Verdict;
+pub fn verdict_sentence(measure: phases::Measure, c: &phases::compare::Comparison) -> String {
+    use phases::compare::Verdict;
     let band = fmt_pct(c.threshold);
     let head = format!(
         "{}: {}: B/A {} at {}",
@@ -102,7 +102,7 @@ pub fn verdict_sentence(measure: phases::Measure, c: &phases::Comparison) -> Str
         }
         Verdict::Inconclusive => {
             let n = c.n_a.min(c.n_b);
-            let u = c.unsettled.unwrap_or(phases::Unsettled {
+            let u = c.unsettled.unwrap_or(phases::compare::Unsettled {
                 detectable: None,
                 more: None,
                 needed: None,
@@ -140,8 +140,8 @@ pub fn verdict_sentence(measure: phases::Measure, c: &phases::Comparison) -> Str
 
 /// The lines that say what an A/B run's answer rests on and why it
 /// stopped (empty without two variants).
-pub fn answer_lines(s: &phases::RunSummary) -> Vec<String> {
-    use phases::StopReason;
+pub fn answer_lines(s: &phases::summary::RunSummary) -> Vec<String> {
+    use phases::sequential::StopReason;
     let Some(ab) = &s.ab else {
         return Vec::new();
     };
@@ -233,7 +233,8 @@ pub fn placement_line(p: &timeline::Placement) -> String {
 pub(crate) mod fixture {
     //! A small A/B run shared by the renderers' tests.
     use phases::run::*;
-    use phases::{Bootstrap, RunSummary};
+    use phases::stats::Bootstrap;
+    use phases::summary::RunSummary;
     use timeline::*;
 
     pub fn trial(
@@ -416,7 +417,7 @@ mod tests {
         assert_eq!(fmt_level(0.9999), "99.99%");
     }
 
-    fn sequential(reason: StopReason) -> phases::RunSummary {
+    fn sequential(reason: StopReason) -> phases::summary::RunSummary {
         let recs = fixture::wobbly_records();
         let (env, config) = fixture::parts(&recs);
         let rule = StopRule::default();
@@ -425,8 +426,10 @@ mod tests {
             rounds: 12,
             elapsed_s: 60.2,
         };
-        phases::RunSummary::build_sequential(&recs, env, config, false, 60.0, &rule, stopped)
-            .unwrap()
+        phases::summary::RunSummary::build_sequential(
+            &recs, env, config, false, 60.0, &rule, stopped,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -438,7 +441,7 @@ mod tests {
             .ratio
             .clone()
             .unwrap();
-        assert_eq!(ready.verdict, phases::Verdict::Inconclusive);
+        assert_eq!(ready.verdict, phases::compare::Verdict::Inconclusive);
         assert_eq!(ready.ci.level, 0.995);
         let lines = answer_lines(&s);
         let first = &lines[0];
@@ -505,7 +508,7 @@ mod tests {
         );
         // A comparison read back from a summary written before four
         // verdicts: inconclusive, and what it could detect is known.
-        let old: phases::Comparison = serde_json::from_str(
+        let old: phases::compare::Comparison = serde_json::from_str(
             r#"{"ratio":1.02,"ci":{"lo":0.79,"hi":1.661,"level":0.95},
             "verdict":"no_significant_difference","threshold":0.02,"paired":true,
             "n_a":10,"n_b":10}"#,

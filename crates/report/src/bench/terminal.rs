@@ -1,7 +1,7 @@
 //! The terminal table printed after a run, and the comparison table of
 //! `cargo xtask compare`. Plain text, aligned columns, no colour.
 
-use phases::Comparison;
+use phases::compare::Comparison;
 use phases::phase::{PhaseSummary, SeriesSummary};
 use phases::summary::RunSummary;
 use timeline::Variant;

@@ -3,8 +3,8 @@
 
 use std::io::{self, BufWriter, Write};
 
-use importguard::importtime::query::top_level;
 use importguard::importtime::stdlib::is_stdlib;
+use importguard::importtime::top_level;
 use importguard::importtime::{ImportLog, NodeId, NodeKind};
 
 use super::View;
