@@ -171,36 +171,26 @@ fn check_eager_re_export_fails_with_its_chain_and_line() {
     // Where the start-up time went: by package (torch's stand-in among
     // them), then the project's own modules; the cumulative view only
     // with the tree.
-    let by_package = text
-        .split("start-up by package (self time summed over its modules):\n")
-        .nth(1)
-        .unwrap_or_else(|| panic!("{text}"));
-    let rows: Vec<&str> = by_package.split("\n\n").next().unwrap().lines().collect();
-    assert!((1..=8).contains(&rows.len()), "{text}");
+    let by_package = rows_under(
+        &text,
+        "start-up by package (self time summed over its modules):",
+    );
+    assert!((1..=8).contains(&by_package.len()), "{text}");
     // Each row: "<ms> ms  <package> (<n> module[s])"; the recorder's own
     // bootstrap, `sitecustomize`, says so when it is among them (whether
     // it is depends on the machine's timing, so both shapes are checked).
-    for row in &rows {
-        let (_, rest) = row
-            .split_once(" ms  ")
-            .unwrap_or_else(|| panic!("{row:?} in {text}"));
+    for (row, rest) in by_package {
         let (package, count) = rest
             .split_once(" (")
             .unwrap_or_else(|| panic!("{row:?} in {text}"));
-        let count = if package == "sitecustomize" {
-            count
-                .strip_suffix(", the recorder's bootstrap)")
-                .unwrap_or_else(|| panic!("{row:?} in {text}"))
-        } else {
-            count
-                .strip_suffix(')')
-                .unwrap_or_else(|| panic!("{row:?} in {text}"))
+        let count = match package {
+            "sitecustomize" => count.strip_suffix(", the recorder's bootstrap)"),
+            _ => count.strip_suffix(')'),
         };
         assert!(
-            count == "1 module"
-                || count
-                    .strip_suffix(" modules")
-                    .is_some_and(|n| n.parse::<u32>().is_ok_and(|n| n > 1)),
+            count.is_some_and(|c| c == "1 module"
+                || c.strip_suffix(" modules")
+                    .is_some_and(|n| n.parse::<u32>().is_ok_and(|n| n > 1))),
             "{row:?} in {text}"
         );
     }
@@ -208,14 +198,9 @@ fn check_eager_re_export_fails_with_its_chain_and_line() {
     // top five depends on the machine's timing, so each row is checked to
     // be one of the project's (the worker, its helper, the stand-ins on
     // its path), never a standard-library module.
-    let own = text
-        .split("slowest first-party modules (self time):\n")
-        .nth(1)
-        .unwrap_or_else(|| panic!("{text}"));
-    let own: Vec<&str> = own.split("\n\n").next().unwrap().lines().collect();
+    let own = rows_under(&text, "slowest first-party modules (self time):");
     assert!((1..=5).contains(&own.len()), "{text}");
-    for row in &own {
-        let module = row.split_once(" ms  ").map_or("", |(_, m)| m);
+    for (row, module) in own {
         let top = module.split('.').next().unwrap();
         assert!(
             ["eagerworker", "protokit", "torch", "transformers"].contains(&top),
@@ -223,6 +208,23 @@ fn check_eager_re_export_fails_with_its_chain_and_line() {
         );
     }
     assert!(!text.contains("slowest imports (cumulative):"), "{text}");
+}
+
+/// The rows of the report's section under `heading` (up to its blank
+/// line), each as the whole row and what follows its "<ms> ms  " figure.
+fn rows_under<'a>(text: &'a str, heading: &str) -> Vec<(&'a str, &'a str)> {
+    let section = text
+        .split(&format!("{heading}\n"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no {heading:?} in {text}"));
+    let rows = section.split("\n\n").next().unwrap().lines();
+    rows.map(|row| {
+        let (_, rest) = row
+            .split_once(" ms  ")
+            .unwrap_or_else(|| panic!("{row:?} in {text}"));
+        (row, rest)
+    })
+    .collect()
 }
 
 #[test]
