@@ -197,6 +197,70 @@ fn bench_records_and_counts_a_protocol_failure() {
     );
 }
 
+#[test]
+fn a_worker_that_never_completes_a_trial_is_given_up_after_three() {
+    // The stand-in refuses its argument and exits before its ready line:
+    // every trial would fail, each after up to the ready timeout. The run
+    // stops at the third failure and says why, instead of running all 11.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = bench(
+        &out,
+        &["--warmup", "1", "--trials", "10"],
+        &standin_argv(&["--no-such-flag"]),
+    );
+    assert_eq!(o.status.code(), Some(1), "failures make the exit code 1");
+    let recs = trials(&out);
+    assert_eq!(recs.len(), 3, "{recs:#?}");
+    assert!(recs.iter().all(|r| !r.outcome.is_correct()));
+    let s = summary(&out);
+    assert_eq!(s["trials"]["gave_up"], "A", "{}", s["trials"]);
+    assert_eq!(s["trials"]["failed_by_check"]["ready"], 3);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let text = format!("{stdout}{stderr}");
+    assert!(
+        text.contains("the run stopped there: no trial of A completed"),
+        "{text}"
+    );
+    // The first failure is shown with the worker's own words.
+    assert!(
+        text.contains("standin: unknown argument '--no-such-flag'"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_interleaved_run_gives_up_on_the_side_that_never_completes() {
+    // A works, B never starts: the comparison cannot be made, so the run
+    // stops at B's third failure and the sequential answer says why.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let broken = quoted(&standin_argv(&["--no-such-flag"]));
+    let o = bench(
+        &out,
+        &["--warmup", "1", "--max-seconds", "60", "--vs", &broken],
+        &standin_argv(&[]),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let recs = trials(&out);
+    let of = |v: timeline::Variant| recs.iter().filter(|r| r.variant == v).count();
+    assert_eq!(of(timeline::Variant::B), 3, "{recs:#?}");
+    assert!((2..=4).contains(&of(timeline::Variant::A)), "{recs:#?}");
+    let s = summary(&out);
+    assert_eq!(s["trials"]["gave_up"], "B", "{}", s["trials"]);
+    assert_eq!(
+        s["ab"]["sequential"]["stopped"]["reason"], "gave_up",
+        "{}",
+        s["ab"]
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("stopped: gave up after") && stdout.contains("B never completed a trial"),
+        "{stdout}"
+    );
+}
+
 /// Lines in a file, 0 when it does not exist yet.
 fn lines_in(path: &Path) -> usize {
     std::fs::read(path)

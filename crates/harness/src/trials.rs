@@ -8,7 +8,10 @@
 //! side, A and B alternate within each round (A B, then B A, ...), so drift
 //! of the machine hits both alike and the rounds can be compared as pairs.
 //! Every trial's record is appended to `trials.jsonl` and flushed as soon
-//! as it ends; failures are kept and counted. No importtime and no profiler
+//! as it ends; failures are kept and counted. A side that has never
+//! completed a trial is given up on at its third failure
+//! ([`phases::run::never_completed`]): the run stops there rather than
+//! wait out the ready timeout trial after trial. No importtime and no profiler
 //! run during timed trials: `PYTHONPROFILEIMPORTTIME` is removed from the
 //! workers' environment and `-X importtime` is refused.
 //!
@@ -510,6 +513,17 @@ pub fn run(
                     .map_err(crate::error::jsonl)?;
                 records.push(rec);
                 progress.trial(&records, &variants);
+                // A side that has never once completed its lifecycle is
+                // not started again and again (each can wait the whole
+                // ready timeout): the run stops, its failures reported.
+                if phases::run::never_completed(&records).is_some() {
+                    stopped = rule.map(|_| Stopped {
+                        reason: StopReason::GaveUp,
+                        rounds: phases::sequential::rounds_run(&records),
+                        elapsed_s: loop_start.elapsed().as_secs_f64(),
+                    });
+                    break 'rounds;
+                }
             }
             // After each whole measured round: is the question answered?
             if let Some(rule) = rule.filter(|_| kind == TrialKind::Measured) {

@@ -181,6 +181,44 @@ pub struct Counts {
     pub failed_by_check: BTreeMap<String, usize>,
     /// The run was stopped by Ctrl-C; what finished is summarised.
     pub interrupted: bool,
+    /// The side the run gave up on: its first [`GIVE_UP_AFTER`] trials all
+    /// failed, none completed (see [`never_completed`]); the run stopped
+    /// there instead of waiting on a broken worker trial after trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gave_up: Option<Variant>,
+}
+
+/// How many failed trials of one side, with none of its trials completed,
+/// make a run give up: a worker that has never once completed its
+/// lifecycle is not started again and again (each trial can wait up to the
+/// ready timeout, a minute by default). A side that completed even one
+/// trial is never given up on: its later failures are counted, as any.
+pub const GIVE_UP_AFTER: usize = 3;
+
+/// The first side (in record order) that has failed [`GIVE_UP_AFTER`]
+/// trials without completing any; trials cut short by Ctrl-C count for
+/// neither.
+pub fn never_completed(records: &[TrialRecord]) -> Option<Variant> {
+    let mut sides: Vec<(Variant, usize, bool)> = Vec::new();
+    for r in records {
+        let i = match sides.iter().position(|(v, ..)| *v == r.variant) {
+            Some(i) => i,
+            None => {
+                sides.push((r.variant, 0, false));
+                sides.len() - 1
+            }
+        };
+        match &r.outcome {
+            timeline::Outcome::Failed { check, .. }
+                if *check == timeline::HandshakeCheck::Interrupted => {}
+            timeline::Outcome::Failed { .. } => sides[i].1 += 1,
+            _ => sides[i].2 = true,
+        }
+    }
+    sides
+        .into_iter()
+        .find(|&(_, failed, completed)| !completed && failed >= GIVE_UP_AFTER)
+        .map(|(v, ..)| v)
 }
 
 impl Counts {
@@ -221,6 +259,65 @@ impl Counts {
             },
             failed_by_check,
             interrupted,
+            gave_up: never_completed(records),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::summary::tests::trial;
+    use timeline::{HandshakeCheck, Outcome};
+
+    /// A trial of `variant` that completed (`None`) or failed at `check`.
+    fn rec(n: usize, variant: Variant, failed: Option<HandshakeCheck>) -> TrialRecord {
+        let mut r = trial(n, n, TrialKind::Measured, variant, 100.0);
+        if let Some(check) = failed {
+            r.outcome = Outcome::Failed {
+                check,
+                message: "no ready line".into(),
+            };
+        }
+        r
+    }
+
+    const READY: Option<HandshakeCheck> = Some(HandshakeCheck::Ready);
+
+    #[test]
+    fn a_side_that_never_completed_is_given_up_after_its_third_failure() {
+        let mut records = vec![rec(0, Variant::A, READY), rec(1, Variant::A, READY)];
+        assert_eq!(never_completed(&records), None);
+        records.push(rec(2, Variant::A, READY));
+        assert_eq!(never_completed(&records), Some(Variant::A));
+        let counts = Counts::of(&records, false);
+        assert_eq!((counts.failed, counts.gave_up), (3, Some(Variant::A)));
+    }
+
+    #[test]
+    fn one_completed_trial_means_later_failures_are_only_counted() {
+        let mut records = vec![rec(0, Variant::A, None)];
+        records.extend((1..6).map(|n| rec(n, Variant::A, READY)));
+        assert_eq!(never_completed(&records), None);
+        assert_eq!(Counts::of(&records, false).gave_up, None);
+    }
+
+    #[test]
+    fn each_side_is_judged_alone_and_ctrl_c_is_not_a_failure() {
+        // A works; B fails every time: B is given up on.
+        let ab: Vec<TrialRecord> = (0..6)
+            .map(|n| match n % 2 {
+                0 => rec(n, Variant::A, None),
+                _ => rec(n, Variant::B, READY),
+            })
+            .collect();
+        assert_eq!(never_completed(&ab), Some(Variant::B));
+        // Two failures and a trial cut short by Ctrl-C: not yet three.
+        let cut = vec![
+            rec(0, Variant::A, READY),
+            rec(1, Variant::A, READY),
+            rec(2, Variant::A, Some(HandshakeCheck::Interrupted)),
+        ];
+        assert_eq!(never_completed(&cut), None);
     }
 }

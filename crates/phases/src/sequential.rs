@@ -219,17 +219,21 @@ pub enum StopReason {
     TimeBudget,
     /// Ctrl-C (the loop's own reason; [`decided`] never gives it).
     Interrupted,
+    /// A side never completed a trial (the loop's own reason, see
+    /// [`crate::run::never_completed`]; [`decided`] never gives it).
+    GaveUp,
 }
 
 impl StopReason {
     /// What a person reads: `decided`, `round budget`, `time budget`,
-    /// `interrupted`.
+    /// `interrupted`, `gave up`.
     pub fn words(self) -> &'static str {
         match self {
             StopReason::Decided => "decided",
             StopReason::RoundBudget => "round budget",
             StopReason::TimeBudget => "time budget",
             StopReason::Interrupted => "interrupted",
+            StopReason::GaveUp => "gave up",
         }
     }
 }

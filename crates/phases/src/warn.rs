@@ -150,10 +150,16 @@ pub fn run_warnings(
             .iter()
             .map(|(k, v)| format!("{v} at {k}"))
             .collect();
+        let gave_up = counts.gave_up.map_or(String::new(), |v| {
+            format!(
+                "; the run stopped there: no trial of {v} completed, and a worker that never does is not started again (after {} failures): fix the first failure, shown below",
+                crate::run::GIVE_UP_AFTER
+            )
+        });
         out.push(plain(
             WarningKind::Failures,
             format!(
-                "{} of {} trials failed ({}; {}); failed trials are kept in trials.jsonl and left out of the timings",
+                "{} of {} trials failed ({}; {}); failed trials are kept in trials.jsonl and left out of the timings{gave_up}",
                 counts.failed,
                 counts.run,
                 pct(counts.failure_rate),

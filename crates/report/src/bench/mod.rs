@@ -196,6 +196,12 @@ pub fn answer_lines(s: &phases::summary::RunSummary) -> Vec<String> {
                     "stopped: interrupted after {} rounds ({:.1} s){still}",
                     st.rounds, st.elapsed_s
                 ),
+                StopReason::GaveUp => format!(
+                    "stopped: gave up after {} rounds ({:.1} s): {} never completed a trial",
+                    st.rounds,
+                    st.elapsed_s,
+                    s.trials.gave_up.map_or("a side", |v| v.as_str())
+                ),
             });
         }
         None => {

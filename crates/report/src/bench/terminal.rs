@@ -202,10 +202,14 @@ pub fn render(s: &RunSummary) -> String {
         if let Some(ab) = ab {
             out.push_str(&format!("(ratios: {})\n\n", ab.method.words()));
         }
-        for line in answer_lines(s) {
-            out.push_str(&line);
-            out.push('\n');
-        }
+    } else if ab.is_some() {
+        // No round had both sides correct: the answer lines say so, and
+        // why the run stopped.
+        out.push('\n');
+    }
+    for line in answer_lines(s) {
+        out.push_str(&line);
+        out.push('\n');
     }
     for r in &s.resources {
         let f = |v: Option<f64>, g: fn(f64) -> String| v.map_or("-".to_owned(), g);
