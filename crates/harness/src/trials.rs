@@ -242,11 +242,10 @@ impl BenchRun {
 
     /// The first failed trial (not interrupted): the record, the check, the message.
     pub fn first_failure(&self) -> Option<(&TrialRecord, HandshakeCheck, &str)> {
-        self.records.iter().find_map(|r| match &r.outcome {
-            Outcome::Failed { check, message } if *check != HandshakeCheck::Interrupted => {
-                Some((r, *check, message.as_str()))
-            }
-            _ => None,
+        self.records.iter().find_map(|r| {
+            r.outcome
+                .failure()
+                .map(|(check, message)| (r, check, message))
         })
     }
 }

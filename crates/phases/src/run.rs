@@ -195,49 +195,24 @@ pub struct Counts {
 /// trial is never given up on: its later failures are counted, as any.
 pub const GIVE_UP_AFTER: usize = 3;
 
-/// The first side (in record order) that has failed [`GIVE_UP_AFTER`]
-/// trials without completing any; trials cut short by Ctrl-C count for
-/// neither.
+/// The side (A before B) that has failed [`GIVE_UP_AFTER`] trials without
+/// completing any; trials cut short by Ctrl-C count for neither.
 pub fn never_completed(records: &[TrialRecord]) -> Option<Variant> {
-    let mut sides: Vec<(Variant, usize, bool)> = Vec::new();
-    for r in records {
-        let i = match sides.iter().position(|(v, ..)| *v == r.variant) {
-            Some(i) => i,
-            None => {
-                sides.push((r.variant, 0, false));
-                sides.len() - 1
-            }
-        };
-        match &r.outcome {
-            timeline::Outcome::Failed { check, .. }
-                if *check == timeline::HandshakeCheck::Interrupted => {}
-            timeline::Outcome::Failed { .. } => sides[i].1 += 1,
-            _ => sides[i].2 = true,
-        }
-    }
-    sides
-        .into_iter()
-        .find(|&(_, failed, completed)| !completed && failed >= GIVE_UP_AFTER)
-        .map(|(v, ..)| v)
+    [Variant::A, Variant::B].into_iter().find(|&v| {
+        let side = || records.iter().filter(move |r| r.variant == v);
+        !side().any(|r| r.outcome.is_correct())
+            && side().filter(|r| r.outcome.failure().is_some()).count() >= GIVE_UP_AFTER
+    })
 }
 
 impl Counts {
     /// Counts the trials in `records`; `interrupted` says whether Ctrl-C stopped the run.
     pub fn of(records: &[TrialRecord], interrupted: bool) -> Counts {
         let mut failed_by_check = BTreeMap::new();
-        for r in records {
-            // A trial cut short by the user (Ctrl-C) is kept and marked,
-            // but it is not the worker's failure.
-            match &r.outcome {
-                timeline::Outcome::Failed { check, .. }
-                    if *check != timeline::HandshakeCheck::Interrupted =>
-                {
-                    *failed_by_check
-                        .entry(check.as_str().to_owned())
-                        .or_insert(0) += 1;
-                }
-                _ => {}
-            }
+        for (check, _) in records.iter().filter_map(|r| r.outcome.failure()) {
+            *failed_by_check
+                .entry(check.as_str().to_owned())
+                .or_insert(0) += 1;
         }
         let failed = failed_by_check.values().sum();
         let run = records.len();

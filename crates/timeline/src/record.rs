@@ -179,6 +179,18 @@ impl Outcome {
     pub fn is_correct(&self) -> bool {
         matches!(self, Outcome::Correct)
     }
+
+    /// The worker's own failure, its check and message: `None` for a
+    /// correct trial and for one cut short by the user (Ctrl-C), which is
+    /// kept and marked but is not the worker's failure.
+    pub fn failure(&self) -> Option<(HandshakeCheck, &str)> {
+        match self {
+            Outcome::Failed { check, message } if *check != HandshakeCheck::Interrupted => {
+                Some((*check, message))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// One request sent and its reply read.
@@ -412,6 +424,20 @@ impl TrialRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_is_the_workers_own_never_a_ctrl_c() {
+        let failed = |check| Outcome::Failed {
+            check,
+            message: "no ready line".into(),
+        };
+        assert_eq!(Outcome::Correct.failure(), None);
+        assert_eq!(
+            failed(HandshakeCheck::Ready).failure(),
+            Some((HandshakeCheck::Ready, "no ready line"))
+        );
+        assert_eq!(failed(HandshakeCheck::Interrupted).failure(), None);
+    }
 
     pub(crate) fn worker(spawned: u64, ready: u64, exited: u64) -> WorkerRecord {
         WorkerRecord {
