@@ -118,6 +118,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     }
     let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
     let tree = Worktree::add(&top, &base.commit)?;
+    opts.trees = [tree.path().to_path_buf(), top.clone()];
     // The targets the base's own config names (None: no config here).
     let at_base: Option<Vec<String>> = project.config.as_ref().map(|c| {
         let path = moved_path(&c.path, &top, tree.path());
@@ -135,7 +136,11 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         if let Some(m) = args.max_slowdown {
             budgets.max_slowdown = m;
         }
-        let a = t.moved(&top, tree.path());
+        // Each side's own import roots first on its path: an editable
+        // install of the project points at the working tree, and would
+        // otherwise serve side A the working tree's code.
+        let a = t.moved(&top, tree.path()).own_roots_first();
+        let t = &t.own_roots_first();
         let exists = at_base.as_ref().is_none_or(|n| n.contains(&t.name)) && a.cwd.is_dir();
         if !exists {
             eprintln!(

@@ -23,6 +23,10 @@
 //! - [`diff`]: the working tree against a base revision checked out into
 //!   a temporary git worktree: the bench's interleaved loop with the base
 //!   as side A (CPU time as the basis) and the import trees of both sides.
+//! - [`provenance`]: which code a tree's worker ran: every import of the
+//!   project's own modules, from the recorder's records, checked to come
+//!   from that tree (an editable install, an absolute `PYTHONPATH` entry
+//!   or an installed copy named when one does not).
 //! - [`trials`]: the bench's trial loop (warm-up, interleaving, precision,
 //!   concurrency), its files (`trials.jsonl`, `summary.json`, ...), and
 //!   [`probe_check`], the bench measured against an independent probe.
@@ -60,6 +64,7 @@ pub mod live;
 pub mod memory;
 pub mod probe_check;
 pub mod profile;
+pub mod provenance;
 pub mod pyspy;
 pub mod serve;
 pub mod snapshot;

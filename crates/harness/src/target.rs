@@ -103,6 +103,17 @@ pub struct Target {
     /// The user's own command (argv), run in the patched copy's working
     /// directory when a cut is verified; it must exit 0.
     pub verify_command: Vec<String>,
+    /// The folders the project's own top-level packages are imported
+    /// from (its build config's, else `src/` or the project's folder);
+    /// absolute. A second tree of the project (a `diff`'s base, a patched
+    /// copy) puts its own first on its path ([`Target::own_roots_first`]),
+    /// so an editable install that points at the working tree loses.
+    pub import_roots: Vec<PathBuf>,
+    /// A command run in each tree of a `diff` before anything is measured
+    /// (argv, in the tree's counterpart of `cwd`, with `COLDSTART_SIDE` set
+    /// to `base` or `head`): what builds the project's extensions. Empty
+    /// when the target has none.
+    pub setup: Vec<String>,
     /// Where this target came from.
     pub origin: Origin,
 }
@@ -118,8 +129,36 @@ impl Target {
             Some(p) => Some(std::ffi::OsStr::new(p)),
             None => inherited.as_deref(),
         };
-        let dirs = importguard::firstparty::source_dirs(&self.cwd, pythonpath, &self.root);
+        let mut dirs = importguard::firstparty::source_dirs(&self.cwd, pythonpath, &self.root);
+        dirs.extend(self.import_roots.iter().cloned());
         importguard::firstparty::top_level_names(dirs, &self.root)
+    }
+
+    /// This target with its import roots first on `PYTHONPATH` (before its
+    /// own entries and the inherited ones, after nothing), each once: what
+    /// makes a tree's worker import that tree's packages whatever the
+    /// environment has installed (a static `.pth`, an editable finder on
+    /// `sys.meta_path`, a copy in site-packages).
+    pub fn own_roots_first(&self) -> Target {
+        let mut m = self.clone();
+        if self.import_roots.is_empty() {
+            return m;
+        }
+        let mut entries: Vec<PathBuf> = self.import_roots.clone();
+        if let Some(old) = self.pythonpath() {
+            for p in std::env::split_paths(&old) {
+                if !p.as_os_str().is_empty() && !entries.contains(&p) {
+                    entries.push(p);
+                }
+            }
+        }
+        if let Ok(joined) = std::env::join_paths(entries) {
+            m.env.insert(
+                "PYTHONPATH".to_owned(),
+                joined.to_string_lossy().into_owned(),
+            );
+        }
+        m
     }
 
     /// The built-in default of the coldstart workspace at `root`: the
@@ -171,6 +210,8 @@ impl Target {
             transport: spawn::Transport::Stdio,
             verify: Vec::new(),
             verify_command: Vec::new(),
+            import_roots: Vec::new(),
+            setup: Vec::new(),
             origin: Origin::CommandLine,
         }
     }
@@ -225,6 +266,11 @@ impl Target {
         m.cwd = moved_path(&self.cwd, from, to);
         m.root = moved_path(&self.root, from, to);
         m.py_spy = self.py_spy.as_deref().map(|p| moved_path(p, from, to));
+        m.import_roots = self
+            .import_roots
+            .iter()
+            .map(|p| moved_path(p, from, to))
+            .collect();
         let moved_arg = |a: &String| {
             let p = moved_path(Path::new(a), from, to);
             if p.as_path() != Path::new(a) && p.exists() {
@@ -235,6 +281,7 @@ impl Target {
         };
         m.command = self.command.iter().map(moved_arg).collect();
         m.verify_command = self.verify_command.iter().map(moved_arg).collect();
+        m.setup = self.setup.iter().map(moved_arg).collect();
         if let Some(old) = self.pythonpath() {
             let entries: Vec<PathBuf> = std::env::split_paths(&old)
                 .map(|p| {

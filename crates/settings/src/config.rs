@@ -25,6 +25,8 @@
 //! snapshot = true                        # `check` also fails when the import tree drifts
 //! verify = [{ op = "load" }]             # a patched copy's model path: each reply must not be an error
 //! verify_command = ["python3", "-m", "pytest", "-q", "tests/test_models.py"]  # must pass in the copy
+//! import_roots = ["src"]                 # where the project's packages are (default: its build config's)
+//! setup = ["maturin", "develop"]         # run in each tree of a diff first (COLDSTART_SIDE=base|head)
 //! ```
 //!
 //! Relative paths in a target (`cwd`, a relative program in `command`,
@@ -100,6 +102,8 @@ struct RawTarget {
     #[serde(default)]
     verify: Vec<serde_json::Map<String, serde_json::Value>>,
     verify_command: Option<Vec<String>>,
+    import_roots: Option<Vec<PathBuf>>,
+    setup: Option<Vec<String>>,
     #[serde(default)]
     snapshot: bool,
     max_slowdown: Option<f64>,
@@ -340,6 +344,20 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, 
                     .map_err(|e| Problem::PythonPath(name.clone(), e))?;
             *pp = joined.to_string_lossy().into_owned();
         }
+        let import_roots = match raw.import_roots {
+            Some(dirs) => dirs.iter().map(|d| against(root, d)).collect(),
+            None => crate::layout::import_roots(root)
+                .into_iter()
+                .map(|r| r.dir)
+                .collect(),
+        };
+        let mut setup = match raw.setup {
+            Some(argv) if argv.is_empty() => return Err(Problem::EmptySetup(name)),
+            argv => argv.unwrap_or_default(),
+        };
+        if setup.first().is_some_and(|p| p.contains('/')) {
+            setup[0] = against(root, Path::new(&setup[0])).display().to_string();
+        }
         let base = Target::ad_hoc(root, command, &name);
         if raw.snapshot {
             snapshot.push(name.clone());
@@ -375,6 +393,8 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, 
             transport: raw.transport,
             verify: raw.verify,
             verify_command,
+            import_roots,
+            setup,
             origin,
             ..base
         });

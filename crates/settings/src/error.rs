@@ -163,6 +163,11 @@ pub enum Problem {
         "target `{0}`: `verify_command` is empty; give the argv of your own test, e.g. [\"python\", \"-m\", \"pytest\", \"-q\", \"tests/test_models.py\"], or remove the key"
     )]
     EmptyVerifyCommand(String),
+    /// `setup = []`.
+    #[error(
+        "target `{0}`: `setup` is empty; give the argv that builds the project's extensions in a tree, e.g. [\"maturin\", \"develop\"], or remove the key"
+    )]
+    EmptySetup(String),
     /// `cwd` is not a folder.
     #[error(
         "target `{name}`: `cwd` {} is not a folder; paths are relative to the config file's folder {}",

@@ -13,6 +13,7 @@
 
 pub mod config;
 mod error;
+pub mod layout;
 mod project;
 
 pub use config::{Config, discover, load, parse};

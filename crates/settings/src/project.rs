@@ -69,7 +69,12 @@ impl Project {
             if target.is_some() {
                 return Err(Error::TargetAndCommand);
             }
-            return Ok(vec![Target::ad_hoc(&self.cwd, command.to_vec(), "command")]);
+            let mut t = Target::ad_hoc(&self.cwd, command.to_vec(), "command");
+            t.import_roots = crate::layout::import_roots(&self.cwd)
+                .into_iter()
+                .map(|r| r.dir)
+                .collect();
+            return Ok(vec![t]);
         }
         match (target, &self.config, &self.default) {
             (Some(name), Some(c), _) => c

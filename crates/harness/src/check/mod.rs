@@ -265,6 +265,7 @@ pub(crate) fn instrumented_process(
     let pythonpath = inherited_pythonpath(t);
     let recorder_policy = RecorderPolicy {
         root: Some(t.root.clone()),
+        own: t.first_party(),
         ..policy.recorder_policy(block)
     };
     let setup = Recorder::prepare(&recorder_policy, pythonpath.as_deref()).map_err(|cause| {

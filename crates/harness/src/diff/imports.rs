@@ -128,6 +128,24 @@ pub(crate) fn run_both(
     Ok((xa, xb))
 }
 
+/// The first of the project's modules that one side's processes imported
+/// from outside `tree` ([`crate::provenance`]), if any.
+pub(crate) fn foreign(
+    processes: &[Instrumented],
+    sides: &[&Target],
+    side: &Target,
+    tree: &std::path::Path,
+) -> Option<crate::provenance::Foreign> {
+    let own = own_names(sides);
+    let pythonpath = side.pythonpath();
+    processes.iter().find_map(|p| {
+        crate::provenance::of(&p.recording, &own, tree, pythonpath.as_deref())
+            .foreign
+            .into_iter()
+            .next()
+    })
+}
+
 /// The top-level names that are the project's own code on either side
 /// (the one rule, `importguard::firstparty`, over each side's source
 /// folders), less the forbidden packages: a stand-in or vendored copy of

@@ -58,6 +58,11 @@ pub struct DiffOptions {
     pub out: PathBuf,
     /// The project root, for the tool's git revision in the environment.
     pub root: PathBuf,
+    /// The trees each side must run its own code from (the base's
+    /// checkout, the working tree): every project module a side imports
+    /// is checked to come from its own ([`crate::provenance`]). Empty: each
+    /// side's target root.
+    pub trees: [PathBuf; 2],
 }
 
 impl Default for DiffOptions {
@@ -71,6 +76,7 @@ impl Default for DiffOptions {
             bootstrap: Bootstrap::default(),
             out: PathBuf::new(),
             root: PathBuf::new(),
+            trees: [PathBuf::new(), PathBuf::new()],
         }
     }
 }
@@ -162,6 +168,20 @@ pub fn compare_target(
         Ok(s) => s,
         Err(e) => return Ok(error(name, budgets, Variant::B, e)),
     };
+    // Never a verdict from two sides that ran the same code.
+    for (variant, side, xs, tree) in [
+        (Variant::A, base, &xa, &opts.trees[0]),
+        (Variant::B, head, &xb, &opts.trees[1]),
+    ] {
+        let tree = if tree.as_os_str().is_empty() {
+            &side.root
+        } else {
+            tree
+        };
+        if let Some(f) = imports::foreign(xs, &[base, head], side, tree) {
+            return Ok(error(name, budgets, variant, f.to_string()));
+        }
+    }
     let import_diff = imports::diff(&sa, &sb, base, head);
     if interrupt.is_set() {
         return Ok(TargetDiff {

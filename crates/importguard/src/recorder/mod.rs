@@ -152,6 +152,10 @@ pub struct RecorderPolicy {
     /// one: the first outside the standard library and the forbidden
     /// packages).
     pub root: Option<PathBuf>,
+    /// The project's own top-level package names: each import of one of
+    /// them is written with the file it was found at and the finder that
+    /// answered ([`ImportAttempt::file`], [`ImportAttempt::finder`]).
+    pub own: Vec<String>,
 }
 
 impl RecorderPolicy {
@@ -161,11 +165,20 @@ impl RecorderPolicy {
                 return Err(RecorderError::BadPattern { pattern: p.clone() });
             }
         }
+        // A name that is not an identifier cannot be imported: nothing to
+        // record for it.
+        let own: Vec<&str> = self
+            .own
+            .iter()
+            .map(String::as_str)
+            .filter(|n| is_module_pattern(n) && !n.contains('.'))
+            .collect();
         Ok(format!(
-            "block={};forbid={};allow={}",
+            "block={};forbid={};allow={};own={}",
             u8::from(self.block),
             self.forbid.join(","),
-            self.allow.join(",")
+            self.allow.join(","),
+            own.join(",")
         ))
     }
 }
@@ -415,6 +428,9 @@ pub struct Start {
     /// For a forked child: the thread that forked, when not the main one.
     #[serde(default)]
     pub thread: Option<u64>,
+    /// `sys.path` when the bootstrap ran (its string entries).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<String>,
 }
 
 impl Start {
@@ -560,6 +576,15 @@ pub struct ImportAttempt {
     /// (at this time); the reader merges the two into one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audit_t_ns: Option<u64>,
+    /// For one of the project's own modules ([`RecorderPolicy::own`]): the
+    /// file its spec names (a namespace package's first folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// For one of the project's own modules: the finder that answered
+    /// (`module.QualName`: `importlib._bootstrap_external.PathFinder`, an
+    /// editable install's own finder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finder: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {

@@ -590,7 +590,7 @@ mod props {
                     probe,
                     depth: Some(stack.len() as u32),
                     parent: stack.last().cloned(),
-                    by,
+                    by: by.clone(),
                     first_party,
                     stack_by: stack.iter().map(|_| None).collect(),
                     stack,
@@ -600,6 +600,10 @@ mod props {
                     reified: false,
                     declared: None,
                     audit_t_ns: None,
+                    file: by.as_ref().map(|f| f.file.clone()),
+                    finder: found
+                        .filter(|f| *f)
+                        .map(|_| "importlib._bootstrap_external.PathFinder".to_owned()),
                 },
             )
     }

@@ -100,6 +100,7 @@ impl Policy {
             allow: self.allowed.iter().map(|a| a.module.clone()).collect(),
             block,
             root: None,
+            own: Vec::new(),
         }
     }
 }

@@ -280,6 +280,8 @@ fn attempt(name: &str, t: u64, stack: &[&str]) -> recorder::ImportAttempt {
         reified: false,
         declared: None,
         audit_t_ns: None,
+        file: None,
+        finder: None,
     }
 }
 

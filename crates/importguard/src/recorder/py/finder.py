@@ -6,10 +6,12 @@
 
 def _rec_finder(records, fail, forbid_heads, forbidden, refuse, describe,
                 lazy_declaration, audited, audit_written, probed_at, declared,
-                lazy_files, get_ident, main_thread):
+                lazy_files, get_ident, main_thread, own_heads):
     """The finder (to put first on sys.meta_path). `audited`,
     `audit_written`, `probed_at`, `declared` and `lazy_files` are shared
-    with the audit hook (see install.py)."""
+    with the audit hook (see install.py). A name under `own_heads` (the
+    project's own packages) is written with the file its spec names and
+    the finder that answered."""
     monotonic_ns = _cs_monotonic_ns
     getframe = sys._getframe
     getpid = os.getpid
@@ -97,6 +99,7 @@ def _rec_finder(records, fail, forbid_heads, forbidden, refuse, describe,
 
         spec = None
         err = None
+        answered = None
         try:
             meta_path = sys.meta_path
             try:
@@ -109,10 +112,25 @@ def _rec_finder(records, fail, forbid_heads, forbidden, refuse, describe,
                     continue
                 spec = find(name, path, target)
                 if spec is not None:
+                    answered = finder
                     break
         except BaseException as exc:
             err = exc
         rec["found"] = spec is not None
+        if spec is not None and name.partition(".")[0] in own_heads:
+            try:
+                origin = spec.origin
+                if type(origin) is not str:
+                    # A namespace package: its first folder.
+                    locations = list(spec.submodule_search_locations or ())
+                    origin = locations[0] if locations else None
+                if type(origin) is str:
+                    rec["file"] = origin
+                kind = answered if isinstance(answered, type) else type(answered)
+                rec["finder"] = "%s.%s" % (
+                    getattr(kind, "__module__", "?"), getattr(kind, "__qualname__", "?"))
+            except Exception as exc:
+                fail("origin", exc)
         if err is not None:
             rec["error"] = "%s: %s" % (type(err).__name__, err)
         if probe_origin and spec is not None:

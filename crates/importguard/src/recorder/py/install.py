@@ -17,6 +17,9 @@ def _install():
     forbid = policy.get("forbid", ())
     allow = policy.get("allow", ())
     block = policy.get("block", ()) == ("1",)
+    # The project's own top-level names: their records say which file and
+    # which finder answered (what shows a tree ran its own code).
+    own_heads = frozenset(policy.get("own", ()))
     project_root = os.environ.get("COLDSTART_RECORD_ROOT") or None
     monotonic_ns = _cs_monotonic_ns
     get_ident = _thread.get_ident
@@ -54,7 +57,7 @@ def _install():
     finder = _rec_finder(
         records, fail, forbid_heads, forbidden, refuse, describe,
         lazy_declaration, audited, audit_written, probed_at, declared,
-        lazy_files, get_ident, main_thread)
+        lazy_files, get_ident, main_thread, own_heads)
     note_spawn, wrap_fork_exec, wrapped = _rec_spawns(
         path, records, fail, line_of, get_ident, main_thread)
     hook = _rec_audit_hook(

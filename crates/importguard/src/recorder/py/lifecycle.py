@@ -116,5 +116,8 @@ def _rec_start(me, gen, parent, how, audit, block, forbid, allow):
         "forbid": list(forbid),
         "allow": list(allow),
         "modules": len(sys.modules),
+        # Where imports are looked for (the project's roots, PYTHONPATH,
+        # what .pth files added): why a module came from where it did.
+        "path": [p for p in sys.path if type(p) is str],
     }
     return start

@@ -10,6 +10,8 @@ use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+mod layouts;
+
 use crate::support::{coldstart_bin, fixtures, python, worker_dir};
 
 /// A user's repository (kept alive by the temp dir).
