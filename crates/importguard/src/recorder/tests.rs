@@ -82,8 +82,14 @@ fn policy_is_encoded_for_the_bootstrap_and_bad_names_are_refused() {
     };
     assert_eq!(
         p.encode().unwrap(),
-        "block=1;forbid=torch,transformers;allow=transformers.utils"
+        "block=1;forbid=torch,transformers;allow=transformers.utils;own="
     );
+    // The project's own names; one that cannot be imported is left out.
+    let own = RecorderPolicy {
+        own: vec!["svc".into(), "my-tool".into(), "app".into()],
+        ..p.clone()
+    };
+    assert!(own.encode().unwrap().ends_with(";own=svc,app"));
     for bad in ["", "a;b", "a,b", "a..b", ".a", "1a", "a b"] {
         let p = RecorderPolicy {
             forbid: vec![bad.into()],
