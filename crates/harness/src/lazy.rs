@@ -34,6 +34,9 @@ use crate::target::Target;
 use crate::trials::{self, BenchOptions, Quiet};
 use importguard::recorder::bootstrap::Bootstrap;
 
+/// The prefix of a lazy trial's temporary folder (its bench files).
+const OUT_PREFIX: &str = "coldstart-lazy-";
+
 /// The body of the RSS bootstrap, run after the recorder's shared prelude.
 const RSS_BOOTSTRAP: &str = include_str!("lazy_rss.py");
 
@@ -137,9 +140,10 @@ fn saving(
         .patched_copy(cut)
         .map_err(|e| Error::Invalid(format!("could not patch a copy: {e}")))?;
     let b = in_copy(t, copy.root());
-    let out = tempfile::Builder::new()
-        .prefix("coldstart-lazy-")
-        .tempdir()
+    for o in spawn::owned::sweep(OUT_PREFIX) {
+        let _ = spawn::owned::remove(&o);
+    }
+    let out = spawn::owned::tempdir(OUT_PREFIX, "a lazy trial's bench files")
         .map_err(|e| Error::io("create", &std::env::temp_dir(), e))?;
     let rule = phases::sequential::StopRule {
         max_rounds: opts.max_rounds,

@@ -119,6 +119,7 @@ mod error;
 mod group;
 mod guard;
 mod helper;
+pub mod owned;
 mod readers;
 mod reap;
 mod transport;

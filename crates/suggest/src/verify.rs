@@ -128,6 +128,9 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), SuggestError> {
     Ok(())
 }
 
+/// The prefix of a patched copy's temporary folder.
+pub const COPY_PREFIX: &str = "coldstart-suggest-";
+
 fn link(target: &Path, at: &Path) -> Result<(), SuggestError> {
     std::os::unix::fs::symlink(target, at).map_err(|e| SuggestError::io("link", at, e))
 }
@@ -142,9 +145,11 @@ fn still_there(s: &Suggestion, violations: &[Violation]) -> Option<Vec<String>> 
 impl Suggester {
     /// A temporary copy of the project with `cut` applied.
     pub fn patched_copy(&self, cut: &Cut) -> Result<PatchedCopy, SuggestError> {
-        let dir = tempfile::Builder::new()
-            .prefix("coldstart-suggest-")
-            .tempdir()
+        // Copies left by a run that was killed are removed first.
+        for o in spawn::owned::sweep(COPY_PREFIX) {
+            let _ = spawn::owned::remove(&o);
+        }
+        let dir = spawn::owned::tempdir(COPY_PREFIX, "a patched copy")
             .map_err(|e| SuggestError::io("create", std::env::temp_dir(), e))?;
         let name = self
             .root

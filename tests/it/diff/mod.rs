@@ -386,9 +386,16 @@ fn a_side_that_cannot_start_exits_2_and_says_which() {
     assert_eq!(v["targets"][0]["error"]["side"], "B");
 }
 
-#[test]
-fn ctrl_c_during_the_timed_rounds_leaves_no_checkout_behind() {
-    let r = Repo::new();
+/// Starts `diff HEAD` with a long time budget and returns it once its
+/// timed rounds have begun (the base's checkout exists), with what it
+/// printed so far and its stderr.
+fn diff_in_its_timed_rounds(
+    r: &Repo,
+) -> (
+    std::process::Child,
+    String,
+    BufReader<std::process::ChildStderr>,
+) {
     let mut child = r
         .command(&[
             "diff",
@@ -415,6 +422,13 @@ fn ctrl_c_during_the_timed_rounds_leaves_no_checkout_behind() {
             break;
         }
     }
+    (child, seen, err)
+}
+
+#[test]
+fn ctrl_c_during_the_timed_rounds_leaves_no_checkout_behind() {
+    let r = Repo::new();
+    let (mut child, seen, mut err) = diff_in_its_timed_rounds(&r);
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let mut rest = String::new();
@@ -422,6 +436,35 @@ fn ctrl_c_during_the_timed_rounds_leaves_no_checkout_behind() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{seen}{rest}");
     r.assert_nothing_left();
+}
+
+/// SIGKILL skips every drop: the base's checkout stays registered until
+/// the next run, which sees that its owner is gone and removes it.
+#[test]
+fn a_killed_diff_leaves_its_checkout_for_the_next_run_to_remove() {
+    let r = Repo::new();
+    let (mut child, seen, _err) = diff_in_its_timed_rounds(&r);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let list = |r: &Repo| {
+        let out = Command::new("git")
+            .args(["worktree", "list", "--porcelain"])
+            .current_dir(&r.root)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .matches("worktree ")
+            .count()
+    };
+    assert_eq!(
+        list(&r),
+        2,
+        "the killed run's checkout is still registered: {seen}"
+    );
+    let (code, v) = r.diff_json(&["HEAD", "--max-seconds", "3"]);
+    assert!(matches!(code, Some(0 | 1)), "{v:#}");
+    // diff_json has checked that nothing is left, the killed run's too.
+    assert_eq!(list(&r), 1);
 }
 
 /// A worker that serves over TCP is compared over its connection like a

@@ -113,6 +113,28 @@ pub fn dirty(top: &Path) -> Result<bool> {
     Ok(git_text(top, &["status", "--porcelain"])?.is_some_and(|s| !s.is_empty()))
 }
 
+/// The prefix of a base checkout's temporary folder.
+pub const PREFIX: &str = "coldstart-base-";
+
+/// Removes every base checkout whose owner is gone: git's record of it in
+/// the repository its owner file names, then the folder.
+fn remove_orphans() {
+    for o in spawn::owned::sweep(PREFIX) {
+        let repo = PathBuf::from(&o.note);
+        if repo.is_dir() {
+            let path = o.dir.join("base");
+            let _ = git(
+                &repo,
+                &["worktree", "remove", "--force", &path.display().to_string()],
+            );
+        }
+        let _ = spawn::owned::remove(&o);
+        if repo.is_dir() {
+            let _ = git(&repo, &["worktree", "prune"]);
+        }
+    }
+}
+
 /// A temporary detached checkout of a commit, removed (folder and git's
 /// record of it) when dropped.
 #[derive(Debug)]
@@ -124,13 +146,14 @@ pub struct Worktree {
 
 impl Worktree {
     /// Checks `commit` of the repository at `top` out into a fresh
-    /// temporary folder. Stale records of worktrees whose folders are gone
-    /// (a run that was killed) are pruned first.
+    /// temporary folder that names its owner ([`spawn::owned`]). The
+    /// checkouts of runs whose coldstart process is gone (killed, SIGKILL
+    /// skips every drop) are removed first, from the repository that
+    /// registered each, and stale records pruned.
     pub fn add(top: &Path, commit: &str) -> Result<Worktree> {
+        remove_orphans();
         let _ = git(top, &["worktree", "prune"]);
-        let dir = tempfile::Builder::new()
-            .prefix("coldstart-base-")
-            .tempdir()
+        let dir = spawn::owned::tempdir(PREFIX, &top.display().to_string())
             .map_err(|e| Error::io("create", &std::env::temp_dir(), e))?;
         let path = dir.path().join("base");
         let out = git(
