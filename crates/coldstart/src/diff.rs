@@ -119,6 +119,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
     let tree = Worktree::add(&top, &base.commit)?;
     opts.trees = [tree.path().to_path_buf(), top.clone()];
+    opts.commit = base.commit.clone();
     // The targets the base's own config names (None: no config here).
     let at_base: Option<Vec<String>> = project.config.as_ref().map(|c| {
         let path = moved_path(&c.path, &top, tree.path());

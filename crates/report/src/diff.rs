@@ -132,6 +132,11 @@ pub struct TargetDiff {
     pub imports: Option<ImportDiff>,
     /// Things the reader should know that fail nothing.
     pub warnings: Vec<String>,
+    /// What was done to the trees before anything was measured: a build
+    /// output carried into the base, the target's `setup` run (or taken
+    /// from its cache).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prepared: Vec<String>,
 }
 
 /// Peak RSS and RSS at ready of one side (medians of the timed trials).
@@ -642,6 +647,9 @@ pub fn text(r: &DiffReport, root: &Path, strict: bool) -> String {
         if let Some(i) = &t.imports {
             imports_text(i, root, &mut out);
         }
+        for n in &t.prepared {
+            let _ = writeln!(out, "note: {n}");
+        }
         for w in &t.warnings {
             let _ = writeln!(out, "warning: {w}");
         }
@@ -724,6 +732,9 @@ pub fn markdown(r: &DiffReport, root: &Path, strict: bool) -> String {
         for p in t.problems(strict) {
             let _ = writeln!(o, "- **{}**: {}", p.kind, p.message);
         }
+        for n in &t.prepared {
+            let _ = writeln!(o, "- note: {n}");
+        }
         for w in &t.warnings {
             let _ = writeln!(o, "- warning: {w}");
         }
@@ -798,6 +809,9 @@ pub fn github(r: &DiffReport, root: &Path, strict: bool) -> String {
                 esc_prop(&format!("{}: {}", t.name, p.kind)),
                 esc_data(&format!("{}{cause}", p.message))
             );
+        }
+        for n in &t.prepared {
+            let _ = writeln!(o, "::notice title={}::{}", esc_prop(&t.name), esc_data(n));
         }
         for w in &t.warnings {
             let _ = writeln!(o, "::warning title={}::{}", esc_prop(&t.name), esc_data(w));
@@ -900,6 +914,7 @@ mod tests {
             }),
             imports,
             warnings: Vec::new(),
+            prepared: Vec::new(),
         }
     }
 

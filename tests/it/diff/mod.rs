@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 mod layouts;
+mod outputs;
 
 use crate::support::{coldstart_bin, fixtures, python, worker_dir};
 
@@ -142,6 +143,7 @@ impl Repo {
             .current_dir(&self.root)
             .env_remove("PYTHONPATH")
             .env("TMPDIR", &self.tmp)
+            .env("XDG_CACHE_HOME", self.tmp.join("cache"))
             .stdin(Stdio::null());
         c
     }

@@ -21,6 +21,7 @@
 
 pub mod git;
 mod imports;
+pub mod outputs;
 
 use std::path::PathBuf;
 
@@ -63,6 +64,9 @@ pub struct DiffOptions {
     /// is checked to come from its own ([`crate::provenance`]). Empty: each
     /// side's target root.
     pub trees: [PathBuf; 2],
+    /// The base's commit (for its build outputs, [`outputs`]); empty: the
+    /// trees are not prepared.
+    pub commit: String,
 }
 
 impl Default for DiffOptions {
@@ -77,6 +81,7 @@ impl Default for DiffOptions {
             out: PathBuf::new(),
             root: PathBuf::new(),
             trees: [PathBuf::new(), PathBuf::new()],
+            commit: String::new(),
         }
     }
 }
@@ -104,6 +109,7 @@ fn error(name: &str, budgets: Budgets, side: Variant, message: String) -> Target
         time: None,
         imports: None,
         warnings: Vec::new(),
+        prepared: Vec::new(),
     }
 }
 
@@ -117,6 +123,7 @@ pub fn new_target(name: &str, budgets: Budgets) -> TargetDiff {
         time: None,
         imports: None,
         warnings: Vec::new(),
+        prepared: Vec::new(),
     }
 }
 
@@ -144,7 +151,9 @@ fn disagreement(
 }
 
 /// Compares `base` (side A) with `head` (side B, the working tree): the
-/// instrumented processes first, then the timed interleaved rounds.
+/// trees prepared first ([`outputs`]: the target's `setup`, or the
+/// ignored extension modules carried into the base), then the
+/// instrumented processes, then the timed interleaved rounds.
 /// A side that cannot be run is reported as such, not as an error.
 pub fn compare_target(
     base: &Target,
@@ -154,6 +163,28 @@ pub fn compare_target(
     interrupt: &Interrupt,
     progress: &mut dyn Progress,
 ) -> Result<TargetDiff> {
+    let prepared = if opts.commit.is_empty() {
+        outputs::Prepared::default()
+    } else {
+        match outputs::prepare(base, head, &opts.trees[1], &opts.trees[0], &opts.commit) {
+            Ok(p) => p,
+            Err(e) => return Ok(error(&head.name, budgets, Variant::A, e.to_string())),
+        }
+    };
+    let mut r = compare_prepared(base, head, budgets, opts, interrupt, progress, &prepared)?;
+    r.prepared = prepared.notes;
+    Ok(r)
+}
+
+fn compare_prepared(
+    base: &Target,
+    head: &Target,
+    budgets: Budgets,
+    opts: &DiffOptions,
+    interrupt: &Interrupt,
+    progress: &mut dyn Progress,
+    prepared: &outputs::Prepared,
+) -> Result<TargetDiff> {
     let name = head.name.as_str();
     progress.extra(&crate::trials::Extra::Instrumented {
         target: name.to_owned(),
@@ -162,7 +193,13 @@ pub fn compare_target(
     let (xa, xb) = imports::run_both(base, head, opts.instrumented.max(1))?;
     let sa = match imports::side(&xa) {
         Ok(s) => s,
-        Err(e) => return Ok(error(name, budgets, Variant::A, e)),
+        Err(e) => {
+            let message = match outputs::advice(prepared) {
+                Some(a) => format!("{e}\n{a}"),
+                None => e,
+            };
+            return Ok(error(name, budgets, Variant::A, message));
+        }
     };
     let sb = match imports::side(&xb) {
         Ok(s) => s,
@@ -272,5 +309,6 @@ pub fn compare_target(
         }),
         imports: Some(import_diff),
         warnings,
+        prepared: Vec::new(),
     })
 }

@@ -1,0 +1,191 @@
+//! `diff` on a project with a compiled extension that git ignores, as
+//! every maturin, PyO3, Cython or C-extension project has: the base's
+//! fresh checkout lacks the built `.so`. A small C extension (`svc._speed`,
+//! built in place by setuptools' `build_ext --inplace` with the test
+//! venv's setuptools) decides at start-up whether the worker imports a
+//! module that burns CPU: `_speed.value()` is 1 at the base (so the base
+//! is slow) unless a test changes the C source.
+//! - Only Python differs: the working tree's build is the base's too, so
+//!   it is carried into the base's checkout, and the report says so.
+//! - The C source differs and the target has a `setup`: each tree is built
+//!   by it (the verdict proves the base ran its own build: with the working
+//!   tree's, both sides would be fast), and a second run takes both from
+//!   the cache.
+//! - The C source differs and there is no `setup`: exit 2 naming the
+//!   extension and the `setup` key.
+
+use std::process::Command;
+
+use super::{Repo, busy, verdict};
+use crate::support::{python, venv_python};
+
+const SETUP_PY: &str = r#"from setuptools import Extension, setup
+
+setup(
+    name="svc",
+    version="0.1",
+    package_dir={"": "src"},
+    packages=["svc"],
+    ext_modules=[Extension("svc._speed", ["src/svc/_speed.c"])],
+)
+"#;
+
+fn speed_c(value: u32) -> String {
+    format!(
+        r#"#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+static PyObject *value(PyObject *self, PyObject *args) {{ return PyLong_FromLong({value}); }}
+
+static PyMethodDef methods[] = {{{{"value", value, METH_NOARGS, "the build's value"}}, {{NULL, NULL, 0, NULL}}}};
+
+static struct PyModuleDef module = {{PyModuleDef_HEAD_INIT, "_speed", NULL, -1, methods}};
+
+PyMODINIT_FUNC PyInit__speed(void) {{ return PyModule_Create(&module); }}
+"#
+    )
+}
+
+const WORKER: &str = "from svc import _speed, protokit\n\nif _speed.value() == 1:\n    from svc import heavy\n\nprotokit.serve()\n";
+
+/// The build command, as a target's `setup` and as the user ran it once.
+fn build_argv() -> Vec<String> {
+    vec![
+        venv_python().display().to_string(),
+        "setup.py".into(),
+        "-q".into(),
+        "build_ext".into(),
+        "--inplace".into(),
+    ]
+}
+
+fn build(r: &Repo) {
+    let argv = build_argv();
+    let out = Command::new(&argv[0])
+        .args(&argv[1..])
+        .current_dir(&r.root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "build_ext: {out:?}");
+}
+
+/// The service committed with `_speed` at 1 (slow start-up) and built in
+/// place; the working tree's worker is unchanged. `setup` is the target's.
+fn service(setup: bool) -> Repo {
+    let r = Repo::empty();
+    r.write(".gitignore", "__pycache__/\n*.so\nbuild/\n*.egg-info/\n");
+    r.write("setup.py", SETUP_PY);
+    r.write("src/svc/__init__.py", "");
+    std::fs::copy(
+        crate::support::fixtures().join("boundary/workers/protokit.py"),
+        r.root.join("src/svc/protokit.py"),
+    )
+    .unwrap();
+    r.write("src/svc/_speed.c", &speed_c(1));
+    r.write("src/svc/heavy.py", &busy(150));
+    r.write("src/svc/worker.py", WORKER);
+    let setup_key = if setup {
+        format!(
+            "setup = [{}]\n",
+            build_argv()
+                .iter()
+                .map(|a| format!("{a:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    } else {
+        String::new()
+    };
+    r.write(
+        "coldstart.toml",
+        &format!(
+            "[[target]]\nname = \"svc\"\ncommand = [\"{}\", \"-m\", \"svc.worker\"]\nenv = {{ PYTHONPATH = \"src\" }}\n{setup_key}",
+            python().display()
+        ),
+    );
+    r.commit("service with its extension");
+    build(&r);
+    r
+}
+
+fn prepared(v: &serde_json::Value) -> Vec<String> {
+    v["targets"][0]["prepared"]
+        .as_array()
+        .map(|a| a.iter().map(|n| n.as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn an_ignored_extension_is_carried_into_the_base_when_only_python_differs() {
+    let r = service(false);
+    // The fix, in Python only: the busy module is gone.
+    r.write(
+        "src/svc/worker.py",
+        "from svc import _speed, protokit\n\nprotokit.serve()\n",
+    );
+    let (code, v) = r.diff_json(&["HEAD"]);
+    assert_eq!(v["targets"][0]["status"], "compared", "{v:#}");
+    assert_eq!(verdict(&v), "faster", "{v:#}");
+    assert_eq!(code, Some(0), "{v:#}");
+    let notes = prepared(&v);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("src/svc/_speed.") && n.contains("carried into the base")),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn a_changed_extension_is_rebuilt_in_each_tree_by_setup_and_cached() {
+    let r = service(true);
+    // The fix is in C: the working tree's build skips the busy module.
+    r.write("src/svc/_speed.c", &speed_c(2));
+    build(&r);
+    let (code, v) = r.diff_json(&["HEAD"]);
+    assert_eq!(v["targets"][0]["status"], "compared", "{v:#}");
+    // With the working tree's build carried over, both sides would be fast.
+    assert_eq!(verdict(&v), "faster", "{v:#}");
+    assert_eq!(code, Some(0), "{v:#}");
+    let notes = prepared(&v);
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("run in the base's checkout")),
+        "{notes:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.contains("run in the working tree")),
+        "{notes:?}"
+    );
+    // Again: nothing changed, so both come from the cache.
+    let (_, again) = r.diff_json(&["HEAD", "--max-seconds", "3"]);
+    let notes = prepared(&again);
+    assert!(
+        notes.iter().any(|n| n.contains("taken from the cache")),
+        "{notes:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.contains("not run again")),
+        "{notes:?}"
+    );
+    assert_ne!(verdict(&again), "slower", "{again:#}");
+}
+
+#[test]
+fn a_changed_extension_without_setup_exits_2_naming_it_and_the_key() {
+    let r = service(false);
+    r.write("src/svc/_speed.c", &speed_c(2));
+    build(&r);
+    let (code, v) = r.diff_json(&["HEAD"]);
+    assert_eq!(code, Some(2), "{v:#}");
+    let t = &v["targets"][0];
+    assert_eq!(t["error"]["side"], "A", "{t:#}");
+    let msg = t["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("src/svc/_speed."), "{msg}");
+    assert!(
+        msg.contains("src/svc/_speed.c"),
+        "names what differs: {msg}"
+    );
+    assert!(msg.contains("`setup`"), "{msg}");
+}
