@@ -137,3 +137,77 @@ fn every_run_script_parses_in_its_shell() {
         .unwrap();
     assert!(!bad.status.success());
 }
+
+/// The action's check-and-diff step, run as GitHub runs it, with a
+/// stand-in `coldstart` on PATH (a script that logs its arguments and
+/// writes what each `--output` names): `diff` is measured once, its
+/// annotations come from that run's stdout and its markdown from the same
+/// run's `--output`, appended to the job summary; the step's exit code is
+/// the worse of the two commands'.
+#[test]
+fn the_action_measures_diff_once_and_renders_it_twice() {
+    let (_, script) = run_scripts(&root().join("action.yml"))
+        .into_iter()
+        .find(|(_, s)| s.contains("coldstart diff"))
+        .expect("a step runs coldstart diff");
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let log = dir.path().join("calls.log");
+    let stand_in = format!(
+        r#"#!/usr/bin/env bash
+echo "$*" >> {log:?}
+while [ $# -gt 0 ]; do
+  if [ "$1" = --output ]; then echo "markdown of this run" > "${{2#*=}}"; shift; fi
+  shift
+done
+echo "::notice title=coldstart::annotation"
+exit 1
+"#
+    );
+    std::fs::write(bin.join("coldstart"), stand_in).unwrap();
+    let mut perms = std::fs::metadata(bin.join("coldstart"))
+        .unwrap()
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(bin.join("coldstart"), perms).unwrap();
+    let summary = dir.path().join("summary.md");
+    std::fs::write(&summary, "earlier steps' summary\n").unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("bash")
+        .args(["-e", "-c", &without_expressions(&script)])
+        .env("PATH", path)
+        .env("COLDSTART_BASE", "origin/main")
+        .env("COLDSTART_ARGS", "")
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .env("RUNNER_TEMP", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let diffs: Vec<&str> = calls.lines().filter(|l| l.starts_with("diff")).collect();
+    assert_eq!(diffs.len(), 1, "diff runs once: {calls}");
+    assert!(
+        diffs[0].contains("--format github") && diffs[0].contains("--output markdown="),
+        "{calls}"
+    );
+    assert_eq!(
+        calls.lines().filter(|l| l.starts_with("check")).count(),
+        1,
+        "{calls}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&summary).unwrap(),
+        "earlier steps' summary\nmarkdown of this run\n"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.matches("::notice").count(),
+        2,
+        "check's and diff's annotations: {stdout}"
+    );
+}

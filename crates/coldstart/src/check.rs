@@ -75,6 +75,11 @@ pub struct Args {
     /// offending lines), `junit` (JUnit XML for CI test reports).
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Also write the same run's report in FORMAT to PATH (repeatable),
+    /// e.g. `--format github --output junit=check.xml`: one measurement,
+    /// several renderings.
+    #[arg(long, value_name = "FORMAT=PATH", value_parser = crate::outputs::parse::<Format>)]
+    output: Vec<crate::outputs::Output<Format>>,
     /// The same as `--format json`.
     #[arg(long, conflicts_with = "format")]
     json: bool,
@@ -208,28 +213,33 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     }
     let code = outcome.exit_code();
     let reports = outcome.reports();
-    let mut text = String::new();
-    match format {
-        Format::Json => {
-            text = serde_json::to_string_pretty(&JsonReport::new(&reports))?;
-            text.push('\n');
-        }
-        Format::Text => {
-            for c in &outcome.checked {
-                report::check::render(&c.report, &c.root, &mut text);
+    let render = |format: Format| -> String {
+        let mut text = String::new();
+        match format {
+            Format::Json => {
+                text = serde_json::to_string_pretty(&JsonReport::new(&reports))
+                    .expect("the check's report serialises");
+                text.push('\n');
+            }
+            Format::Text => {
+                for c in &outcome.checked {
+                    report::check::render(&c.report, &c.root, &mut text);
+                }
+            }
+            Format::Github => {
+                for c in &outcome.checked {
+                    ci::github(&c.report, &c.root, &mut text);
+                }
+            }
+            Format::Junit => {
+                let root = outcome.checked.first().map_or(&project.root, |c| &c.root);
+                text = ci::junit(&reports, root);
             }
         }
-        Format::Github => {
-            for c in &outcome.checked {
-                ci::github(&c.report, &c.root, &mut text);
-            }
-        }
-        Format::Junit => {
-            let root = outcome.checked.first().map_or(&project.root, |c| &c.root);
-            text = ci::junit(&reports, root);
-        }
-    }
-    print!("{text}");
+        text
+    };
+    print!("{}", render(format));
+    crate::outputs::write_all(&args.output, render)?;
     if format == Format::Text {
         // The suggestions, then the verified cuts as one patch that `git apply` takes.
         let mut patch = String::new();

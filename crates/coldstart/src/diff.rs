@@ -49,6 +49,11 @@ pub struct Args {
     /// How the report is printed.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Also write the same run's report in FORMAT to PATH (repeatable),
+    /// e.g. `--format github --output markdown=summary.md --output
+    /// junit=diff.xml`: one measurement, several renderings.
+    #[arg(long, value_name = "FORMAT=PATH", value_parser = crate::outputs::parse::<Format>)]
+    output: Vec<crate::outputs::Output<Format>>,
     /// Fail (exit 1) when the comparison stays inconclusive.
     #[arg(long)]
     strict: bool,
@@ -175,16 +180,15 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         targets: results,
     };
     let strict = args.strict;
-    print!(
-        "{}",
-        match args.format {
-            Format::Text => report::diff::text(&report, &project.cwd, strict),
-            Format::Markdown => report::diff::markdown(&report, &top, strict),
-            Format::Json => report::diff::json(&report, strict),
-            Format::Github => report::diff::github(&report, &top, strict),
-            Format::Junit => report::diff::junit(&report, strict),
-        }
-    );
+    let render = |format: Format| match format {
+        Format::Text => report::diff::text(&report, &project.cwd, strict),
+        Format::Markdown => report::diff::markdown(&report, &top, strict),
+        Format::Json => report::diff::json(&report, strict),
+        Format::Github => report::diff::github(&report, &top, strict),
+        Format::Junit => report::diff::junit(&report, strict),
+    };
+    print!("{}", render(args.format));
+    crate::outputs::write_all(&args.output, render)?;
     if interrupt.is_set() {
         eprintln!(
             "interrupted by {}: the report covers what was compared so far; the base's checkout is removed",

@@ -27,6 +27,7 @@ pub mod diff;
 pub mod importtime;
 pub mod lazy;
 pub mod live;
+pub mod outputs;
 pub mod profile;
 mod signals;
 pub mod snapshot;
