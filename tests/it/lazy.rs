@@ -465,3 +465,70 @@ fn a_scripts_own_top_level_import_is_priced_cut_and_measured() {
         );
     }
 }
+
+/// The real system's shape: the loader's own import is needed at start-up
+/// (its task table is read there), so its cut is not safe; `lazy` goes
+/// down the chain (loader -> package re-export -> model module -> the
+/// stand-in heavy package), finds the cut inside the loader, verifies it
+/// with the `load` request and measures it faster; `--fix` writes it and
+/// the worker then passes `check` (the stand-in is forbidden).
+#[test]
+fn when_the_outermost_cut_fails_lazy_cuts_further_down_the_chain_and_fix_passes_check() {
+    let (_dir, root) = fixture_project(
+        "chainproject",
+        "ch",
+        python(),
+        &["-m", "chworker"],
+        true,
+        "forbidden = [\"heavyml\"]\nverify = [{ op = \"load\", task = \"utseg\" }]",
+    );
+    let check = |root: &Path| {
+        std::process::Command::new(coldstart_bin())
+            .args(["check", "--format", "json"])
+            .current_dir(root)
+            .env_remove("PYTHONPATH")
+            .output()
+            .unwrap()
+    };
+    assert_eq!(
+        check(&root).status.code(),
+        Some(1),
+        "the eager worker fails check"
+    );
+    let (r, stdout) = lazy_json(&root, "60");
+    let loader =
+        row(&r, "chworker.loading").unwrap_or_else(|| panic!("the loader is priced: {stdout}"));
+    assert_eq!(loader["verdict"], "safe", "{loader:#}");
+    let cut = &loader["cut"];
+    assert_eq!(
+        cut["at"], "chworker/loading.py:4",
+        "cut inside the loader: {loader:#}"
+    );
+    assert_eq!(
+        loader["file"], "chworker/app.py",
+        "the row is still the loader's import: {loader:#}"
+    );
+    assert!(
+        loader["why"]
+            .as_str()
+            .unwrap()
+            .contains("cut further down its chain"),
+        "{loader:#}"
+    );
+    assert_eq!(loader["saving"]["verdict"], "faster", "{loader:#}");
+
+    let (code, out, err) = lazy(&root, &["--fix"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let loading = std::fs::read_to_string(root.join("chworker/loading.py")).unwrap();
+    assert!(
+        !loading.starts_with("\"\"\"The model loader: the table of tasks the worker reads at start-up, and\nthe loader of each task's model.\"\"\"\n\nfrom chworker.models.utterance import UtteranceModel"),
+        "the loader's import was moved: {loading}"
+    );
+    let after = check(&root);
+    assert_eq!(
+        after.status.code(),
+        Some(0),
+        "the fixed worker passes check: {}",
+        String::from_utf8_lossy(&after.stdout)
+    );
+}

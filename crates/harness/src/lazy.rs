@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use importguard::verdict::{CostlyImport, Violation, costly_imports, default_min_ms, root_imports};
 use phases::Phase;
 use report::lazy::{LazyCut, LazyReport, LazyRow, LazyVerdict, SCHEMA};
-use suggest::{Cut, Suggester, Verification};
+use suggest::{Cut, Suggester, Suggestion, Verification};
 
 use crate::check::suggest::interpreter;
 use crate::check::verify::{in_copy, on_copy};
@@ -42,6 +42,10 @@ const RSS_BOOTSTRAP: &str = include_str!("lazy_rss.py");
 
 /// How many cuts of one statement are verified, best first.
 const ATTEMPTS: usize = 3;
+
+/// How many costly imports beneath a row without a safe cut of its own
+/// are tried for a cut further down the chain.
+const BELOW: usize = 2;
 
 /// How `lazy` runs.
 #[derive(Debug, Clone)]
@@ -190,7 +194,142 @@ fn lazy_cut(cut: &Cut) -> LazyCut {
         kind: cut.kind.to_string(),
         summary: cut.summary.clone(),
         diff: cut.diff.clone(),
+        at: format!("{}:{}", cut.file, cut.line),
     }
+}
+
+/// What trying one violation's cuts gave.
+enum Attempt {
+    /// No cut of the links asked for applies.
+    NoCut,
+    /// Every cut tried was rejected on its patched copy.
+    Unsafe {
+        /// The best cut tried.
+        first: Cut,
+        /// Each rejection, in `lazy`'s words.
+        why: String,
+    },
+    /// A cut passed the verification; its saving measured.
+    Verified {
+        /// The cut.
+        cut: Cut,
+        /// Its patched copy's ready time against the original's.
+        saving: Option<phases::compare::Comparison>,
+    },
+}
+
+impl Attempt {
+    /// Verified and measured faster.
+    fn is_safe(&self) -> bool {
+        matches!(self, Attempt::Verified { saving: Some(c), .. } if c.verdict == phases::compare::Verdict::Faster)
+    }
+}
+
+/// The suggester's search on one violation `v`, kept to the cuts `keep`
+/// takes: each verified on a patched copy judging `module` (ready, health,
+/// the recorder's evidence that `module` is gone from start-up, the
+/// target's model path), best first, and the first that passes measured.
+/// The suggestion is returned too, for what it says of links that cannot
+/// be cut.
+fn attempt(
+    t: &Target,
+    s: &Suggester,
+    v: &Violation,
+    module: &str,
+    keep: &dyn Fn(&Cut) -> bool,
+    opts: &LazyOptions,
+    interrupt: &Interrupt,
+) -> Result<(Attempt, Suggestion)> {
+    let mut sug = s
+        .suggest(v)
+        .map_err(|e| Error::Invalid(format!("could not suggest a cut for {}: {e}", v.module)))?;
+    let mut cuts: Vec<Cut> = sug.cuts().filter(|c| keep(c)).cloned().collect();
+    if cuts.is_empty() {
+        return Ok((Attempt::NoCut, sug));
+    }
+    let first = cuts[0].clone();
+    sug.cut = Some(cuts.remove(0));
+    sug.candidates = cuts;
+    let judged = judging(t, &[module.to_owned()]);
+    s.verify(&mut sug, ATTEMPTS, |copy| {
+        on_copy(&judged, copy).map_err(|e| Box::new(e) as suggest::CheckError)
+    })
+    .map_err(|e| Error::Invalid(format!("could not verify a cut: {e}")))?;
+    let out = match (&sug.cut, sug.verification) {
+        (Some(cut), Verification::Verified) => Attempt::Verified {
+            cut: cut.clone(),
+            saving: saving(t, s, cut, opts, interrupt)?,
+        },
+        _ => Attempt::Unsafe {
+            first,
+            why: sug
+                .rejections
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{}:{} ({}): {}",
+                        r.file,
+                        r.line,
+                        r.kind,
+                        rejected(&r.reason)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        },
+    };
+    Ok((out, sug))
+}
+
+/// When a row's own statement has no safe cut (it cannot be cut, every
+/// cut is unsafe, or none gains): the links below it, through the costly
+/// imports the evidence counts beneath it (costliest first, at most
+/// [`BELOW`]), each located on its own, its chain's cuts below the row's
+/// module tried as [`attempt`] does. The first safe one, with the module
+/// it defers.
+#[allow(clippy::too_many_arguments)]
+fn below(
+    t: &Target,
+    s: &Suggester,
+    module: &str,
+    beneath: &[CostlyImport],
+    own: Option<(&str, u32)>,
+    opts: &LazyOptions,
+    interrupt: &Interrupt,
+    tried: &mut Vec<String>,
+) -> Result<Option<(Cut, Option<phases::compare::Comparison>, String)>> {
+    for inner in beneath.iter().take(BELOW) {
+        if interrupt.is_set() {
+            break;
+        }
+        let Some(v) = locate(t, std::slice::from_ref(inner))?.pop().flatten() else {
+            continue;
+        };
+        let at = v.chain.iter().position(|m| m == module);
+        let keep = |c: &Cut| {
+            at.is_none_or(|i| c.link > i) && own.is_none_or(|(f, l)| !(c.file == f && c.line == l))
+        };
+        let (result, _) = attempt(t, s, &v, &inner.module, &keep, opts, interrupt)?;
+        match result {
+            Attempt::Verified { cut, saving }
+                if saving
+                    .as_ref()
+                    .is_some_and(|c| c.verdict == phases::compare::Verdict::Faster) =>
+            {
+                return Ok(Some((cut, saving, inner.module.clone())));
+            }
+            Attempt::Verified { cut, .. } => tried.push(format!(
+                "{}:{} gains nothing measurable",
+                cut.file, cut.line
+            )),
+            Attempt::Unsafe { why, .. } => tried.push(why),
+            Attempt::NoCut => tried.push(format!(
+                "no link below `{module}` to `{}` can be cut",
+                inner.module
+            )),
+        }
+    }
+    Ok(None)
 }
 
 /// Prices, cuts, verifies and measures `t`'s costly start-up imports;
@@ -264,8 +403,25 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
     let roots: Vec<Violation> = located.iter().flatten().cloned().collect();
     let modules: Vec<String> = priced.iter().map(|c| c.module.clone()).collect();
     let rss = rss_mib(t, &modules)?;
+    // The costly imports the evidence counts beneath each located one,
+    // costliest first: where a cut further down its chain is looked for.
+    let beneath_of = |module: &str| -> Vec<CostlyImport> {
+        let inner: Vec<&String> = roots
+            .iter()
+            .filter(|o| o.module == module)
+            .flat_map(|o| o.beneath.iter())
+            .collect();
+        priced
+            .iter()
+            .zip(&located)
+            .filter(|(c, l)| l.is_none() && inner.contains(&&c.module))
+            .map(|(c, _)| c.clone())
+            .collect()
+    };
     let mut safe: Vec<Cut> = Vec::new();
-    for (cost, violation) in priced.into_iter().zip(located) {
+    // Modules a cut further down some row's chain defers, and that cut.
+    let mut deferred: BTreeMap<String, String> = BTreeMap::new();
+    for (cost, violation) in priced.iter().cloned().zip(located.iter().cloned()) {
         let mut row = LazyRow {
             rss_mib: rss.get(&cost.module).copied(),
             cost,
@@ -287,80 +443,95 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
             let module = &row.cost.module;
             row.why = Some(
                 match roots.iter().find(|o| o.beneath.iter().any(|b| b == module)) {
-                    Some(outer) => format!(
-                        "imported while `{}` is imported: a cut of that import (its own row) defers it too",
-                        outer.module
-                    ),
+                    Some(outer) => match deferred.get(module) {
+                        Some(at) => format!(
+                            "imported while `{}` is imported: the cut at {at} on that row defers it",
+                            outer.module
+                        ),
+                        None => format!(
+                            "imported while `{}` is imported: a cut of that import (its own row) defers it too, and its row tried the links down to this one",
+                            outer.module
+                        ),
+                    },
                     None => "the recorder did not see it imported at start-up (imported by a child interpreter, or its name differs)".to_owned(),
                 },
             );
             report.rows.push(row);
             continue;
         };
-        let mut sug = s.suggest(&v).map_err(|e| {
-            Error::Invalid(format!("could not suggest a cut for {}: {e}", v.module))
-        })?;
-        // Only cuts of this very statement: the link that imports the module.
         let module = row.cost.module.clone();
-        let mut cuts: Vec<Cut> = sug.cuts().filter(|c| c.module == module).cloned().collect();
+        // Cuts of this very statement first: the link that imports the module.
+        let (own, sug) = attempt(t, &s, &v, &module, &|c| c.module == module, opts, interrupt)?;
         if let Some(u) = sug.not_cuttable.iter().find(|u| u.module == module) {
             row.file = u.file.clone();
             row.line = u.line;
             row.statement = u.statement.clone();
             row.why = Some(u.reason.clone());
         }
-        if cuts.is_empty() {
-            if row.why.is_none() {
-                row.why = Some("no cut of this statement applies".to_owned());
+        let own_at = match &own {
+            Attempt::Unsafe { first: c, .. } | Attempt::Verified { cut: c, .. } => {
+                row.file = Some(c.file.clone());
+                row.line = Some(c.line);
+                row.statement = Some(c.statement.clone());
+                row.why = None;
+                Some((c.file.clone(), c.line))
             }
-            report.rows.push(row);
-            continue;
-        }
-        let first = cuts[0].clone();
-        row.file = Some(first.file.clone());
-        row.line = Some(first.line);
-        row.statement = Some(first.statement.clone());
-        row.why = None;
-        sug.cut = Some(cuts.remove(0));
-        sug.candidates = cuts;
-        let judged = judging(t, std::slice::from_ref(&module));
-        s.verify(&mut sug, ATTEMPTS, |copy| {
-            on_copy(&judged, copy).map_err(|e| Box::new(e) as suggest::CheckError)
-        })
-        .map_err(|e| Error::Invalid(format!("could not verify a cut: {e}")))?;
-        match (&sug.cut, sug.verification) {
-            (Some(cut), Verification::Verified) => {
-                row.cut = Some(lazy_cut(cut));
-                row.saving = saving(t, &s, cut, opts, interrupt)?;
-                let faster = row
-                    .saving
-                    .as_ref()
-                    .is_some_and(|c| c.verdict == phases::compare::Verdict::Faster);
-                row.verdict = if faster {
-                    safe.push(cut.clone());
+            Attempt::NoCut => None,
+        };
+        let own_safe = own.is_safe();
+        match own {
+            Attempt::NoCut => {
+                if row.why.is_none() {
+                    row.why = Some("no cut of this statement applies".to_owned());
+                }
+            }
+            Attempt::Unsafe { first, why } => {
+                row.verdict = LazyVerdict::Unsafe;
+                row.cut = Some(lazy_cut(&first));
+                row.why = Some(why);
+            }
+            Attempt::Verified { cut, saving } => {
+                row.cut = Some(lazy_cut(&cut));
+                row.saving = saving;
+                row.verdict = if own_safe {
+                    safe.push(cut);
                     LazyVerdict::Safe
                 } else {
                     LazyVerdict::NoWin
                 };
             }
-            _ => {
-                row.verdict = LazyVerdict::Unsafe;
-                row.cut = Some(lazy_cut(&first));
-                row.why = Some(
-                    sug.rejections
-                        .iter()
-                        .map(|r| {
-                            format!(
-                                "{}:{} ({}): {}",
-                                r.file,
-                                r.line,
-                                r.kind,
-                                rejected(&r.reason)
-                            )
-                        })
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                );
+        }
+        if !own_safe {
+            // One level down, then the next: the package re-export, the
+            // importing line inside the module.
+            let mut tried = Vec::new();
+            let own_ref = own_at.as_ref().map(|(f, l)| (f.as_str(), *l));
+            if let Some((cut, saving, inner)) = below(
+                t,
+                &s,
+                &module,
+                &beneath_of(&module),
+                own_ref,
+                opts,
+                interrupt,
+                &mut tried,
+            )? {
+                let at = format!("{}:{}", cut.file, cut.line);
+                let before = row.why.take().unwrap_or_else(|| match row.verdict {
+                    LazyVerdict::NoWin => "gains nothing measurable".to_owned(),
+                    _ => "no cut applies".to_owned(),
+                });
+                row.why = Some(format!(
+                    "this statement's own cut: {before}; cut further down its chain instead, at {at}, which defers `{inner}` and what it imports"
+                ));
+                deferred.insert(inner, at);
+                row.cut = Some(lazy_cut(&cut));
+                row.saving = saving;
+                row.verdict = LazyVerdict::Safe;
+                safe.push(cut);
+            } else if !tried.is_empty() {
+                let why = row.why.take().unwrap_or_default();
+                row.why = Some(format!("{why}; below it: {}", tried.join("; ")));
             }
         }
         report.rows.push(row);

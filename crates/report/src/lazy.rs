@@ -66,6 +66,10 @@ pub struct LazyCut {
     pub summary: String,
     /// Its unified diff, from the project root.
     pub diff: String,
+    /// The line it edits (`file:line`, from the project root): the row's
+    /// own statement, or a link further down the chain when that one
+    /// could not be cut.
+    pub at: String,
 }
 
 /// One costly import of the project's own code.
@@ -245,6 +249,7 @@ mod tests {
                 kind: "move into functions".into(),
                 summary: "s".into(),
                 diff: format!("--- a/app/main.py\n+++ b/app/main.py\n@@ {module} @@\n"),
+                at: "app/main.py:4".into(),
             }),
             verdict,
             why: why.map(str::to_owned),
