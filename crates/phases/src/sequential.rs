@@ -91,7 +91,8 @@ pub struct StopRule {
     /// The round budget: stop after this many measured rounds.
     pub max_rounds: usize,
     /// The time budget: stop at the first round that ends after this many
-    /// seconds of the trial loop.
+    /// seconds of the trial loop, once [`StopRule::min_rounds`] are run
+    /// (a slow worker's run is not cut short before its first look).
     pub max_seconds: f64,
 }
 
@@ -331,7 +332,11 @@ pub fn rounds_run(records: &[TrialRecord]) -> usize {
 pub fn decided(records: &[TrialRecord], rule: &StopRule, elapsed: Duration) -> Decision {
     let rounds = rounds_run(records);
     let out_of_rounds = rounds >= rule.max_rounds;
-    let out_of_time = elapsed.as_secs_f64() >= rule.max_seconds;
+    // The time budget never ends a run before its first look: a worker
+    // that takes seconds to start would otherwise stop at a handful of
+    // rounds, where no interval at the rule's level can settle (the
+    // round budget still bounds it).
+    let out_of_time = elapsed.as_secs_f64() >= rule.max_seconds && rounds >= rule.min_rounds;
     if !(out_of_rounds || out_of_time || rule.is_look(rounds)) {
         return Decision {
             rounds,
@@ -487,6 +492,27 @@ mod tests {
             Duration::from_secs(80),
         );
         assert_eq!(d.stop, Some(StopReason::Decided));
+        // A slow worker out of time before its first look: it goes on to
+        // the first look, where a clear change is decided.
+        let d = decided(
+            &rounds(4, |_, a| a / 10.0),
+            &rule(),
+            Duration::from_secs(80),
+        );
+        assert_eq!(d.stop, None, "4 rounds cannot end the run");
+        let d = decided(
+            &rounds(12, |_, a| a / 10.0),
+            &rule(),
+            Duration::from_secs(200),
+        );
+        assert_eq!(d.stop, Some(StopReason::Decided));
+        // The round budget still bounds it.
+        let few = StopRule {
+            max_rounds: 4,
+            ..rule()
+        };
+        let d = decided(&rounds(4, |_, a| a / 10.0), &few, Duration::from_secs(80));
+        assert_eq!(d.stop, Some(StopReason::RoundBudget));
     }
 
     #[test]
