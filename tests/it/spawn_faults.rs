@@ -27,6 +27,7 @@ fn policy() -> ShutdownPolicy {
         ack_timeout: Duration::from_secs(1),
         exit_timeout: Duration::from_secs(1),
         grace: Duration::from_millis(300),
+        stop: None,
     }
 }
 

@@ -24,6 +24,7 @@ fn policy() -> ShutdownPolicy {
         ack_timeout: Duration::from_secs(10),
         exit_timeout: Duration::from_secs(10),
         grace: Duration::from_secs(1),
+        stop: None,
     }
 }
 
@@ -510,4 +511,106 @@ fn tcp_serve_keeps_k_requests_in_flight_and_matches_out_of_order_replies_by_id()
     assert_eq!(serve["wrong_replies"], 0, "{serve:#}");
     assert_eq!(serve["max_in_flight"], 2, "{serve:#}");
     assert_nothing_left(&mark);
+}
+
+/// A daemon shaped like the real system's (`tests/fixtures/workers/
+/// tcp_daemon.py`: its shutdown op only ends the connection, it goes back
+/// to `accept`, it stops on SIGINT and unregisters from its registry
+/// file): `check` ends each worker the way it is built to end (SIGINT
+/// after the shutdown reply, the tcp transport's default stop), passes,
+/// times the exit from the signal, and leaves the registry empty.
+#[test]
+fn tcp_check_stops_a_daemon_with_sigint_and_leaves_its_registry_clean() {
+    let mark = marker("daemon");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::write(
+        dir.path().join("coldstart.toml"),
+        format!(
+            "[[target]]\nname = \"daemon\"\ncommand = [{:?}, {:?}, {:?}]\ntransport = \"tcp\"\nenv = {{ DAEMON_STATE_DIR = {:?} }}\n",
+            support::python().display().to_string(),
+            support::fixtures().join("workers/tcp_daemon.py").display().to_string(),
+            mark,
+            state.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let out = std::process::Command::new(support::coldstart_bin())
+        .current_dir(dir.path())
+        .args(["check", "--json"])
+        .env_remove("PYTHONPATH")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{json:#}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = &json["targets"][0];
+    assert_eq!(t["status"], "pass", "{t:#}");
+    for p in t["processes"].as_array().unwrap() {
+        assert!(p["error"].is_null(), "{p:#}");
+        assert_eq!(p["exit"], "exit code 0", "{p:#}");
+    }
+    // No worker waited out its exit timeout (10 s each) for an exit that
+    // never comes.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let registry: Value =
+        serde_json::from_str(&std::fs::read_to_string(state.join("workers.json")).unwrap())
+            .unwrap();
+    assert_eq!(registry, serde_json::json!([]), "every worker unregistered");
+    assert_nothing_left(&mark);
+}
+
+/// Through `spawn`: the stop signal goes after the shutdown reply only to
+/// a worker still running, the exit is stamped after it, and a worker
+/// that exits by itself never gets it.
+#[test]
+fn tcp_the_stop_signal_goes_only_to_a_worker_that_outlives_its_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = marker("stop");
+    let mut cmd = Command::new(support::python());
+    cmd.arg(support::fixtures().join("workers/tcp_daemon.py"))
+        .arg(&mark)
+        .env("DAEMON_STATE_DIR", dir.path())
+        .transport(Transport::Tcp);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    w.wait_ready(READY).unwrap();
+    let stop = ShutdownPolicy {
+        stop: Some(spawn::Stop {
+            signal: libc::SIGINT,
+            after: Duration::from_millis(300),
+        }),
+        ..policy()
+    };
+    let f = w
+        .shutdown(&stop)
+        .expect("the daemon ends cleanly on SIGINT");
+    let end = &f.timeline.end;
+    let (ack, sent, exited) = (
+        end.ack_read_ns.unwrap(),
+        end.stop_sent_ns.expect("SIGINT was sent"),
+        end.exited_ns.unwrap(),
+    );
+    assert!(ack + 300_000_000 <= sent && sent <= exited, "{end:?}");
+    assert!(end.term_sent_ns.is_none(), "no SIGTERM: {end:?}");
+    assert_nothing_left(&mark);
+
+    // The reference worker exits by itself after its reply: no signal.
+    let mut w = Worker::spawn(&refworker_cmd(&marker("stop-ref"))).unwrap();
+    w.wait_ready(READY).unwrap();
+    let f = w.shutdown(&stop).unwrap();
+    assert!(
+        f.timeline.end.stop_sent_ns.is_none(),
+        "{:?}",
+        f.timeline.end
+    );
 }

@@ -74,5 +74,6 @@ pub mod trials;
 pub use error::{Error, Result};
 pub use interrupt::{Interrupt, OnPress, Press, Signal};
 pub use lifecycle::{Lifecycle, Spawned, StackDump, Started};
-pub use spawn::Transport;
+pub use spawn::{Stop, Transport};
+pub use target::TCP_STOP_AFTER;
 pub use target::{DEFAULT_FORBIDDEN, Origin, Target};

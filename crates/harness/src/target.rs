@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use importguard::verdict::Allowance;
 
+/// How long a tcp worker may take to exit by itself after its shutdown
+/// reply before it is sent SIGINT (its default stop signal).
+pub const TCP_STOP_AFTER: Duration = Duration::from_secs(2);
+
 /// The modules no worker may import at start-up unless told otherwise.
 pub const DEFAULT_FORBIDDEN: &[&str] = &["torch", "transformers", "stanza"];
 
@@ -114,6 +118,10 @@ pub struct Target {
     /// to `base` or `head`): what builds the project's extensions. Empty
     /// when the target has none.
     pub setup: Vec<String>,
+    /// How the worker is ended after its shutdown reply when it does not
+    /// exit by itself (a daemon that goes back to `accept`): its stop
+    /// signal. `None`: the transport's default ([`Target::shutdown_policy`]).
+    pub stop: Option<spawn::Stop>,
     /// Where this target came from.
     pub origin: Origin,
 }
@@ -212,6 +220,7 @@ impl Target {
             verify_command: Vec::new(),
             import_roots: Vec::new(),
             setup: Vec::new(),
+            stop: None,
             origin: Origin::CommandLine,
         }
     }
@@ -231,12 +240,23 @@ impl Target {
     }
 
     /// How long the worker's polite end may take: the shutdown timeout for
-    /// the ack and again for the exit, then the grace after SIGTERM.
+    /// the ack and again for the exit, then the grace after SIGTERM; and
+    /// its stop signal: the target's, else for the tcp transport SIGINT
+    /// [`TCP_STOP_AFTER`] after the ack (a daemon built to outlive its
+    /// shutdown reply stops on SIGINT; one that exits by itself never
+    /// gets it).
     pub fn shutdown_policy(&self) -> spawn::ShutdownPolicy {
+        let stop = self.stop.or_else(|| {
+            (self.transport == spawn::Transport::Tcp).then_some(spawn::Stop {
+                signal: libc::SIGINT,
+                after: TCP_STOP_AFTER,
+            })
+        });
         spawn::ShutdownPolicy {
             ack_timeout: self.shutdown_timeout,
             exit_timeout: self.shutdown_timeout,
             grace: self.grace,
+            stop,
         }
     }
 

@@ -484,6 +484,7 @@ pub(crate) mod tests {
                 ack_read_ns: Some(ready + 300_000),
                 exited_ns: Some(ready + 2_300_000),
                 connected_ns: None,
+                stop_sent_ns: None,
             },
             usage: Some(Usage {
                 user_ns: 10_000_000,

@@ -27,6 +27,7 @@
 //! verify_command = ["python3", "-m", "pytest", "-q", "tests/test_models.py"]  # must pass in the copy
 //! import_roots = ["src"]                 # where the project's packages are (default: its build config's)
 //! setup = ["maturin", "develop"]         # run in each tree of a diff first (COLDSTART_SIDE=base|head)
+//! stop = { signal = "SIGINT", after = 2.0 }  # a daemon that outlives its shutdown reply (tcp's default)
 //! ```
 //!
 //! Relative paths in a target (`cwd`, a relative program in `command`,
@@ -104,11 +105,20 @@ struct RawTarget {
     verify_command: Option<Vec<String>>,
     import_roots: Option<Vec<PathBuf>>,
     setup: Option<Vec<String>>,
+    stop: Option<RawStop>,
     #[serde(default)]
     snapshot: bool,
     max_slowdown: Option<f64>,
     max_modules: Option<usize>,
     max_ready_ms: Option<f64>,
+}
+
+/// `stop = { signal = "SIGINT", after = 2.0 }`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStop {
+    signal: String,
+    after: Option<f64>,
 }
 
 fn secs(
@@ -358,6 +368,21 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, 
         if setup.first().is_some_and(|p| p.contains('/')) {
             setup[0] = against(root, Path::new(&setup[0])).display().to_string();
         }
+        let stop = match raw.stop {
+            None => None,
+            Some(st) => {
+                let Some(signal) = harness::Stop::signal_named(&st.signal) else {
+                    return Err(Problem::BadStopSignal {
+                        name,
+                        got: st.signal,
+                    });
+                };
+                Some(harness::Stop {
+                    signal,
+                    after: secs(st.after, harness::TCP_STOP_AFTER, "stop.after", &name)?,
+                })
+            }
+        };
         let base = Target::ad_hoc(root, command, &name);
         if raw.snapshot {
             snapshot.push(name.clone());
@@ -395,6 +420,7 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, 
             verify_command,
             import_roots,
             setup,
+            stop,
             origin,
             ..base
         });

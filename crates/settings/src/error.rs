@@ -163,6 +163,16 @@ pub enum Problem {
         "target `{0}`: `verify_command` is empty; give the argv of your own test, e.g. [\"python\", \"-m\", \"pytest\", \"-q\", \"tests/test_models.py\"], or remove the key"
     )]
     EmptyVerifyCommand(String),
+    /// `stop = { signal = ... }` names no signal a stop can be.
+    #[error(
+        "target `{name}`: `stop.signal` is `{got}`; give one of SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2"
+    )]
+    BadStopSignal {
+        /// The target.
+        name: String,
+        /// The value given.
+        got: String,
+    },
     /// `setup = []`.
     #[error(
         "target `{0}`: `setup` is empty; give the argv that builds the project's extensions in a tree, e.g. [\"maturin\", \"develop\"], or remove the key"

@@ -140,5 +140,7 @@ pub use reap::Rusage;
 pub use timeline::monotonic_ns;
 pub use timeline::{Escalation, ExitStatus};
 pub use transport::Transport;
-pub use worker::{Exchange, Finished, NoiseLine, ShutdownPolicy, Stamped, TimeoutHook, Worker};
+pub use worker::{
+    Exchange, Finished, NoiseLine, ShutdownPolicy, Stamped, Stop, TimeoutHook, Worker,
+};
 pub use worker_proto;

@@ -62,6 +62,9 @@ pub struct EndMarks {
     /// When the worker's stdin was closed (EOF, the protocol's other way to
     /// ask for an exit).
     pub stdin_closed_ns: Option<u64>,
+    /// Just before the target's stop signal (a daemon's SIGINT) was sent
+    /// to the group, when the worker had not exited after its ack.
+    pub stop_sent_ns: Option<u64>,
     /// Just before SIGTERM was sent to the group.
     pub term_sent_ns: Option<u64>,
     /// Just before SIGKILL was sent to the group.
@@ -108,6 +111,7 @@ impl Timeline {
             health: self.round_trips("health").collect(),
             shutdown_sent_ns: self.end.shutdown_sent_ns,
             ack_read_ns: self.end.ack_read_ns,
+            stop_sent_ns: self.end.stop_sent_ns,
             exited_ns: self.end.exited_ns,
             connected_ns: None,
         }

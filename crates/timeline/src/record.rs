@@ -218,6 +218,10 @@ pub struct Marks {
     pub shutdown_sent_ns: Option<u64>,
     /// When the harness read the shutdown acknowledgement.
     pub ack_read_ns: Option<u64>,
+    /// When the target's stop signal was sent (a daemon that outlives its
+    /// ack): the exit is timed from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sent_ns: Option<u64>,
     /// When the harness reaped the process.
     pub exited_ns: Option<u64>,
     /// For a worker that served over tcp (its ready line on stderr): right
@@ -315,7 +319,7 @@ impl PhaseDurations {
                 .map(|rt| rt.received_ns.saturating_sub(rt.sent_ns))
                 .collect(),
             shutdown_ack_ns: last(&|m| span(m.shutdown_sent_ns?, m.ack_read_ns)),
-            exit_ns: last(&|m| span(m.ack_read_ns?, m.exited_ns)),
+            exit_ns: last(&|m| span(m.stop_sent_ns.or(m.ack_read_ns)?, m.exited_ns)),
             total_ns: span(first_spawn, last(&|m| m.exited_ns)),
             pipe_latency_ns: workers
                 .iter()
@@ -454,6 +458,7 @@ mod tests {
                 ack_read_ns: Some(ready + 45),
                 exited_ns: Some(exited),
                 connected_ns: None,
+                stop_sent_ns: None,
             },
             usage: Some(Usage {
                 user_ns: 5,

@@ -266,6 +266,7 @@ pub(crate) mod fixture {
                 ack_read_ns: Some(ready + 400_000),
                 exited_ns: Some(ready + 3_400_000),
                 connected_ns: None,
+                stop_sent_ns: None,
             },
             usage: Some(Usage {
                 user_ns: 30_000_000,

@@ -31,7 +31,7 @@ use crate::transport::{self, Link, TcpLink, Transport};
 use crate::{Command, group, monotonic_ns};
 use failure::{cut, describe, lost_waiter, spawn_error};
 use procfs::vm_rss_bytes;
-pub use records::{Exchange, Finished, NoiseLine, ShutdownPolicy, Stamped};
+pub use records::{Exchange, Finished, NoiseLine, ShutdownPolicy, Stamped, Stop};
 use timeline::{ReadyMark, RequestMark, Timeline};
 
 /// After stdout ended, how long the worker is given at least to exit on its
@@ -521,13 +521,26 @@ impl Worker {
             self.timeline.end.stdin_closed_ns = Some(monotonic_ns());
         }
 
-        // 4. The exit, escalating if it does not come.
-        if !self.wait_exit_until(Instant::now() + policy.exit_timeout) {
+        // 4. The exit, escalating if it does not come. A worker built to
+        // outlive its reply (a daemon) is sent its stop signal first, and
+        // its exit awaited from there.
+        let mut exited = false;
+        let mut expected = "the worker to exit after its shutdown ack".to_owned();
+        if let Some(stop) = policy.stop.filter(|_| problem.is_none()) {
+            exited = self.wait_exit_until(Instant::now() + stop.after.min(policy.exit_timeout));
+            if !exited && let Some(at) = self.signal(stop.signal) {
+                self.timeline.end.stop_sent_ns = Some(at);
+                expected = format!(
+                    "the worker to exit after its stop signal ({})",
+                    timeline::signal_name(stop.signal)
+                );
+            }
+        }
+        if !exited && !self.wait_exit_until(Instant::now() + policy.exit_timeout) {
             if problem.is_none() {
                 let kind = ErrorKind::Timeout {
                     after: policy.exit_timeout,
                 };
-                let expected = "the worker to exit after its shutdown ack".to_owned();
                 problem = Some((kind, Stage::Exit, expected));
             }
             self.escalate(policy.grace);

@@ -53,15 +53,48 @@ pub struct ShutdownPolicy {
     pub exit_timeout: Duration,
     /// From SIGTERM to the group to SIGKILL to the group.
     pub grace: Duration,
+    /// How a worker built to outlive its shutdown reply is ended (a
+    /// daemon that goes back to `accept`): when it has not exited this
+    /// long after the ack, this signal goes to its group, and the exit is
+    /// awaited (`exit_timeout`) and timed from it. `None`: the ack alone.
+    pub stop: Option<Stop>,
+}
+
+/// The signal that ends a worker after its shutdown reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop {
+    /// The signal number (`libc::SIGINT`, ...).
+    pub signal: i32,
+    /// How long after the ack the worker may exit by itself first.
+    pub after: Duration,
+}
+
+impl Stop {
+    /// The signals a stop may name, by name (`SIGINT` or `INT`).
+    pub fn signal_named(name: &str) -> Option<i32> {
+        let n = name.trim().to_ascii_uppercase();
+        let n = n.strip_prefix("SIG").unwrap_or(&n);
+        Some(match n {
+            "INT" => libc::SIGINT,
+            "TERM" => libc::SIGTERM,
+            "HUP" => libc::SIGHUP,
+            "QUIT" => libc::SIGQUIT,
+            "USR1" => libc::SIGUSR1,
+            "USR2" => libc::SIGUSR2,
+            _ => return None,
+        })
+    }
 }
 
 impl Default for ShutdownPolicy {
-    /// 5 s for the ack, 5 s to exit, 2 s of grace after SIGTERM.
+    /// 5 s for the ack, 5 s to exit, 2 s of grace after SIGTERM, no stop
+    /// signal.
     fn default() -> Self {
         ShutdownPolicy {
             ack_timeout: Duration::from_secs(5),
             exit_timeout: Duration::from_secs(5),
             grace: Duration::from_secs(2),
+            stop: None,
         }
     }
 }
