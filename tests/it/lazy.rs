@@ -532,3 +532,51 @@ fn when_the_outermost_cut_fails_lazy_cuts_further_down_the_chain_and_fix_passes_
         String::from_utf8_lossy(&after.stdout)
     );
 }
+
+/// `python -m app.worker`: the main module's own top-level imports of the
+/// project's modules are priced like any other, each with its importing
+/// line in `app/worker.py`.
+#[test]
+fn a_main_modules_own_imports_are_priced_with_their_lines() {
+    let (_dir, root) = fixture_project(
+        "mproject",
+        "m",
+        python(),
+        &["-m", "app.worker"],
+        false,
+        "verify = [{ op = \"slow_a\" }, { op = \"slow_b\" }]",
+    );
+    let (r, stdout) = lazy_json(&root, "30");
+    for (module, line) in [("app.slow_a", 10), ("app.slow_b", 11)] {
+        let row = row(&r, module).unwrap_or_else(|| panic!("{module} priced: {stdout}"));
+        assert_eq!(row["file"], "app/worker.py", "{row:#}");
+        assert_eq!(row["line"], line, "{row:#}");
+        assert_eq!(row["verdict"], "safe", "{row:#}");
+    }
+}
+
+/// A worker whose end is late (it answers shutdown, then takes 3 s to
+/// exit, past its 1 s exit timeout) is still priced: its start-up is
+/// whole. The report says so, counted, instead of ending with exit 2.
+#[test]
+fn a_worker_that_exits_late_is_still_priced_and_the_report_says_so() {
+    let (_dir, root) = fixture_project(
+        "mproject",
+        "m",
+        python(),
+        &["-m", "app.worker"],
+        false,
+        "shutdown_timeout = 1.0\ngrace = 0.5\nenv = { COLDSTART_TEST_LATE_EXIT = \"3\" }",
+    );
+    let (r, stdout) = lazy_json(&root, "30");
+    assert!(row(&r, "app.slow_b").is_some(), "{stdout}");
+    let warnings = r["warnings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("failed at their end")),
+        "{stdout}"
+    );
+}

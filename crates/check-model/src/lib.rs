@@ -157,6 +157,11 @@ pub struct ProcessReport {
     pub exit: Option<String>,
     /// Why it could not be checked.
     pub error: Option<String>,
+    /// Set when the failure came only at its end (the shutdown ack or the
+    /// exit), after ready and every health round trip: its start-up
+    /// evidence is whole (what `lazy` prices from), its end is not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed_at_end: bool,
     /// The worker's own last stderr lines, when it failed.
     pub stderr_tail: Option<String>,
     /// Whether the recorder ran.

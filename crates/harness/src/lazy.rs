@@ -106,7 +106,11 @@ fn rss_mib(t: &Target, modules: &[String]) -> Result<BTreeMap<String, f64>> {
         .env("COLDSTART_LAZY_RSS", &record)
         .env("COLDSTART_LAZY_MODULES", modules.join(","));
     let lived = Lifecycle::of(t).drive(&cmd, &mut Plain);
-    if let Err(f) = lived.end {
+    // Only its start-up is read: an end that failed after ready (a late
+    // exit) leaves the readings whole.
+    if lived.ready.is_none()
+        && let Err(f) = lived.end
+    {
         return Err(Error::Invalid(format!(
             "the worker failed while its imports' memory was read: {f}"
         )));
@@ -164,7 +168,17 @@ fn saving(
     let mut a = t.clone();
     a.processes = 1;
     let run = trials::run(a, Some(b), &bench, interrupt, &mut Quiet)?;
-    if let Some((r, check, message)) = run.first_failure() {
+    // A trial that failed only at its end (the ack, the exit) still timed
+    // its ready line, which is what is compared.
+    let at_end = |c: timeline::HandshakeCheck| {
+        matches!(
+            c,
+            timeline::HandshakeCheck::ShutdownAck
+                | timeline::HandshakeCheck::Exit
+                | timeline::HandshakeCheck::ExitStatus
+        )
+    };
+    if let Some((r, check, message)) = run.first_failure().filter(|(_, c, _)| !at_end(*c)) {
         return Err(Error::Invalid(format!(
             "the measurement's trial {} failed its `{}` check: {message}",
             r.trial,
@@ -338,10 +352,31 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
     let mut priced_t = t.clone();
     priced_t.processes = opts.processes.max(1);
     let checked = check_target(&priced_t, CheckOptions::default())?;
-    if let Some(e) = checked.processes.iter().find_map(|p| p.error.clone()) {
+    // Pricing needs start-up only: a worker whose end failed (a late
+    // exit, a lost ack) after a whole start-up is priced, and said to be.
+    if let Some(e) = checked
+        .processes
+        .iter()
+        .find(|p| p.error.is_some() && !(p.failed_at_end && p.log.is_some()))
+        .and_then(|p| p.error.clone())
+    {
         return Err(Error::Invalid(format!(
             "the worker could not be run to price its imports: {e}"
         )));
+    }
+    let late: Vec<&str> = checked
+        .processes
+        .iter()
+        .filter(|p| p.failed_at_end)
+        .filter_map(|p| p.error.as_deref())
+        .collect();
+    let mut warnings = Vec::new();
+    if let Some(first) = late.first() {
+        warnings.push(format!(
+            "{} of {} workers failed at their end, after a whole start-up (priced anyway; `check` judges the exit): {first}",
+            late.len(),
+            checked.processes.len()
+        ));
     }
     let logs: Vec<&importguard::importtime::ImportLog> = checked
         .processes
@@ -362,7 +397,7 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
     // the interpreter's own start-up imports are: candidates, kept below
     // only where the evidence names the first-party line that made them.
     let bodies = priced.len();
-    let candidates: Vec<CostlyImport> = root_imports(&logs, &t.first_party(), min_ms)
+    let candidates: Vec<CostlyImport> = root_imports(&logs, min_ms)
         .into_iter()
         .filter(|r| !priced.iter().any(|p| p.module == r.module))
         .collect();
@@ -377,6 +412,7 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
         written: Vec::new(),
         not_written: Vec::new(),
         interrupted: false,
+        warnings,
     };
     if priced.is_empty() {
         return Ok(report);

@@ -121,6 +121,10 @@ pub struct LazyReport {
     /// Stopped by Ctrl-C or a signal: the rows after the one it was on are
     /// priced but their cuts were not tried, and nothing was written.
     pub interrupted: bool,
+    /// What makes the pricing less than whole without stopping it (a
+    /// worker that failed at its end, after its start-up).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 fn saving_text(c: &Comparison) -> String {
@@ -202,6 +206,9 @@ pub fn render(r: &LazyReport, out: &mut String) {
             "\n  interrupted: the rows after the last one tried are priced, their cuts not tried; nothing was written"
         );
     }
+    for w in &r.warnings {
+        let _ = writeln!(out, "\n  warning: {w}");
+    }
     let patch: String = r
         .rows
         .iter()
@@ -276,6 +283,7 @@ mod tests {
             written: Vec::new(),
             not_written: Vec::new(),
             interrupted: false,
+            warnings: Vec::new(),
         };
         let mut text = String::new();
         render(&r, &mut text);
@@ -307,6 +315,7 @@ mod tests {
             written: vec!["app/main.py".into()],
             not_written: vec!["yaml (app/main.py:9)".into()],
             interrupted: false,
+            warnings: Vec::new(),
         };
         let mut text = String::new();
         render(&r, &mut text);

@@ -136,6 +136,7 @@ pub fn judge_log(path: &Path, forbid: &[String], tree: bool) -> Result<TargetRep
             ready_ms: None,
             exit: None,
             error: None,
+            failed_at_end: false,
             stderr_tail: None,
             recorder: RecorderState::NotUsed,
             chained_sitecustomize: None,
@@ -291,10 +292,12 @@ pub(crate) fn instrumented_process(
     let answering_pid = lived.ready.as_ref().and_then(|r| r.pid).or(pid);
     let timeline = lived.timeline;
 
+    let mut failed_at_end = false;
     let (exit, error, stderr_tail) = match lived.end.map_err(Failure::into_worker_error) {
         Ok(f) => (Some(f.status.to_string()), None, None),
         Err(Err(refused)) => (None, Some(refused), None),
         Err(Ok(mut e)) => {
+            failed_at_end = matches!(e.stage, spawn::Stage::Shutdown | spawn::Stage::Exit);
             // The worker's own lines, from the whole stderr file: the
             // in-memory tail may hold nothing but importtime lines.
             let own =
@@ -338,6 +341,7 @@ pub(crate) fn instrumented_process(
         pid,
         ready_ms,
         exit,
+        failed_at_end: failed_at_end && error.is_some(),
         error,
         stderr_tail,
         recorder: verdict.recorder,

@@ -139,18 +139,19 @@ pub fn costly_imports(
 pub const MAIN: &str = "__main__";
 
 /// Imports made while no module was being imported (the roots of the
-/// importtime tree) of modules outside the project's own code, priced as
+/// importtime tree), the project's own modules among them, priced as
 /// [`costly_imports`] prices them, each with [`MAIN`] as its importer.
 ///
 /// These are candidates, not findings: the main module's imports (and
-/// those of functions it calls at start-up) are roots, but so are the
-/// interpreter's own (`encodings`, `site` and what `.pth` files import).
-/// Only the recorder's evidence, a first-party line that made the import,
-/// tells the project's apart.
-pub fn root_imports(logs: &[&ImportLog], first_party: &[String], min_ms: f64) -> Vec<CostlyImport> {
+/// those of functions it calls at start-up) are roots, whether of the
+/// project's modules (`python -m app.worker` importing `app.models`) or
+/// of others, but so are the interpreter's own (`encodings`, `site` and
+/// what `.pth` files import) and runpy's import of the main module's own
+/// package. Only the recorder's evidence, a first-party line that made the
+/// import, tells the project's apart.
+pub fn root_imports(logs: &[&ImportLog], min_ms: f64) -> Vec<CostlyImport> {
     price(logs, min_ms, |log, id| {
-        (log.parent(id).is_none() && !in_project(log.name(id), first_party))
-            .then(|| MAIN.to_owned())
+        log.parent(id).is_none().then(|| MAIN.to_owned())
     })
 }
 
@@ -246,10 +247,11 @@ mod tests {
 
     /// The roots of the tree outside the project (what the main module, or
     /// the interpreter's start-up, imported) are the candidates, with the
-    /// main module as their importer; the project's own package and the
-    /// cheap roots are not.
+    /// main module as their importer, the project's own package too (the
+    /// recorder's evidence tells runpy's import of it from the main
+    /// module's); the cheap roots are not.
     #[test]
-    fn roots_outside_the_project_are_the_main_modules_candidates() {
+    fn every_costly_root_is_a_main_module_candidate() {
         let one = |heavy_us: i64| {
             crate::importtime::parse_owned(
                 format!(
@@ -265,8 +267,9 @@ mod tests {
         };
         let logs = [one(70_000), one(90_000), one(80_000)];
         let refs: Vec<&ImportLog> = logs.iter().collect();
-        let roots = root_imports(&refs, &["app".to_owned()], 20.0);
-        assert_eq!(roots.len(), 1, "{roots:?}");
+        let roots = root_imports(&refs, 20.0);
+        assert_eq!(roots.len(), 2, "{roots:?}");
+        assert_eq!(roots[1].module, "app", "{roots:?}");
         assert_eq!(
             (roots[0].importer.as_str(), roots[0].module.as_str()),
             (MAIN, "heavylib")

@@ -462,6 +462,7 @@ mod tests {
             ready_ms: Some(40.0),
             exit: None,
             error: None,
+            failed_at_end: false,
             stderr_tail: None,
             recorder,
             chained_sitecustomize: None,
