@@ -397,9 +397,16 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
     // the interpreter's own start-up imports are: candidates, kept below
     // only where the evidence names the first-party line that made them.
     let bodies = priced.len();
+    // A root whose body's own imports are priced already (the package's
+    // app module that `__main__.py` imports) is priced through them: its
+    // own row would only count them beneath it.
     let candidates: Vec<CostlyImport> = root_imports(&logs, min_ms)
         .into_iter()
-        .filter(|r| !priced.iter().any(|p| p.module == r.module))
+        .filter(|r| {
+            !priced
+                .iter()
+                .any(|p| p.module == r.module || p.importer == r.module)
+        })
         .collect();
     priced.extend(candidates);
     let mut report = LazyReport {
@@ -439,20 +446,42 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
     let roots: Vec<Violation> = located.iter().flatten().cloned().collect();
     let modules: Vec<String> = priced.iter().map(|c| c.module.clone()).collect();
     let rss = rss_mib(t, &modules)?;
-    // The costly imports the evidence counts beneath each located one,
-    // costliest first: where a cut further down its chain is looked for.
-    let beneath_of = |module: &str| -> Vec<CostlyImport> {
+    // Where a cut further down a row's chain is looked for: the costly
+    // imports the evidence counts beneath it. The project's own modules
+    // that carry most of the row's cost come first, the deepest of them
+    // first (in a chain of nested imports each costs a little less than
+    // the one that imports it): cutting above the weight defers all of it,
+    // and a module imported by two lines of the chain is not the one to
+    // judge by. The rest follow, costliest first.
+    let own_names = t.first_party();
+    let beneath_of = |row: &CostlyImport| -> Vec<CostlyImport> {
         let inner: Vec<&String> = roots
             .iter()
-            .filter(|o| o.module == module)
+            .filter(|o| o.module == row.module)
             .flat_map(|o| o.beneath.iter())
             .collect();
-        priced
+        let mut under: Vec<CostlyImport> = priced
             .iter()
             .zip(&located)
             .filter(|(c, l)| l.is_none() && inner.contains(&&c.module))
             .map(|(c, _)| c.clone())
-            .collect()
+            .collect();
+        let carries = |c: &CostlyImport| {
+            own_names
+                .iter()
+                .any(|n| n == importguard::importtime::top_level(&c.module))
+                && c.median_ms >= 0.5 * row.median_ms
+        };
+        under.sort_by(|a, b| {
+            carries(b).cmp(&carries(a)).then_with(|| {
+                if carries(a) {
+                    a.median_ms.total_cmp(&b.median_ms)
+                } else {
+                    CostlyImport::costliest_first(a, b)
+                }
+            })
+        });
+        under
     };
     let mut safe: Vec<Cut> = Vec::new();
     // Modules a cut further down some row's chain defers, and that cut.
@@ -546,7 +575,7 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
                 t,
                 &s,
                 &module,
-                &beneath_of(&module),
+                &beneath_of(&row.cost),
                 own_ref,
                 opts,
                 interrupt,
