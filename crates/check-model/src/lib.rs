@@ -123,6 +123,11 @@ pub struct TargetReport {
     /// package's modules, with their count) of the first process with a
     /// log, largest first.
     pub packages: Vec<PackageTotal>,
+    /// Under the recorder: its own bootstrap's start-up cost (the
+    /// `sitecustomize` package of the same log), the instrument's, not the
+    /// worker's; the readable report shows it apart from `packages`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instrument: Option<PackageTotal>,
     /// The project's own modules with the largest self time, largest first.
     pub first_party: Vec<SlowImport>,
     /// The slowest imports (cumulative) of the first process with a log;

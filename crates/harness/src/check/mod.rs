@@ -128,6 +128,7 @@ pub fn judge_log(path: &Path, forbid: &[String], tree: bool) -> Result<TargetRep
         ready_ms_median: None,
         violations,
         packages: verdict::by_package(&log, PACKAGES),
+        instrument: None,
         first_party: Vec::new(),
         slowest: verdict::slowest(&log, SLOWEST),
         processes: vec![ProcessReport {
@@ -193,9 +194,22 @@ pub fn check_target(t: &Target, opts: CheckOptions) -> Result<TargetReport> {
         status,
         ready_ms_median: phases::stats::median(&ready),
         violations,
+        // One more: under the recorder, `sitecustomize` is its bootstrap,
+        // which the report shows apart from the worker's packages.
         packages: first_log
-            .map(|l| verdict::by_package(l, PACKAGES))
+            .map(|l| verdict::by_package(l, PACKAGES + 1))
             .unwrap_or_default(),
+        instrument: first_log
+            .filter(|_| {
+                processes
+                    .iter()
+                    .any(|p| p.recorder == importguard::verdict::RecorderState::Ran)
+            })
+            .and_then(|l| {
+                verdict::by_package(l, usize::MAX)
+                    .into_iter()
+                    .find(|p| p.package == "sitecustomize")
+            }),
         first_party: first_log
             .map(|l| verdict::first_party_modules(l, &t.first_party(), SLOWEST))
             .unwrap_or_default(),

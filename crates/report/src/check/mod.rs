@@ -50,6 +50,9 @@ fn show_path(file: &str, cwd: &Path) -> String {
     ci::relative(file, cwd)
 }
 
+/// How many of the worker's packages the start-up by package lists.
+const PACKAGES: usize = 8;
+
 /// The readable report of one target, paths shown relative to `cwd`.
 pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
     use std::fmt::Write;
@@ -250,24 +253,28 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
         );
         // Under the recorder, `sitecustomize` is its bootstrap (and the
         // environment's own sitecustomize it runs): the instrument's cost,
-        // not the worker's, which `check --bench` prices against its budget.
+        // not the worker's start-up, shown apart after the worker's own.
         let recorded = r
             .processes
             .iter()
             .any(|p| p.recorder == importguard::verdict::RecorderState::Ran);
-        for p in &r.packages {
-            let note = if recorded && p.package == "sitecustomize" {
-                ", the recorder's bootstrap"
-            } else {
-                ""
-            };
+        let instrument =
+            |p: &&importguard::importtime::PackageTotal| recorded && p.package == "sitecustomize";
+        for p in r.packages.iter().filter(|p| !instrument(p)).take(PACKAGES) {
             let _ = writeln!(
                 out,
-                "    {:>10}  {} ({} module{}{note})",
+                "    {:>10}  {} ({} module{})",
                 ms(p.self_us),
                 p.package,
                 p.modules,
                 if p.modules == 1 { "" } else { "s" }
+            );
+        }
+        if let Some(p) = r.instrument.as_ref().filter(|_| recorded) {
+            let _ = writeln!(
+                out,
+                "\n  the recorder's own bootstrap (sitecustomize): {}, the instrument's cost, not the worker's",
+                ms(p.self_us)
             );
         }
     }
@@ -436,6 +443,7 @@ mod tests {
             ready_ms_median: None,
             violations: vec![],
             packages: vec![],
+            instrument: None,
             first_party: vec![],
             slowest: vec![],
             processes: vec![],
@@ -490,6 +498,7 @@ mod tests {
         let report = |recorder| TargetReport {
             ready_ms_median: Some(40.0),
             packages: vec![package("encodings", 2100), package("sitecustomize", 3400)],
+            instrument: Some(package("sitecustomize", 3400)),
             processes: vec![process(recorder)],
             ..target(Status::Pass)
         };
@@ -499,8 +508,11 @@ mod tests {
             out
         };
         let recorded = text(verdict::RecorderState::Ran);
+        assert!(!recorded.contains("ms  sitecustomize"), "{recorded}");
         assert!(
-            recorded.contains("3.4 ms  sitecustomize (1 module, the recorder's bootstrap)\n"),
+            recorded.contains(
+                "\n  the recorder's own bootstrap (sitecustomize): 3.4 ms, the instrument's cost, not the worker's\n"
+            ),
             "{recorded}"
         );
         assert!(
