@@ -5,6 +5,7 @@ mod check;
 mod ci_files;
 mod conformance;
 mod diff;
+mod docs;
 mod evidence;
 mod importtime;
 mod lazy;

@@ -1,0 +1,196 @@
+//! The README and the user guide hold together: every relative link in
+//! `README.md`, `CONTRIBUTING.md`, `ARCHITECTURE.md` and `docs/*.md`
+//! resolves (the file exists; an anchor is a heading's or an `id`'s), and
+//! no sample output in them carries one machine's absolute paths (a home
+//! folder, the temporary folder, the workspace's own place).
+
+use std::path::{Path, PathBuf};
+
+use crate::support::root;
+
+/// The Markdown files of the README and the guide.
+fn pages() -> Vec<PathBuf> {
+    let mut v = vec![
+        root().join("README.md"),
+        root().join("CONTRIBUTING.md"),
+        root().join("ARCHITECTURE.md"),
+    ];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    v.extend(docs);
+    v
+}
+
+/// The targets of `[text](target)` links outside code blocks.
+fn links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_code = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(i) = rest.find("](") {
+            let after = &rest[i + 2..];
+            let Some(j) = after.find(')') else { break };
+            out.push(after[..j].to_owned());
+            rest = &after[j..];
+        }
+    }
+    out
+}
+
+/// GitHub's anchor of a heading: lower case, spaces to `-`, punctuation
+/// dropped.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn anchors(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('#'))
+        .map(|l| slug(l.trim_start_matches('#')))
+        .collect();
+    let mut rest = text;
+    while let Some(i) = rest.find("id=\"") {
+        let after = &rest[i + 4..];
+        let Some(j) = after.find('"') else { break };
+        out.push(after[..j].to_owned());
+        rest = &after[j..];
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_resolves() {
+    let mut broken = Vec::new();
+    let mut seen = 0;
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for link in links(&text) {
+            if link.contains("://") || link.starts_with("mailto:") {
+                continue;
+            }
+            seen += 1;
+            let (file, anchor) = link.split_once('#').unwrap_or((link.as_str(), ""));
+            let target: PathBuf = if file.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(file)
+            };
+            if !target.exists() {
+                broken.push(format!(
+                    "{}: {link} (no {})",
+                    page.display(),
+                    target.display()
+                ));
+                continue;
+            }
+            if !anchor.is_empty() && target.is_file() {
+                let t = std::fs::read_to_string(&target).unwrap();
+                if !anchors(&t).iter().any(|a| a == anchor) {
+                    broken.push(format!("{}: {link} (no anchor `{anchor}`)", page.display()));
+                }
+            }
+        }
+    }
+    assert!(seen > 30, "links were read: {seen}");
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// Absolute paths that belong to one machine.
+const MACHINE_PATHS: &[&str] = &[
+    "/root/",
+    "/home/",
+    "/Users/",
+    "/tmp/",
+    "/work/",
+    "/var/folders/",
+];
+
+#[test]
+fn no_sample_output_carries_a_machines_absolute_paths() {
+    let mut found = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        let mut in_sample = false;
+        for (n, line) in text.lines().enumerate() {
+            let fence = line.trim_start();
+            if fence.starts_with("```") {
+                in_sample = !in_sample && fence != "```";
+                continue;
+            }
+            if in_sample && let Some(p) = MACHINE_PATHS.iter().find(|p| line.contains(*p)) {
+                found.push(format!("{}:{}: {p} in {line:?}", rel(&page), n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "machine paths in sample outputs:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_guide_lists_every_command_and_the_readme_stays_short() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(
+        readme.lines().count() <= 200,
+        "README.md is {} lines",
+        readme.lines().count()
+    );
+    let first_screen: String = readme.lines().take(50).collect::<Vec<_>>().join("\n");
+    assert!(
+        first_screen.contains("cargo xtask check") && first_screen.contains("cargo xtask test")
+    );
+    let index = std::fs::read_to_string(root().join("docs/README.md")).unwrap();
+    let help = std::process::Command::new(crate::support::coldstart_bin())
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let commands: Vec<&str> = help
+        .split("Commands:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{help}"))
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .lines()
+        // A command's line: two spaces, its name, its description; the
+        // wrapped lines of a description are indented further.
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 10, "{help}");
+    for c in commands {
+        assert!(
+            index.contains(&format!("`{c}`")),
+            "docs/README.md does not list `{c}`"
+        );
+    }
+}
+
+fn rel(p: &Path) -> String {
+    p.strip_prefix(root()).unwrap_or(p).display().to_string()
+}
