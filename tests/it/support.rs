@@ -60,20 +60,9 @@ pub fn worker_dir() -> PathBuf {
     root().join("worker")
 }
 
-/// The real interpreter behind `python3` (or `$COLDSTART_PYTHON`), resolved
-/// once: a pyenv-style shim would add a second process to every spawn.
-pub fn python() -> &'static Path {
-    static PY: OnceLock<PathBuf> = OnceLock::new();
-    PY.get_or_init(|| {
-        let wanted = std::env::var_os("COLDSTART_PYTHON").unwrap_or_else(|| "python3".into());
-        let out = Command::new(&wanted)
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {wanted:?} to find the interpreter: {e}; install python3 or set COLDSTART_PYTHON"));
-        assert!(out.status.success(), "{wanted:?} -c 'print(sys.executable)' failed: {out:?}");
-        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-    })
-}
+/// The real interpreter behind `python3` (or `$COLDSTART_PYTHON`): the
+/// one lookup, `test_interpreters::default_python`.
+pub use test_interpreters::default_python as python;
 
 /// The test venv's interpreter (`.venv/bin/python`), which `cargo xtask
 /// test` provisions from `tests/requirements.txt` (a real transformers, no

@@ -202,13 +202,11 @@ fn check_shapes(python: &OsString) {
     }
 }
 
-fn python() -> OsString {
-    std::env::var_os("COLDSTART_PYTHON").unwrap_or_else(|| "python3".into())
-}
+use test_interpreters::default_python as python;
 
 #[test]
 fn every_shape_gives_the_chain_that_ran() {
-    check_shapes(&python());
+    check_shapes(&python().as_os_str().to_owned());
 }
 
 /// The oldest and newest interpreters the project supports, where found

@@ -23,9 +23,7 @@ use timeline::{ReadyMark, RequestMark, Timeline, monotonic_ns};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-fn python() -> OsString {
-    std::env::var_os("COLDSTART_PYTHON").unwrap_or_else(|| "python3".into())
-}
+use test_interpreters::default_python as python;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
@@ -180,7 +178,7 @@ fn run_with(python: &OsString, name: &str, args: &[&str], health: usize) -> Run 
 }
 
 fn run(name: &str, args: &[&str], health: usize) -> Run {
-    run_with(&python(), name, args, health)
+    run_with(&python().as_os_str().to_owned(), name, args, health)
 }
 
 #[track_caller]

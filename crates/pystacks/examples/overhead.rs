@@ -77,17 +77,6 @@ struct Run {
     wall_ns: u64,
 }
 
-fn python() -> String {
-    let out = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("python3 runs");
-    String::from_utf8(out.stdout)
-        .expect("utf-8")
-        .trim()
-        .to_owned()
-}
-
 fn one(py: &str, script: &std::path::Path, iterations: u64, s: Setting) -> Run {
     // Python runs under `sh`, not as a child of this process, so that a
     // paused read really pauses it (children of the reader never are).
@@ -153,7 +142,10 @@ fn main() {
     let iterations: u64 = args
         .next()
         .map_or(20_000_000, |a| a.parse().expect("ITERATIONS"));
-    let py = python();
+    let py = test_interpreters::default_python()
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_owned();
     let dir = tempfile::tempdir().expect("tempdir");
     let script = dir.path().join("cpu_bound_loop.py");
     std::fs::write(&script, SCRIPT).expect("script");

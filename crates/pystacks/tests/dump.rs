@@ -126,7 +126,7 @@ fn a_launcher_that_is_not_python_shows_its_python_child() {
     // sh starts Python and waits on it (no exec: `; exit` keeps sh alive).
     let script = format!(
         "{} {} ; exit 3",
-        common::python(),
+        common::python().display(),
         common::fixture("hang_in_named_function.py").display()
     );
     let mut sh = std::process::Command::new("sh")

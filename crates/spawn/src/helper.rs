@@ -487,9 +487,7 @@ impl Drop for Conversation {
 mod tests {
     use super::*;
 
-    fn python() -> PathBuf {
-        PathBuf::from("python3")
-    }
+    use test_interpreters::default_python as python;
 
     #[test]
     fn a_script_answers_on_its_tagged_line_with_its_file_argument() {
@@ -498,7 +496,7 @@ mod tests {
             "import sys\nprint('noise')\nprint('TAG ' + open(sys.argv[1]).read())\n",
         )
         .file_arg("request.json", "{\"a\": 1}")
-        .run(&python())
+        .run(python())
         .unwrap();
         assert_eq!(out.tagged("TAG "), Some("{\"a\": 1}"));
         assert_eq!(out.tagged("OTHER "), None);
@@ -507,7 +505,7 @@ mod tests {
     #[test]
     fn a_failing_script_has_no_answer_and_keeps_its_stderr() {
         let out = Script::new("fail.py", "import sys\nprint('TAG 1')\nsys.exit('boom')\n")
-            .run(&python())
+            .run(python())
             .unwrap();
         assert_eq!(out.status, ExitStatus::Code(1));
         assert_eq!(out.tagged("TAG "), None);
@@ -567,7 +565,7 @@ mod tests {
             "import sys, signal\nfor line in sys.stdin:\n    if line.strip() == 'stop':\n        sys.stderr.write('stopping\\n'); sys.stderr.flush(); signal.pause()\n    print('echo ' + line.strip(), flush=True)\n",
         )
         .timeout(Duration::from_secs(1))
-        .spawn(&python())
+        .spawn(python())
         .unwrap();
         let pid = c.pid() as i32;
         c.send("one").unwrap();

@@ -2,7 +2,7 @@
 //! chain stands on, and the cut or the reason expected. Run by the suite's
 //! `python3` (or `$COLDSTART_PYTHON`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use importguard::recorder::Frame;
@@ -10,11 +10,7 @@ use importguard::verdict::{ChainSource, ImportStatus, Violation};
 
 use super::*;
 
-fn python() -> PathBuf {
-    std::env::var_os("COLDSTART_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| "python3".into())
-}
+use test_interpreters::default_python as python;
 
 /// A violation whose chain is `module` (imported at `file:line`), then torch.
 fn violation(root: &Path, file: &str, line: u32, module: &str) -> Violation {

@@ -17,6 +17,8 @@
 //!
 //! A candidate counts only when it runs and reports `3.<minor>`; the answer
 //! is its `sys.executable` (a pyenv shim resolved to the real binary).
+//! [`default_python`] is the suite's default interpreter (`python3` or
+//! `$COLDSTART_PYTHON`), the same way resolved.
 //! Used by tests only (and by xtask for [`provisioned`]); std only.
 
 use std::path::{Path, PathBuf};
@@ -88,6 +90,31 @@ pub fn interpreter(minor: u32) -> Option<PathBuf> {
         wanted.extend(found.into_iter().rev());
     }
     wanted.iter().find_map(|p| version_checked(p, minor))
+}
+
+/// The suite's default interpreter: `$COLDSTART_PYTHON`, else `python3`,
+/// resolved once to its `sys.executable` (a pyenv-style shim would add a
+/// process to every spawn). Panics, saying what to install or set, when it
+/// does not run: every test that starts a worker needs it.
+pub fn default_python() -> &'static Path {
+    static PY: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PY.get_or_init(|| {
+        let wanted = std::env::var_os("COLDSTART_PYTHON").unwrap_or_else(|| "python3".into());
+        let out = Command::new(&wanted)
+            .args(["-c", "import sys; print(sys.executable)"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run {wanted:?} to find the interpreter: {e}; install python3 or set COLDSTART_PYTHON")
+            });
+        assert!(
+            out.status.success(),
+            "{wanted:?} -c 'print(sys.executable)' failed: {out:?}"
+        );
+        let exe = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        assert!(!exe.is_empty(), "{wanted:?} has no sys.executable");
+        PathBuf::from(exe)
+    })
 }
 
 /// Why [`interpreter`] found none, for a test's `NOT RUN:` line.

@@ -28,6 +28,21 @@ fn git(dir: &Path, args: &[&str]) -> Result<std::process::Output> {
         .map_err(|e| Error::Invalid(format!("could not run git ({e}); install git to use diff")))
 }
 
+/// git's output in `dir`, or an error that names the command and git's
+/// message when it fails.
+pub(crate) fn git_ok(dir: &Path, args: &[&str]) -> Result<String> {
+    let out = git(dir, args)?;
+    if !out.status.success() {
+        invalid!(
+            "git {} in {} failed: {}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 fn git_text(dir: &Path, args: &[&str]) -> Result<Option<String>> {
     let out = git(dir, args)?;
     Ok(out

@@ -21,6 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::git::git_ok as git;
 use crate::error::{Error, Result};
 use crate::target::Target;
 
@@ -37,24 +38,6 @@ pub struct Prepared {
     pub missing: Vec<PathBuf>,
     /// The non-Python files that differ (at most a few, for messages).
     pub changed: Vec<String>,
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .map_err(|e| Error::Invalid(format!("could not run git ({e}); install git to use diff")))?;
-    if !out.status.success() {
-        return Err(Error::Invalid(format!(
-            "git {} in {} failed: {}",
-            args.join(" "),
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Whether a file name is a compiled extension module's.

@@ -240,9 +240,7 @@ mod live {
     use super::*;
     use std::process::Command;
 
-    fn python() -> OsString {
-        std::env::var_os("COLDSTART_PYTHON").unwrap_or_else(|| "python3".into())
-    }
+    use test_interpreters::default_python as python;
 
     fn run(
         setup: &RecorderSetup,

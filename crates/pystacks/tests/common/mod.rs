@@ -8,28 +8,15 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 /// How long a fixture may take to print an awaited line.
 pub const LINE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The real interpreter behind `python3` (`sys.executable`).
-pub fn python() -> &'static str {
-    static PY: OnceLock<String> = OnceLock::new();
-    PY.get_or_init(|| {
-        let out = Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .expect("python3 runs");
-        assert!(out.status.success(), "python3 failed: {out:?}");
-        String::from_utf8(out.stdout)
-            .expect("utf-8")
-            .trim()
-            .to_owned()
-    })
-}
+/// The real interpreter behind `python3` (`sys.executable`): the one
+/// lookup, `test_interpreters::default_python`.
+pub use test_interpreters::default_python as python;
 
 /// A fixture file's path.
 pub fn fixture(name: &str) -> PathBuf {

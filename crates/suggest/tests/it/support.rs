@@ -6,7 +6,6 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use importguard::importtime;
 use importguard::recorder::Recorder;
@@ -23,29 +22,9 @@ pub fn project(name: &str) -> PathBuf {
     fixtures().join(name)
 }
 
-/// The real interpreter behind `python3` (or `$COLDSTART_PYTHON`), resolved
-/// once: a pyenv shim would add a process to every run.
-pub fn python() -> &'static Path {
-    static PY: OnceLock<PathBuf> = OnceLock::new();
-    PY.get_or_init(|| {
-        let wanted = std::env::var_os("COLDSTART_PYTHON").unwrap_or_else(|| "python3".into());
-        executable_of(Path::new(&wanted)).unwrap_or_else(|| {
-            panic!("cannot run {wanted:?}: install python3 or set COLDSTART_PYTHON")
-        })
-    })
-}
-
-/// `sys.executable` of `python`, if it runs.
-pub fn executable_of(python: &Path) -> Option<PathBuf> {
-    let out = Command::new(python)
-        .args(["-c", "import sys; print(sys.executable)"])
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-}
+/// The real interpreter behind `python3` (or `$COLDSTART_PYTHON`): the
+/// one lookup, `test_interpreters::default_python`.
+pub use test_interpreters::default_python as python;
 
 /// A Python `3.<minor>`: the workspace's one lookup (`$COLDSTART_PYTHON3_<minor>`,
 /// the one `cargo xtask test` provisions, PATH, pyenv).
