@@ -208,3 +208,62 @@ fn a_side_that_imports_the_other_trees_module_exits_2_naming_it() {
     assert!(msg.contains("import_roots"), "says what to do: {msg}");
     assert!(t["time"].is_null(), "no timed verdict: {t:#}");
 }
+
+/// A patched copy is held to the same proof: `lazy` on the editable
+/// service prices `svc.heavy` and verifies its cut on a copy whose own
+/// `src` comes first (safe); with the import roots emptied, the copy's
+/// worker imports the original's package through the editable install,
+/// and the cut is refused for it, not verified.
+#[test]
+fn lazy_verifies_a_cut_on_the_copys_own_code_under_an_editable_install() {
+    let r = service(SETUPTOOLS_PTH);
+    r.write("src/svc/heavy.py", &busy(150));
+    r.write("src/svc/worker.py", WORKER_EAGER);
+    let lazy = |r: &Repo| -> serde_json::Value {
+        let out = r
+            .command(&[
+                "lazy",
+                "--format",
+                "json",
+                "--processes",
+                "1",
+                "--min-ms",
+                "50",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&text).unwrap()
+    };
+    let heavy_row = |v: &serde_json::Value| -> serde_json::Value {
+        v["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["module"] == "svc.heavy")
+            .unwrap_or_else(|| panic!("svc.heavy priced: {v:#}"))
+            .clone()
+    };
+    let v = lazy(&r);
+    assert_eq!(heavy_row(&v)["verdict"], "safe", "{v:#}");
+    r.write(
+        "coldstart.toml",
+        "[[target]]\nname = \"svc\"\ncommand = [\".venv/bin/python\", \"-m\", \"svc.worker\"]\nimport_roots = []\n",
+    );
+    let v = lazy(&r);
+    let row = heavy_row(&v);
+    assert_eq!(row["verdict"], "unsafe", "{v:#}");
+    assert!(
+        row["why"]
+            .as_str()
+            .unwrap()
+            .contains("outside the tree being measured"),
+        "{row:#}"
+    );
+}

@@ -104,7 +104,7 @@ pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost>
     };
     let instrumented = || -> Result<f64> {
         let start = Instant::now();
-        let p = check_process(t, &lifecycle, &policy, false, 1)?;
+        let p = check_process(t, &lifecycle, &policy, false, 1, None)?;
         if let Some(e) = p.error {
             invalid!("the worker could not be checked: {e}");
         }

@@ -154,6 +154,18 @@ pub fn judge_log(path: &Path, forbid: &[String], tree: bool) -> Result<TargetRep
 /// Checks one target: its processes run concurrently, each judged, the
 /// verdicts merged.
 pub fn check_target(t: &Target, opts: CheckOptions) -> Result<TargetReport> {
+    check_target_in(t, opts, None)
+}
+
+/// [`check_target`], and with `tree` every process must have run the
+/// project's own code from that tree ([`crate::provenance`]): a process
+/// that imported one of the project's modules from elsewhere could not be
+/// checked (its error names the module, the file and the route).
+pub(crate) fn check_target_in(
+    t: &Target,
+    opts: CheckOptions,
+    tree: Option<&Path>,
+) -> Result<TargetReport> {
     let policy = policy_of(t)?;
     if t.command.is_empty() {
         invalid!("target `{}` has no command", t.name);
@@ -163,7 +175,7 @@ pub fn check_target(t: &Target, opts: CheckOptions) -> Result<TargetReport> {
         let handles: Vec<_> = (1..=t.processes)
             .map(|i| {
                 let (policy, lifecycle) = (&policy, &lifecycle);
-                s.spawn(move || check_process(t, lifecycle, policy, opts.block, i))
+                s.spawn(move || check_process(t, lifecycle, policy, opts.block, i, tree))
             })
             .collect();
         handles
@@ -228,7 +240,7 @@ pub fn check_target(t: &Target, opts: CheckOptions) -> Result<TargetReport> {
 pub fn startup_log(t: &Target) -> Result<ImportLog> {
     let policy = policy_of(t)?;
     let lifecycle = Lifecycle::of(t);
-    let p = check_process(t, &lifecycle, &policy, false, 1)?;
+    let p = check_process(t, &lifecycle, &policy, false, 1, None)?;
     if let Some(e) = p.error {
         invalid!("the worker could not be run: {e}");
     }
@@ -253,8 +265,24 @@ pub(crate) fn check_process(
     policy: &Policy,
     block: bool,
     index: usize,
+    tree: Option<&Path>,
 ) -> Result<ProcessReport> {
-    instrumented_process(t, lifecycle, policy, block, index).map(|p| p.report)
+    let p = instrumented_process(t, lifecycle, policy, block, index)?;
+    let mut report = p.report;
+    if let Some(tree) = tree
+        && report.error.is_none()
+    {
+        let own: std::collections::BTreeSet<String> = t.first_party().into_iter().collect();
+        let pythonpath = t.pythonpath();
+        if let Some(f) = crate::provenance::of(&p.recording, &own, tree, pythonpath.as_deref())
+            .foreign
+            .into_iter()
+            .next()
+        {
+            report.error = Some(f.to_string());
+        }
+    }
+    Ok(report)
 }
 
 /// One instrumented process: its report (verdict and importtime log), the

@@ -17,7 +17,7 @@ use serde_json::Value;
 use spawn::worker_proto::{Reply, Request};
 use suggest::VerifyOutcome;
 
-use super::{CheckOptions, check_target};
+use super::CheckOptions;
 use crate::error::Result;
 use crate::lifecycle::{Hooks, Lifecycle, Started, Stop};
 use crate::target::Target;
@@ -136,7 +136,9 @@ fn tail(s: &str) -> String {
 /// ([`Target::moved`], the mapping `diff` uses for its base checkout), the
 /// copy's tree first on PYTHONPATH, one process.
 pub fn in_copy(t: &Target, copy: &Path) -> Target {
-    let mut m = t.moved(&t.root, copy);
+    // The copy's import roots first: an editable install of the project
+    // points at the original.
+    let mut m = t.moved(&t.root, copy).own_roots_first();
     let moved = m.pythonpath().unwrap_or_default();
     let mut entries: Vec<String> = vec![copy.display().to_string()];
     entries.extend(
@@ -157,7 +159,8 @@ pub fn in_copy(t: &Target, copy: &Path) -> Target {
 /// saw, for `suggest` to judge the cut by.
 pub fn on_copy(t: &Target, copy: &Path) -> Result<VerifyOutcome> {
     let moved = in_copy(t, copy);
-    let r = check_target(&moved, CheckOptions::default())?;
+    // A copy whose worker ran the original's code verified nothing.
+    let r = super::check_target_in(&moved, CheckOptions::default(), Some(copy))?;
     if r.status == Status::Error {
         let why = r
             .processes
