@@ -80,15 +80,11 @@ fn site_packages(venv: &Path) -> std::path::PathBuf {
 /// The commit holds the eager worker; the working tree the lean one.
 fn service(pyproject: &str) -> Repo {
     let r = Repo::empty();
-    r.write(".gitignore", "__pycache__/\n.venv/\n*.egg-info/\nbuild/\n");
-    r.write("pyproject.toml", pyproject);
-    r.write("src/svc/__init__.py", "");
-    std::fs::copy(
-        crate::support::fixtures().join("boundary/workers/protokit.py"),
-        r.root.join("src/svc/protokit.py"),
-    )
-    .unwrap();
-    r.write("src/svc/heavy.py", &busy(150));
+    r.svc_package(
+        "__pycache__/\n.venv/\n*.egg-info/\nbuild/\n",
+        "pyproject.toml",
+        pyproject,
+    );
     r.write("src/svc/worker.py", WORKER_EAGER);
     r.write(
         "coldstart.toml",

@@ -121,6 +121,22 @@ impl Repo {
         );
     }
 
+    /// A src-layout service package `svc` (its protocol loop and a module
+    /// that burns 150 ms of CPU when imported) with `gitignore` and its
+    /// build config `build_file` holding `build`: what the layout and
+    /// build-output tests start from.
+    fn svc_package(&self, gitignore: &str, build_file: &str, build: &str) {
+        self.write(".gitignore", gitignore);
+        self.write(build_file, build);
+        self.write("src/svc/__init__.py", "");
+        std::fs::copy(
+            fixtures().join("boundary/workers/protokit.py"),
+            self.root.join("src/svc/protokit.py"),
+        )
+        .unwrap();
+        self.write("src/svc/heavy.py", &busy(150));
+    }
+
     fn write(&self, rel: &str, text: &str) {
         let p = self.root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();

@@ -16,7 +16,7 @@
 
 use std::process::Command;
 
-use super::{Repo, busy, verdict};
+use super::{Repo, verdict};
 use crate::support::{python, venv_python};
 
 const SETUP_PY: &str = r#"from setuptools import Extension, setup
@@ -73,16 +73,12 @@ fn build(r: &Repo) {
 /// place; the working tree's worker is unchanged. `setup` is the target's.
 fn service(setup: bool) -> Repo {
     let r = Repo::empty();
-    r.write(".gitignore", "__pycache__/\n*.so\nbuild/\n*.egg-info/\n");
-    r.write("setup.py", SETUP_PY);
-    r.write("src/svc/__init__.py", "");
-    std::fs::copy(
-        crate::support::fixtures().join("boundary/workers/protokit.py"),
-        r.root.join("src/svc/protokit.py"),
-    )
-    .unwrap();
+    r.svc_package(
+        "__pycache__/\n*.so\nbuild/\n*.egg-info/\n",
+        "setup.py",
+        SETUP_PY,
+    );
     r.write("src/svc/_speed.c", &speed_c(1));
-    r.write("src/svc/heavy.py", &busy(150));
     r.write("src/svc/worker.py", WORKER);
     let setup_key = if setup {
         format!(

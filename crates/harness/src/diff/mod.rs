@@ -191,20 +191,25 @@ fn compare_prepared(
         processes: opts.instrumented.max(1),
     });
     let (xa, xb) = imports::run_both(base, head, opts.instrumented.max(1))?;
-    let sa = match imports::side(&xa) {
-        Ok(s) => s,
-        Err(e) => {
-            let message = match outputs::advice(prepared) {
-                Some(a) => format!("{e}\n{a}"),
-                None => e,
-            };
-            return Ok(error(name, budgets, Variant::A, message));
+    // A base that cannot start is told what its checkout lacks, if it does.
+    let advice = outputs::advice(prepared);
+    let mut sides = Vec::with_capacity(2);
+    for (variant, xs, extra) in [
+        (Variant::A, &xa, advice.as_deref()),
+        (Variant::B, &xb, None),
+    ] {
+        match imports::side(xs) {
+            Ok(s) => sides.push(s),
+            Err(e) => {
+                let message = extra.map_or_else(|| e.clone(), |a| format!("{e}\n{a}"));
+                return Ok(error(name, budgets, variant, message));
+            }
         }
-    };
-    let sb = match imports::side(&xb) {
-        Ok(s) => s,
-        Err(e) => return Ok(error(name, budgets, Variant::B, e)),
-    };
+    }
+    let (sb, sa) = (
+        sides.pop().expect("two sides"),
+        sides.pop().expect("two sides"),
+    );
     // Never a verdict from two sides that ran the same code.
     for (variant, side, xs, tree) in [
         (Variant::A, base, &xa, &opts.trees[0]),
