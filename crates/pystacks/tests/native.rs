@@ -47,11 +47,8 @@ mod with_the_feature {
     impl Grandchild {
         fn start(fixture_name: &str) -> Grandchild {
             let mut sh = Command::new("sh")
-                .args([
-                    "-c",
-                    "exec 3<&0; \"$0\" \"$1\" <&3 3<&- & exec 3<&-; wait",
-                    python(),
-                ])
+                .args(["-c", "exec 3<&0; \"$0\" \"$1\" <&3 3<&- & exec 3<&-; wait"])
+                .arg(python())
                 .arg(fixture(fixture_name))
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
