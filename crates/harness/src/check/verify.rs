@@ -152,7 +152,7 @@ pub fn in_copy(t: &Target, copy: &Path) -> Target {
 }
 
 /// The whole verification of a patched copy at `copy` of `t`'s project,
-/// in order: the check on the copy ([`check_target`], one process: the
+/// in order: the check on the copy ([`super::check_target`], one process, held to the copy's tree: the
 /// worker reaches ready and answers health and shutdown, and the
 /// recorder's evidence says what start-up imported), then, once no
 /// violation remains, the target's model path ([`model_path`]). What it
