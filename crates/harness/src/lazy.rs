@@ -297,8 +297,9 @@ fn attempt(
 
 /// When a row's own statement has no safe cut (it cannot be cut, every
 /// cut is unsafe, or none gains): the links below it, through the costly
-/// imports the evidence counts beneath it (costliest first, at most
-/// [`BELOW`]), each located on its own, its chain's cuts below the row's
+/// imports the evidence counts beneath it (in the order given: the
+/// caller puts those carrying most of the row's cost first, deepest first;
+/// at most [`BELOW`]), each located on its own, its chain's cuts below the row's
 /// module tried as [`attempt`] does. The first safe one, with the module
 /// it defers.
 #[allow(clippy::too_many_arguments)]
@@ -324,12 +325,9 @@ fn below(
             at.is_none_or(|i| c.link > i) && own.is_none_or(|(f, l)| !(c.file == f && c.line == l))
         };
         let (result, _) = attempt(t, s, &v, &inner.module, &keep, opts, interrupt)?;
+        let safe = result.is_safe();
         match result {
-            Attempt::Verified { cut, saving }
-                if saving
-                    .as_ref()
-                    .is_some_and(|c| c.verdict == phases::compare::Verdict::Faster) =>
-            {
+            Attempt::Verified { cut, saving } if safe => {
                 return Ok(Some((cut, saving, inner.module.clone())));
             }
             Attempt::Verified { cut, .. } => tried.push(format!(
