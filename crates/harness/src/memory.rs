@@ -154,8 +154,17 @@ struct Readings<'a> {
 }
 
 impl Readings<'_> {
-    /// Signals the worker for a reading and waits for it; `Err` when the
-    /// signal cannot be sent.
+    /// Asks the worker for reading `seq + 1` and waits for it; `Err` when
+    /// the signal cannot be sent.
+    ///
+    /// The number goes into `FILE.want` first, then the signal, resent
+    /// until the reading appears: CPython runs a signal's Python handler
+    /// between bytecodes, and a signal that lands just before the worker
+    /// blocks in `read` (an idle worker waiting for its next request) is
+    /// noted but not handled until that read returns, which for an idle
+    /// worker is never. A resend interrupts the read; the bootstrap answers
+    /// each number once, so a resend never takes a second reading (nor
+    /// resets the peak twice).
     fn snapshot(&mut self, pid: u32, at: Moment) -> std::result::Result<Option<Value>, Stop> {
         self.seq += 1;
         let sig = if at == Moment::Ready {
@@ -163,18 +172,40 @@ impl Readings<'_> {
         } else {
             Signal::USR2
         };
-        // The worker is alive and not reaped (it answered its ready line
-        // and is still held by its handle), so its pid is its own.
-        let sent = Pid::from_raw(pid as i32).map(|p| kill_process(p, sig));
-        if !matches!(sent, Some(Ok(()))) {
-            return Err(Stop::Refused(format!(
-                "could not signal the worker for its {} memory reading: {}",
-                at.words(),
-                sent.and_then(std::result::Result::err)
-                    .map_or_else(|| "no such pid".to_owned(), |e| e.to_string())
-            )));
+        let want = want_path(self.record);
+        let tmp = want.with_extension("want.tmp");
+        std::fs::write(&tmp, self.seq.to_string())
+            .and_then(|()| std::fs::rename(&tmp, &want))
+            .map_err(|e| {
+                Stop::Refused(format!(
+                    "could not ask the worker for its {} memory reading: {}: {e}",
+                    at.words(),
+                    want.display()
+                ))
+            })?;
+        let deadline = std::time::Instant::now() + self.request_timeout;
+        let mut resend = Duration::from_millis(50);
+        loop {
+            // The worker is alive and not reaped (it answered its ready
+            // line and is still held by its handle), so its pid is its own.
+            let sent = Pid::from_raw(pid as i32).map(|p| kill_process(p, sig));
+            if !matches!(sent, Some(Ok(()))) {
+                return Err(Stop::Refused(format!(
+                    "could not signal the worker for its {} memory reading: {}",
+                    at.words(),
+                    sent.and_then(std::result::Result::err)
+                        .map_or_else(|| "no such pid".to_owned(), |e| e.to_string())
+                )));
+            }
+            let until = deadline.min(std::time::Instant::now() + resend);
+            if let Some(found) = wait_snapshot(self.record, self.seq, until) {
+                return Ok(Some(found));
+            }
+            if std::time::Instant::now() >= deadline {
+                return Ok(None);
+            }
+            resend = (resend * 2).min(Duration::from_secs(1));
         }
-        Ok(wait_snapshot(self.record, self.seq, self.request_timeout))
     }
 }
 
@@ -246,17 +277,24 @@ impl Hooks for Readings<'_> {
     }
 }
 
-/// Waits for snapshot `seq` to appear in the record file. The bootstrap
-/// writes it from its signal handler with one `write`; the harness polls
-/// the file (a memory view is not timed), up to `timeout`.
-fn wait_snapshot(path: &Path, seq: u64, timeout: Duration) -> Option<Value> {
-    let deadline = std::time::Instant::now() + timeout;
+/// The file that names the reading the harness wants next
+/// ([`Readings::snapshot`]): the record file's path with `.want` added.
+fn want_path(record: &Path) -> std::path::PathBuf {
+    let mut p = record.as_os_str().to_os_string();
+    p.push(".want");
+    p.into()
+}
+
+/// Waits for snapshot `seq` to appear in the record file, until `until`.
+/// The bootstrap writes it from its signal handler with one `write`; the
+/// harness polls the file (a memory view is not timed).
+fn wait_snapshot(path: &Path, seq: u64, until: std::time::Instant) -> Option<Value> {
     loop {
         let found = read_records(path).into_iter().find(|r| {
             r.get("type").and_then(Value::as_str) == Some("snapshot")
                 && r.get("seq").and_then(Value::as_u64) == Some(seq)
         });
-        if found.is_some() || std::time::Instant::now() >= deadline {
+        if found.is_some() || std::time::Instant::now() >= until {
             return found;
         }
         std::thread::sleep(Duration::from_millis(2));
@@ -307,4 +345,72 @@ fn sites(rec: &Value) -> Vec<AllocationSite> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A worker idle in `read` (as one waiting for its next request is),
+    /// asked for two readings with extra signals around each: each number
+    /// is answered exactly once, in order, and the duplicates take no
+    /// reading of their own.
+    #[test]
+    fn each_reading_is_taken_once_however_often_it_is_signalled() {
+        let boot = Bootstrap::prepare("coldstart-memory-test-", MEMORY_BOOTSTRAP).unwrap();
+        let record = boot.dir().join("memory.jsonl");
+        let mut child = std::process::Command::new(test_interpreters::default_python())
+            .args(["-c", "import sys; sys.stdin.read()"])
+            .env("PYTHONPATH", boot.pythonpath(None))
+            .env(MEMORY_ENV, &record)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now() + Duration::from_secs(30);
+        while !read_records(&record)
+            .iter()
+            .any(|r| r.get("type").and_then(Value::as_str) == Some("start"))
+        {
+            assert!(
+                std::time::Instant::now() < started,
+                "the bootstrap never started"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let stop = Interrupt::new();
+        let mut readings = Readings {
+            record: &record,
+            request_timeout: Duration::from_secs(30),
+            variant: Variant::A,
+            plan: None,
+            stop: &stop,
+            seq: 0,
+            tracing_from_start: false,
+            points: Vec::new(),
+            top_at_ready: Vec::new(),
+            problems: Vec::new(),
+            serve_ended: false,
+        };
+        let pid = child.id();
+        let extra = || {
+            kill_process(Pid::from_raw(pid as i32).unwrap(), Signal::USR2).unwrap();
+        };
+        for at in [Moment::AfterServe, Moment::AfterServe] {
+            extra();
+            let got = readings.snapshot(pid, at).unwrap();
+            assert!(got.is_some(), "reading {} never came", readings.seq);
+            extra();
+        }
+        drop(child.stdin.take());
+        assert!(child.wait().unwrap().success());
+        let seqs: Vec<u64> = read_records(&record)
+            .iter()
+            .filter(|r| r.get("type").and_then(Value::as_str) == Some("snapshot"))
+            .map(|r| r["seq"].as_u64().unwrap())
+            .collect();
+        // The first extra signal comes before any number is asked for:
+        // the bootstrap answers it as the next reading (1), so the harness's
+        // first asked-for reading is that very one.
+        assert_eq!(seqs, [1, 2], "{seqs:?}");
+    }
 }

@@ -15,7 +15,10 @@
 #             prelude's _CS_FORMAT, checked by the reader), whether tracing
 #             began at interpreter start
 #   chain     the sitecustomize the environment already had (or null)
-#   snapshot  on SIGUSR1 or SIGUSR2 (sent by the harness): traced current
+#   snapshot  on SIGUSR1 or SIGUSR2 (sent by the harness, which first writes
+#             the reading's number, `seq`, to FILE.want and resends the
+#             signal until the reading appears; each number is answered
+#             once, so a resend is a no-op): traced current
 #             and peak (the peak is then reset: each reading's peak is the
 #             most since the previous one), the tracer's own overhead, VmRSS
 #             and VmHWM read at the same moment, and `threads`; with SIGUSR1
@@ -125,11 +128,34 @@ def _install():
         os.waitpid(child, 0)
         return True
 
+    want_path = path + ".want"
+
+    def wanted():
+        # The number of the reading the harness asks for (it writes
+        # FILE.want, then signals, and resends the signal until the reading
+        # appears); None when there is no such file (a signal from
+        # elsewhere).
+        try:
+            fd = os.open(want_path, os.O_RDONLY)
+            try:
+                return int(os.read(fd, 32))
+            finally:
+                os.close(fd)
+        except Exception:
+            return None
+
     def on_signal(signum, frame):
         try:
-            state["seq"] += 1
             rec = figures("snapshot")
-            rec["seq"] = state["seq"]
+            want = wanted()
+            if want is None:
+                want = state["seq"] + 1
+            elif want <= state["seq"]:
+                # A resent signal for a reading already taken: no second
+                # reading, and the peak is not reset again.
+                return
+            state["seq"] = want
+            rec["seq"] = want
             # Each reading's peak is the most since the previous reading.
             reset = getattr(_tracemalloc, "reset_peak", None)
             if reset is not None:
