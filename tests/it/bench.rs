@@ -342,6 +342,8 @@ fn compare_of_saved_runs_gives_the_verdicts() {
         (o.status.code(), v)
     };
     let (code, v) = compare(&fast, &slow);
+    assert_eq!(v["schema"], "coldstart.compare/1");
+    assert_eq!(v["unpaired"], true);
     assert_eq!(v["phases"]["ready"]["ratio"]["verdict"], "slower", "{v}");
     assert_eq!(v["phases"]["ready"]["ratio"]["paired"], false);
     assert_eq!(code, Some(1), "--fail-if-slower");

@@ -94,7 +94,7 @@ fn check_reference_worker_passes() {
     let (code, json) = check_json(Some(""), &[]);
     let t = target(&json);
     assert_eq!(code, 0, "{json:#}");
-    assert_eq!(json["schema"], "coldstart.import-boundary/1");
+    assert_eq!(json["schema"], "coldstart.check/1");
     assert_eq!(
         (t["name"].as_str(), t["status"].as_str()),
         (Some("refworker"), Some("pass"))

@@ -174,6 +174,7 @@ fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_
         .unwrap();
     assert!(out.status.success());
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["schema"], "coldstart.dump/1");
     let processes = doc["processes"].as_array().unwrap();
     let of = |pid: u32| {
         processes

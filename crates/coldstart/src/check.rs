@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use answers::check::JsonReport;
 use anyhow::{Result, bail};
-use check_model::JsonReport;
 use harness::check::{self, CheckOptions};
 use harness::check_run::{CheckRun, Checked, RunOptions};
 use harness::snapshot::Drift;

@@ -13,8 +13,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use harness::trials::load_run;
-use phases::Phase;
-use phases::compare::Verdict;
 use phases::stats::Bootstrap;
 use phases::summary::{RunSummary, compare_runs};
 use timeline::Variant;
@@ -84,13 +82,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let phases = compare_runs(&ra, &rb, args.variant, &boot, args.noise_threshold)
         .context("could not compare the runs")?;
     if args.json {
-        let value = serde_json::json!({
-            "a": args.a,
-            "b": args.b,
-            "variant": args.variant,
-            "phases": phases.iter().map(|p| (p.phase().name().to_owned(), serde_json::to_value(p).expect("plain data"))).collect::<serde_json::Map<_, _>>(),
-        });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        let answer = answers::compare::CompareJson::new(&args.a, &args.b, args.variant, &phases);
+        println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
         print!(
             "{}",
@@ -104,15 +97,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "\nunpaired: the runs were made apart, so machine drift between them is in these ratios; prefer `bench --vs` for a claim"
         );
     }
-    let slower = phases.iter().any(|p| {
-        matches!(p.phase(), Phase::Ready | Phase::Total)
-            && p.ratio
-                .as_ref()
-                .is_some_and(|c| c.verdict == Verdict::Slower)
-    });
-    Ok(if args.fail_if_slower && slower {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::from(answers::compare::exit_code(
+        &phases,
+        args.fail_if_slower,
+    )))
 }

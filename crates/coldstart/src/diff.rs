@@ -10,12 +10,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use answers::diff::{BaseInfo, DiffReport};
 use anyhow::{Context, Result, bail};
 use harness::OnPress;
 use harness::diff::{self, DiffOptions, Worktree, git};
 use harness::target::moved_path;
 use phases::stats::Bootstrap;
-use report::diff::{BaseInfo, DiffReport};
 
 use crate::bench::Bar;
 use settings::Project;
@@ -28,7 +28,7 @@ pub enum Format {
     /// A pull-request comment: the verdict line, a table per target, the
     /// details folded.
     Markdown,
-    /// The machine-readable report (schema `coldstart-diff/1`).
+    /// The machine-readable report (schema `coldstart.diff/1`).
     Json,
     /// GitHub Actions workflow commands: an error at the line that brought
     /// in the costliest new package, a notice with the verdict.
@@ -196,5 +196,5 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         );
         return Ok(crate::signals::interrupted_code(&interrupt));
     }
-    Ok(ExitCode::from(report::diff::exit_code(&report, strict)))
+    Ok(ExitCode::from(answers::diff::exit_code(&report, strict)))
 }

@@ -20,7 +20,7 @@ use settings::Project;
 pub enum Format {
     /// The table, the reasons and the patch.
     Text,
-    /// The machine-readable report (schema in `report::lazy`).
+    /// The machine-readable report (schema in `answers::lazy`).
     Json,
 }
 
@@ -102,11 +102,12 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     let mut text = String::new();
     match args.format {
         Format::Json => {
-            let value = match &after {
-                Some(a) => serde_json::json!({ "before": before, "after": a }),
-                None => serde_json::to_value(&before)?,
+            text = match &after {
+                Some(a) => {
+                    serde_json::to_string_pretty(&answers::lazy::LazyFixJson::new(&before, a))?
+                }
+                None => serde_json::to_string_pretty(&before)?,
             };
-            text = serde_json::to_string_pretty(&value)?;
             text.push('\n');
         }
         Format::Text => {

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use harness::OnPress;
 use harness::live::{self, Ended, Format, LiveOptions, RecordOptions};
-use serde_json::{Value, json};
 
 /// How to read, shared by the three commands.
 #[derive(Debug, clap::Args)]
@@ -143,10 +142,7 @@ pub fn dump(args: DumpArgs) -> Result<ExitCode> {
     }
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        let doc = json!({
-            "processes": dumps.iter().flat_map(|d| d.processes.iter().map(process_json)).collect::<Vec<_>>(),
-            "errors": failed.iter().map(|(pid, e)| json!({"pid": pid, "error": e.to_string()})).collect::<Vec<_>>(),
-        });
+        let doc = live::dump_answer(&dumps, &failed);
         serde_json::to_writer_pretty(&mut stdout, &doc)?;
         writeln!(stdout)?;
     } else {
@@ -164,43 +160,6 @@ pub fn dump(args: DumpArgs) -> Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)
-    })
-}
-
-fn process_json(p: &live::ProcessDump) -> Value {
-    let (python, threads, error) = match &p.outcome {
-        Ok(s) => (
-            json!({"version": s.version, "exe": s.exe}),
-            s.threads.iter().map(thread_json).collect(),
-            Value::Null,
-        ),
-        Err(e) => (Value::Null, Vec::new(), Value::String(e.to_string())),
-    };
-    json!({
-        "pid": p.pid,
-        "parent": p.parent,
-        "command": p.command,
-        "parent_chain": p.chain.iter().map(|c| json!({"pid": c.pid, "command": c.command})).collect::<Vec<_>>(),
-        "python": python,
-        "threads": threads,
-        "error": error,
-    })
-}
-
-fn thread_json(t: &live::ThreadStack) -> Value {
-    json!({
-        "thread_id": t.thread_id,
-        "os_thread_id": t.os_thread_id,
-        "name": t.name,
-        "status": t.status(),
-        "active": t.active,
-        "owns_gil": t.owns_gil,
-        "frames": t.frames.iter().map(|f| json!({
-            "name": f.name,
-            "filename": f.filename,
-            "short_filename": f.short_filename,
-            "line": f.line,
-        })).collect::<Vec<_>>(),
     })
 }
 

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 
 use ::suggest::Suggestion;
-use check_model::{Status, TargetReport};
+use answers::check::{Status, TargetReport};
 
 use crate::check::{CheckOptions, check_target, suggest};
 use crate::error::Result;
@@ -62,11 +62,11 @@ impl CheckRun {
         self.checked.iter().map(|c| c.report.clone()).collect()
     }
 
-    /// The check's exit code: the reports' ([`check_model::exit_code`]),
+    /// The check's exit code: the reports' ([`answers::check::exit_code`]),
     /// and 1 when every check held but a gated snapshot drifted or is
     /// missing.
     pub fn exit_code(&self) -> u8 {
-        let code = check_model::exit_code(self.checked.iter().map(|c| &c.report));
+        let code = answers::check::exit_code(self.checked.iter().map(|c| &c.report));
         if code == 0 && self.snapshots.iter().any(|r| r.failed(Mode::Gate)) {
             1
         } else {

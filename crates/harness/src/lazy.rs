@@ -19,9 +19,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use answers::lazy::{LazyCut, LazyReport, LazyRow, LazyVerdict, SCHEMA};
 use importguard::verdict::{CostlyImport, Violation, costly_imports, default_min_ms, root_imports};
 use phases::Phase;
-use report::lazy::{LazyCut, LazyReport, LazyRow, LazyVerdict, SCHEMA};
 use suggest::{Cut, Suggester, Suggestion, Verification};
 
 use crate::check::suggest::interpreter;

@@ -9,7 +9,7 @@
 //!   trips, shutdown with the target's policy. Every task goes through it.
 //! - [`check`]: the import-boundary check: N fresh instrumented processes
 //!   run concurrently and judged by `importguard`, giving a
-//!   `check_model::TargetReport`; the one verification of a patched
+//!   `answers::check::TargetReport`; the one verification of a patched
 //!   copy ([`check::verify`]: the check there, then the target's model
 //!   path, its `verify` requests and `verify_command`); and what the check costs
 //!   ([`check::bench`]).
@@ -44,7 +44,7 @@
 //!
 //! What it deliberately does not own: the command line, config files and
 //! the exit codes of the other commands (the `coldstart` crate); the
-//! check's data model (`check_model`); parsing importtime and judging
+//! check's data model (`answers::check`); parsing importtime and judging
 //! imports (`importguard`); statistics (`phases`); rendering (`report`);
 //! one process's mechanics (`spawn`). Nothing here prints to stdout; a few
 //! progress lines go to stderr.

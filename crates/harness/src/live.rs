@@ -125,6 +125,77 @@ pub fn dump(pid: u32, options: &LiveOptions, timeout: Duration) -> Result<Dump> 
     .map_err(Error::Stacks)
 }
 
+/// `coldstart dump --json`'s answer ([`answers::dump`]): every process of
+/// `dumps`, and each pid of `failed` with what went wrong.
+pub fn dump_answer(dumps: &[Dump], failed: &[(u32, Error)]) -> answers::dump::DumpJson {
+    use answers::dump::{
+        ChainLink, DumpError, DumpJson, DumpedFrame, DumpedProcess, DumpedThread, Python, SCHEMA,
+    };
+    let process = |p: &ProcessDump| {
+        let (python, threads, error) = match &p.outcome {
+            Ok(s) => (
+                Some(Python {
+                    version: s.version.clone(),
+                    exe: s.exe.clone(),
+                }),
+                s.threads
+                    .iter()
+                    .map(|t| DumpedThread {
+                        thread_id: t.thread_id,
+                        os_thread_id: t.os_thread_id,
+                        name: t.name.clone(),
+                        status: t.status(),
+                        active: t.active,
+                        owns_gil: t.owns_gil,
+                        frames: t
+                            .frames
+                            .iter()
+                            .map(|f| DumpedFrame {
+                                name: f.name.clone(),
+                                filename: f.filename.clone(),
+                                short_filename: f.short_filename.clone(),
+                                line: f.line,
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+                None,
+            ),
+            Err(e) => (None, Vec::new(), Some(e.to_string())),
+        };
+        DumpedProcess {
+            pid: p.pid,
+            parent: p.parent,
+            command: p.command.clone(),
+            parent_chain: p
+                .chain
+                .iter()
+                .map(|c| ChainLink {
+                    pid: c.pid,
+                    command: c.command.clone(),
+                })
+                .collect(),
+            python,
+            threads,
+            error,
+        }
+    };
+    DumpJson {
+        schema: SCHEMA,
+        processes: dumps
+            .iter()
+            .flat_map(|d| d.processes.iter().map(process))
+            .collect(),
+        errors: failed
+            .iter()
+            .map(|(pid, e)| DumpError {
+                pid: *pid,
+                error: e.to_string(),
+            })
+            .collect(),
+    }
+}
+
 /// A sampler started on `pid` and left running (a live view takes its
 /// windows); it stops when dropped.
 pub fn sample(pid: u32, options: &LiveOptions) -> Result<Sampler> {

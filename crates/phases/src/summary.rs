@@ -31,7 +31,7 @@ use timeline::Placement;
 use timeline::{TrialKind, TrialRecord, Variant};
 
 /// The `schema` of `summary.json`.
-pub const SCHEMA: &str = "coldstart-bench-summary/1";
+pub const SCHEMA: &str = "coldstart.bench-summary/1";
 
 /// `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -39,9 +39,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use answers::diff::Budgets;
 use harness::{Origin, Target};
 use importguard::verdict::Allowance;
-use report::diff::Budgets;
 use serde::Deserialize;
 
 use crate::{CONFIG_FILE, Error, Problem};
@@ -309,7 +309,7 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, 
             Budgets {
                 max_slowdown: raw
                     .max_slowdown
-                    .unwrap_or(report::diff::DEFAULT_MAX_SLOWDOWN),
+                    .unwrap_or(answers::diff::DEFAULT_MAX_SLOWDOWN),
                 max_modules: raw.max_modules,
                 max_ready_ms: raw.max_ready_ms,
             },

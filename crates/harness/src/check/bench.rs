@@ -18,7 +18,7 @@
 
 use std::time::Instant;
 
-use check_model::{CheckCost, Status};
+use answers::check::{CheckCost, Status};
 
 use importguard::recorder::Recorder;
 

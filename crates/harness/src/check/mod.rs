@@ -11,8 +11,8 @@
 //! `import PKG` alone (a tiny protocol loop after the import);
 //! [`judge_log`] judges a recorded importtime log and runs nothing.
 //!
-//! The result is a [`check_model::TargetReport`]: its JSON schema and its
-//! exit code's rule live in `check_model`, its text in `report::check`;
+//! The result is a [`answers::check::TargetReport`]: its JSON schema and its
+//! exit code's rule live in `answers::check`, its text in `report::check`;
 //! [`crate::check_run`] is the whole `check` command as one call. [`bench`](mod@bench) measures
 //! what the check costs beside the worker's own lifecycle.
 //!
@@ -26,7 +26,7 @@ pub mod verify;
 use std::ffi::OsString;
 use std::path::Path;
 
-use check_model::{ProcessReport, Status, TargetReport};
+use answers::check::{ProcessReport, Status, TargetReport};
 use importguard::importtime::{self, ImportLog};
 use importguard::recorder::{Recorder, RecorderPolicy, Recording, is_module_pattern};
 use importguard::verdict::{self, Answering, Evidence, Policy, ProcessVerdict, RecorderState};

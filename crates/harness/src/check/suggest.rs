@@ -8,7 +8,7 @@
 
 use std::path::PathBuf;
 
-use check_model::TargetReport;
+use answers::check::TargetReport;
 use suggest::{Suggester, Suggestion, Verification};
 
 use super::verify;

@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
-use check_model::Status;
+use answers::check::Status;
 use serde::Serialize;
 use serde_json::Value;
 use spawn::worker_proto::{Reply, Request};

@@ -5,11 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use answers::diff::{ForbiddenChange, ImportDiff, ModuleLine, PackageCount, PackageTime};
 use importguard::firstparty;
 use importguard::importtime::top_level;
 use importguard::importtime::{NodeId, NodeKind, stdlib};
 use importguard::verdict::{self, MergedViolation, Policy};
-use report::diff::{ForbiddenChange, ImportDiff, ModuleLine, PackageCount, PackageTime};
 
 use crate::check::{Instrumented, instrumented_process, policy_of};
 use crate::error::Result;

@@ -25,10 +25,10 @@ pub mod outputs;
 
 use std::path::PathBuf;
 
+use answers::diff::{Budgets, DiffStatus, Rss, SideError, TargetDiff, TimeDiff};
 use phases::sequential::StopRule;
 use phases::stats::Bootstrap;
 use phases::{Measure, Phase};
-use report::diff::{Budgets, DiffStatus, Rss, SideError, TargetDiff, TimeDiff};
 use timeline::Variant;
 
 use crate::error::Result;

@@ -3,7 +3,7 @@
 //! the check costs ([`render_cost`]) and the CI formats ([`ci`]).
 //!
 //! The data it renders (`TargetReport`, `Status`, the JSON schema and the
-//! exit code's rule) is `check_model`'s; the harness fills it in. Paths
+//! exit code's rule) is `answers::check`'s; the harness fills it in. Paths
 //! are shown relative to the folder given to the renderer.
 
 pub mod ci;
@@ -11,7 +11,7 @@ pub mod ci;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use check_model::{
+use answers::check::{
     CheckCost, RECORDER_BUDGET, Status, TargetReport, budget_verdict, cost_floor, recorder_cost,
 };
 use importguard::importtime::ImportLog;
@@ -19,7 +19,7 @@ use importguard::verdict::Violation;
 
 // The unit tests below build reports and hold the renderers to the model's rules.
 #[cfg(test)]
-use check_model::exit_code;
+use answers::check::exit_code;
 #[cfg(test)]
 use importguard::verdict::MergedViolation;
 
@@ -464,7 +464,7 @@ mod tests {
     /// without it (`--log`) keeps the plain row.
     #[test]
     fn the_recorders_sitecustomize_is_named_as_such_in_the_package_list() {
-        let process = |recorder| check_model::ProcessReport {
+        let process = |recorder| answers::check::ProcessReport {
             index: 1,
             pid: Some(7),
             ready_ms: Some(40.0),

@@ -1,4 +1,4 @@
-//! check-model: the import-boundary check's result as data.
+//! The check's answer as data.
 //!
 //! What it owns: one [`TargetReport`] per target (one [`ProcessReport`] per
 //! worker), its [`Status`], the whole report as `--format json` prints it
@@ -6,15 +6,10 @@
 //! exit code ([`exit_code`]), and what the check costs ([`CheckCost`], the
 //! recorder's budget and the CPU floor).
 //!
-//! What it deliberately does not own: running anything (`harness` runs the
-//! check and fills these in) and showing anything (`report::check`
-//! renders them for people and CI). It sits below both, so the renderer
-//! reads the data without owning it.
-//!
-//! # JSON schema (`"schema": "coldstart.import-boundary/1"`)
+//! # JSON schema (`"schema": "coldstart.check/1"`)
 //!
 //! ```text
-//! { "schema": "coldstart.import-boundary/1",
+//! { "schema": "coldstart.check/1",
 //!   "exit_code": 0 | 1 | 2,
 //!   "targets": [ {
 //!     "name": str, "origin": "coldstart.toml" | "pyproject.toml" | "built-in default" | "command line" | "--module" | "--log",
@@ -51,8 +46,6 @@
 //! Fields are only ever added to this schema; a change in meaning bumps the
 //! number.
 
-#![warn(missing_docs)]
-
 use std::path::PathBuf;
 
 use importguard::importtime::{ImportLog, PackageTotal};
@@ -60,7 +53,7 @@ use importguard::verdict::{Allowance, MergedViolation, ProcessVerdict, RecorderS
 use serde::Serialize;
 
 /// JSON schema name and version.
-pub const SCHEMA: &str = "coldstart.import-boundary/1";
+pub const SCHEMA: &str = "coldstart.check/1";
 
 /// A target's result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

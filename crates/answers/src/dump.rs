@@ -1,0 +1,112 @@
+//! `coldstart dump --json`'s answer: the Python stacks of every thread of
+//! each process read, with its parent chain, and the processes that could
+//! not be read. `harness::live::dump_answer` fills it from the readings.
+//!
+//! # JSON schema (`"schema": "coldstart.dump/1"`)
+//! ```text
+//! { "schema": "coldstart.dump/1",
+//!   "processes": [ { "pid": int, "parent": int | null, "command": str,
+//!                    "parent_chain": [ { "pid": int, "command": str } ],   // nearest first
+//!                    "python": { "version": str, "exe": str } | null,
+//!                    "threads": [ { "thread_id": int, "os_thread_id": int | null,
+//!                                   "name": str | null,
+//!                                   "status": "idle" | "active" | "active+gil",
+//!                                   "active": bool, "owns_gil": bool,
+//!                                   "frames": [ { "name", "filename", "short_filename", "line" } ] } ],
+//!                    "error": str | null } ],       // a process seen but not read
+//!   "errors": [ { "pid": int, "error": str } ] }    // a process asked for but not reached
+//! ```
+
+use serde::Serialize;
+
+/// The `schema` of the JSON answer.
+pub const SCHEMA: &str = "coldstart.dump/1";
+
+/// The whole answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct DumpJson {
+    /// [`SCHEMA`].
+    pub schema: &'static str,
+    /// Each process read (a selected one and its Python descendants).
+    pub processes: Vec<DumpedProcess>,
+    /// Each selected process that could not be read at all.
+    pub errors: Vec<DumpError>,
+}
+
+/// One process of a dump.
+#[derive(Debug, Clone, Serialize)]
+pub struct DumpedProcess {
+    /// Its pid.
+    pub pid: u32,
+    /// Its parent's pid, when known.
+    pub parent: Option<u32>,
+    /// Its command line.
+    pub command: String,
+    /// Its parents, nearest first.
+    pub parent_chain: Vec<ChainLink>,
+    /// The interpreter, when the process was read.
+    pub python: Option<Python>,
+    /// Each thread's stack, when the process was read.
+    pub threads: Vec<DumpedThread>,
+    /// Why it could not be read.
+    pub error: Option<String>,
+}
+
+/// A parent in a process's chain.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChainLink {
+    /// Its pid.
+    pub pid: u32,
+    /// Its command line.
+    pub command: String,
+}
+
+/// The interpreter a process runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Python {
+    /// Its version, `3.11.9`.
+    pub version: String,
+    /// Its executable.
+    pub exe: String,
+}
+
+/// One thread's stack.
+#[derive(Debug, Clone, Serialize)]
+pub struct DumpedThread {
+    /// The interpreter's thread id.
+    pub thread_id: u64,
+    /// The kernel's thread id, when known.
+    pub os_thread_id: Option<u64>,
+    /// The thread's name, when known.
+    pub name: Option<String>,
+    /// `idle`, `active` or `active+gil`.
+    pub status: &'static str,
+    /// Running (not waiting) when read.
+    pub active: bool,
+    /// Holding the GIL when read.
+    pub owns_gil: bool,
+    /// Its frames, innermost first.
+    pub frames: Vec<DumpedFrame>,
+}
+
+/// One frame of a stack.
+#[derive(Debug, Clone, Serialize)]
+pub struct DumpedFrame {
+    /// The function.
+    pub name: String,
+    /// Its file.
+    pub filename: String,
+    /// Its file, shortened as py-spy does.
+    pub short_filename: String,
+    /// The line.
+    pub line: u32,
+}
+
+/// A selected process that could not be read.
+#[derive(Debug, Clone, Serialize)]
+pub struct DumpError {
+    /// Its pid.
+    pub pid: u32,
+    /// What went wrong and what to do.
+    pub error: String,
+}
