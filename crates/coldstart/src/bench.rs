@@ -12,7 +12,7 @@ use anyhow::{Result, bail};
 use harness::serve::ServeOptions;
 use harness::trials::{self, BenchOptions, Progress};
 use harness::{OnPress, Target};
-use phases::stats::Bootstrap;
+use phases::stats::Resampling;
 use timeline::TrialKind;
 use timeline::{TrialRecord, Variant};
 
@@ -69,10 +69,10 @@ pub struct Args {
     /// Changes within this share are not claimed (0.02 or 2%).
     #[arg(long, default_value = "0.02", value_parser = parse_share)]
     noise_threshold: f64,
-    /// Bootstrap resamples for every confidence interval.
+    /// Resampling resamples for every confidence interval.
     #[arg(long, default_value_t = 10_000)]
     resamples: usize,
-    /// Bootstrap seed (ChaCha8): the same records and seed give the same intervals.
+    /// Resampling seed (ChaCha8): the same records and seed give the same intervals.
     #[arg(long, default_value_t = 0x5eed)]
     seed: u64,
     /// Instead of a benchmark, check the harness against an independent
@@ -262,7 +262,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             }
             rule
         }),
-        bootstrap: Bootstrap {
+        bootstrap: Resampling {
             resamples: args.resamples,
             seed: args.seed,
             level: 0.95,

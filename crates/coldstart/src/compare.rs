@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use harness::trials::load_run;
-use phases::stats::Bootstrap;
+use phases::stats::Resampling;
 use phases::summary::{RunSummary, compare_runs};
 use timeline::Variant;
 
@@ -30,10 +30,10 @@ pub struct Args {
     /// Changes within this share are not claimed.
     #[arg(long, default_value_t = phases::compare::DEFAULT_NOISE_THRESHOLD)]
     noise_threshold: f64,
-    /// Bootstrap resamples.
+    /// Resampling resamples.
     #[arg(long, default_value_t = 10_000)]
     resamples: usize,
-    /// Bootstrap seed (ChaCha8).
+    /// Resampling seed (ChaCha8).
     #[arg(long, default_value_t = 0x5eed)]
     seed: u64,
     /// Print the comparison as JSON instead of a table.
@@ -74,7 +74,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         eprintln!("warning: {w}");
     }
     let (sa, ra, sb, rb) = (a.summary, a.records, b.summary, b.records);
-    let boot = Bootstrap {
+    let boot = Resampling {
         resamples: args.resamples,
         seed: args.seed,
         level: 0.95,

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use harness::OnPress;
 use harness::diff::{self, DiffOptions, Worktree, git};
 use harness::target::moved_path;
-use phases::stats::Bootstrap;
+use phases::stats::Resampling;
 
 use crate::bench::Bar;
 use settings::Project;
@@ -109,7 +109,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     };
     std::fs::create_dir_all(&out).with_context(|| format!("could not create {}", out.display()))?;
     let mut opts = DiffOptions {
-        bootstrap: Bootstrap::default(),
+        bootstrap: Resampling::default(),
         instrumented: args.instrumented,
         out,
         root: project.root.clone(),

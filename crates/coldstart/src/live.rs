@@ -267,7 +267,7 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| PathBuf::from(format!("coldstart-{}.{ext}", args.pid)));
     let duration = crate::secs(args.duration, "--duration")?;
     let interrupt = crate::signals::interrupt(OnPress::StopOnly)?;
-    let recorder = live::Recorder::start(
+    let recorder = live::StackRecorder::start(
         args.pid,
         &RecordOptions {
             live: options.clone(),

@@ -161,7 +161,7 @@ fn saving(
     let bench = BenchOptions::sequential(
         rule,
         1,
-        phases::stats::Bootstrap::default(),
+        phases::stats::Resampling::default(),
         out.path().to_path_buf(),
         opts.root.clone(),
     );

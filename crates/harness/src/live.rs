@@ -2,7 +2,7 @@
 //! pipeline, the Rust service that owns the workers. The stacks of every
 //! Python process at or below a pid, once ([`dump`]); a sampler kept
 //! running for a live view ([`sample`]); and a recording written in one of
-//! the formats `profile` writes ([`Recorder`], [`record`]).
+//! the formats `profile` writes ([`StackRecorder`], [`record`]).
 //!
 //! The reading is `pystacks`'s (py-spy as a library), the rendering
 //! `report`'s; nothing here starts, stops or signals the processes read:
@@ -254,7 +254,7 @@ pub struct Recording {
 
 /// A recording in progress: the sampler attached, the file created.
 #[derive(Debug)]
-pub struct Recorder {
+pub struct StackRecorder {
     pid: u32,
     sampler: Sampler,
     file: std::fs::File,
@@ -262,15 +262,15 @@ pub struct Recorder {
     out: PathBuf,
 }
 
-impl Recorder {
+impl StackRecorder {
     /// Creates the file (so a folder that cannot be written fails before
     /// any sampling) and starts sampling `pid` (and its subprocesses);
     /// returns once a first Python process is being read.
-    pub fn start(pid: u32, options: &RecordOptions) -> Result<Recorder> {
+    pub fn start(pid: u32, options: &RecordOptions) -> Result<StackRecorder> {
         let file = create(&options.out)?;
         let sampler =
             Sampler::start(pid, options.live.sampler(options.duration)?).map_err(Error::Stacks)?;
-        Ok(Recorder {
+        Ok(StackRecorder {
             pid,
             sampler,
             file,
@@ -323,9 +323,9 @@ impl Recorder {
     }
 }
 
-/// [`Recorder::start`] then [`Recorder::finish`].
+/// [`StackRecorder::start`] then [`StackRecorder::finish`].
 pub fn record(pid: u32, options: &RecordOptions, interrupt: &Interrupt) -> Result<Recording> {
-    Recorder::start(pid, options)?.finish(interrupt)
+    StackRecorder::start(pid, options)?.finish(interrupt)
 }
 
 fn command_of(profile: &Profile, pid: u32) -> String {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use phases::Phase;
 use phases::compare::Comparison;
-use phases::stats::{self, Bootstrap, Stats};
+use phases::stats::{self, Resampling, Stats};
 use timeline::{TrialKind, Variant};
 
 use crate::error::{Error, Result};
@@ -178,7 +178,7 @@ pub fn probe_check(
         }
     }
     let _ = probe.finish();
-    let boot = Bootstrap::default();
+    let boot = Resampling::default();
     let (bench_ms, probe_ms): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
     let stats_err = |context| move |cause| Error::Stats { context, cause };
     let none = "no round where both trials were correct";

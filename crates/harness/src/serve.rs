@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use phases::jsonl;
 use phases::serve::{Load, RequestOutcome, RequestRecord, ServeStats};
-use phases::stats::Bootstrap;
+use phases::stats::Resampling;
 use serde_json::{Map, Value};
 use spawn::worker_proto::{Reply, Request};
 use timeline::Variant;
@@ -413,7 +413,7 @@ pub fn run_serve(
     variant: Variant,
     plan: &Plan,
     log: &mut jsonl::Writer,
-    boot: &Bootstrap,
+    boot: &Resampling,
     stop: &Interrupt,
 ) -> Result<(ServeStats, Vec<RequestRecord>)> {
     // A fresh worker through the one lifecycle, serving before its

@@ -27,7 +27,7 @@ use phases::memory::MemoryView;
 use phases::run::{Configuration, Environment, TargetInfo};
 use phases::sequential::{StopReason, StopRule, Stopped};
 use phases::serve::{RequestRecord, ServeStats};
-use phases::stats::Bootstrap;
+use phases::stats::Resampling;
 use phases::summary::RunSummary;
 use phases::{jsonl, stats, warn};
 use spawn::worker_proto::Reply;
@@ -67,7 +67,7 @@ pub struct BenchOptions {
     /// Changes within this share are not claimed.
     pub noise_threshold: f64,
     /// Resamples, seed and level of every confidence interval.
-    pub bootstrap: Bootstrap,
+    pub bootstrap: Resampling,
     /// With two sides: run interleaved rounds until every compared measure
     /// is decided (faster, slower or equivalent) or a budget runs out,
     /// instead of a fixed count (`trials` and `precision` then unset).
@@ -87,7 +87,7 @@ impl BenchOptions {
     pub fn sequential(
         rule: StopRule,
         warmup: usize,
-        bootstrap: Bootstrap,
+        bootstrap: Resampling,
         out: PathBuf,
         root: PathBuf,
     ) -> BenchOptions {
@@ -632,7 +632,7 @@ fn run_extras(
     sides: &[serve::Side<'_>],
     opts: &ServeOptions,
     dir: &Path,
-    boot: &Bootstrap,
+    boot: &Resampling,
     stop: &Interrupt,
     progress: &mut dyn Progress,
 ) -> Result<Extras> {
@@ -837,9 +837,9 @@ pub fn out_dir(root: &Path, out: Option<&Path>, started_ms: u64) -> Result<PathB
 
 /// The live line: median ready time and its CI half-width per variant.
 pub fn live_message(records: &[TrialRecord], variants: &[Variant]) -> String {
-    let boot = Bootstrap {
+    let boot = Resampling {
         resamples: 2_000,
-        ..Bootstrap::default()
+        ..Resampling::default()
     };
     let parts: Vec<String> = variants
         .iter()
@@ -870,7 +870,7 @@ fn precise_enough(
     records: &[TrialRecord],
     variants: &[Variant],
     want: f64,
-    boot: &Bootstrap,
+    boot: &Resampling,
 ) -> bool {
     variants.iter().all(|&v| {
         let (vals, _) = phases::phase::series(records, Phase::Ready, v);

@@ -73,7 +73,7 @@
 use rand::Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{self, Bootstrap, Interval, StatsError, median_in_place};
+use crate::stats::{self, Interval, Resampling, StatsError, median_in_place};
 
 /// The default noise threshold: changes within 2% are not claimed.
 pub const DEFAULT_NOISE_THRESHOLD: f64 = 0.02;
@@ -404,7 +404,7 @@ pub fn paired_rank(
 pub fn paired(
     a: &[f64],
     b: &[f64],
-    boot: &Bootstrap,
+    boot: &Resampling,
     threshold: f64,
 ) -> Result<Comparison, StatsError> {
     let mut d = log_ratios(a, b)?;
@@ -431,7 +431,7 @@ pub fn paired(
 pub fn unpaired(
     a: &[f64],
     b: &[f64],
-    boot: &Bootstrap,
+    boot: &Resampling,
     threshold: f64,
 ) -> Result<Comparison, StatsError> {
     validated(a)?;
@@ -478,10 +478,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn boot() -> Bootstrap {
-        Bootstrap {
+    fn boot() -> Resampling {
+        Resampling {
             resamples: 2_000,
-            ..Bootstrap::default()
+            ..Resampling::default()
         }
     }
 

@@ -65,6 +65,6 @@ pub mod summary;
 pub mod warn;
 
 // Every item has one path: the modules' items are reached through their
-// module (`phases::stats::Bootstrap`, `phases::compare::Comparison`); only
+// module (`phases::stats::Resampling`, `phases::compare::Comparison`); only
 // the private `measure`'s are at the root.
 pub use measure::{Measure, Phase, compare_measure, measure_pairs, ms};

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::compare::Comparison;
 use crate::measure::measure_pairs;
 use crate::measure::{Measure, Phase, ms};
-use crate::stats::{self, Bootstrap, Stats, StatsError};
+use crate::stats::{self, Resampling, Stats, StatsError};
 use timeline::{TrialKind, TrialRecord, Variant};
 
 /// The samples that enter the statistics: measured, correct trials of one
@@ -51,7 +51,7 @@ impl SeriesSummary {
     pub fn of(
         values: &[f64],
         trials: &[usize],
-        boot: &Bootstrap,
+        boot: &Resampling,
     ) -> Result<Option<Self>, StatsError> {
         if values.is_empty() {
             return Ok(None);

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::Bootstrap;
+use crate::stats::Resampling;
 use timeline::{TrialKind, TrialRecord, Variant};
 
 /// The tool that produced the run.
@@ -150,7 +150,7 @@ pub struct Configuration {
     /// A and B interleaved (`--vs`).
     pub interleaved: bool,
     /// The bootstrap settings behind every confidence interval.
-    pub bootstrap: Bootstrap,
+    pub bootstrap: Resampling,
     /// Relative change within which A and B count as equivalent (0.02 is 2 %).
     pub noise_threshold: f64,
     /// How long a worker had to send its ready line, seconds.

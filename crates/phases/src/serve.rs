@@ -38,7 +38,7 @@ use rand::Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::ms;
-use crate::stats::{self, Bootstrap, Interval, StatsError, percentile_sorted};
+use crate::stats::{self, Interval, Resampling, StatsError, percentile_sorted};
 use timeline::Variant;
 
 fn one() -> usize {
@@ -223,15 +223,15 @@ pub struct LatencyStats {
     pub n: usize,
     /// Median latency, ms.
     pub median: f64,
-    /// Bootstrap confidence interval of the median, ms.
+    /// Resampling confidence interval of the median, ms.
     pub median_ci: Interval,
     /// 90th percentile latency (type 7), ms.
     pub p90: f64,
-    /// Bootstrap confidence interval of the p90, ms.
+    /// Resampling confidence interval of the p90, ms.
     pub p90_ci: Interval,
     /// 99th percentile latency (type 7), ms.
     pub p99: f64,
-    /// Bootstrap confidence interval of the p99, ms.
+    /// Resampling confidence interval of the p99, ms.
     pub p99_ci: Interval,
     /// Slowest `ok` latency, ms (no interval: the bootstrap cannot bound a maximum).
     pub max: f64,
@@ -332,17 +332,17 @@ pub fn max_in_flight(records: &[RequestRecord]) -> usize {
     max as usize
 }
 
-/// Bootstrap intervals of several percentiles of one sample at once, from
+/// Resampling intervals of several percentiles of one sample at once, from
 /// the same resamples (type-7 percentiles of each resample).
 pub fn percentile_cis(
     samples: &[f64],
     qs: &[f64],
-    boot: &Bootstrap,
+    boot: &Resampling,
 ) -> Result<Vec<Interval>, StatsError> {
     // Checks the sample and the settings the same way the median CI does.
     stats::median_ci(
         samples,
-        &Bootstrap {
+        &Resampling {
             resamples: 1,
             ..*boot
         },
@@ -389,7 +389,7 @@ pub fn percentile_cis(
 /// Latency statistics of a sample in ms; `None` when empty.
 pub fn latency_stats(
     samples_ms: &[f64],
-    boot: &Bootstrap,
+    boot: &Resampling,
 ) -> Result<Option<LatencyStats>, StatsError> {
     if samples_ms.is_empty() {
         return Ok(None);
@@ -433,7 +433,7 @@ impl ServeStats {
         request: serde_json::Value,
         records: &[RequestRecord],
         ended_early: Option<String>,
-        boot: &Bootstrap,
+        boot: &Resampling,
     ) -> Result<ServeStats, StatsError> {
         let mut ordered: Vec<&RequestRecord> = records.iter().collect();
         ordered.sort_by_key(|r| r.index);
@@ -571,10 +571,10 @@ mod tests {
         r
     }
 
-    fn boot() -> Bootstrap {
-        Bootstrap {
+    fn boot() -> Resampling {
+        Resampling {
             resamples: 2000,
-            ..Bootstrap::default()
+            ..Resampling::default()
         }
     }
 
@@ -780,10 +780,10 @@ mod tests {
         use super::super::*;
         use proptest::prelude::*;
 
-        fn quick() -> Bootstrap {
-            Bootstrap {
+        fn quick() -> Resampling {
+            Resampling {
                 resamples: 300,
-                ..Bootstrap::default()
+                ..Resampling::default()
             }
         }
 

@@ -93,9 +93,12 @@ pub enum StatsError {
     BadLevel(f64),
 }
 
-/// How the bootstrap is run. The defaults give reproducible 95% intervals.
+/// How the bootstrap resampling is run (resamples, seed, level). The
+/// defaults give reproducible 95% intervals. Named `Resampling`, not
+/// `Bootstrap`: that is the recorder's injected `sitecustomize`
+/// (`importguard::recorder::bootstrap::Bootstrap`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Bootstrap {
+pub struct Resampling {
     /// Resamples drawn (default 10,000).
     pub resamples: usize,
     /// ChaCha8 seed (default 0x5eed).
@@ -104,9 +107,9 @@ pub struct Bootstrap {
     pub level: f64,
 }
 
-impl Default for Bootstrap {
+impl Default for Resampling {
     fn default() -> Self {
-        Bootstrap {
+        Resampling {
             resamples: 10_000,
             seed: 0x5eed,
             level: 0.95,
@@ -114,7 +117,7 @@ impl Default for Bootstrap {
     }
 }
 
-impl Bootstrap {
+impl Resampling {
     fn check(&self) -> Result<(), StatsError> {
         if self.resamples == 0 {
             return Err(StatsError::BadConfig("resamples must be at least 1"));
@@ -197,7 +200,7 @@ pub struct Stats {
     pub n: usize,
     /// The sample median.
     pub median: f64,
-    /// Bootstrap percentile interval of the median.
+    /// Resampling percentile interval of the median.
     pub median_ci: Interval,
     /// The arithmetic mean.
     pub mean: f64,
@@ -267,8 +270,8 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
-/// Bootstrap percentile interval of the median of `samples`.
-pub fn median_ci(samples: &[f64], boot: &Bootstrap) -> Result<Interval, StatsError> {
+/// Resampling percentile interval of the median of `samples`.
+pub fn median_ci(samples: &[f64], boot: &Resampling) -> Result<Interval, StatsError> {
     check_finite(samples)?;
     boot.check()?;
     // Sorting first makes the draw independent of the order given.
@@ -522,7 +525,7 @@ pub fn hodges_lehmann(d: &[f64], level: f64) -> Result<SignedRank, StatsError> {
 }
 
 /// Summarises a series. Order does not matter except for outlier indices.
-pub fn summarize(samples: &[f64], boot: &Bootstrap) -> Result<Stats, StatsError> {
+pub fn summarize(samples: &[f64], boot: &Resampling) -> Result<Stats, StatsError> {
     check_finite(samples)?;
     boot.check()?;
     let n = samples.len();
@@ -593,10 +596,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn boot() -> Bootstrap {
-        Bootstrap {
+    fn boot() -> Resampling {
+        Resampling {
             resamples: 2_000,
-            ..Bootstrap::default()
+            ..Resampling::default()
         }
     }
 
@@ -686,7 +689,7 @@ mod tests {
             summarize(&[1.0, f64::NAN], &boot()),
             Err(StatsError::NotFinite { index: 1, .. })
         ));
-        let zero = Bootstrap {
+        let zero = Resampling {
             resamples: 0,
             ..boot()
         };
@@ -898,7 +901,7 @@ mod tests {
 
         #[test]
         fn seeded_bootstrap_is_reproducible(v in samples(), seed in any::<u64>()) {
-            let b = Bootstrap { seed, ..boot() };
+            let b = Resampling { seed, ..boot() };
             prop_assert_eq!(median_ci(&v, &b).unwrap(), median_ci(&v, &b).unwrap());
         }
     }

@@ -25,7 +25,7 @@ use crate::phase::{PhaseSummary, SeriesSummary, series};
 use crate::run::{Configuration, Counts, Environment};
 use crate::sequential::{StopRule, Stopped};
 use crate::serve::ServeStats;
-use crate::stats::{self, Bootstrap, StatsError};
+use crate::stats::{self, Resampling, StatsError};
 use crate::warn::{self, Warning};
 use timeline::Placement;
 use timeline::{TrialKind, TrialRecord, Variant};
@@ -212,7 +212,7 @@ pub fn variants(records: &[TrialRecord]) -> Vec<Variant> {
 /// ratios at [`compare::DEFAULT_LEVEL`].
 pub fn phase_summaries(
     records: &[TrialRecord],
-    boot: &Bootstrap,
+    boot: &Resampling,
     threshold: f64,
 ) -> Result<Vec<PhaseSummary>, StatsError> {
     phase_summaries_at(records, boot, threshold, compare::DEFAULT_LEVEL)
@@ -222,7 +222,7 @@ pub fn phase_summaries(
 /// variants ran.
 pub fn phase_summaries_at(
     records: &[TrialRecord],
-    boot: &Bootstrap,
+    boot: &Resampling,
     threshold: f64,
     level: f64,
 ) -> Result<Vec<PhaseSummary>, StatsError> {
@@ -429,7 +429,7 @@ pub fn compare_runs(
     a: &[TrialRecord],
     b: &[TrialRecord],
     variant: Variant,
-    boot: &Bootstrap,
+    boot: &Resampling,
     threshold: f64,
 ) -> Result<Vec<PhaseSummary>, StatsError> {
     // The longer list: connect-first-reply when either run had tcp workers.
@@ -536,9 +536,9 @@ pub(crate) mod tests {
             health: 1,
             concurrency: 1,
             interleaved: true,
-            bootstrap: Bootstrap {
+            bootstrap: Resampling {
                 resamples: 1000,
-                ..Bootstrap::default()
+                ..Resampling::default()
             },
             noise_threshold: 0.02,
             ready_timeout_s: 60.0,

@@ -27,7 +27,7 @@ use std::path::PathBuf;
 
 use answers::diff::{Budgets, DiffStatus, Rss, SideError, TargetDiff, TimeDiff};
 use phases::sequential::StopRule;
-use phases::stats::Bootstrap;
+use phases::stats::Resampling;
 use phases::{Measure, Phase};
 use timeline::Variant;
 
@@ -54,7 +54,7 @@ pub struct DiffOptions {
     /// Instrumented processes per side (untimed).
     pub instrumented: usize,
     /// Resamples, seed and level of the bootstrap intervals.
-    pub bootstrap: Bootstrap,
+    pub bootstrap: Resampling,
     /// The folder each target's bench run goes into (`<out>/<target>/`).
     pub out: PathBuf,
     /// The project root, for the tool's git revision in the environment.
@@ -77,7 +77,7 @@ impl Default for DiffOptions {
             max_rounds: rule.max_rounds,
             max_seconds: rule.max_seconds,
             instrumented: DEFAULT_INSTRUMENTED,
-            bootstrap: Bootstrap::default(),
+            bootstrap: Resampling::default(),
             out: PathBuf::new(),
             root: PathBuf::new(),
             trees: [PathBuf::new(), PathBuf::new()],

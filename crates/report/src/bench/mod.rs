@@ -119,7 +119,7 @@ pub fn placement_line(p: &timeline::Placement) -> String {
 pub(crate) mod fixture {
     //! A small A/B run shared by the renderers' tests.
     use phases::run::*;
-    use phases::stats::Bootstrap;
+    use phases::stats::Resampling;
     use phases::summary::RunSummary;
     use timeline::*;
 
@@ -255,9 +255,9 @@ pub(crate) mod fixture {
             health: 1,
             concurrency: 1,
             interleaved: has_b,
-            bootstrap: Bootstrap {
+            bootstrap: Resampling {
                 resamples: 1000,
-                ..Bootstrap::default()
+                ..Resampling::default()
             },
             noise_threshold: 0.02,
             ready_timeout_s: 60.0,

@@ -372,7 +372,7 @@ mod tests {
     use super::*;
     use phases::memory::{MemoryPoint, Moment};
     use phases::serve::Load;
-    use phases::stats::Bootstrap;
+    use phases::stats::Resampling;
 
     fn stats_and_records() -> (Vec<ServeStats>, Vec<RequestRecord>) {
         let load = Load::open(10.0, 1.0);
@@ -392,9 +392,9 @@ mod tests {
                 r
             })
             .collect();
-        let boot = Bootstrap {
+        let boot = Resampling {
             resamples: 200,
-            ..Bootstrap::default()
+            ..Resampling::default()
         };
         let s = ServeStats::of(
             Variant::A,
