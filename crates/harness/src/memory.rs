@@ -62,19 +62,7 @@ pub fn run_memory(side: &Side<'_>, plan: Option<&Plan>, stop: &Interrupt) -> Res
         health: 0,
         ..side.lifecycle.clone()
     };
-    let mut hooks = Readings {
-        record: &record,
-        request_timeout: side.target.request_timeout,
-        variant,
-        plan,
-        stop,
-        seq: 0,
-        tracing_from_start: false,
-        points: Vec::new(),
-        top_at_ready: Vec::new(),
-        problems: Vec::new(),
-        serve_ended: false,
-    };
+    let mut hooks = Readings::new(&record, side.target.request_timeout, variant, plan, stop);
     let lived = lifecycle.drive(&cmd, &mut hooks);
     let rusage = match lived.end {
         Ok(f) => f.rusage,
@@ -153,7 +141,30 @@ struct Readings<'a> {
     serve_ended: bool,
 }
 
-impl Readings<'_> {
+impl<'a> Readings<'a> {
+    /// No reading taken yet, for the worker whose bootstrap writes `record`.
+    fn new(
+        record: &'a Path,
+        request_timeout: Duration,
+        variant: Variant,
+        plan: Option<&'a Plan>,
+        stop: &'a Interrupt,
+    ) -> Self {
+        Readings {
+            record,
+            request_timeout,
+            variant,
+            plan,
+            stop,
+            seq: 0,
+            tracing_from_start: false,
+            points: Vec::new(),
+            top_at_ready: Vec::new(),
+            problems: Vec::new(),
+            serve_ended: false,
+        }
+    }
+
     /// Asks the worker for reading `seq + 1` and waits for it; `Err` when
     /// the signal cannot be sent.
     ///
@@ -378,19 +389,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(2));
         }
         let stop = Interrupt::new();
-        let mut readings = Readings {
-            record: &record,
-            request_timeout: Duration::from_secs(30),
-            variant: Variant::A,
-            plan: None,
-            stop: &stop,
-            seq: 0,
-            tracing_from_start: false,
-            points: Vec::new(),
-            top_at_ready: Vec::new(),
-            problems: Vec::new(),
-            serve_ended: false,
-        };
+        let mut readings = Readings::new(&record, Duration::from_secs(30), Variant::A, None, &stop);
         let pid = child.id();
         let extra = || {
             kill_process(Pid::from_raw(pid as i32).unwrap(), Signal::USR2).unwrap();
