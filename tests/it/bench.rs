@@ -173,8 +173,8 @@ fn bench_records_and_counts_a_protocol_failure() {
     assert_eq!(recs.len(), 4);
     let bad = &recs[2];
     match &bad.outcome {
-        timeline::Outcome::Failed { check, message } => {
-            assert_eq!(*check, timeline::HandshakeCheck::Ready);
+        timeline::Outcome::Failed { stage, message } => {
+            assert_eq!(*stage, timeline::Stage::Startup);
             assert!(message.contains("ready"), "{message}");
         }
         other => panic!("trial 2 should have failed, got {other:?}"),
@@ -187,7 +187,7 @@ fn bench_records_and_counts_a_protocol_failure() {
     );
     let s = summary(&out);
     assert_eq!(s["trials"]["failed"], 1);
-    assert_eq!(s["trials"]["failed_by_check"]["ready"], 1);
+    assert_eq!(s["trials"]["failed_by_stage"]["start-up"], 1);
     assert_eq!(s["trials"]["failure_rate"], 0.25);
     assert_eq!(s["phases"]["ready"]["a"]["n"], 2);
     let warnings = s["warnings"].as_array().unwrap();
@@ -215,7 +215,7 @@ fn a_worker_that_never_completes_a_trial_is_given_up_after_three() {
     assert!(recs.iter().all(|r| !r.outcome.is_correct()));
     let s = summary(&out);
     assert_eq!(s["trials"]["gave_up"], "A", "{}", s["trials"]);
-    assert_eq!(s["trials"]["failed_by_check"]["ready"], 3);
+    assert_eq!(s["trials"]["failed_by_stage"]["start-up"], 3);
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     let text = format!("{stdout}{stderr}");

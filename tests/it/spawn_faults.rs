@@ -212,7 +212,7 @@ fn spawn_faults_crash_before_ready() {
     let pid = w.pid();
     let err = w.wait_ready(READY).unwrap_err();
     assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
-    assert_eq!(err.stage, Stage::Ready);
+    assert_eq!(err.stage, Stage::Startup);
     assert_eq!(err.status, Some(ExitStatus::Code(1)));
     assert_eq!(err.pid, pid);
     assert!(
@@ -236,7 +236,7 @@ fn spawn_faults_exit_zero_without_ready() {
     let pid = w.pid();
     let err = w.wait_ready(READY).unwrap_err();
     assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
-    assert_eq!(err.stage, Stage::Ready);
+    assert_eq!(err.stage, Stage::Startup);
     assert_eq!(err.status, Some(ExitStatus::Code(0)));
     assert!(err.stderr_tail.contains("nothing to do"), "{err}");
     assert_group_gone(pid);
@@ -258,7 +258,7 @@ fn spawn_faults_hang_before_ready_times_out_and_runs_the_hook() {
         matches!(err.kind, ErrorKind::Timeout { after } if after == READY),
         "{err}"
     );
-    assert_eq!(err.stage, Stage::Ready);
+    assert_eq!(err.stage, Stage::Startup);
     assert_eq!(rx.try_recv(), Ok(pid), "the hook runs once, with the pid");
     assert_eq!(err.diagnostics, [format!("stack dump of {pid}")]);
     assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGKILL)));
@@ -281,7 +281,7 @@ fn spawn_faults_malformed_json_line() {
         matches!(&err.kind, ErrorKind::Protocol(FrameError::Malformed { prefix, .. }) if prefix == &escaped_prefix(br#"{"ready": tru, "pid": 1}"#)),
         "{err}"
     );
-    assert_eq!(err.stage, Stage::Ready);
+    assert_eq!(err.stage, Stage::Startup);
     // It was still running: the harness ended it.
     assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::Kill);
     assert_group_gone(pid);
@@ -298,7 +298,7 @@ fn spawn_faults_forty_noise_lines_are_tolerated_and_kept() {
     assert_eq!(noise.len(), 40);
     assert_eq!(noise[0].text, "noise line 0: a library says hello");
     assert_eq!(noise[39].text, "noise line 39: a library says hello");
-    assert!(noise.iter().all(|n| n.stage == Stage::Ready));
+    assert!(noise.iter().all(|n| n.stage == Stage::Startup));
     assert!(noise.windows(2).all(|p| p[0].read_at_ns <= p[1].read_at_ns));
     assert!(noise[39].read_at_ns <= ready.read_at_ns);
     w.request(&Request::health(), REQUEST).unwrap();
@@ -318,7 +318,7 @@ fn spawn_faults_too_much_noise() {
         matches!(err.kind, ErrorKind::TooMuchNoise { limit: 100 }),
         "{err}"
     );
-    assert_eq!(err.stage, Stage::Ready);
+    assert_eq!(err.stage, Stage::Startup);
     assert_eq!(err.noise.len(), 101);
     let text = err.to_string();
     assert!(
@@ -338,7 +338,7 @@ fn spawn_faults_partial_line_then_eof() {
         matches!(&err.kind, ErrorKind::PartialLine { prefix } if prefix == &escaped_prefix(br#"{"ready": true, "pid": "#)),
         "{err}"
     );
-    assert_eq!(err.stage, Stage::Ready);
+    assert_eq!(err.stage, Stage::Startup);
     assert_eq!(err.status, Some(ExitStatus::Code(0)));
     assert_group_gone(pid);
 }
@@ -360,7 +360,7 @@ fn spawn_faults_two_mib_line() {
         prefix.starts_with(&escaped_prefix(br#"{"ready": true, "pad": "xxx"#)),
         "{prefix}"
     );
-    assert_eq!(err.stage, Stage::Ready);
+    assert_eq!(err.stage, Stage::Startup);
     assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::Kill);
     assert_group_gone(pid);
 }
@@ -374,7 +374,7 @@ fn spawn_faults_non_utf8_bytes() {
         matches!(&err.kind, ErrorKind::Protocol(FrameError::NotUtf8 { prefix, .. }) if prefix.contains("caf\\xe9")),
         "{err}"
     );
-    assert_eq!(err.stage, Stage::Ready);
+    assert_eq!(err.stage, Stage::Startup);
     assert_group_gone(pid);
 }
 
@@ -495,7 +495,7 @@ fn spawn_faults_grandchild_keeps_stdout_open_worker_crashes() {
     // bound although the helper still holds stdout open.
     let err = w.wait_ready(READY).unwrap_err();
     assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
-    assert_eq!(err.stage, Stage::Ready);
+    assert_eq!(err.stage, Stage::Startup);
     assert_eq!(err.status, Some(ExitStatus::Code(1)));
     // Written before the worker exited, so it is there now.
     let helper: u32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
@@ -583,7 +583,13 @@ fn spawn_faults_request_timeout_runs_the_hook() {
         matches!(err.kind, ErrorKind::Timeout { after } if after == timeout),
         "{err}"
     );
-    assert_eq!(err.stage, Stage::Request("health".to_owned()));
+    assert_eq!(
+        err.stage,
+        Stage::Request {
+            op: "health".to_owned(),
+            index: 1
+        }
+    );
     assert_eq!(err.diagnostics, [format!("dump of {pid}")]);
     assert!(err.stderr_tail.contains("stalling"), "{err}");
     assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::Kill);
@@ -599,7 +605,13 @@ fn spawn_faults_reply_for_another_op() {
         matches!(&err.kind, ErrorKind::UnexpectedReply { got } if got.contains("capabilities")),
         "{err}"
     );
-    assert_eq!(err.stage, Stage::Request("health".to_owned()));
+    assert_eq!(
+        err.stage,
+        Stage::Request {
+            op: "health".to_owned(),
+            index: 1
+        }
+    );
     assert_group_gone(pid);
 }
 
@@ -609,7 +621,13 @@ fn spawn_faults_crash_mid_request() {
     let pid = w.pid();
     let err = w.request(&Request::health(), REQUEST).unwrap_err();
     assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
-    assert_eq!(err.stage, Stage::Request("health".to_owned()));
+    assert_eq!(
+        err.stage,
+        Stage::Request {
+            op: "health".to_owned(),
+            index: 1
+        }
+    );
     assert_eq!(err.status, Some(ExitStatus::Code(3)));
     assert!(err.stderr_tail.contains("MemoryError"), "{err}");
     assert_group_gone(pid);
@@ -624,7 +642,13 @@ fn spawn_faults_noise_between_replies_is_kept_with_its_phase() {
     let noise = w.noise();
     assert_eq!(noise.len(), 1);
     assert_eq!(noise[0].text, "loading weights 1/1");
-    assert_eq!(noise[0].stage, Stage::Request("health".to_owned()));
+    assert_eq!(
+        noise[0].stage,
+        Stage::Request {
+            op: "health".to_owned(),
+            index: 1
+        }
+    );
     assert!(x.sent_at_ns < noise[0].read_at_ns && noise[0].read_at_ns <= x.received_at_ns);
     let fin = w.shutdown(&policy()).unwrap();
     assert_eq!(fin.noise.len(), 1);
@@ -643,7 +667,7 @@ fn spawn_faults_helper_that_left_the_group_keeps_stdout_open() {
     // wait for this timeout, though stdout never reached EOF.
     let err = w.wait_ready(Duration::from_secs(30)).unwrap_err();
     assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
-    assert_eq!(err.stage, Stage::Ready);
+    assert_eq!(err.stage, Stage::Startup);
     assert_eq!(err.status, Some(ExitStatus::Code(1)));
     assert_group_gone(pid);
     drop(w);
@@ -682,7 +706,11 @@ fn a_worker_that_stops_reading_stdin_makes_a_write_time_out() {
         matches!(err.kind, ErrorKind::Timeout { after } if after == Duration::from_millis(500)),
         "{err}"
     );
-    assert_eq!(err.stage, Stage::Request("infer".to_owned()));
+    assert!(
+        matches!(&err.stage, Stage::Request { op, index } if op == "infer" && *index > 1),
+        "{:?}",
+        err.stage
+    );
     assert!(err.expected.contains("stopped reading its stdin"), "{err}");
     drop(w);
     assert_group_gone(pgid);

@@ -154,7 +154,7 @@ fn tcp_a_ready_line_naming_a_port_that_refuses_is_a_connect_error() {
         matches!(&err.kind, ErrorKind::Connect { cause, .. } if cause.kind() == std::io::ErrorKind::ConnectionRefused),
         "{err}"
     );
-    assert_eq!(err.stage, Stage::Ready);
+    assert_eq!(err.stage, Stage::Startup);
     let text = err.to_string();
     assert!(
         text.contains("could not connect to the worker at 127.0.0.1:"),
@@ -182,7 +182,13 @@ fn tcp_a_connection_closed_mid_reply_is_a_disconnect_with_the_partial_line() {
         matches!(&err.kind, ErrorKind::Disconnected { partial: Some(p) } if p.contains("respo")),
         "{err}"
     );
-    assert_eq!(err.stage, Stage::Request("health".to_owned()));
+    assert_eq!(
+        err.stage,
+        Stage::Request {
+            op: "health".to_owned(),
+            index: 1
+        }
+    );
     assert!(err.to_string().contains("closed the connection"), "{err}");
     assert!(
         err.stderr_tail.contains("closed the connection mid-reply"),

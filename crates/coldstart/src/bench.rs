@@ -302,12 +302,10 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     if !serve_text.is_empty() {
         print!("\n{serve_text}");
     }
-    if let Some((r, check, message)) = run.first_failure() {
+    if let Some((r, stage, message)) = run.first_failure() {
         eprintln!(
-            "\nfirst failure, trial {} ({}, check `{}`):\n{message}",
-            r.trial,
-            r.variant,
-            check.as_str()
+            "\nfirst failure, trial {} ({}, at {stage}):\n{message}",
+            r.trial, r.variant,
         );
     }
     println!("\nwritten to {}", run.dir.display());

@@ -170,19 +170,10 @@ fn saving(
     let run = trials::run(a, Some(b), &bench, interrupt, &mut Quiet)?;
     // A trial that failed only at its end (the ack, the exit) still timed
     // its ready line, which is what is compared.
-    let at_end = |c: timeline::HandshakeCheck| {
-        matches!(
-            c,
-            timeline::HandshakeCheck::ShutdownAck
-                | timeline::HandshakeCheck::Exit
-                | timeline::HandshakeCheck::ExitStatus
-        )
-    };
-    if let Some((r, check, message)) = run.first_failure().filter(|(_, c, _)| !at_end(*c)) {
+    if let Some((r, stage, message)) = run.first_failure().filter(|(_, s, _)| !s.at_end()) {
         return Err(Error::Invalid(format!(
-            "the measurement's trial {} failed its `{}` check: {message}",
+            "the measurement's trial {} failed at {stage}: {message}",
             r.trial,
-            check.as_str()
         )));
     }
     Ok(run

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use spawn::worker_proto::{Ready, Request};
 use spawn::{Exchange, Finished, ShutdownPolicy, Stamped, Worker};
-use timeline::Timeline;
+use timeline::{Stage, Timeline};
 
 use crate::pyspy::{self, PySpy};
 use crate::target::Target;
@@ -92,10 +92,7 @@ impl Lifecycle {
                     timeline: Timeline::spawned_at(before),
                     ready: None,
                     rss_at_ready_bytes: None,
-                    end: Err(Failure {
-                        step: Step::Spawn,
-                        cause: Cause::Worker(e),
-                    }),
+                    end: Err(Failure::worker(e)),
                 };
             }
         };
@@ -104,24 +101,28 @@ impl Lifecycle {
         let (mut ready, mut rss_at_ready_bytes) = (None, None);
         let end = (|| {
             if let Err(stop) = hooks.spawned(pid) {
-                return Err(stop.end(Step::Task, spawned.worker));
+                return Err(stop.end(Stage::Startup, spawned.worker));
             }
-            let mut w = spawned.wait_ready().map_err(Failure::at(Step::Ready))?;
+            let mut w = spawned.wait_ready().map_err(Failure::worker)?;
             ready = Some(w.ready.value.clone());
             rss_at_ready_bytes = w.rss_at_ready_bytes;
             if let Err(stop) = hooks.ready(&mut w) {
-                return Err(stop.end(Step::Task, w.worker));
+                return Err(stop.end(Stage::Ready, w.worker));
             }
             for _ in 0..self.health {
-                let x = w.health().map_err(Failure::at(Step::Health))?;
+                let x = w.health().map_err(Failure::worker)?;
                 if let Err(stop) = hooks.health(&x) {
-                    return Err(stop.end(Step::Health, w.worker));
+                    let stage = Stage::Request {
+                        op: "health".to_owned(),
+                        index: w.worker.timeline().requests.len(),
+                    };
+                    return Err(stop.end(stage, w.worker));
                 }
             }
             if let Err(stop) = hooks.before_shutdown(&mut w) {
-                return Err(stop.end(Step::Task, w.worker));
+                return Err(stop.end(Stage::AfterServe, w.worker));
             }
-            w.shutdown().map_err(Failure::at(Step::Shutdown))
+            w.shutdown().map_err(Failure::worker)
         })();
         let finished = match &end {
             Ok(f) => Some(f),
@@ -189,40 +190,30 @@ pub enum Stop {
 }
 
 impl Stop {
-    /// The failure this stop makes of the lifecycle: a refusal kills the worker.
-    fn end(self, step: Step, worker: Worker) -> Failure {
-        let cause = match self {
-            Stop::Ended(e) => Cause::Worker(e),
-            Stop::Refused(message) => Cause::Refused {
-                message,
-                finished: Box::new(worker.kill()),
+    /// The failure this stop makes of the lifecycle, in `stage` (the
+    /// worker's own stage when it ended): a refusal kills the worker.
+    fn end(self, stage: Stage, worker: Worker) -> Failure {
+        match self {
+            Stop::Ended(e) => Failure::worker(e),
+            Stop::Refused(message) => Failure {
+                stage,
+                cause: Cause::Refused {
+                    message,
+                    finished: Box::new(worker.kill()),
+                },
             },
-        };
-        Failure { step, cause }
+        }
     }
-}
-
-/// The step of a lifecycle a failure happened in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
-    /// Starting the process.
-    Spawn,
-    /// Waiting for the ready line.
-    Ready,
-    /// A health round trip, or its reply judged by the task.
-    Health,
-    /// What the task did between the steps ([`Hooks::spawned`],
-    /// [`Hooks::ready`], [`Hooks::before_shutdown`]).
-    Task,
-    /// The shutdown op, its acknowledgement and the exit.
-    Shutdown,
 }
 
 /// A lifecycle that did not end in the exact handshake.
 #[derive(Debug)]
 pub struct Failure {
-    /// Where it failed.
-    pub step: Step,
+    /// The stage it failed in: the worker's error's own, or, for a task
+    /// that refused, the stage of the hook that refused ([`Hooks::spawned`]
+    /// start-up, [`Hooks::ready`] ready, [`Hooks::health`] that health
+    /// request, [`Hooks::before_shutdown`] after serve).
+    pub stage: Stage,
     /// What happened.
     pub cause: Cause,
 }
@@ -242,11 +233,17 @@ pub enum Cause {
 }
 
 impl Failure {
-    fn at(step: Step) -> impl Fn(spawn::Error) -> Failure {
-        move |e| Failure {
-            step,
+    /// The worker's own failure, in the stage its error names.
+    fn worker(e: spawn::Error) -> Failure {
+        Failure {
+            stage: e.stage.clone(),
             cause: Cause::Worker(e),
         }
+    }
+
+    /// Whether the task refused (a hook's [`Stop::Refused`]), not the worker.
+    pub fn refused(&self) -> bool {
+        matches!(self.cause, Cause::Refused { .. })
     }
 
     /// The record of the worker's end, when it was started.

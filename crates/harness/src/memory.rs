@@ -11,14 +11,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use importguard::recorder::bootstrap::{Bootstrap, check_format};
-use phases::memory::{AllocationSite, MemoryPoint, MemoryView, Moment};
+use phases::memory::{AllocationSite, MemoryPoint, MemoryView};
 use rustix::process::{Pid, Signal, kill_process};
 use serde_json::Value;
+use timeline::Stage;
 use timeline::Variant;
 
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::lifecycle::{Cause, Hooks, Lifecycle, Started, Step, Stop};
+use crate::lifecycle::{Cause, Hooks, Lifecycle, Started, Stop};
 use crate::serve::{Plan, Side, clip, serve, short_error};
 
 /// The body of the memory view's bootstrap, run after the recorder's shared
@@ -66,11 +67,11 @@ pub fn run_memory(side: &Side<'_>, plan: Option<&Plan>, stop: &Interrupt) -> Res
     let lived = lifecycle.drive(&cmd, &mut hooks);
     let rusage = match lived.end {
         Ok(f) => f.rusage,
-        Err(failure) => match (failure.step, &failure.cause) {
-            (Step::Task, Cause::Refused { message, .. }) => {
+        Err(failure) => match (&failure.stage, &failure.cause) {
+            (_, Cause::Refused { message, .. }) => {
                 return Err(Error::Invalid(message.clone()));
             }
-            (Step::Spawn | Step::Ready, _) => {
+            (Stage::Spawn | Stage::Startup, _) => {
                 return Err(Error::lifecycle(
                     "the worker of the memory view did not become ready",
                     failure,
@@ -103,7 +104,7 @@ pub fn run_memory(side: &Side<'_>, plan: Option<&Plan>, stop: &Interrupt) -> Res
         .into_iter()
         .find(|r| r.get("type").and_then(Value::as_str) == Some("exit"))
     {
-        Some(rec) => points.push(point(Moment::Exit, &rec)),
+        Some(rec) => points.push(point(Stage::Exit, &rec)),
         None => problems
             .push("no reading at exit (the worker did not run its atexit handlers)".to_owned()),
     }
@@ -176,9 +177,9 @@ impl<'a> Readings<'a> {
     /// worker is never. A resend interrupts the read; the bootstrap answers
     /// each number once, so a resend never takes a second reading (nor
     /// resets the peak twice).
-    fn snapshot(&mut self, pid: u32, at: Moment) -> std::result::Result<Option<Value>, Stop> {
+    fn snapshot(&mut self, pid: u32, at: Stage) -> std::result::Result<Option<Value>, Stop> {
         self.seq += 1;
-        let sig = if at == Moment::Ready {
+        let sig = if at == Stage::Ready {
             Signal::USR1 // with the allocation sites
         } else {
             Signal::USR2
@@ -190,7 +191,7 @@ impl<'a> Readings<'a> {
             .map_err(|e| {
                 Stop::Refused(format!(
                     "could not ask the worker for its {} memory reading: {}: {e}",
-                    at.words(),
+                    at.brief(),
                     want.display()
                 ))
             })?;
@@ -203,7 +204,7 @@ impl<'a> Readings<'a> {
             if !matches!(sent, Some(Ok(()))) {
                 return Err(Stop::Refused(format!(
                     "could not signal the worker for its {} memory reading: {}",
-                    at.words(),
+                    at.brief(),
                     sent.and_then(std::result::Result::err)
                         .map_or_else(|| "no such pid".to_owned(), |e| e.to_string())
                 )));
@@ -256,9 +257,9 @@ impl Hooks for Readings<'_> {
         if !self.tracing_from_start {
             self.problems.push("PYTHONTRACEMALLOC was not honoured: tracing began in sitecustomize, after site's own imports".to_owned());
         }
-        match self.snapshot(pid, Moment::Ready)? {
+        match self.snapshot(pid, Stage::Ready)? {
             Some(rec) => {
-                self.points.push(point(Moment::Ready, &rec));
+                self.points.push(point(Stage::Ready, &rec));
                 self.top_at_ready = sites(&rec);
             }
             None => self
@@ -278,8 +279,8 @@ impl Hooks for Readings<'_> {
             self.serve_ended = true;
             return Err(Stop::Ended(e));
         }
-        match self.snapshot(w.worker.pid(), Moment::AfterServe)? {
-            Some(rec) => self.points.push(point(Moment::AfterServe, &rec)),
+        match self.snapshot(w.worker.pid(), Stage::AfterServe)? {
+            Some(rec) => self.points.push(point(Stage::AfterServe, &rec)),
             None => self
                 .problems
                 .push("no reading after the serve phase".to_owned()),
@@ -323,7 +324,7 @@ fn read_records(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn point(at: Moment, rec: &Value) -> MemoryPoint {
+fn point(at: Stage, rec: &Value) -> MemoryPoint {
     let n = |k: &str| rec.get(k).and_then(Value::as_u64);
     MemoryPoint {
         at,
@@ -394,7 +395,7 @@ mod tests {
         let extra = || {
             kill_process(Pid::from_raw(pid as i32).unwrap(), Signal::USR2).unwrap();
         };
-        for at in [Moment::AfterServe, Moment::AfterServe] {
+        for at in [Stage::AfterServe, Stage::AfterServe] {
             extra();
             let got = readings.snapshot(pid, at).unwrap();
             assert!(got.is_some(), "reading {} never came", readings.seq);

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use pystacks::{CollapsedStack, FrameTotal, ImportShare, Sampler, SamplerOptions};
 
 use crate::error::{Error, Result, invalid};
-use crate::lifecycle::{Hooks, Lifecycle, Started, Step, Stop};
+use crate::lifecycle::{Hooks, Lifecycle, Started, Stop};
 use crate::target::Target;
 
 /// How to profile.
@@ -93,9 +93,9 @@ pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<Profile> {
     let lived = lifecycle.drive(&cmd, &mut hooks);
     let sampled = hooks.sampler.take().map(Sampler::stop);
     let (ready_ms, ready_ns) = (lived.ready_ms().unwrap_or(f64::NAN), hooks.ready_ns);
-    let finished = lived.end.map_err(|f| match f.step {
-        Step::Spawn => Error::lifecycle("could not start the worker to profile", f),
-        Step::Task if lived.ready.is_none() => Error::lifecycle("cannot profile", f),
+    let finished = lived.end.map_err(|f| match f.stage {
+        timeline::Stage::Spawn => Error::lifecycle("could not start the worker to profile", f),
+        _ if f.refused() && lived.ready.is_none() => Error::lifecycle("cannot profile", f),
         _ => Error::lifecycle("the profiled worker did not complete its lifecycle", f),
     })?;
     let exit = finished.status.to_string();

@@ -26,7 +26,7 @@ use timeline::Variant;
 
 use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;
-use crate::lifecycle::{Hooks, Lifecycle, Started, Step, Stop};
+use crate::lifecycle::{Hooks, Lifecycle, Started, Stop};
 use crate::target::{Origin, Target};
 
 /// What runs after the timed trials: a serve phase (`requests`, or `rate`
@@ -431,15 +431,15 @@ pub fn run_serve(
     let lived = lifecycle.drive(cmd, &mut hooks);
     let mut ended = None;
     if let Err(f) = lived.end {
-        match f.step {
-            Step::Spawn | Step::Ready => {
+        match f.stage {
+            timeline::Stage::Spawn | timeline::Stage::Startup => {
                 return Err(Error::lifecycle(
                     "the worker of the serve phase did not become ready",
                     f,
                 ));
             }
-            Step::Shutdown => ended = Some(format!("after the serve phase: {f}")),
-            Step::Health | Step::Task => ended = Some(f.to_string()),
+            ref s if s.at_end() => ended = Some(format!("after the serve phase: {f}")),
+            _ => ended = Some(f.to_string()),
         }
     }
     let served = hooks.served.expect("a worker that became ready served");

@@ -31,14 +31,12 @@ use phases::stats::Resampling;
 use phases::summary::RunSummary;
 use phases::{jsonl, stats, warn};
 use spawn::worker_proto::Reply;
-use timeline::{
-    Escalation, HandshakeCheck, Outcome, TrialKind, TrialRecord, Usage, Variant, WorkerRecord,
-};
+use timeline::{Escalation, Outcome, Stage, TrialKind, TrialRecord, Usage, Variant, WorkerRecord};
 
 use crate::env;
 use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;
-use crate::lifecycle::{Failure, Hooks, Lifecycle, Step, Stop};
+use crate::lifecycle::{Hooks, Lifecycle, Stop};
 use crate::serve::{self, ServeOptions};
 use crate::target::Target;
 
@@ -240,12 +238,12 @@ impl BenchRun {
         self.summary.trials.failed > 0 || self.summary.serve_failed()
     }
 
-    /// The first failed trial (not interrupted): the record, the check, the message.
-    pub fn first_failure(&self) -> Option<(&TrialRecord, HandshakeCheck, &str)> {
+    /// The first failed trial (not interrupted): the record, the stage, the message.
+    pub fn first_failure(&self) -> Option<(&TrialRecord, &Stage, &str)> {
         self.records.iter().find_map(|r| {
             r.outcome
                 .failure()
-                .map(|(check, message)| (r, check, message))
+                .map(|(stage, message)| (r, stage, message))
         })
     }
 }
@@ -344,21 +342,6 @@ impl Hooks for HealthOk {
     }
 }
 
-/// The check a failed lifecycle did not pass.
-fn check_of(f: &Failure) -> HandshakeCheck {
-    match (f.step, f.worker_error()) {
-        (Step::Spawn, _) => HandshakeCheck::Spawn,
-        (Step::Ready, _) => HandshakeCheck::Ready,
-        (Step::Health | Step::Task, _) => HandshakeCheck::Health,
-        (Step::Shutdown, Some(e)) => match (&e.kind, &e.stage) {
-            (spawn::ErrorKind::FailedExit, _) => HandshakeCheck::ExitStatus,
-            (_, spawn::Stage::Exit) => HandshakeCheck::Exit,
-            _ => HandshakeCheck::ShutdownAck,
-        },
-        (Step::Shutdown, None) => HandshakeCheck::ShutdownAck,
-    }
-}
-
 /// One worker's life through the one [`Lifecycle`], as its record.
 fn run_worker(p: &Side, interrupt: &Interrupt) -> WorkerRecord {
     let lived = p.lifecycle.drive(&p.cmd, &mut HealthOk);
@@ -366,15 +349,12 @@ fn run_worker(p: &Side, interrupt: &Interrupt) -> WorkerRecord {
     let outcome = match &lived.end {
         Ok(_) => Outcome::Correct,
         Err(f) => {
+            let (stage, message) = (f.stage.clone(), serve::clip_to(&f.to_string(), 4000));
             // A worker killed by a second Ctrl-C did not fail by itself.
-            let check = if interrupt.presses() > 1 {
-                HandshakeCheck::Interrupted
+            if interrupt.presses() > 1 {
+                Outcome::Interrupted { stage, message }
             } else {
-                check_of(f)
-            };
-            Outcome::Failed {
-                check,
-                message: serve::clip_to(&f.to_string(), 4000),
+                Outcome::Failed { stage, message }
             }
         }
     };

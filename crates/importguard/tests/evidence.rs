@@ -16,10 +16,10 @@ use std::time::Duration;
 use importguard::importtime;
 use importguard::recorder::{Channel, Recorder, Recording, Relation, SpawnKind};
 use importguard::verdict::{
-    Answering, Evidence, ImportStatus, MissingReason, Moment, Policy, ProcessVerdict, Violation,
+    Answering, Evidence, ImportStatus, MissingReason, Policy, ProcessVerdict, Violation,
     judge_answered,
 };
-use timeline::{ReadyMark, RequestMark, Timeline, monotonic_ns};
+use timeline::{ReadyMark, RequestMark, Stage, Timeline, monotonic_ns};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -188,8 +188,8 @@ fn at(frame: Option<&importguard::recorder::Frame>, name: &str, marker: &str) {
     assert_eq!(f.line, line(name, marker), "{f} is not {name} [{marker}]");
 }
 
-fn health1() -> Moment {
-    Moment::Request {
+fn health1() -> Stage {
+    Stage::Request {
         op: "health".into(),
         index: 1,
     }
@@ -237,7 +237,7 @@ fn lazy_loader_executed_during_health_fails_in_health_with_both_lines() {
     assert_eq!(torch.len(), 1, "{:#?}", r.verdict);
     let t = torch[0];
     assert_eq!(t.status, ImportStatus::Loaded);
-    assert_eq!(t.moment, Some(health1()));
+    assert_eq!(t.stage, Some(health1()));
     at(t.importer.as_ref(), name, "touched");
     let lazy = t.lazy.as_ref().expect("a lazy use");
     at(lazy.declared.as_ref(), name, "declared");
@@ -256,7 +256,7 @@ fn the_lazy_loader_package_is_declared_at_the_workers_line_not_its_own() {
     let torch = r.torch();
     assert_eq!(torch.len(), 1, "{:#?}", r.verdict);
     let t = torch[0];
-    assert_eq!(t.moment, Some(health1()));
+    assert_eq!(t.stage, Some(health1()));
     at(t.importer.as_ref(), name, "touched");
     at(t.lazy.as_ref().unwrap().declared.as_ref(), name, "declared");
 }
@@ -275,7 +275,7 @@ fn a_helper_interpreter_and_a_forked_child_at_start_up_are_judged_in_their_proce
     let torch = r.torch();
     assert_eq!(torch.len(), 2, "{:#?}", r.verdict.violations);
     for t in &torch {
-        assert_eq!(t.moment, Some(Moment::Startup), "{t:#?}");
+        assert_eq!(t.stage, Some(Stage::Startup), "{t:#?}");
         let p = t.process.as_ref().unwrap();
         assert_eq!(p.parent.map(|i| i.pid), Some(r.ready_pid), "{p:#?}");
         assert_ne!(p.image.pid, r.ready_pid);
@@ -332,7 +332,7 @@ fn a_rewritten_finder_list_is_seen_by_the_audit_hook_with_the_importing_line() {
     let t = torch[0];
     assert_eq!(t.channel, Some(Channel::Audit));
     at(t.importer.as_ref(), name, "import");
-    assert_eq!(t.moment, Some(Moment::Startup));
+    assert_eq!(t.stage, Some(Stage::Startup));
     assert_eq!(t.status, ImportStatus::Loaded);
 }
 
@@ -345,7 +345,7 @@ fn a_computed_name_through_builtins_import_is_seen_with_its_line() {
     let t = torch[0];
     assert_eq!(t.channel, Some(Channel::Both));
     at(t.importer.as_ref(), name, "import");
-    assert_eq!(t.moment, Some(health1()));
+    assert_eq!(t.stage, Some(health1()));
 }
 
 fn pool_case(method: &str, relation: Relation, kind: Option<SpawnKind>) {
@@ -360,7 +360,7 @@ fn pool_case(method: &str, relation: Relation, kind: Option<SpawnKind>) {
         assert_eq!(p.parent.map(|i| i.pid), Some(r.ready_pid));
         at(p.started_at.as_ref(), name, "pool");
         at(t.importer.as_ref(), name, "worker import");
-        assert_eq!(t.moment, Some(health1()), "{method}");
+        assert_eq!(t.stage, Some(health1()), "{method}");
     }
 }
 
@@ -387,7 +387,7 @@ fn an_execv_into_a_second_image_is_judged_in_that_image() {
     assert_eq!((p.image.pid, p.image.exec_gen), (r.ready_pid, 1));
     at(p.started_at.as_ref(), name, "exec");
     at(t.importer.as_ref(), name, "import");
-    assert_eq!(t.moment, Some(Moment::Startup));
+    assert_eq!(t.stage, Some(Stage::Startup));
     // The first image's records end at its exec, without an exit.
     assert!(r.recording.exit.is_none());
     assert_eq!(r.recording.spawns.last().unwrap().kind, SpawnKind::Exec);
@@ -408,7 +408,7 @@ fn pep_810_lazy_import_used_in_health_fails_with_both_lines_and_untouched_passes
     let torch = r.torch();
     assert_eq!(torch.len(), 1, "{:#?}", r.verdict);
     let t = torch[0];
-    assert_eq!(t.moment, Some(health1()));
+    assert_eq!(t.stage, Some(health1()));
     at(t.importer.as_ref(), name, "touched");
     let lazy = t.lazy.as_ref().expect("a lazy use");
     at(lazy.declared.as_ref(), name, "declared");

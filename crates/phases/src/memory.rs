@@ -26,36 +26,16 @@
 
 use serde::{Deserialize, Serialize};
 
-use timeline::Variant;
-
-/// Where in the worker's life a point was taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Moment {
-    /// Right after the ready line was read.
-    Ready,
-    /// After the serve phase's last reply.
-    AfterServe,
-    /// At interpreter exit (atexit), after the shutdown op.
-    Exit,
-}
-
-impl Moment {
-    /// `ready`, `after serve`, `exit`.
-    pub fn words(self) -> &'static str {
-        match self {
-            Moment::Ready => "ready",
-            Moment::AfterServe => "after serve",
-            Moment::Exit => "exit",
-        }
-    }
-}
+use timeline::{Stage, Variant};
 
 /// The figures at one moment, all taken by the worker at once.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryPoint {
-    /// The moment in the worker's life these figures were read.
-    pub at: Moment,
+    /// The stage of the worker's life these figures were read at:
+    /// [`Stage::Ready`] right after the ready line was read,
+    /// [`Stage::AfterServe`] after the serve phase's last reply,
+    /// [`Stage::Exit`] at interpreter exit (atexit), after the shutdown op.
+    pub at: Stage,
     /// The worker's monotonic stamp of the reading.
     pub t_ns: u64,
     /// Bytes of live Python allocations now (`tracemalloc.get_traced_memory()`'s current figure).
@@ -124,8 +104,8 @@ pub struct MemoryView {
 
 impl MemoryView {
     /// The point taken at `at`, if any.
-    pub fn point(&self, at: Moment) -> Option<&MemoryPoint> {
-        self.points.iter().find(|p| p.at == at)
+    pub fn point(&self, at: &Stage) -> Option<&MemoryPoint> {
+        self.points.iter().find(|p| p.at == *at)
     }
 }
 
@@ -137,7 +117,7 @@ pub fn mib(bytes: u64) -> String {
 /// The one-line reading of the points: what RSS is made of at ready, and
 /// how both figures moved over the serve phase.
 pub fn reading(points: &[MemoryPoint]) -> String {
-    let Some(ready) = points.iter().find(|p| p.at == Moment::Ready) else {
+    let Some(ready) = points.iter().find(|p| p.at == Stage::Ready) else {
         return "no reading at ready: the worker did not report its memory".to_owned();
     };
     let Some(rss) = ready.rss_bytes else {
@@ -165,7 +145,7 @@ pub fn reading(points: &[MemoryPoint]) -> String {
             mib(overhead)
         )
     };
-    if let Some(after) = points.iter().find(|p| p.at == Moment::AfterServe)
+    if let Some(after) = points.iter().find(|p| p.at == Stage::AfterServe)
         && let Some(rss_after) = after.rss_bytes
     {
         let base_rss = ready.rss_after_reading_bytes.unwrap_or(rss);
@@ -198,7 +178,7 @@ mod tests {
 
     const MIB: u64 = 1024 * 1024;
 
-    fn point(at: Moment, traced: u64, rss: Option<u64>) -> MemoryPoint {
+    fn point(at: Stage, traced: u64, rss: Option<u64>) -> MemoryPoint {
         MemoryPoint {
             at,
             t_ns: 0,
@@ -214,7 +194,7 @@ mod tests {
 
     #[test]
     fn native_memory_is_named_as_such() {
-        let p = [point(Moment::Ready, 3 * MIB, Some(100 * MIB))];
+        let p = [point(Stage::Ready, 3 * MIB, Some(100 * MIB))];
         assert_eq!(p[0].untraced_bytes(), Some(95 * MIB));
         assert_eq!(
             reading(&p),
@@ -225,8 +205,8 @@ mod tests {
     #[test]
     fn python_objects_are_named_as_such_and_the_serve_phase_is_read() {
         let p = [
-            point(Moment::Ready, 60 * MIB, Some(100 * MIB)),
-            point(Moment::AfterServe, 58 * MIB, Some(110 * MIB)),
+            point(Stage::Ready, 60 * MIB, Some(100 * MIB)),
+            point(Stage::AfterServe, 58 * MIB, Some(110 * MIB)),
         ];
         let r = reading(&p);
         assert!(
@@ -243,10 +223,10 @@ mod tests {
 
     #[test]
     fn the_serve_phase_grows_from_what_the_ready_reading_left() {
-        let mut ready = point(Moment::Ready, 4 * MIB, Some(40 * MIB));
+        let mut ready = point(Stage::Ready, 4 * MIB, Some(40 * MIB));
         ready.rss_after_reading_bytes = Some(46 * MIB);
         ready.traced_after_reading_bytes = Some(5 * MIB);
-        let after = point(Moment::AfterServe, 5 * MIB, Some(47 * MIB));
+        let after = point(Stage::AfterServe, 5 * MIB, Some(47 * MIB));
         let r = reading(&[ready, after]);
         assert!(
             r.ends_with("; over the serve phase RSS moved +1.0 MiB and traced memory +0.0 MiB (from after the ready reading, whose own site listing moved RSS +6.0 MiB)"),
@@ -257,14 +237,14 @@ mod tests {
     #[test]
     fn missing_figures_are_said() {
         assert!(reading(&[]).starts_with("no reading at ready"));
-        let p = [point(Moment::Ready, MIB, None)];
+        let p = [point(Stage::Ready, MIB, None)];
         assert_eq!(p[0].untraced_bytes(), None);
         assert!(reading(&p).contains("RSS is not available"));
     }
 
     #[test]
     fn untraced_never_goes_below_zero() {
-        let p = point(Moment::Exit, 10 * MIB, Some(5 * MIB));
+        let p = point(Stage::Exit, 10 * MIB, Some(5 * MIB));
         assert_eq!(p.untraced_bytes(), Some(0));
     }
 }

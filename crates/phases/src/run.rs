@@ -177,8 +177,11 @@ pub struct Counts {
     pub failed: usize,
     /// `failed / run`.
     pub failure_rate: f64,
-    /// Failed trials by the check they failed.
-    pub failed_by_check: BTreeMap<String, usize>,
+    /// Failed trials by the stage they failed in ([`timeline::Stage::brief`]:
+    /// `start-up`, `health request`, `shutdown`, `exit`, ...);
+    /// read from `failed_by_check` in summaries written before stages.
+    #[serde(alias = "failed_by_check")]
+    pub failed_by_stage: BTreeMap<String, usize>,
     /// The run was stopped by Ctrl-C; what finished is summarised.
     pub interrupted: bool,
     /// The side the run gave up on: its first [`GIVE_UP_AFTER`] trials all
@@ -208,13 +211,11 @@ pub fn never_completed(records: &[TrialRecord]) -> Option<Variant> {
 impl Counts {
     /// Counts the trials in `records`; `interrupted` says whether Ctrl-C stopped the run.
     pub fn of(records: &[TrialRecord], interrupted: bool) -> Counts {
-        let mut failed_by_check = BTreeMap::new();
-        for (check, _) in records.iter().filter_map(|r| r.outcome.failure()) {
-            *failed_by_check
-                .entry(check.as_str().to_owned())
-                .or_insert(0) += 1;
+        let mut failed_by_stage = BTreeMap::new();
+        for (stage, _) in records.iter().filter_map(|r| r.outcome.failure()) {
+            *failed_by_stage.entry(stage.brief()).or_insert(0) += 1;
         }
-        let failed = failed_by_check.values().sum();
+        let failed = failed_by_stage.values().sum();
         let run = records.len();
         Counts {
             run,
@@ -232,7 +233,7 @@ impl Counts {
             } else {
                 failed as f64 / run as f64
             },
-            failed_by_check,
+            failed_by_stage,
             interrupted,
             gave_up: never_completed(records),
         }
@@ -243,21 +244,21 @@ impl Counts {
 mod tests {
     use super::*;
     use crate::summary::tests::trial;
-    use timeline::{HandshakeCheck, Outcome};
+    use timeline::{Outcome, Stage};
 
-    /// A trial of `variant` that completed (`None`) or failed at `check`.
-    fn rec(n: usize, variant: Variant, failed: Option<HandshakeCheck>) -> TrialRecord {
+    /// A trial of `variant` that completed (`None`) or failed in `stage`.
+    fn rec(n: usize, variant: Variant, failed: Option<Stage>) -> TrialRecord {
         let mut r = trial(n, n, TrialKind::Measured, variant, 100.0);
-        if let Some(check) = failed {
+        if let Some(stage) = failed {
             r.outcome = Outcome::Failed {
-                check,
+                stage,
                 message: "no ready line".into(),
             };
         }
         r
     }
 
-    const READY: Option<HandshakeCheck> = Some(HandshakeCheck::Ready);
+    const READY: Option<Stage> = Some(Stage::Startup);
 
     #[test]
     fn a_side_that_never_completed_is_given_up_after_its_third_failure() {
@@ -288,11 +289,14 @@ mod tests {
             .collect();
         assert_eq!(never_completed(&ab), Some(Variant::B));
         // Two failures and a trial cut short by Ctrl-C: not yet three.
-        let cut = vec![
-            rec(0, Variant::A, READY),
-            rec(1, Variant::A, READY),
-            rec(2, Variant::A, Some(HandshakeCheck::Interrupted)),
-        ];
+        let cut = vec![rec(0, Variant::A, READY), rec(1, Variant::A, READY), {
+            let mut r = rec(2, Variant::A, None);
+            r.outcome = Outcome::Interrupted {
+                stage: Stage::Startup,
+                message: "interrupted".into(),
+            };
+            r
+        }];
         assert_eq!(never_completed(&cut), None);
     }
 }

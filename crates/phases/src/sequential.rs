@@ -554,7 +554,7 @@ mod tests {
         let mut recs = rounds(12, |_, a| a * 1.5);
         let n = recs.len();
         recs[n - 1].outcome = timeline::Outcome::Failed {
-            check: timeline::HandshakeCheck::Ready,
+            stage: timeline::Stage::Startup,
             message: "no ready line".into(),
         };
         assert_eq!(rounds_run(&recs), 12);

@@ -31,7 +31,7 @@ use timeline::Placement;
 use timeline::{TrialKind, TrialRecord, Variant};
 
 /// The `schema` of `summary.json`.
-pub const SCHEMA: &str = "coldstart.bench-summary/1";
+pub const SCHEMA: &str = "coldstart.bench-summary/2";
 
 /// `summary.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,7 +42,7 @@ pub struct RunSummary {
     pub environment: Environment,
     /// How the run was asked for (trial counts, timeouts, bootstrap).
     pub configuration: Configuration,
-    /// How many trials ran and failed, by check.
+    /// How many trials ran and failed, by the stage they failed in.
     pub trials: Counts,
     /// Keyed by phase name, in the order of a worker's life.
     #[serde(with = "phase_map")]
@@ -623,12 +623,12 @@ pub(crate) mod tests {
     fn failed_trials_are_counted_not_measured_and_break_their_pair() {
         let mut recs = ab_records();
         recs[4].outcome = Outcome::Failed {
-            check: timeline::HandshakeCheck::Ready,
+            stage: timeline::Stage::Startup,
             message: "no ready line".into(),
         };
         let s = RunSummary::build(&recs, environment(), configuration(), false, 1.0).unwrap();
         assert_eq!(s.trials.failed, 1);
-        assert_eq!(s.trials.failed_by_check["ready"], 1);
+        assert_eq!(s.trials.failed_by_stage["start-up"], 1);
         assert!((s.trials.failure_rate - 1.0 / 14.0).abs() < 1e-12);
         let ready = s.phase(Phase::Ready).unwrap();
         assert_eq!(ready.a.as_ref().unwrap().stats.n, 5);

@@ -146,7 +146,7 @@ pub fn run_warnings(
     }
     if counts.failed > 0 {
         let by: Vec<String> = counts
-            .failed_by_check
+            .failed_by_stage
             .iter()
             .map(|(k, v)| format!("{v} at {k}"))
             .collect();

@@ -23,6 +23,7 @@
 //!   policy), with the [`AsyncWorker::on_timeout`] hook run first, as on
 //!   the blocking worker.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -39,6 +40,9 @@ pub struct AsyncWorker {
     spawned_at_ns: u64,
     command: String,
     worker: Arc<Mutex<Option<Worker>>>,
+    /// Requests asked for so far: the next one's stage index, for the
+    /// error of a call that was lost.
+    asked: AtomicUsize,
 }
 
 fn lock(w: &Mutex<Option<Worker>>) -> MutexGuard<'_, Option<Worker>> {
@@ -81,6 +85,7 @@ impl AsyncWorker {
             spawned_at_ns: worker.spawned_at_ns(),
             command: worker.command().to_owned(),
             worker: Arc::new(Mutex::new(Some(worker))),
+            asked: AtomicUsize::new(0),
         })
     }
 
@@ -136,13 +141,18 @@ impl AsyncWorker {
 
     /// Waits for the ready line ([`Worker::wait_ready`]).
     pub async fn wait_ready(&self, timeout: Duration) -> Result<Stamped<Ready>, Error> {
-        self.call(Stage::Ready, "a ready line", move |w| w.wait_ready(timeout))
-            .await
+        self.call(Stage::Startup, "a ready line", move |w| {
+            w.wait_ready(timeout)
+        })
+        .await
     }
 
     /// Sends a request and waits for its reply ([`Worker::request`]).
     pub async fn request(&self, req: Request, timeout: Duration) -> Result<Exchange, Error> {
-        let stage = Stage::Request(req.op().to_owned());
+        let stage = Stage::Request {
+            op: req.op().to_owned(),
+            index: self.asked.fetch_add(1, Ordering::Relaxed) + 1,
+        };
         self.call(stage, "a reply", move |w| w.request(&req, timeout))
             .await
     }

@@ -5,37 +5,10 @@ use std::io;
 use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
+pub use timeline::Stage;
 use worker_proto::FrameError;
 
 use crate::{Escalation, ExitStatus, Finished, NoiseLine};
-
-/// A stage of a worker's life, as named in errors and noise lines.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    /// Starting the process.
-    Spawn,
-    /// Waiting for the ready line.
-    Ready,
-    /// Waiting for the reply to a request with this op.
-    Request(String),
-    /// Sending the shutdown op and waiting for its acknowledgement.
-    Shutdown,
-    /// Waiting for the process to exit.
-    Exit,
-}
-
-impl fmt::Display for Stage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Stage::Spawn => f.write_str("spawn"),
-            Stage::Ready => f.write_str("ready"),
-            Stage::Request(op) => write!(f, "request `{op}`"),
-            Stage::Shutdown => f.write_str("shutdown"),
-            Stage::Exit => f.write_str("exit"),
-        }
-    }
-}
 
 /// What kind of failure it was.
 #[derive(Debug, thiserror::Error)]
@@ -187,10 +160,10 @@ impl Error {
             (ErrorKind::SpawnFailed(_), _) => {
                 "check that the program exists and is executable, that the working directory exists, and that the stderr file's folder is writable".into()
             }
-            (ErrorKind::Timeout { .. }, Stage::Ready) => {
+            (ErrorKind::Timeout { .. }, Stage::Startup) => {
                 "the worker did not write its ready line in time: read its stderr above; if it is only slow, raise the ready timeout; make sure it prints the ready line to stdout and flushes it".into()
             }
-            (ErrorKind::Timeout { .. }, Stage::Request(op)) => format!(
+            (ErrorKind::Timeout { .. }, Stage::Request { op, .. }) => format!(
                 "the worker did not answer `{op}` in time: read its stderr and diagnostics above; if it is only slow, raise the request timeout"
             ),
             (ErrorKind::Timeout { .. }, Stage::Shutdown) => {

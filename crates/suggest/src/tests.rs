@@ -32,7 +32,7 @@ fn violation(root: &Path, file: &str, line: u32, module: &str) -> Violation {
         ],
         origin: None,
         importer: None,
-        moment: None,
+        stage: None,
         t_ns: None,
         cumulative_us: None,
         beneath: vec![],

@@ -11,8 +11,11 @@
 //!   acknowledgement read, exited), the phase durations derived from them,
 //!   CPU time and peak RSS from `wait4`, RSS at ready, how the process
 //!   ended (its [`ExitStatus`] and [`Escalation`]) and the outcome (correct,
-//!   or which check failed). One [`TrialRecord`] is one line of a bench
+//!   or the stage it failed in). One [`TrialRecord`] is one line of a bench
 //!   run's `trials.jsonl`.
+//! - [`Stage`]: the one name for where in its life a worker was (start-up,
+//!   a request, shutdown, ...), which errors, violations, memory readings
+//!   and failed trials all use; [`Timeline::stage_at`] places a moment.
 //! - [`Placement`]: where a run's processes ran (the CPU pinning done).
 //!
 //! What it deliberately does not own: starting or reading processes
@@ -29,11 +32,13 @@ mod clock;
 mod life;
 mod placement;
 mod record;
+mod stage;
 
 pub use clock::monotonic_ns;
 pub use life::{EndMarks, ReadyMark, RequestMark, Timeline};
 pub use placement::Placement;
 pub use record::{
-    Escalation, ExitStatus, HandshakeCheck, Marks, Outcome, PhaseDurations, RoundTrip, TrialKind,
-    TrialRecord, Usage, Variant, WorkerRecord, signal_name,
+    Escalation, ExitStatus, Marks, Outcome, PhaseDurations, RoundTrip, TrialKind, TrialRecord,
+    Usage, Variant, WorkerRecord, signal_name,
 };
+pub use stage::Stage;

@@ -1,7 +1,7 @@
 //! The one timeline of a worker's life: every step `spawn` took with a
 //! worker, stamped on the one clock by `spawn` itself. The trial records
-//! ([`crate::Marks`]) and the import verdict's protocol moments
-//! (`importguard::verdict::Moment`, shown as an import's phase) read it;
+//! ([`crate::Marks`]) and the stages of the import verdict's violations
+//! ([`Timeline::stage_at`], shown as an import's phase) read it;
 //! nobody copies stamps by hand.
 
 use serde::{Deserialize, Serialize};

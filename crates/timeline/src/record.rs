@@ -9,6 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Stage;
+
 /// Warm-up trials are run and recorded but left out of the statistics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -122,54 +124,32 @@ pub enum Escalation {
     Kill,
 }
 
-/// The part of the exact handshake a failed trial did not pass (not to be
-/// confused with `coldstart check`, the import check).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HandshakeCheck {
-    /// The process could not be started.
-    Spawn,
-    /// The ready line did not come, came late, or was wrong.
-    Ready,
-    /// A health round trip failed or answered something else.
-    Health,
-    /// The shutdown acknowledgement did not come or was wrong.
-    ShutdownAck,
-    /// The worker did not exit by itself after the acknowledgement.
-    Exit,
-    /// The worker exited, but not with code 0.
-    ExitStatus,
-    /// The run was interrupted (Ctrl-C) during this trial.
-    Interrupted,
-}
-
-impl HandshakeCheck {
-    /// A short name for tables.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HandshakeCheck::Spawn => "spawn",
-            HandshakeCheck::Ready => "ready",
-            HandshakeCheck::Health => "health",
-            HandshakeCheck::ShutdownAck => "shutdown-ack",
-            HandshakeCheck::Exit => "exit",
-            HandshakeCheck::ExitStatus => "exit-status",
-            HandshakeCheck::Interrupted => "interrupted",
-        }
-    }
-}
-
 /// A trial is correct only if the handshake was exactly right and every
 /// worker exited 0.
+///
+/// Serialized with a `status` tag; a failure names the [`Stage`] it
+/// happened in. Records written before stages (a `check` field of
+/// `spawn`, `ready`, `health`, `shutdown_ack`, `exit`, `exit_status` or
+/// `interrupted`) still read: see [`Stage::from_check`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "status", rename_all = "snake_case")]
+#[serde(tag = "status", rename_all = "snake_case", from = "OutcomeRecord")]
 pub enum Outcome {
     /// Every check passed and every worker exited 0.
     Correct,
-    /// A check failed.
+    /// The worker failed.
     Failed {
-        /// The first check that failed.
-        check: HandshakeCheck,
+        /// The stage it failed in (an exit with a code other than 0 is
+        /// [`Stage::Exit`]).
+        stage: Stage,
         /// What went wrong, for a person.
+        message: String,
+    },
+    /// Cut short by the user (a second Ctrl-C killed the worker): kept and
+    /// marked, not the worker's failure.
+    Interrupted {
+        /// The stage the worker was in.
+        stage: Stage,
+        /// What was cut short, for a person.
         message: String,
     },
 }
@@ -180,15 +160,77 @@ impl Outcome {
         matches!(self, Outcome::Correct)
     }
 
-    /// The worker's own failure, its check and message: `None` for a
-    /// correct trial and for one cut short by the user (Ctrl-C), which is
-    /// kept and marked but is not the worker's failure.
-    pub fn failure(&self) -> Option<(HandshakeCheck, &str)> {
+    /// The worker's own failure, its stage and message: `None` for a
+    /// correct trial and for one cut short by the user (Ctrl-C).
+    pub fn failure(&self) -> Option<(&Stage, &str)> {
         match self {
-            Outcome::Failed { check, message } if *check != HandshakeCheck::Interrupted => {
-                Some((*check, message))
-            }
+            Outcome::Failed { stage, message } => Some((stage, message)),
             _ => None,
+        }
+    }
+}
+
+/// What [`Outcome`] reads: today's records and those written before
+/// stages, whose failures named a `check`.
+#[derive(Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+enum OutcomeRecord {
+    Correct,
+    Failed {
+        #[serde(default)]
+        stage: Option<Stage>,
+        #[serde(default)]
+        check: Option<String>,
+        message: String,
+    },
+    Interrupted {
+        stage: Stage,
+        message: String,
+    },
+}
+
+impl From<OutcomeRecord> for Outcome {
+    fn from(r: OutcomeRecord) -> Outcome {
+        match r {
+            OutcomeRecord::Correct => Outcome::Correct,
+            OutcomeRecord::Interrupted { stage, message } => {
+                Outcome::Interrupted { stage, message }
+            }
+            OutcomeRecord::Failed {
+                stage,
+                check,
+                message,
+            } => match (stage, check.as_deref()) {
+                (Some(stage), _) => Outcome::Failed { stage, message },
+                (None, Some("interrupted")) => Outcome::Interrupted {
+                    stage: Stage::Startup,
+                    message,
+                },
+                (None, check) => Outcome::Failed {
+                    stage: Stage::from_check(check.unwrap_or_default()),
+                    message,
+                },
+            },
+        }
+    }
+}
+
+impl Stage {
+    /// The stage of a failure recorded before stages, by the handshake
+    /// check it named: `spawn`, `ready` (start-up), `health` (a health
+    /// request, its number not recorded: index 0), `shutdown_ack`
+    /// (shutdown), `exit` and `exit_status` (exit). An unknown name is
+    /// start-up, the first stage a failed trial can be in.
+    pub fn from_check(check: &str) -> Stage {
+        match check {
+            "spawn" => Stage::Spawn,
+            "health" => Stage::Request {
+                op: "health".to_owned(),
+                index: 0,
+            },
+            "shutdown_ack" => Stage::Shutdown,
+            "exit" | "exit_status" => Stage::Exit,
+            _ => Stage::Startup,
         }
     }
 }
@@ -431,16 +473,45 @@ mod tests {
 
     #[test]
     fn a_failure_is_the_workers_own_never_a_ctrl_c() {
-        let failed = |check| Outcome::Failed {
-            check,
+        let failed = Outcome::Failed {
+            stage: Stage::Startup,
             message: "no ready line".into(),
         };
         assert_eq!(Outcome::Correct.failure(), None);
+        assert_eq!(failed.failure(), Some((&Stage::Startup, "no ready line")));
+        let cut = Outcome::Interrupted {
+            stage: Stage::Startup,
+            message: "interrupted".into(),
+        };
+        assert_eq!(cut.failure(), None);
+    }
+
+    #[test]
+    fn a_record_written_before_stages_reads_with_its_stage() {
+        let read = |json: &str| serde_json::from_str::<Outcome>(json).unwrap();
         assert_eq!(
-            failed(HandshakeCheck::Ready).failure(),
-            Some((HandshakeCheck::Ready, "no ready line"))
+            read(r#"{"status": "failed", "check": "ready", "message": "m"}"#),
+            Outcome::Failed {
+                stage: Stage::Startup,
+                message: "m".into()
+            }
         );
-        assert_eq!(failed(HandshakeCheck::Interrupted).failure(), None);
+        assert_eq!(
+            read(r#"{"status": "failed", "check": "exit_status", "message": "m"}"#).failure(),
+            Some((&Stage::Exit, "m"))
+        );
+        assert_eq!(
+            read(r#"{"status": "failed", "check": "interrupted", "message": "m"}"#).failure(),
+            None
+        );
+        let now = Outcome::Failed {
+            stage: Stage::Request {
+                op: "health".into(),
+                index: 2,
+            },
+            message: "m".into(),
+        };
+        assert_eq!(read(&serde_json::to_string(&now).unwrap()), now);
     }
 
     pub(crate) fn worker(spawned: u64, ready: u64, exited: u64) -> WorkerRecord {
@@ -526,7 +597,7 @@ mod tests {
     fn record_takes_the_first_failure_and_round_trips_json() {
         let mut bad = worker(1000, 2000, 2100);
         bad.outcome = Outcome::Failed {
-            check: HandshakeCheck::ExitStatus,
+            stage: Stage::Exit,
             message: "exited with code 3".into(),
         };
         bad.exit = Some(ExitStatus::Code(3));
@@ -545,7 +616,7 @@ mod tests {
         assert_eq!(r.max_rss_bytes(), Some(1000));
         let line = serde_json::to_string(&r).unwrap();
         assert!(
-            line.contains(r#""outcome":{"status":"failed","check":"exit_status""#),
+            line.contains(r#""outcome":{"status":"failed","stage":"exit""#),
             "{line}"
         );
         assert!(

@@ -11,6 +11,8 @@ use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
+use timeline::Stage;
+
 use answers::check::Status;
 use serde::Serialize;
 use serde_json::Value;
@@ -29,16 +31,22 @@ pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
 /// How much of a failing step's output is kept.
 const OUTPUT_BYTES: usize = 4000;
 
-/// The step of the model path that failed.
+/// The part of the model path that failed: the worker (in a stage of its
+/// life), one of the config's `verify` requests, or `verify_command`.
+/// Serialized with a `step` tag (`lifecycle`, `request`, `command`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "step", rename_all = "snake_case")]
-pub enum Step {
+pub enum Part {
     /// The worker did not reach ready, or did not answer health or
     /// shutdown, while the `verify` requests were sent.
-    Lifecycle,
+    Lifecycle {
+        /// The stage of its life it failed in.
+        stage: Stage,
+    },
     /// A `verify` request got an error reply, or none.
     Request {
-        /// 1-based, in the config's order.
+        /// 1-based, in the config's order (not the worker's request
+        /// count: health round trips come first).
         index: usize,
         /// Its op.
         op: String,
@@ -47,12 +55,12 @@ pub enum Step {
     Command,
 }
 
-impl fmt::Display for Step {
+impl fmt::Display for Part {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Step::Lifecycle => f.write_str("the worker's lifecycle"),
-            Step::Request { index, op } => write!(f, "verify request {index} (`{op}`)"),
-            Step::Command => f.write_str("verify_command"),
+            Part::Lifecycle { stage } => write!(f, "the worker's lifecycle (at {stage})"),
+            Part::Request { index, op } => write!(f, "verify request {index} (`{op}`)"),
+            Part::Command => f.write_str("verify_command"),
         }
     }
 }
@@ -60,16 +68,16 @@ impl fmt::Display for Step {
 /// A model path that failed: where, and what it said.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Failed {
-    /// The step.
+    /// The part that failed.
     #[serde(flatten)]
-    pub step: Step,
+    pub part: Part,
     /// The failing reply, or the command's status and output (its tail).
     pub output: String,
 }
 
 impl fmt::Display for Failed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed: {}", self.step, self.output)
+        write!(f, "{} failed: {}", self.part, self.output)
     }
 }
 
@@ -91,7 +99,7 @@ impl Hooks for SendVerify<'_> {
                 .to_owned();
             let mut extra = req.clone();
             extra.remove("op");
-            let step = Step::Request {
+            let part = Part::Request {
                 index: i + 1,
                 op: op.clone(),
             };
@@ -100,7 +108,7 @@ impl Hooks for SendVerify<'_> {
                     if let Reply::Error(_) = x.reply {
                         let output = Value::Object(x.reply.to_object()).to_string();
                         self.failed = Some(Failed {
-                            step,
+                            part,
                             output: tail(&output),
                         });
                         return Err(Stop::Refused("a verify request got an error reply".into()));
@@ -108,7 +116,7 @@ impl Hooks for SendVerify<'_> {
                 }
                 Err(e) => {
                     self.failed = Some(Failed {
-                        step,
+                        part,
                         output: tail(&e.to_string()),
                     });
                     return Err(Stop::Ended(e));
@@ -175,7 +183,7 @@ pub fn on_copy(t: &Target, copy: &Path) -> Result<VerifyOutcome> {
         && let Some(failed) = model_path(&moved)?
     {
         return Ok(VerifyOutcome::model_path_failed(
-            failed.step.to_string(),
+            failed.part.to_string(),
             failed.output,
         ));
     }
@@ -202,7 +210,9 @@ pub fn model_path(t: &Target) -> Result<Option<Failed>> {
         }
         if let Err(f) = lived.end {
             return Ok(Some(Failed {
-                step: Step::Lifecycle,
+                part: Part::Lifecycle {
+                    stage: f.stage.clone(),
+                },
                 output: tail(&f.to_string()),
             }));
         }
@@ -225,7 +235,7 @@ pub fn model_path(t: &Target) -> Result<Option<Failed>> {
         };
         if let Some(output) = failed {
             return Ok(Some(Failed {
-                step: Step::Command,
+                part: Part::Command,
                 output: tail(&output),
             }));
         }
@@ -252,7 +262,7 @@ mod tests {
     #[test]
     fn a_failed_step_says_which_and_what() {
         let f = Failed {
-            step: Step::Request {
+            part: Part::Request {
                 index: 2,
                 op: "load".into(),
             },

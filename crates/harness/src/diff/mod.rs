@@ -248,16 +248,12 @@ fn compare_prepared(
         interrupt,
         progress,
     )?;
-    if let Some((r, check, message)) = run.first_failure() {
+    if let Some((r, stage, message)) = run.first_failure() {
         return Ok(error(
             name,
             budgets,
             r.variant,
-            format!(
-                "trial {} failed its `{}` check: {message}",
-                r.trial,
-                check.as_str()
-            ),
+            format!("trial {} failed at {stage}: {message}", r.trial),
         ));
     }
     let s = &run.summary;

@@ -12,7 +12,7 @@ use super::chain::{import_chain_names, recorded_chain};
 use super::missing::{self, Answering};
 use super::model::{
     AllowedHit, ChainSource, Evidence, ImportStatus, LazyUse, ProcessVerdict, RecorderState,
-    Violation, moment_of,
+    Violation,
 };
 use super::policy::{Classification, Policy};
 
@@ -389,7 +389,7 @@ impl Seen<'_, '_> {
             chain_source,
             origin: first.origin().cloned(),
             importer: first.by.clone(),
-            moment: self.timeline.map(|t| moment_of(t, first.t_ns)),
+            stage: self.timeline.map(|t| t.stage_at(first.t_ns)),
             t_ns: Some(first.t_ns),
             cumulative_us,
             beneath,
@@ -427,7 +427,7 @@ fn importtime_violation(
         chain_source: ChainSource::Importtime,
         origin: None,
         importer: None,
-        moment: None,
+        stage: None,
         t_ns: None,
         cumulative_us: Some(log.node(id).cumulative_us),
         beneath: it_beneath.get(&id).cloned().unwrap_or_default(),

@@ -4,12 +4,12 @@
 //! imported whom, and what it cost), its recorder [`Recording`](crate::recorder::Recording) (every
 //! attempt, found or not, blocked, who asked, when) and the worker's
 //! [`Timeline`](timeline::Timeline) (ready, requests, shutdown; `spawn` records it) on the same
-//! monotonic clock, read by [`moment_of`].
+//! monotonic clock, placed by [`Timeline::stage_at`](timeline::Timeline::stage_at).
 //! [`judge`] returns a [`ProcessVerdict`]: one [`Violation`] per forbidden
 //! module that entered the process on its own (a forbidden module imported
 //! by another forbidden module is counted beneath it, not repeated), with
 //! the chain from the top-level import down to it, the first-party line
-//! that started it, the protocol moment (shown as its phase), the cost of its subtree, and
+//! that started it, the protocol stage (shown as its phase), the cost of its subtree, and
 //! whether it was loaded, only attempted, or blocked. [`merge`] folds the
 //! verdicts of a target's fresh processes into one list.
 //!
@@ -42,8 +42,8 @@ pub use judge::{judge, judge_answered};
 pub use merge::{MergedViolation, merge};
 pub use missing::{Answering, EvidenceKind, MissingEvidence, MissingReason};
 pub use model::{
-    AllowedHit, ChainSource, Evidence, ImportStatus, LazyUse, Moment, ProcessVerdict,
-    RecorderState, Violation, moment_of,
+    AllowedHit, ChainSource, Evidence, ImportStatus, LazyUse, ProcessVerdict, RecorderState,
+    Violation,
 };
 pub use policy::{Allowance, Classification, Policy, PolicyError};
 pub use slowest::{

@@ -1,67 +1,15 @@
-//! What a verdict says: the protocol moment of an import, a violation with
+//! What a verdict says: the protocol stage of an import, a violation with
 //! its chain, status, cost and process, and one process's whole verdict.
 
 use std::fmt;
 
 use serde::Serialize;
-use timeline::Timeline;
+use timeline::{Stage, Timeline};
 
 use crate::importtime::ImportLog;
 use crate::recorder::{Channel, Frame, ProcessInfo, Recording};
 
 use super::missing::MissingEvidence;
-
-/// Where in the protocol an import happened: the moment of the worker's
-/// life, shown (and serialized) as the violation's `phase`. Not a timed
-/// interval of the benchmark (that is `phases::Phase`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "phase", rename_all = "snake_case")]
-pub enum Moment {
-    /// Before the worker was ready.
-    Startup,
-    /// After ready, before the first request (a background import).
-    AfterReady,
-    /// After request number `index` (1-based, over all requests) was sent
-    /// and before the next one.
-    Request {
-        /// The request's op.
-        op: String,
-        /// 1-based.
-        index: usize,
-    },
-    /// After the shutdown op was sent.
-    Shutdown,
-}
-
-impl fmt::Display for Moment {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Moment::Startup => f.write_str("start-up"),
-            Moment::AfterReady => f.write_str("after ready, before any request"),
-            Moment::Request { op, index } => write!(f, "{op} request #{index}"),
-            Moment::Shutdown => f.write_str("shutdown"),
-        }
-    }
-}
-
-/// The protocol moment an event at `t_ns` belongs to, on the worker's
-/// timeline (as `spawn` recorded it).
-pub fn moment_of(timeline: &Timeline, t_ns: u64) -> Moment {
-    if timeline.end.shutdown_sent_ns.is_some_and(|s| t_ns >= s) {
-        return Moment::Shutdown;
-    }
-    match timeline.ready_at_ns() {
-        Some(ready) if t_ns >= ready => {}
-        _ => return Moment::Startup,
-    }
-    match timeline.requests.iter().rposition(|r| t_ns >= r.sent_ns) {
-        Some(i) => Moment::Request {
-            op: timeline.requests[i].op.clone(),
-            index: i + 1,
-        },
-        None => Moment::AfterReady,
-    }
-}
 
 /// How far a forbidden import got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -126,10 +74,11 @@ pub struct Violation {
     pub origin: Option<Frame>,
     /// The line that asked for the module itself (recorder).
     pub importer: Option<Frame>,
-    /// The protocol moment (recorder stamp on the harness's timeline);
-    /// serialized as `phase`, the word the report shows it under.
-    #[serde(rename = "phase")]
-    pub moment: Option<Moment>,
+    /// The protocol stage it happened in (recorder stamp placed on the
+    /// harness's timeline); serialized under its first name, `phase`, as
+    /// `{"phase": "startup"}` or `{"phase": "request", "op", "index"}`.
+    #[serde(rename = "phase", serialize_with = "stage_as_phase")]
+    pub stage: Option<Stage>,
     /// Recorder stamp of the first attempt.
     pub t_ns: Option<u64>,
     /// Cumulative import time of its subtree, microseconds (importtime).
@@ -228,4 +177,20 @@ pub struct Evidence<'a> {
     pub recording: Option<&'a Recording>,
     /// The worker's timeline (`None`: nothing was run).
     pub timeline: Option<&'a Timeline>,
+}
+
+/// A violation's stage in the check's JSON, in the shape it first had:
+/// `{"phase": NAME}`, a request's `op` and `index` beside it.
+fn stage_as_phase<S: serde::Serializer>(stage: &Option<Stage>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let Some(stage) = stage else {
+        return s.serialize_none();
+    };
+    let mut m = s.serialize_map(None)?;
+    m.serialize_entry("phase", stage.name())?;
+    if let Stage::Request { op, index } = stage {
+        m.serialize_entry("op", op)?;
+        m.serialize_entry("index", index)?;
+    }
+    m.end()
 }

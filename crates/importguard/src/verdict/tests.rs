@@ -6,7 +6,7 @@ use crate::recorder::{self, Recording};
 use std::collections::BTreeMap;
 
 use crate::importtime::ImportLog;
-use timeline::{EndMarks, ReadyMark, RequestMark, Timeline};
+use timeline::{EndMarks, ReadyMark, RequestMark, Stage, Timeline};
 
 fn policy() -> Policy {
     Policy::new(
@@ -113,7 +113,7 @@ fn an_eager_re_export_is_loaded_at_start_up_with_its_chain_line_and_cost() {
         ["<frozen runpy>:112", "__init__.py:5", "model.py:3"],
         "the re-export line is named"
     );
-    assert_eq!(torch.moment, Some(Moment::Startup));
+    assert_eq!(torch.stage, Some(Stage::Startup));
     assert_eq!(torch.cumulative_us, Some(292));
     assert_eq!(torch.beneath, ["torch._C"]);
     assert_eq!(origin(&v.violations[1]), "workers/eagerworker/model.py:4");
@@ -142,7 +142,7 @@ fn import_module_has_no_importtime_line_but_the_recorder_names_it() {
     assert_eq!(origin(torch), "workers/dynworker.py:8");
     assert!(!torch.in_importtime);
     assert_eq!(torch.cumulative_us, Some(133), "its submodules' subtrees");
-    assert_eq!(torch.moment, None, "no timeline, no phase");
+    assert_eq!(torch.stage, None, "no timeline, no phase");
 }
 
 #[test]
@@ -185,14 +185,14 @@ fn an_import_while_answering_health_belongs_to_that_request() {
     );
     let torch = &v.violations[0];
     assert_eq!(
-        torch.moment,
-        Some(Moment::Request {
+        torch.stage,
+        Some(Stage::Request {
             op: "health".into(),
             index: 1
         })
     );
     assert_eq!(
-        torch.moment.as_ref().unwrap().to_string(),
+        torch.stage.as_ref().unwrap().to_string(),
         "health request #1"
     );
     assert_eq!(torch.importer.as_ref().unwrap().func, "probe_device");
@@ -404,13 +404,13 @@ fn phases_follow_the_harness_timeline() {
             ..EndMarks::default()
         },
     };
-    let at = |t| moment_of(&tl, t).to_string();
+    let at = |t| tl.stage_at(t).to_string();
     assert_eq!(at(5), "start-up");
     assert_eq!(at(100), "after ready, before any request");
     assert_eq!(at(250), "health request #1");
     assert_eq!(at(399), "health request #2");
     assert_eq!(at(400), "shutdown");
-    assert_eq!(moment_of(&Timeline::default(), 7), Moment::Startup);
+    assert_eq!(Timeline::default().stage_at(7), Stage::Startup);
 }
 
 #[test]
@@ -514,8 +514,8 @@ fn children_are_judged_in_their_processes_and_merged_per_worker() {
         assert_eq!((p.image.pid, p.relation), (pid, recorder::Relation::Child));
         assert_eq!(p.started_at.as_ref().unwrap().line, 19);
         assert_eq!(
-            x.moment,
-            Some(Moment::Request {
+            x.stage,
+            Some(Stage::Request {
                 op: "health".into(),
                 index: 1
             })

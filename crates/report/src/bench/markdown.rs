@@ -172,8 +172,8 @@ pub fn render(s: &RunSummary) -> String {
     }
     if t.failed > 0 {
         o.push_str("\n## Failures\n\n");
-        for (check, n) in &t.failed_by_check {
-            o.push_str(&format!("- {n} at `{check}`\n"));
+        for (stage, n) in &t.failed_by_stage {
+            o.push_str(&format!("- {n} at `{stage}`\n"));
         }
         o.push_str("\nEach failed trial's message is in `trials.jsonl` (`outcome.message`).\n");
     }
@@ -272,7 +272,7 @@ mod tests {
             "faster",
             "## Resources",
             "## Failures",
-            "- 1 at `health`",
+            "- 1 at `health request`",
             "## Warnings",
             "**`python3` is a shim**",
             "PYTHONPROFILEIMPORTTIME",

@@ -176,7 +176,10 @@ pub(crate) mod fixture {
         }
         let mut bad = trial(i, 6, TrialKind::Measured, Variant::A, 61.0);
         bad.outcome = Outcome::Failed {
-            check: HandshakeCheck::Health,
+            stage: timeline::Stage::Request {
+                op: "health".into(),
+                index: 1,
+            },
             message: "the worker sent `{\"op\": \"error\"}`\nmore".into(),
         };
         v.push(bad);

@@ -125,7 +125,7 @@ pub fn markdown(serve: &[ServeStats], memory: &[MemoryView]) -> String {
             let _ = writeln!(
                 o,
                 "| {} | {} | {} | {} | {} | {} | {} |",
-                p.at.words(),
+                p.at.brief(),
                 mib(p.traced_current_bytes),
                 mib(p.traced_peak_bytes),
                 opt(p.rss_bytes),
@@ -139,7 +139,7 @@ pub fn markdown(serve: &[ServeStats], memory: &[MemoryView]) -> String {
                 let _ = writeln!(
                     o,
                     "| {} after listing the sites (the reading's own cost) | {} | - | {} | - | - | - |",
-                    p.at.words(),
+                    p.at.brief(),
                     mib(t),
                     mib(r)
                 );
@@ -310,7 +310,7 @@ pub fn svg_panels(
                     LEFT - 6.0,
                     y + 12.0,
                     m.variant,
-                    esc(p.at.words()),
+                    esc(&p.at.brief()),
                     bx(rss),
                     bx(p.traced_current_bytes as f64),
                     colour(m.variant),
@@ -370,9 +370,10 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use phases::memory::{MemoryPoint, Moment};
+    use phases::memory::MemoryPoint;
     use phases::serve::Load;
     use phases::stats::Resampling;
+    use timeline::Stage;
 
     fn stats_and_records() -> (Vec<ServeStats>, Vec<RequestRecord>) {
         let load = Load::open(10.0, 1.0);
@@ -421,8 +422,8 @@ mod tests {
             rss_after_reading_bytes: None,
         };
         let points = vec![
-            p(Moment::Ready, 2 << 20, 30 << 20),
-            p(Moment::Exit, 2 << 20, 31 << 20),
+            p(Stage::Ready, 2 << 20, 30 << 20),
+            p(Stage::Exit, 2 << 20, 31 << 20),
         ];
         MemoryView {
             variant: Variant::A,

@@ -109,7 +109,7 @@ fn story(v: &MergedViolation, root: &Path) -> String {
             );
         }
     }
-    if let Some(p) = &x.moment {
+    if let Some(p) = &x.stage {
         let _ = write!(s, "\nphase: {p}");
     }
     if let Some(c) = v.median_cumulative_us.or(x.cumulative_us) {

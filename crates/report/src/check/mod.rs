@@ -153,7 +153,7 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
             let _ = writeln!(out, "    asked by: {}:{}", show_path(&i.file, cwd), i.line);
         }
         let phase = x
-            .moment
+            .stage
             .as_ref()
             .map_or_else(|| "unknown".to_owned(), ToString::to_string);
         let _ = writeln!(out, "    phase: {phase}");
@@ -555,7 +555,7 @@ mod tests {
                 func: "<module>".into(),
             }),
             importer: None,
-            moment: Some(verdict::Moment::Request {
+            stage: Some(timeline::Stage::Request {
                 op: "health".into(),
                 index: 1,
             }),

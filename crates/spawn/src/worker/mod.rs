@@ -290,7 +290,7 @@ impl Worker {
     /// Waits for the ready line. Noise lines before it are kept. Any error
     /// ends the worker (group killed and reaped) before it is returned.
     pub fn wait_ready(&mut self, timeout: Duration) -> Result<Stamped<Ready>, Error> {
-        let stage = Stage::Ready;
+        let stage = Stage::Startup;
         let expected = format!(
             r#"a ready line {{"ready": true, ...}} on {}"#,
             self.wire().ready_from
@@ -354,7 +354,10 @@ impl Worker {
     /// requests unread.)
     pub fn send(&mut self, req: &Request) -> Result<u64, Error> {
         let op = req.op().to_owned();
-        let stage = Stage::Request(op.clone());
+        let stage = Stage::Request {
+            op: op.clone(),
+            index: self.timeline.requests.len() + 1,
+        };
         let wire = self.wire();
         let expected = format!(r#"to write {{"op": "{op}"}} to the worker's {}"#, wire.to);
         if self.ended || self.link.is_none() {
@@ -401,11 +404,12 @@ impl Worker {
     /// answer out of order), else to the oldest; a reply with that
     /// request's op, or an `error` reply. Any error ends the worker.
     pub fn recv(&mut self, timeout: Duration) -> Result<Stamped<Reply>, Error> {
-        let op = self
-            .pending
-            .front()
-            .map(|(i, _)| self.timeline.requests[*i].op.clone());
-        let stage = Stage::Request(op.clone().unwrap_or_default());
+        let front = self.pending.front().map(|(i, _)| *i);
+        let op = front.map(|i| self.timeline.requests[i].op.clone());
+        let stage = Stage::Request {
+            op: op.clone().unwrap_or_default(),
+            index: front.map_or(self.timeline.requests.len(), |i| i + 1),
+        };
         let from = self.wire().from;
         let expected = match &op {
             Some(op) => {
@@ -1022,13 +1026,13 @@ mod tests {
         let noise = vec![NoiseLine {
             text: "Loading checkpoint shards: 100%".to_owned(),
             read_at_ns: 1,
-            stage: Stage::Ready,
+            stage: Stage::Startup,
         }];
         let err = Error::new(ErrorDetail {
             kind: ErrorKind::Timeout {
                 after: Duration::from_secs(2),
             },
-            stage: Stage::Ready,
+            stage: Stage::Startup,
             command: "PYTHONPATH=worker python3 -m refworker --test-echo".to_owned(),
             expected: r#"a ready line {"ready": true, ...} on stdout"#.to_owned(),
             status: Some(finished.status),

@@ -47,7 +47,7 @@ fn hand_made(chain: &[&str], lines: Vec<Option<Frame>>) -> Violation {
         chain_lines: lines,
         origin: None,
         importer: None,
-        moment: None,
+        stage: None,
         t_ns: None,
         cumulative_us: None,
         beneath: vec![],
