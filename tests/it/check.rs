@@ -564,10 +564,10 @@ fn check_reference_worker_import_tree_snapshot() {
     insta::assert_snapshot!("refworker_import_tree", String::from_utf8(text).unwrap());
 }
 
-/// `check --processes 1 --bench 2 -- PYTHON [FLAGS] well_behaved.py`.
-fn bench_of(python_flags: &[&str]) -> std::process::Output {
+/// `cargo xtask check-cost --processes 1 --rounds 2 -- PYTHON [FLAGS] well_behaved.py`.
+fn check_cost_of(python_flags: &[&str]) -> std::process::Output {
     crate::support::xtask()
-        .args(["check", "--processes", "1", "--bench", "2", "--"])
+        .args(["check-cost", "--processes", "1", "--rounds", "2", "--"])
         .arg(crate::support::python())
         .args(python_flags)
         .arg(crate::support::fixtures().join("workers/well_behaved.py"))
@@ -575,11 +575,11 @@ fn bench_of(python_flags: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-/// `--bench` through the CLI: the recorder's own line, with its ratio,
+/// `check-cost` through xtask: the recorder's own line, with its ratio,
 /// interval and the budget, beside the check's figures.
 #[test]
-fn bench_measures_the_recorder_alone_against_a_plain_lifecycle() {
-    let out = bench_of(&[]);
+fn check_cost_measures_the_recorder_alone_against_a_plain_lifecycle() {
+    let out = check_cost_of(&[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -604,8 +604,8 @@ fn bench_measures_the_recorder_alone_against_a_plain_lifecycle() {
 /// A worker the recorder cannot reach (`-I` ignores PYTHONPATH) gets no
 /// recorder figure: the benchmark stops with the reason, exit 2.
 #[test]
-fn bench_gives_no_recorder_figure_where_the_recorder_did_not_run() {
-    let out = bench_of(&["-I"]);
+fn check_cost_gives_no_recorder_figure_where_the_recorder_did_not_run() {
+    let out = check_cost_of(&["-I"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(

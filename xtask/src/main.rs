@@ -2,7 +2,8 @@
 //!
 //! The same subcommands as the installed `coldstart`, with the workspace
 //! root as the project and the reference worker as the built-in default; plus the workspace-only tasks: `test`
-//! (provision, lint, the whole suite), `bench-parser`, `dist` (the wheel) and
+//! (provision, lint, the whole suite), `bench-parser`, `probe-check` and
+//! `check-cost` (the tool measured against itself), `dist` (the wheel) and
 //! `modcycles` (no module cycle inside a crate). Everything else
 //! lives in the library crates (`coldstart` for the CLI, `harness` for
 //! orchestration). Keep its dependency list short: it is built on every
@@ -34,6 +35,12 @@ enum Task {
     Coldstart(coldstart::Command),
     /// Benchmark the importtime parser on a large log (throughput, peak memory).
     BenchParser(tasks::bench_parser::Args),
+    /// Check bench against an independent Python probe on the same worker
+    /// (alternating trials; both medians and their ratio).
+    ProbeCheck(tasks::self_check::ProbeArgs),
+    /// What the check costs: the whole check, the recorder alone and an
+    /// instrumented lifecycle against one plain lifecycle, interleaved.
+    CheckCost(tasks::self_check::CostArgs),
     /// Build the `coldstart` wheel (maturin, `bindings = "bin"`, with the pytest
     /// plugin; manylinux2014 through zig) and the man pages.
     Dist(tasks::dist::Args),
@@ -50,6 +57,8 @@ fn main() -> ExitCode {
             .map_err(anyhow::Error::from)
             .and_then(|project| coldstart::run(command, &project)),
         Task::BenchParser(args) => tasks::bench_parser::run(args),
+        Task::ProbeCheck(args) => tasks::self_check::probe_check(args),
+        Task::CheckCost(args) => tasks::self_check::check_cost(args),
         Task::Dist(args) => tasks::dist::run(args),
         Task::Modcycles(args) => tasks::modcycles::run(args),
         Task::Test(args) => tasks::test::run(args),

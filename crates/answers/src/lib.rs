@@ -1,7 +1,7 @@
 //! answers: every answer coldstart gives, as data.
 //!
 //! What it owns: the types of each answer a command prints or writes
-//! ([`check`], [`diff`], [`lazy`], [`dump`], [`compare`]), the schema id
+//! ([`check`], [`diff`], [`lazy`], [`dump`], [`compare`], [`bench`](mod@bench)'s exit rule), the schema id
 //! each JSON carries (all `coldstart.<answer>/<version>`; the bench
 //! summary's is [`BENCH_SUMMARY_SCHEMA`]), the rules that turn an answer
 //! into an exit code, the budgets a diff is held to, and the words an
@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod check;
 pub mod compare;
 pub mod diff;

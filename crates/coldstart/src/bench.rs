@@ -1,8 +1,8 @@
 //! `coldstart bench`: a worker's start-up and shutdown over repeated fresh
 //! trials (the harness's trial loop), with a progress bar on a terminal,
 //! the summary table, and the run's files. `--vs` compares a second worker
-//! interleaved; `--probe-check` checks the harness against an independent
-//! probe instead.
+//! interleaved. (The bench measured against an independent probe is the
+//! workspace's `cargo xtask probe-check`, not a user's flag.)
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use harness::serve::ServeOptions;
-use harness::trials::{self, BenchOptions, Progress};
+use harness::trials::{self, Bench, BenchOptions, Progress};
 use harness::{OnPress, Target};
 use phases::stats::Resampling;
 use timeline::TrialKind;
@@ -75,11 +75,6 @@ pub struct Args {
     /// Resampling seed (ChaCha8): the same records and seed give the same intervals.
     #[arg(long, default_value_t = 0x5eed)]
     seed: u64,
-    /// Instead of a benchmark, check the harness against an independent
-    /// Python probe (subprocess, readline, time.monotonic), alternating on
-    /// the same worker; prints both medians and their ratio.
-    #[arg(long, conflicts_with_all = ["vs", "precision"])]
-    probe_check: bool,
     /// The worker command, instead of a target.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
@@ -208,8 +203,8 @@ impl Progress for Bar {
         self.0.finish_and_clear();
     }
 
-    fn extra(&mut self, extra: &trials::Extra) {
-        eprintln!("{extra}");
+    fn announce(&mut self, event: &trials::Event) {
+        eprintln!("{event}");
     }
 }
 
@@ -219,21 +214,6 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         project.one_target(args.target.as_deref(), &args.command)?,
         &args.env,
     );
-    if args.probe_check {
-        let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
-        let check = harness::probe_check::probe_check(
-            a,
-            args.warmup,
-            args.trials.unwrap_or(20),
-            &interrupt,
-        )?;
-        print!("{}", check.render());
-        return Ok(if check.agrees() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
-    }
     let b = match &args.vs {
         Some(vs) => Some(pick_vs(project, vs, &args.env)?),
         None => None,
@@ -248,20 +228,12 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         health: args.health,
         concurrency: args.concurrency,
         noise_threshold: args.noise_threshold,
-        // `--vs` without a fixed count runs until the question is answered.
-        sequential: (b.is_some() && args.trials.is_none() && args.precision.is_none()).then(|| {
-            let mut rule = phases::sequential::StopRule {
-                threshold: args.noise_threshold,
-                ..phases::sequential::StopRule::default()
-            };
-            if let Some(n) = args.max_rounds {
-                rule.max_rounds = n;
-            }
-            if let Some(s) = args.max_seconds {
-                rule.max_seconds = s;
-            }
-            rule
-        }),
+        // With --vs and no fixed count: rounds until the question is answered.
+        sequential: Some(phases::sequential::StopRule::with_budgets(
+            args.noise_threshold,
+            args.max_rounds,
+            args.max_seconds,
+        )),
         bootstrap: Resampling {
             resamples: args.resamples,
             seed: args.seed,
@@ -279,24 +251,14 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         root: project.root.clone(),
     };
     // Every flag is checked before the output folder is made.
-    opts.check()?;
-    trials::refuse_importtime(&a)?;
-    if let Some(b) = &b {
-        trials::refuse_importtime(b)?;
-    }
-    harness::serve::check(&opts.serve, &a)?;
-    let opts = BenchOptions {
-        out: trials::out_dir(&project.root, args.out.as_deref(), started_ms)?,
-        ..opts
-    };
+    let bench = Bench::new(a, b, opts)?;
+    let bench = bench.write_to(trials::out_dir(
+        &project.root,
+        args.out.as_deref(),
+        started_ms,
+    )?);
     let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
-    let run = trials::run(
-        a,
-        b,
-        &opts,
-        &interrupt,
-        &mut Bar(indicatif::ProgressBar::hidden()),
-    )?;
+    let run = bench.run(&interrupt, &mut Bar(indicatif::ProgressBar::hidden()))?;
     print!("{}", report::bench::terminal::render(&run.summary));
     let serve_text = report::bench::markdown::serve_sections(&run.summary);
     if !serve_text.is_empty() {
@@ -332,15 +294,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             run.dir.display()
         );
     }
-    Ok(if !run.missing.is_empty() {
-        ExitCode::from(2)
-    } else if run.interrupted {
-        crate::signals::interrupted_code(&interrupt)
-    } else if run.failed() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::from(run.exit_code()))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `coldstart check`: the import-boundary check of every target (its old
 //! name `import-boundary` stays as a hidden alias, so scripts written for it
-//! keep working), printed as text or JSON; `--bench N` measures what the
-//! check costs instead. Exit codes: 0 every target holds; 1 a violation; 2
+//! keep working), printed as text or JSON. (What the check costs is the
+//! workspace's `cargo xtask check-cost`, not a user's flag.) Exit codes: 0 every target holds; 1 a violation; 2
 //! a worker could not be checked (crash, timeout, protocol error) or the
 //! tool could not do its job; 128 + the signal when SIGINT (130), SIGTERM
 //! (143) or SIGHUP (129) cut it short.
@@ -86,16 +86,10 @@ pub struct Args {
     /// Also print the whole importtime tree of the first process.
     #[arg(long)]
     tree: bool,
-    /// Instead of reporting, benchmark the check: N interleaved rounds of
-    /// the whole check of the first target against one plain lifecycle of
-    /// its worker (spawn, ready, health, shutdown; no importtime, no
-    /// recorder) and one instrumented lifecycle; prints medians and ratios.
-    #[arg(long, value_name = "N", conflicts_with_all = ["log", "json", "format", "tree"])]
-    bench: Option<usize>,
     /// For each violation, the smallest safe patch that keeps the module out
     /// of start-up (verified on a copy of the project before it is shown),
     /// as a unified diff `git apply` takes; changes nothing on disk.
-    #[arg(long, conflicts_with_all = ["log", "bench", "module"])]
+    #[arg(long, conflicts_with_all = ["log", "module"])]
     suggest: bool,
     /// With --suggest: write the verified patches, then check again (exit 0
     /// only if the violations are gone).
@@ -165,13 +159,6 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         }
     } else {
         let targets = targets(&args, project)?;
-        if let Some(rounds) = args.bench {
-            let cost = check::bench::bench(&targets[0], opts.check, rounds)?;
-            let mut text = String::new();
-            report::check::render_cost(&cost, &mut text);
-            print!("{text}");
-            return Ok(ExitCode::SUCCESS);
-        }
         // Targets with `snapshot = true`: their start-up tree must not drift.
         let gated: Vec<harness::Target> = match &project.config {
             Some(config) => targets_for_snapshot(&args, project)?

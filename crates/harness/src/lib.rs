@@ -12,7 +12,7 @@
 //!   `answers::check::TargetReport`; the one verification of a patched
 //!   copy ([`check::verify`]: the check there, then the target's model
 //!   path, its `verify` requests and `verify_command`); and what the check costs
-//!   ([`check::bench`]).
+//!   ([`check::cost`], `cargo xtask check-cost`).
 //! - [`check_run`]: the whole `check` command as one call (each target,
 //!   suggest, fix and the second check, the snapshot gate, the exit code
 //!   that result implies).
@@ -29,7 +29,10 @@
 //!   or an installed copy named when one does not).
 //! - [`trials`]: the bench's trial loop (warm-up, interleaving, precision,
 //!   concurrency), its files (`trials.jsonl`, `summary.json`, ...), and
-//!   [`probe_check`], the bench measured against an independent probe.
+//!   [`probe_check`], the bench measured against an independent probe
+//!   (`cargo xtask probe-check`).
+//! - [`side`]: one side of a bench run, ready to spawn, as the trials, the
+//!   serve phase and the memory view take it.
 //! - [`serve`] and [`memory`]: the serve phase after ready and the memory
 //!   view, each on a fresh untimed worker.
 //! - [`profile`]: a worker's start-up under `py-spy record`.
@@ -67,6 +70,7 @@ pub mod profile;
 pub mod provenance;
 pub mod pyspy;
 pub mod serve;
+pub mod side;
 pub mod snapshot;
 pub mod target;
 pub mod trials;

@@ -20,7 +20,8 @@ use timeline::Variant;
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::lifecycle::{Cause, Hooks, Lifecycle, Started, Stop};
-use crate::serve::{Plan, Side, clip, serve, short_error};
+use crate::serve::{Plan, clip, serve, short_error};
+use crate::side::Side;
 
 /// The body of the memory view's bootstrap, run after the recorder's shared
 /// prelude.
@@ -33,7 +34,7 @@ const TOP_SITES: usize = 15;
 /// The memory view of one fresh worker, untimed: tracemalloc from
 /// interpreter start; readings at ready, after the serve phase (when one
 /// is planned) and at exit; peak RSS from `wait4`.
-pub fn run_memory(side: &Side<'_>, plan: Option<&Plan>, stop: &Interrupt) -> Result<MemoryView> {
+pub fn run_memory(side: &Side, plan: Option<&Plan>, stop: &Interrupt) -> Result<MemoryView> {
     let variant = side.variant;
     // The recorder's own way to inject a bootstrap: a private folder, the
     // shared prelude (chaining to the environment's sitecustomize, writing

@@ -1,4 +1,4 @@
-//! `bench --probe-check`: bench's own trial and an independent Python probe
+//! `cargo xtask probe-check`: bench's own trial and an independent Python probe
 //! (`probe.py`: subprocess, readline, `time.monotonic`, as a person would
 //! measure it by hand), alternating on the same worker, compared by their
 //! median ready times. A harness that adds its own delays, or misses the
@@ -16,8 +16,9 @@ use timeline::{TrialKind, Variant};
 
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
+use crate::side::{REMOVED_ENV, Side};
 use crate::target::Target;
-use crate::trials::{REMOVED_ENV, Side, run_trial};
+use crate::trials::run_trial;
 
 /// The probe, written to a temporary folder and run with `-I -B`.
 const PROBE: &str = include_str!("probe.py");

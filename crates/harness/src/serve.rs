@@ -484,19 +484,6 @@ impl Hooks for Serving<'_> {
     }
 }
 
-/// One side of a bench run, as the serve phase and memory view need it.
-#[derive(Debug)]
-pub struct Side<'a> {
-    /// A or B.
-    pub variant: Variant,
-    /// Its target.
-    pub target: &'a Target,
-    /// How its workers are driven.
-    pub lifecycle: &'a Lifecycle,
-    /// Its command, as the timed trials ran it.
-    pub cmd: &'a spawn::Command,
-}
-
 /// Checks the serve options against a target before any trial runs, so a
 /// typo fails at once rather than after the timed trials.
 pub fn check(opts: &ServeOptions, target: &Target) -> Result<()> {

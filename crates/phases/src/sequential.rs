@@ -110,6 +110,24 @@ impl Default for StopRule {
     }
 }
 
+impl StopRule {
+    /// The default rule with the noise band `threshold` and, where given,
+    /// the round and time budgets (what `bench --vs` and its config run).
+    pub fn with_budgets(
+        threshold: f64,
+        max_rounds: Option<usize>,
+        max_seconds: Option<f64>,
+    ) -> StopRule {
+        let default = StopRule::default();
+        StopRule {
+            threshold,
+            max_rounds: max_rounds.unwrap_or(default.max_rounds),
+            max_seconds: max_seconds.unwrap_or(default.max_seconds),
+            ..default
+        }
+    }
+}
+
 /// A stopping rule that cannot be followed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]

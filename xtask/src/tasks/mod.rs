@@ -4,6 +4,7 @@ pub mod bench_parser;
 pub mod dist;
 pub mod interpreters;
 pub mod modcycles;
+pub mod self_check;
 pub mod steps;
 pub mod system;
 pub mod test;

@@ -13,13 +13,13 @@
 //!
 //! The result is a [`answers::check::TargetReport`]: its JSON schema and its
 //! exit code's rule live in `answers::check`, its text in `report::check`;
-//! [`crate::check_run`] is the whole `check` command as one call. [`bench`](mod@bench) measures
-//! what the check costs beside the worker's own lifecycle.
+//! [`crate::check_run`] is the whole `check` command as one call. [`cost`](mod@cost) measures
+//! what the check costs beside the worker's own lifecycle (`cargo xtask check-cost`).
 //!
 //! A worker that could not be checked wins over a violation: the check is
 //! incomplete, and the report still lists what was seen.
 
-pub mod bench;
+pub mod cost;
 pub mod suggest;
 pub mod verify;
 

@@ -186,7 +186,7 @@ fn compare_prepared(
     prepared: &outputs::Prepared,
 ) -> Result<TargetDiff> {
     let name = head.name.as_str();
-    progress.extra(&crate::trials::Extra::Instrumented {
+    progress.announce(&crate::trials::Event::Instrumented {
         target: name.to_owned(),
         processes: opts.instrumented.max(1),
     });
@@ -238,7 +238,7 @@ fn compare_prepared(
     let dir = opts.out.join(name);
     std::fs::create_dir_all(&dir).map_err(|e| crate::error::Error::io("create", &dir, e))?;
     let bench = BenchOptions::sequential(rule, opts.warmup, opts.bootstrap, dir, opts.root.clone());
-    progress.extra(&crate::trials::Extra::Timed {
+    progress.announce(&crate::trials::Event::Timed {
         target: name.to_owned(),
     });
     let run = trials::run(

@@ -1,4 +1,4 @@
-//! `--bench N` of the check: what the whole check costs beside the
+//! What the whole check costs beside the
 //! worker's own lifecycle. N interleaved rounds, after one warm-up of each:
 //! the whole check of a target, one plain lifecycle of its worker (spawn,
 //! ready, health, shutdown; no importtime, no recorder), one lifecycle with
@@ -27,10 +27,11 @@ use crate::error::{Error, Result, invalid};
 use crate::lifecycle::Lifecycle;
 use crate::target::Target;
 
-/// Runs `rounds` interleaved rounds and returns every figure, in ms.
-pub fn bench(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost> {
+/// Runs `rounds` interleaved rounds and returns every figure, in ms
+/// (`cargo xtask check-cost`).
+pub fn cost(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost> {
     if rounds == 0 {
-        invalid!("--bench needs at least 1 round");
+        invalid!("the check's cost needs at least 1 round (--rounds)");
     }
     let policy = policy_of(t)?;
     let lifecycle = Lifecycle::of(t);

@@ -1,0 +1,90 @@
+//! The tool measured against itself, not a user's worker: `cargo xtask
+//! probe-check` (bench's ready time against an independent Python probe on
+//! the same worker) and `cargo xtask check-cost` (what the whole check, and
+//! the recorder alone, cost beside one plain lifecycle). The figures in
+//! docs/bench.md come from these.
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+use harness::{Interrupt, OnPress};
+use settings::Project;
+
+use super::project_root;
+
+/// `probe-check`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    /// A target from the workspace's config (default: the reference worker).
+    #[arg(long)]
+    target: Option<String>,
+    /// Warm-up rounds, left out of the figures.
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
+    /// Measured rounds: one bench trial and one probe trial each.
+    #[arg(long, default_value_t = 20)]
+    trials: usize,
+    /// The worker command, instead of a target.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// `check-cost`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct CostArgs {
+    /// A target from the workspace's config (default: the reference worker).
+    #[arg(long)]
+    target: Option<String>,
+    /// Interleaved rounds, after one warm-up of each.
+    #[arg(long, default_value_t = 21)]
+    rounds: usize,
+    /// Fresh processes of the check (overrides the target's; default 3).
+    #[arg(long, value_name = "N")]
+    processes: Option<usize>,
+    /// Make forbidden imports fail with an ImportError, as `check --block`.
+    #[arg(long)]
+    block: bool,
+    /// The worker command, instead of a target.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+/// A Ctrl-C that kills the workers, said on stderr.
+fn interrupt(on_press: OnPress) -> Result<Interrupt> {
+    Ok(Interrupt::ctrl_c(on_press, |press| eprintln!("\n{press}"))?)
+}
+
+/// Bench against the probe: exit 0 when the ratio's interval holds 1
+/// within the stated band, 1 when not.
+pub fn probe_check(args: ProbeArgs) -> Result<ExitCode> {
+    let project = Project::workspace(&project_root())?;
+    let target = project.one_target(args.target.as_deref(), &args.command)?;
+    let interrupt = interrupt(OnPress::FinishThenKill)?;
+    let check = harness::probe_check::probe_check(target, args.warmup, args.trials, &interrupt)?;
+    print!("{}", check.render());
+    Ok(if check.agrees() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The check's cost: medians, ratios and the physical floor, printed.
+pub fn check_cost(args: CostArgs) -> Result<ExitCode> {
+    let project = Project::workspace(&project_root())?;
+    let mut target = project.one_target(args.target.as_deref(), &args.command)?;
+    match args.processes {
+        Some(0) => bail!("--processes must be at least 1"),
+        Some(n) => target.processes = n,
+        None => {}
+    }
+    let opts = harness::check::CheckOptions {
+        block: args.block,
+        tree: false,
+    };
+    let cost = harness::check::cost::cost(&target, opts, args.rounds)?;
+    let mut text = String::new();
+    report::check::render_cost(&cost, &mut text);
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
