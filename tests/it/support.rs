@@ -26,28 +26,9 @@ pub fn assert_well_formed_svg(svg: &str) {
     }
 }
 
-/// Waits, at most `bound`, until process `pid` has exited, on a pidfd the
-/// kernel makes readable at its exit; true when it has (or was gone
-/// already). What a test uses to see that a process it found ends, without
-/// sleeping.
-pub fn wait_until_gone(pid: u32, bound: std::time::Duration) -> bool {
-    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new fd.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    if fd < 0 {
-        return true;
-    }
-    let mut poll = libc::pollfd {
-        fd: fd as i32,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = i32::try_from(bound.as_millis()).unwrap_or(i32::MAX);
-    // SAFETY: one valid pollfd; the fd is ours and closed right after.
-    let ready = unsafe { libc::poll(&mut poll, 1, ms) };
-    // SAFETY: closing the fd pidfd_open returned.
-    unsafe { libc::close(fd as i32) };
-    ready == 1
-}
+/// Waits, at most a bound, until a process has exited (on a pidfd): the
+/// one wait, `test_interpreters::wait_until_gone`.
+pub use test_interpreters::wait_until_gone;
 
 /// The workspace root.
 pub fn root() -> &'static Path {

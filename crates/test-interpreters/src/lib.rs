@@ -26,11 +26,14 @@
 //! provisions what the suite needs and says so through [`PROVISIONED`], a
 //! missing one fails the case; outside it, the case prints one plain
 //! `NOT RUN: …` line and returns. No case passes silently without running.
+//! [`wait_until_gone`] is the suites' one wait for a process they started
+//! (an interpreter, mostly) to end.
 //! Used by tests only (and by xtask for [`provisioned`] and
-//! [`PROVISIONED`]); std only.
+//! [`PROVISIONED`]); std and libc only.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// The environment variable naming the `3.<minor>` interpreter:
 /// `COLDSTART_PYTHON3_15` for 3.15.
@@ -197,4 +200,27 @@ fn version_checked(python: &Path, minor: u32) -> Option<PathBuf> {
     let exe = lines.next()?;
     (out.status.success() && version == format!("3.{minor}") && !exe.is_empty())
         .then(|| PathBuf::from(exe))
+}
+
+/// Waits, at most `bound`, until process `pid` has exited, on a pidfd the
+/// kernel makes readable at its exit; true when it has (or was gone
+/// already). What a test uses to see that a process it found ends, without
+/// sleeping.
+pub fn wait_until_gone(pid: u32, bound: Duration) -> bool {
+    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new fd.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return true;
+    }
+    let mut poll = libc::pollfd {
+        fd: fd as i32,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = i32::try_from(bound.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: one valid pollfd; the fd is ours and closed right after.
+    let ready = unsafe { libc::poll(&mut poll, 1, ms) };
+    // SAFETY: closing the fd pidfd_open returned.
+    unsafe { libc::close(fd as i32) };
+    ready == 1
 }
