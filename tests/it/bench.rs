@@ -4,15 +4,12 @@
 //! time. The Ctrl-C test waits by watching trials.jsonl grow, not by
 //! sleeping a fixed time.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use timeline::TrialRecord;
 
-use crate::support;
+use crate::support::{self, lines_in, signal_and_wait, trials, wait_for_trials};
 
 fn standin() -> PathBuf {
     support::fixtures().join("bench").join("standin.py")
@@ -49,26 +46,12 @@ pub(crate) fn bench(out: &Path, flags: &[&str], argv: &[String]) -> std::process
         .args(flags)
         .arg("--")
         .args(argv);
-    let output = cmd.output().expect("running cargo xtask bench");
-    eprintln!(
-        "--- stdout ---\n{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
+    support::printed(cmd.output().expect("running cargo xtask bench"))
 }
 
 pub(crate) fn summary(out: &Path) -> Value {
     let text = std::fs::read_to_string(out.join("summary.json")).expect("summary.json");
     serde_json::from_str(&text).expect("summary.json is JSON")
-}
-
-fn trials(out: &Path) -> Vec<TrialRecord> {
-    let text = std::fs::read_to_string(out.join("trials.jsonl")).expect("trials.jsonl");
-    assert!(text.ends_with('\n'), "every record line is complete");
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad record {l}: {e}")))
-        .collect()
 }
 
 #[test]
@@ -262,12 +245,6 @@ fn an_interleaved_run_gives_up_on_the_side_that_never_completes() {
 }
 
 /// Lines in a file, 0 when it does not exist yet.
-fn lines_in(path: &Path) -> usize {
-    std::fs::read(path)
-        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
-        .unwrap_or(0)
-}
-
 #[test]
 fn bench_ctrl_c_keeps_finished_trials_and_summarises_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -285,27 +262,9 @@ fn bench_ctrl_c_keeps_finished_trials_and_summarises_them() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("starting cargo xtask bench");
-    let log = out.join("trials.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while lines_in(&log) < 3 {
-        assert!(Instant::now() < deadline, "no 3 trials within 2 minutes");
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("bench ended early with {status}");
-        }
-        // Watching the file: a short pause between looks, not a fixed wait.
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
-    let status = child.wait().unwrap();
-    let mut stdout = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    assert_eq!(status.code(), Some(130), "{stdout}");
+    wait_for_trials(&mut child, &out.join("trials.jsonl"), 3);
+    let (code, stdout, stderr) = signal_and_wait(&mut child, libc::SIGINT);
+    assert_eq!(code, Some(130), "{stdout}{stderr}");
     let recs = trials(&out);
     assert!(recs.len() >= 3 && recs.len() < 1000, "{}", recs.len());
     assert!(recs.iter().all(|r| r.outcome.is_correct()));

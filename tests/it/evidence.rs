@@ -34,15 +34,6 @@ fn check_with(py: &Path, fixture: &str, args: &[&str]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), text)
 }
 
-/// The Python 3.15 the PEP 810 cases need, or `None` after the NOT RUN line.
-fn python315(what: &str) -> Option<std::path::PathBuf> {
-    let found = test_interpreters::interpreter(15);
-    if found.is_none() {
-        println!("NOT RUN: {what}: {}", test_interpreters::not_found(15));
-    }
-    found
-}
-
 #[test]
 fn a_re_exec_with_a_scrubbed_environment_is_an_error_that_says_why_never_a_pass() {
     re_exec_scrubbed(python());
@@ -140,7 +131,8 @@ fn pools_and_exec(py: &Path) {
 
 #[test]
 fn pep_810_lazy_import_made_real_in_health_fails_there_and_untouched_passes() {
-    let Some(py) = python315("PEP 810 `lazy import` through the check") else {
+    let Some(py) = test_interpreters::required(15, "PEP 810 `lazy import` through the check")
+    else {
         return;
     };
     let (code, text) = check_with(&py, "lazy_import315.py", &[]);
@@ -157,7 +149,7 @@ fn pep_810_lazy_import_made_real_in_health_fails_there_and_untouched_passes() {
 
 #[test]
 fn every_evidence_case_holds_with_python_3_15() {
-    let Some(py) = python315("the evidence cases with Python 3.15") else {
+    let Some(py) = test_interpreters::required(15, "the evidence cases with Python 3.15") else {
         return;
     };
     re_exec_scrubbed(&py);

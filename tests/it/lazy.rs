@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{coldstart_bin, fixtures, python};
+use crate::support::{coldstart_bin, copy_dir, fixtures, python};
 
 /// A copy of the fixture project with its `coldstart.toml`: the stand-ins
 /// on `PYTHONPATH`, the `load` and `format` requests as its model path.
@@ -37,14 +37,8 @@ fn fixture_project(
     extra: &str,
 ) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(fixtures().join("lazy").join(name))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
     let root = dir.path().join(name);
+    copy_dir(&fixtures().join("lazy").join(name), &root);
     let command: Vec<String> = std::iter::once(python.display().to_string())
         .chain(args.iter().map(|a| a.to_string()))
         .map(|a| format!("{a:?}"))
@@ -204,11 +198,7 @@ fn fix_writes_only_the_safe_cut_and_prices_the_project_again() {
 
 #[test]
 fn on_python_3_15_the_cut_is_a_pep_810_lazy_import_and_on_older_ones_never() {
-    let Some(py315) = test_interpreters::interpreter(15) else {
-        println!(
-            "NOT RUN: coldstart lazy on Python 3.15: {}",
-            test_interpreters::not_found(15)
-        );
+    let Some(py315) = test_interpreters::required(15, "coldstart lazy on Python 3.15") else {
         return;
     };
     let (_dir, root) = project_with(&py315);

@@ -5,9 +5,12 @@
 //! `_coldstart` for the command. fish: `complete -C` completes a subcommand
 //! and a flag. zsh and fish are Debian packages that `cargo xtask test`
 //! installs; there a missing one fails its test, and a plain `cargo test`
-//! on a machine without it says NOT RUN.
+//! on a machine without it says NOT RUN (`test_interpreters::installed`).
 
+use std::path::Path;
 use std::process::Command;
+
+use test_interpreters::installed;
 
 use crate::support::coldstart_bin;
 
@@ -21,7 +24,7 @@ fn completions(shell: &str) -> String {
 }
 
 fn bash(script: &str) -> String {
-    run("bash", &["--norc", "--noprofile", "-c", script])
+    run(Path::new("bash"), &["--norc", "--noprofile", "-c", script])
 }
 
 #[test]
@@ -70,33 +73,23 @@ fn zsh_and_fish_scripts_name_the_command_and_its_subcommands() {
     }
 }
 
-/// The shell at `path`, or `None` after a NOT RUN line when it is missing
-/// outside `cargo xtask test` (which installs it: there, missing fails).
-fn shell(path: &str) -> Option<&str> {
-    if std::path::Path::new(path).exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var_os("COLDSTART_SYSTEM_PROVISIONED").is_none(),
-        "{path} is missing although cargo xtask test provisioned the system packages"
-    );
-    eprintln!("NOT RUN: {path} is not installed (cargo xtask test installs it)");
-    None
-}
-
-fn run(shell: &str, args: &[&str]) -> String {
+fn run(shell: &Path, args: &[&str]) -> String {
     let out = Command::new(shell)
         .args(args)
         .env("COLDSTART", coldstart_bin())
         .output()
         .expect("the shell runs");
-    assert!(out.status.success(), "{shell} {args:?}: {out:?}");
+    assert!(
+        out.status.success(),
+        "{} {args:?}: {out:?}",
+        shell.display()
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]
 fn zsh_registers_the_completion_function_for_the_command() {
-    let Some(zsh) = shell("/usr/bin/zsh") else {
+    let Some(zsh) = installed("/usr/bin/zsh", "zsh registers the completion") else {
         return;
     };
     let out = run(
@@ -119,7 +112,7 @@ whence -w _coldstart"#,
 
 #[test]
 fn fish_completes_subcommands_and_flags() {
-    let Some(fish) = shell("/usr/bin/fish") else {
+    let Some(fish) = installed("/usr/bin/fish", "fish completes") else {
         return;
     };
     let complete = |line: &str| {

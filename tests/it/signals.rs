@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{self, KillOnDrop};
+use crate::support::{self, KillOnDrop, lines_in, signal_and_wait, wait_for_trials};
 
 fn hang_fixture() -> PathBuf {
     support::fixtures()
@@ -211,23 +211,7 @@ impl Running {
 
     /// Signals the harness and waits for its end: (exit code, stdout, stderr).
     fn signal_and_wait(&mut self, sig: i32) -> (Option<i32>, String, String) {
-        // SAFETY: kill(2) on our own child's pid.
-        assert_eq!(unsafe { libc::kill(self.harness.id() as i32, sig) }, 0);
-        let (mut out, mut err) = (String::new(), String::new());
-        self.harness
-            .stdout
-            .take()
-            .unwrap()
-            .read_to_string(&mut out)
-            .unwrap();
-        self.harness
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
-        let status = self.harness.wait().unwrap();
-        (status.code(), out, err)
+        signal_and_wait(&mut self.harness, sig)
     }
 }
 
@@ -319,37 +303,9 @@ fn sigterm_of_bench_keeps_the_finished_trials_and_exits_143() {
         .expect("coldstart bench runs");
     let _reaper = KillOnDrop(child.id() as i32);
     let log = out.join("trials.jsonl");
-    let lines = || {
-        std::fs::read(&log)
-            .map(|b| b.iter().filter(|&&c| c == b'\n').count())
-            .unwrap_or(0)
-    };
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while lines() < 3 {
-        assert!(Instant::now() < deadline, "no 3 trials within 2 minutes");
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("bench ended early with {status}");
-        }
-        // Watching the file: a short pause between looks, not a fixed wait.
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    // SAFETY: kill(2) on our own child's pid.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(143), "{stdout}{stderr}");
+    wait_for_trials(&mut child, &log, 3);
+    let (code, stdout, stderr) = signal_and_wait(&mut child, libc::SIGTERM);
+    assert_eq!(code, Some(143), "{stdout}{stderr}");
     assert!(
         stderr.contains("interrupted by SIGTERM: the bench stopped after "),
         "{stderr}"
@@ -367,7 +323,7 @@ fn sigterm_of_bench_keeps_the_finished_trials_and_exits_143() {
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(summary["trials"]["interrupted"], true);
-    let trials = lines();
+    let trials = lines_in(&log);
     assert!((3..1000).contains(&trials), "{trials}");
     assert_eq!(summary["trials"]["run"], trials);
 }

@@ -17,7 +17,7 @@ use worker_proto::{
     FrameError, HealthStatus, MAX_LINE_BYTES, Object, Reply, Request, escaped_prefix,
 };
 
-use crate::support;
+use crate::support::{self, assert_group_gone, ps};
 
 const READY: Duration = Duration::from_secs(2);
 const REQUEST: Duration = Duration::from_secs(2);
@@ -43,27 +43,6 @@ fn worker_cmd(name: &str) -> Command {
 
 fn start(name: &str) -> Worker {
     Worker::spawn(&worker_cmd(name)).expect("spawning a stand-in worker")
-}
-
-fn ps() -> String {
-    std::process::Command::new("ps")
-        .args(["-eo", "pid,pgid,stat,cmd"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default()
-}
-
-/// No process of the group exists any more, not even a zombie.
-#[track_caller]
-fn assert_group_gone(pgid: u32) {
-    // SAFETY: kill with signal 0 only checks for existence.
-    let rc = unsafe { libc::kill(-(pgid as i32), 0) };
-    let err = io::Error::last_os_error();
-    assert!(
-        rc == -1 && err.raw_os_error() == Some(libc::ESRCH),
-        "process group {pgid} still has processes:\n{}",
-        ps()
-    );
 }
 
 /// The process is gone (reaped), not lingering as a zombie or alive.

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::{fixtures, python, xtask};
+use crate::support::{code_and_text, coldstart_bin, copy_dir, fixtures, printed, python, xtask};
 
 fn run(dir: &Path, extra: &[&str]) -> Output {
     let suggest = fixtures().join("suggest");
@@ -23,25 +23,12 @@ fn run(dir: &Path, extra: &[&str]) -> Output {
         .arg("--")
         .arg(python())
         .args(["-m", "seedworker"]);
-    let out = cmd.output().unwrap();
-    eprintln!(
-        "exit {:?}\n{}\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    printed(cmd.output().unwrap())
 }
 
 fn copy_seed() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(fixtures().join("suggest/seed"))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    copy_dir(&fixtures().join("suggest/seed"), &dir.path().join("seed"));
     dir
 }
 
@@ -96,14 +83,8 @@ fn fix_writes_the_cut_and_the_check_then_passes() {
 /// given extra lines.
 fn plugin_project(extra: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let status = std::process::Command::new("cp")
-        .arg("-r")
-        .arg(fixtures().join("suggest/plugin"))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
     let root = dir.path().join("plugin");
+    copy_dir(&fixtures().join("suggest/plugin"), &root);
     let suggest = fixtures().join("suggest");
     std::fs::write(
         root.join("coldstart.toml"),
@@ -119,19 +100,12 @@ fn plugin_project(extra: &str) -> (tempfile::TempDir, std::path::PathBuf) {
 }
 
 fn suggest_in(root: &Path) -> (Option<i32>, String) {
-    let out = std::process::Command::new(crate::support::coldstart_bin())
-        .args(["check", "--suggest"])
-        .current_dir(root)
-        .env_remove("PYTHONPATH")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprintln!("exit {:?}\n{text}", out.status.code());
-    (out.status.code(), text)
+    code_and_text(
+        std::process::Command::new(coldstart_bin())
+            .args(["check", "--suggest"])
+            .current_dir(root)
+            .env_remove("PYTHONPATH"),
+    )
 }
 
 #[test]

@@ -1,11 +1,17 @@
-//! Shared helpers for the integration tests: where things are, which Python
-//! to run, and how to run `cargo xtask` as a user would.
+//! Shared helpers for the integration tests, the one place for them: where
+//! things are, which Python to run, how to run `cargo xtask` and
+//! `coldstart` as a user would, git, bench records, and processes (found by
+//! marker, waited for, their groups proved gone).
 
 #![allow(dead_code)]
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use timeline::TrialRecord;
 
 /// Panics unless `svg` is well-formed XML with an `<svg>` root: every SVG a
 /// test has coldstart write goes through it, so a browser opens each one.
@@ -20,28 +26,9 @@ pub fn assert_well_formed_svg(svg: &str) {
     }
 }
 
-/// Waits, at most `bound`, until process `pid` has exited, on a pidfd the
-/// kernel makes readable at its exit; true when it has (or was gone
-/// already). What a test uses to see that a process it found ends, without
-/// sleeping.
-pub fn wait_until_gone(pid: u32, bound: std::time::Duration) -> bool {
-    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new fd.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    if fd < 0 {
-        return true;
-    }
-    let mut poll = libc::pollfd {
-        fd: fd as i32,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = i32::try_from(bound.as_millis()).unwrap_or(i32::MAX);
-    // SAFETY: one valid pollfd; the fd is ours and closed right after.
-    let ready = unsafe { libc::poll(&mut poll, 1, ms) };
-    // SAFETY: closing the fd pidfd_open returned.
-    unsafe { libc::close(fd as i32) };
-    ready == 1
-}
+/// Waits, at most a bound, until a process has exited (on a pidfd): the
+/// one wait, `test_interpreters::wait_until_gone`.
+pub use test_interpreters::wait_until_gone;
 
 /// The workspace root.
 pub fn root() -> &'static Path {
@@ -91,50 +78,224 @@ pub fn xtask() -> assert_cmd::Command {
 /// Path of the xtask binary, built on first use into this run's target dir.
 pub fn xtask_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        // This test binary is <target>/debug/deps/it-HASH.
-        let exe = std::env::current_exe().expect("current_exe");
-        let profile_dir = exe.parent().and_then(Path::parent).expect("target/debug");
-        let target_dir = profile_dir.parent().expect("target dir");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "--package", "xtask", "--bin", "xtask"])
-            .arg("--target-dir")
-            .arg(target_dir)
-            .current_dir(root())
-            .status()
-            .expect("cargo build -p xtask");
-        assert!(status.success(), "building xtask failed");
-        profile_dir.join("xtask")
-    })
+    BIN.get_or_init(|| built("xtask", "xtask"))
 }
 
 /// Path of the installed-style `coldstart` binary, built on first use into
 /// this run's target dir.
 pub fn coldstart_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("current_exe");
-        let profile_dir = exe.parent().and_then(Path::parent).expect("target/debug");
-        let target_dir = profile_dir.parent().expect("target dir");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "--quiet",
-                "--package",
-                "coldstart",
-                "--bin",
-                "coldstart",
-            ])
-            .arg("--target-dir")
-            .arg(target_dir)
-            .current_dir(root())
-            .status()
-            .expect("cargo build -p coldstart");
-        assert!(status.success(), "building coldstart failed");
-        profile_dir.join("coldstart")
-    })
+    BIN.get_or_init(|| built("coldstart", "coldstart"))
+}
+
+/// `cargo build --package PACKAGE --bin BIN` into this run's target dir;
+/// the binary's path.
+fn built(package: &str, bin: &str) -> PathBuf {
+    // This test binary is <target>/debug/deps/it-HASH.
+    let exe = std::env::current_exe().expect("current_exe");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("target/debug");
+    let target_dir = profile_dir.parent().expect("target dir");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--quiet", "--package", package, "--bin", bin])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .current_dir(root())
+        .status()
+        .unwrap_or_else(|e| panic!("cargo build -p {package}: {e}"));
+    assert!(status.success(), "building {package} failed");
+    profile_dir.join(bin)
+}
+
+/// `cargo ARGS` in `examples/ml-service`, its own workspace, sharing this
+/// run's target folder so coldstart's compiled crates are reused; stdin
+/// closed, PYTHONPATH unset. Prints what it ran.
+pub fn example_cargo(args: &[&str]) -> Output {
+    let exe = std::env::current_exe().unwrap();
+    let target_dir = exe.ancestors().nth(3).expect("target dir").to_path_buf();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let example = root().join("examples/ml-service");
+    eprintln!("$ cd {} && cargo {}", example.display(), args.join(" "));
+    Command::new(cargo)
+        .args(args)
+        .current_dir(&example)
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .env_remove("PYTHONPATH")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// `out`, once printed (exit code, stdout, stderr) for a failure's log.
+pub fn printed(out: Output) -> Output {
+    eprintln!(
+        "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Sends `sig` to `child` (started with stdout and stderr piped) and reads
+/// both to their end, then waits for it: (exit code, stdout, stderr).
+pub fn signal_and_wait(child: &mut Child, sig: i32) -> (Option<i32>, String, String) {
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+    let (mut out, mut err) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .expect("stdout piped")
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .expect("stderr piped")
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    (status.code(), out, err)
+}
+
+/// Runs `cmd` (stdin closed) to its end: its exit code and its stdout then
+/// stderr as one text, both printed.
+pub fn code_and_text(cmd: &mut Command) -> (Option<i32>, String) {
+    let out = cmd.stdin(Stdio::null()).output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("exit {:?}\n{text}", out.status.code());
+    (out.status.code(), text)
+}
+
+/// `git ARGS` in `dir`, with a committer set and signing off; panics when
+/// it fails.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// Copies the folder `from` to `to`, `__pycache__` left out.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.path().is_dir() {
+            if e.file_name() != "__pycache__" {
+                copy_dir(&e.path(), &dest);
+            }
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// The `purelib` site-packages folder of the interpreter `python` (a
+/// venv's `bin/python`: that venv's).
+pub fn site_packages(python: &Path) -> PathBuf {
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// The records of a bench run's `trials.jsonl` in `out`, every line whole.
+pub fn trials(out: &Path) -> Vec<TrialRecord> {
+    let text = std::fs::read_to_string(out.join("trials.jsonl")).expect("trials.jsonl");
+    assert!(text.ends_with('\n'), "every record line is complete");
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad record {l}: {e}")))
+        .collect()
+}
+
+/// How many lines the file at `path` has so far (0 before it exists).
+pub fn lines_in(path: &Path) -> usize {
+    std::fs::read(path)
+        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+        .unwrap_or(0)
+}
+
+/// Waits (at most two minutes) until the bench `child` has written `n`
+/// records to `log` (its `trials.jsonl`), while it still runs.
+pub fn wait_for_trials(child: &mut Child, log: &Path, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while lines_in(log) < n {
+        assert!(Instant::now() < deadline, "no {n} trials within 2 minutes");
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("bench ended early with {status}");
+        }
+        // Watching the file: a short pause between looks, not a fixed wait.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A marker no other process on the machine has in its argv: the suite's
+/// `topic`, the test's `name`, this test process's pid.
+pub fn marker(topic: &str, name: &str) -> String {
+    format!("coldstart-{topic}-{name}-{}", std::process::id())
+}
+
+/// Every live process whose argv holds `marker`: (pid, argv).
+pub fn running_with(marker: &str) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let argv = String::from_utf8_lossy(&raw).replace('\0', " ");
+        if argv.contains(marker) {
+            found.push((pid, argv));
+        }
+    }
+    found
+}
+
+/// `ps`'s view of every process (pid, group, state, command), for a
+/// failure's message.
+pub fn ps() -> String {
+    Command::new("ps")
+        .args(["-eo", "pid,pgid,stat,cmd"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+/// No process of the group exists any more, not even a zombie.
+#[track_caller]
+pub fn assert_group_gone(pgid: u32) {
+    // SAFETY: kill with signal 0 only checks for existence.
+    let rc = unsafe { libc::kill(-(pgid as i32), 0) };
+    let err = std::io::Error::last_os_error();
+    assert!(
+        rc == -1 && err.raw_os_error() == Some(libc::ESRCH),
+        "process group {pgid} still has processes:\n{}",
+        ps()
+    );
 }
 
 /// Kills the process (the harness a test started) when the test ends,

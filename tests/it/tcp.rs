@@ -14,7 +14,7 @@ use spawn::worker_proto::Request;
 use spawn::{Command, ErrorKind, ShutdownPolicy, Stage, Transport, Worker};
 use timeline::TrialRecord;
 
-use crate::support;
+use crate::support::{self, assert_group_gone, trials};
 
 const READY: Duration = Duration::from_secs(30);
 const REQUEST: Duration = Duration::from_secs(15);
@@ -30,25 +30,7 @@ fn policy() -> ShutdownPolicy {
 
 /// A marker no other process on the machine has in its argv.
 fn marker(name: &str) -> String {
-    format!("coldstart-tcp-{name}-{}", std::process::id())
-}
-
-/// Every live process whose argv holds `marker`.
-fn running_with(marker: &str) -> Vec<(u32, String)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let argv = String::from_utf8_lossy(&raw).replace('\0', " ");
-        if argv.contains(marker) {
-            found.push((pid, argv));
-        }
-    }
-    found
+    support::marker("tcp", name)
 }
 
 /// Every process whose command line holds `marker` ends: each one found is
@@ -57,19 +39,12 @@ fn running_with(marker: &str) -> Vec<(u32, String)> {
 /// itself once coldstart has exited: it is waited for, not counted.)
 #[track_caller]
 fn assert_nothing_left(marker: &str) {
-    let left: Vec<String> = running_with(marker)
+    let left: Vec<String> = support::running_with(marker)
         .into_iter()
         .filter(|(pid, _)| !support::wait_until_gone(*pid, Duration::from_secs(30)))
         .map(|(pid, argv)| format!("{pid}: {argv}"))
         .collect();
     assert!(left.is_empty(), "processes left running: {left:#?}");
-}
-
-#[track_caller]
-fn assert_group_gone(pgid: u32) {
-    // SAFETY: kill with signal 0 only checks for existence.
-    let rc = unsafe { libc::kill(-(pgid as i32), 0) };
-    assert!(rc == -1, "process group {pgid} still has processes");
 }
 
 /// The reference worker over TCP, with `task` as its marker.
@@ -289,21 +264,17 @@ fn tcp_stdout_is_not_the_protocol_and_a_closed_stdout_does_not_end_the_wait() {
 // ---- through the command line -----------------------------------------------
 
 fn coldstart(dir: &Path, args: &[&str], argv: &[String]) -> Output {
-    let out = std::process::Command::new(support::coldstart_bin())
-        .current_dir(dir)
-        .args(args)
-        .arg("--")
-        .args(argv)
-        .env("PYTHONPATH", support::worker_dir())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    eprintln!(
-        "--- stdout ---\n{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    support::printed(
+        std::process::Command::new(support::coldstart_bin())
+            .current_dir(dir)
+            .args(args)
+            .arg("--")
+            .args(argv)
+            .env("PYTHONPATH", support::worker_dir())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap(),
+    )
 }
 
 #[test]
@@ -365,13 +336,6 @@ fn tcp_check_on_a_target_that_says_tcp_and_never_gets_ready_shows_the_stack() {
     // The timeout's stack names where the worker hangs.
     assert!(all.contains("waiting_for_a_model"), "{all}");
     assert_nothing_left(&mark);
-}
-
-fn trials(out: &Path) -> Vec<TrialRecord> {
-    let text = std::fs::read_to_string(out.join("trials.jsonl")).expect("trials.jsonl");
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad record {l}: {e}")))
-        .collect()
 }
 
 #[test]

@@ -14,22 +14,15 @@ use crate::support;
 
 /// A marker no other process on the machine has in its argv.
 fn marker(name: &str) -> String {
-    format!("coldstart-tokio-{name}-{}", std::process::id())
+    support::marker("tokio", name)
 }
 
-/// Every live process whose argv holds `marker`.
-fn running_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(raw) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let argv = String::from_utf8_lossy(&raw).replace('\0', " ");
-        if argv.contains(marker) {
-            found.push(format!("{}: {argv}", entry.file_name().to_string_lossy()));
-        }
-    }
-    found
+/// Nothing whose argv holds `mark` runs any more, right as this is called
+/// (no wait: the front has reaped every worker and its group by then).
+#[track_caller]
+fn assert_none_running(mark: &str) {
+    let left = support::running_with(mark);
+    assert!(left.is_empty(), "left running: {left:#?}");
 }
 
 fn stall(mark: &str, mode: &str) -> Command {
@@ -85,8 +78,7 @@ fn tokio_front_many_workers_dropped_mid_request_leave_nothing() {
     // request has returned and its worker is reaped.
     drop(rt);
     assert_eq!(pids.len(), 6);
-    let left = running_with(&mark);
-    assert!(left.is_empty(), "left running: {left:#?}");
+    assert_none_running(&mark);
 }
 
 #[test]
@@ -105,8 +97,7 @@ fn tokio_front_runtime_shutdown_while_a_worker_starts_leaves_nothing() {
     let pid = started_rx.recv().unwrap();
     assert!(pid > 0);
     drop(rt);
-    let left = running_with(&mark);
-    assert!(left.is_empty(), "left running: {left:#?}");
+    assert_none_running(&mark);
 }
 
 #[test]
@@ -154,27 +145,12 @@ fn tokio_front_a_hung_worker_times_out_with_its_hook_and_a_tcp_worker_lives_whol
         assert!(fin.connected_ns.is_some());
     });
     drop(rt);
-    let left = running_with(&mark);
-    assert!(left.is_empty(), "left running: {left:#?}");
+    assert_none_running(&mark);
 }
 
 #[test]
 fn tokio_front_the_example_service_s_pool_replaces_a_hung_worker_and_shuts_down() {
-    // `examples/ml-service` is its own workspace; it shares this run's
-    // target folder so coldstart's compiled crates are reused.
-    let exe = std::env::current_exe().unwrap();
-    let target_dir = exe.ancestors().nth(3).expect("target dir").to_path_buf();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let example = support::root().join("examples/ml-service");
-    eprintln!("$ cd {} && cargo run -q -p ml-service", example.display());
-    let out = std::process::Command::new(cargo)
-        .args(["run", "-q", "-p", "ml-service"])
-        .current_dir(&example)
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .env_remove("PYTHONPATH")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = support::example_cargo(&["run", "-q", "-p", "ml-service"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),

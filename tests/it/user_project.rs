@@ -9,27 +9,15 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::support::{coldstart_bin, fixtures, python};
+use crate::support::{
+    code_and_text, coldstart_bin, copy_dir, example_cargo, fixtures, git, printed, python,
+    site_packages, venv_python,
+};
 
 /// A user's project: its root (kept alive by the temp dir).
 struct UserProject {
     _dir: tempfile::TempDir,
     root: PathBuf,
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.path().is_dir() {
-            if e.file_name() != "__pycache__" {
-                copy_dir(&e.path(), &dest);
-            }
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }
 
 fn project() -> UserProject {
@@ -57,20 +45,15 @@ fn project() -> UserProject {
 /// `coldstart ARGS` run from `dir`, stdin closed; prints what it ran.
 fn coldstart(dir: &Path, args: &[&str]) -> Output {
     eprintln!("$ cd {} && coldstart {}", dir.display(), args.join(" "));
-    let out = std::process::Command::new(coldstart_bin())
-        .args(args)
-        .current_dir(dir)
-        .env_remove("PYTHONPATH")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("coldstart runs");
-    eprintln!(
-        "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    printed(
+        std::process::Command::new(coldstart_bin())
+            .args(args)
+            .current_dir(dir)
+            .env_remove("PYTHONPATH")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("coldstart runs"),
+    )
 }
 
 fn stdout(o: &Output) -> String {
@@ -311,7 +294,7 @@ fn the_wheel_installs_with_pip_its_pytest_plugin_fails_with_the_chain_and_its_co
     );
     // ... and as auditwheel, reading every versioned glibc symbol the
     // binary needs, finds it.
-    let auditwheel = crate::support::venv_python().with_file_name("auditwheel");
+    let auditwheel = venv_python().with_file_name("auditwheel");
     let shown = std::process::Command::new(&auditwheel)
         .arg("show")
         .arg(&wheel)
@@ -424,20 +407,9 @@ fn man_page_renders(page: &Path) {
 /// pass once the project is fixed.
 fn pytest_plugin_fails_with_the_chain_then_passes_after_the_fix(venv: &Path, root: &Path) {
     let py = venv.join("bin/python");
-    let site = |python: &Path| {
-        let out = std::process::Command::new(python)
-            .args([
-                "-c",
-                "import sysconfig; print(sysconfig.get_path('purelib'))",
-            ])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-    };
-    let test_venv_site = site(&crate::support::venv_python());
+    let test_venv_site = site_packages(&venv_python());
     std::fs::write(
-        site(&py).join("coldstart-test-venv.pth"),
+        site_packages(&py).join("coldstart-test-venv.pth"),
         format!("{}\n", test_venv_site.display()),
     )
     .unwrap();
@@ -453,30 +425,22 @@ fn pytest_plugin_fails_with_the_chain_then_passes_after_the_fix(venv: &Path, roo
             root.display(),
             args.join(" ")
         );
-        let out = std::process::Command::new(&py)
-            .args(["-m", "pytest", "-p", "no:cacheprovider"])
-            .args(args)
-            .current_dir(root)
-            // For `coldstart.module("eagerworker")`: the package and its stand-ins.
-            .env(
-                "PYTHONPATH",
-                format!(
-                    "{}:{}",
-                    root.join("src").display(),
-                    root.join("stand-ins").display()
-                ),
-            )
-            .env_remove("COLDSTART_BIN")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        eprintln!("exit {:?}\n{text}", out.status.code());
-        (out.status.code(), text)
+        code_and_text(
+            std::process::Command::new(&py)
+                .args(["-m", "pytest", "-p", "no:cacheprovider"])
+                .args(args)
+                .current_dir(root)
+                // For `coldstart.module("eagerworker")`: the package and its stand-ins.
+                .env(
+                    "PYTHONPATH",
+                    format!(
+                        "{}:{}",
+                        root.join("src").display(),
+                        root.join("stand-ins").display()
+                    ),
+                )
+                .env_remove("COLDSTART_BIN"),
+        )
     };
     for args in [&["-q"][..], &["-q", "-n", "2"][..]] {
         let (code, text) = pytest(args);
@@ -511,21 +475,7 @@ fn pytest_plugin_fails_with_the_chain_then_passes_after_the_fix(venv: &Path, roo
 
 #[test]
 fn the_example_projects_own_xtask_runs_the_check_through_the_library() {
-    // `examples/ml-service` is its own workspace; it shares this run's
-    // target folder so coldstart's compiled crates are reused.
-    let exe = std::env::current_exe().unwrap();
-    let target_dir = exe.ancestors().nth(3).expect("target dir").to_path_buf();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let example = crate::support::root().join("examples/ml-service");
-    eprintln!("$ cd {} && cargo xtask check", example.display());
-    let out = std::process::Command::new(cargo)
-        .args(["xtask", "check"])
-        .current_dir(&example)
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .env_remove("PYTHONPATH")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let out = example_cargo(&["xtask", "check"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -676,23 +626,6 @@ fn hooks_repo(dir: &Path) -> PathBuf {
     repo
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
-
 #[test]
 fn the_pre_commit_hooks_run_through_try_repo_and_fail_with_the_chain_until_the_fix() {
     let p = project();
@@ -712,24 +645,16 @@ fn the_pre_commit_hooks_run_through_try_repo_and_fail_with_the_chain_until_the_f
             p.root.display(),
             hooks.display()
         );
-        let out = std::process::Command::new(crate::support::venv_python())
-            .args(["-m", "pre_commit", "try-repo"])
-            .arg(&hooks)
-            .args([hook, "--all-files", "--verbose"])
-            .current_dir(&p.root)
-            .env("PATH", &path)
-            .env("PRE_COMMIT_HOME", &cache)
-            .env_remove("PYTHONPATH")
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        eprintln!("exit {:?}\n{text}", out.status.code());
-        (out.status.code(), text)
+        code_and_text(
+            std::process::Command::new(venv_python())
+                .args(["-m", "pre_commit", "try-repo"])
+                .arg(&hooks)
+                .args([hook, "--all-files", "--verbose"])
+                .current_dir(&p.root)
+                .env("PATH", &path)
+                .env("PRE_COMMIT_HOME", &cache)
+                .env_remove("PYTHONPATH"),
+        )
     };
     let (code, text) = try_repo("coldstart-check");
     assert_eq!(code, Some(1), "{text}");

@@ -307,18 +307,10 @@ mod tests {
         assert_eq!(parse_pressure("garbage"), None);
     }
 
-    /// The real interpreter behind `python3`, as the tests' support finds it.
-    fn real_python() -> PathBuf {
-        let out = Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .expect("python3 runs");
-        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-    }
-
     #[test]
     fn a_shim_script_is_flagged_and_the_real_interpreter_is_not() {
-        let real = real_python();
+        // The real interpreter behind `python3`: the tests' one lookup.
+        let real = test_interpreters::default_python();
         let dir = tempfile::tempdir().unwrap();
         let shim = dir.path().join("python3");
         std::fs::write(
@@ -335,7 +327,7 @@ mod tests {
         assert_eq!(info.resolved.as_deref(), Some(shim.to_str().unwrap()));
         assert_eq!(
             std::fs::canonicalize(info.executable.as_deref().unwrap()).unwrap(),
-            std::fs::canonicalize(&real).unwrap()
+            std::fs::canonicalize(real).unwrap()
         );
         assert!(info.note.unwrap().contains("script"));
         assert_eq!(info.implementation.as_deref(), Some("cpython"));

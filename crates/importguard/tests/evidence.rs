@@ -395,11 +395,7 @@ fn an_execv_into_a_second_image_is_judged_in_that_image() {
 
 #[test]
 fn pep_810_lazy_import_used_in_health_fails_with_both_lines_and_untouched_passes() {
-    let Some(py) = test_interpreters::interpreter(15) else {
-        println!(
-            "NOT RUN: PEP 810 `lazy import` case: {}",
-            test_interpreters::not_found(15)
-        );
+    let Some(py) = test_interpreters::required(15, "PEP 810 `lazy import` case") else {
         return;
     };
     let py = py.into_os_string();

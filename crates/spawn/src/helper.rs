@@ -526,7 +526,7 @@ mod tests {
         // every interpreter start of that environment hangs in `site`.
         let dir = tempfile::tempdir().unwrap();
         let venv = dir.path().join("venv");
-        let made = std::process::Command::new("python3")
+        let made = std::process::Command::new(python())
             .args(["-m", "venv", "--without-pip"])
             .arg(&venv)
             .status()

@@ -19,10 +19,21 @@
 //! is its `sys.executable` (a pyenv shim resolved to the real binary).
 //! [`default_python`] is the suite's default interpreter (`python3` or
 //! `$COLDSTART_PYTHON`), the same way resolved.
-//! Used by tests only (and by xtask for [`provisioned`]); std only.
+//!
+//! The rule for a case that needs something the machine may lack (an
+//! interpreter, a shell): it asks [`required`] (or [`installed`], or
+//! [`or_not_run`] for anything else). Under `cargo xtask test`, which
+//! provisions what the suite needs and says so through [`PROVISIONED`], a
+//! missing one fails the case; outside it, the case prints one plain
+//! `NOT RUN: …` line and returns. No case passes silently without running.
+//! [`wait_until_gone`] is the suites' one wait for a process they started
+//! (an interpreter, mostly) to end.
+//! Used by tests only (and by xtask for [`provisioned`] and
+//! [`PROVISIONED`]); std and libc only.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// The environment variable naming the `3.<minor>` interpreter:
 /// `COLDSTART_PYTHON3_15` for 3.15.
@@ -117,6 +128,51 @@ pub fn default_python() -> &'static Path {
     })
 }
 
+/// Set (to `1`) by `cargo xtask test` for the test runner: this run is the
+/// provisioned one, so whatever a case needs is there, and a missing one is
+/// a failure, not a `NOT RUN`.
+pub const PROVISIONED: &str = "COLDSTART_SYSTEM_PROVISIONED";
+
+/// Whether this is `cargo xtask test`'s run (see [`PROVISIONED`]).
+pub fn provisioned_run() -> bool {
+    std::env::var_os(PROVISIONED).is_some()
+}
+
+/// `found`, when it is something; when it is `None`: a panic under
+/// `cargo xtask test` (which provisions what the suite needs, so a missing
+/// one is a fault of that run), else one `NOT RUN: {case}: {why}` line and
+/// `None`, for the case to return at once.
+#[track_caller]
+pub fn or_not_run<T>(found: Option<T>, case: &str, why: impl FnOnce() -> String) -> Option<T> {
+    if found.is_some() {
+        return found;
+    }
+    let why = why();
+    assert!(
+        !provisioned_run(),
+        "{case}: {why}; `cargo xtask test` provisions it, so here it is a failure, not a NOT RUN"
+    );
+    println!("NOT RUN: {case}: {why}");
+    None
+}
+
+/// Python `3.<minor>` for `case`, through [`interpreter`] and the rule of
+/// [`or_not_run`]: under `cargo xtask test` a missing one fails the case.
+#[track_caller]
+pub fn required(minor: u32, case: &str) -> Option<PathBuf> {
+    or_not_run(interpreter(minor), case, || not_found(minor))
+}
+
+/// The program at `path` (a shell that `cargo xtask test` installs) for
+/// `case`, through the rule of [`or_not_run`].
+#[track_caller]
+pub fn installed<'a>(path: &'a str, case: &str) -> Option<&'a Path> {
+    let path = Path::new(path);
+    or_not_run(path.exists().then_some(path), case, || {
+        format!("{} is not installed", path.display())
+    })
+}
+
 /// Why [`interpreter`] found none, for a test's `NOT RUN:` line.
 pub fn not_found(minor: u32) -> String {
     format!(
@@ -144,4 +200,27 @@ fn version_checked(python: &Path, minor: u32) -> Option<PathBuf> {
     let exe = lines.next()?;
     (out.status.success() && version == format!("3.{minor}") && !exe.is_empty())
         .then(|| PathBuf::from(exe))
+}
+
+/// Waits, at most `bound`, until process `pid` has exited, on a pidfd the
+/// kernel makes readable at its exit; true when it has (or was gone
+/// already). What a test uses to see that a process it found ends, without
+/// sleeping.
+pub fn wait_until_gone(pid: u32, bound: Duration) -> bool {
+    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new fd.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return true;
+    }
+    let mut poll = libc::pollfd {
+        fd: fd as i32,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = i32::try_from(bound.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: one valid pollfd; the fd is ours and closed right after.
+    let ready = unsafe { libc::poll(&mut poll, 1, ms) };
+    // SAFETY: closing the fd pidfd_open returned.
+    unsafe { libc::close(fd as i32) };
+    ready == 1
 }

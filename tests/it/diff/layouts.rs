@@ -12,11 +12,10 @@
 //! install, and `diff` must refuse to judge (exit 2) naming the module,
 //! its file and the install behind it.
 
-use std::path::Path;
 use std::process::Command;
 
 use super::{Repo, busy};
-use crate::support::{python, venv_python};
+use crate::support::{python, site_packages, venv_python};
 
 /// The build configs of the three editable installs.
 const SETUPTOOLS_PTH: &str = r#"[build-system]
@@ -62,19 +61,6 @@ packages = ["src/svc"]
 const WORKER_EAGER: &str = "from svc import protokit\nfrom svc import heavy\n\nprotokit.serve()\n";
 const WORKER_LEAN: &str = "from svc import protokit\n\nprotokit.serve()\n";
 
-/// The site-packages folder of the venv at `venv`.
-fn site_packages(venv: &Path) -> std::path::PathBuf {
-    let out = Command::new(venv.join("bin/python"))
-        .args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().into()
-}
-
 /// A service in a git repository with its own `.venv` (git-ignored), the
 /// project installed into it in editable mode by `pyproject`'s backend.
 /// The commit holds the eager worker; the working tree the lean one.
@@ -99,10 +85,9 @@ fn service(pyproject: &str) -> Repo {
         .status()
         .unwrap();
     assert!(made.success());
-    let test_venv = venv_python();
-    let tools = site_packages(test_venv.parent().unwrap().parent().unwrap());
+    let tools = site_packages(&venv_python());
     std::fs::write(
-        site_packages(&venv).join("_test_venv_tools.pth"),
+        site_packages(&venv.join("bin/python")).join("_test_venv_tools.pth"),
         format!("{}\n", tools.display()),
     )
     .unwrap();
@@ -134,7 +119,7 @@ fn service(pyproject: &str) -> Repo {
 
 /// What the editable install left in the venv's site-packages, by name.
 fn installed(r: &Repo) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(site_packages(&r.root.join(".venv")))
+    let mut v: Vec<String> = std::fs::read_dir(site_packages(&r.root.join(".venv/bin/python")))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.contains("svc") || n.contains("editable"))

@@ -7,13 +7,13 @@
 //! checkout is left behind.
 
 use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 mod layouts;
 mod outputs;
 
-use crate::support::{coldstart_bin, fixtures, python, worker_dir};
+use crate::support::{coldstart_bin, fixtures, git, printed, python, worker_dir};
 
 /// A user's repository (kept alive by the temp dir).
 struct Repo {
@@ -30,16 +30,6 @@ fn busy(ms: u32) -> String {
         "import time\n\n_start = time.process_time()\nwhile time.process_time() - _start < {}:\n    pass\n",
         f64::from(ms) / 1e3
     )
-}
-
-fn git(root: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .current_dir(root)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
 impl Repo {
@@ -165,13 +155,7 @@ impl Repo {
     }
 
     fn diff(&self, args: &[&str]) -> Output {
-        let out = self.command(args).output().expect("coldstart runs");
-        eprintln!(
-            "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = printed(self.command(args).output().expect("coldstart runs"));
         self.assert_nothing_left();
         out
     }

@@ -15,8 +15,9 @@ use anyhow::Result;
 
 use super::steps::{run_step, step};
 
-/// Set to `1` for the test run once every package of [`PACKAGES`] is there.
-pub const PROVISIONED: &str = "COLDSTART_SYSTEM_PROVISIONED";
+/// Set to `1` for the test run: the name the tests' rule reads
+/// ([`test_interpreters::PROVISIONED`]).
+pub const PROVISIONED: &str = test_interpreters::PROVISIONED;
 
 /// A Debian package and the file that shows it is installed.
 #[derive(Debug, Clone, Copy)]

@@ -118,8 +118,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         )
     };
     test.args(&args.runner_args);
-    // A test that needs a Debian package of `system` fails when it is
-    // missing here, instead of saying NOT RUN.
+    // A test that needs a Debian package of `system`, or an interpreter,
+    // fails when it is missing here, instead of saying NOT RUN (the rule of
+    // `test_interpreters::or_not_run`).
     test.env(system::PROVISIONED, "1");
     if let Some(python) = &python315 {
         test.env(test_interpreters::var(interpreters::MINOR), python);

@@ -85,8 +85,7 @@ fn the_python_function_gives_the_rust_rule_answers_word_for_word() {
     let script = format!(
         "import os, sys\n{PY}\nroot = sys.argv[1]\nfor p in sys.argv[2:]:\n    print(_cs_first_party(p, root) or '')\n"
     );
-    let python = std::env::var_os("COLDSTART_PYTHON").unwrap_or_else(|| "python3".into());
-    let out = Command::new(python)
+    let out = Command::new(test_interpreters::default_python())
         .args(["-I", "-B", "-c", &script])
         .arg(dir.path())
         .args(&files)

@@ -192,22 +192,8 @@ pub fn is_root() -> bool {
 }
 
 /// Waits (at most [`LINE_TIMEOUT`]) until `pid` has exited, on a pidfd
-/// that the kernel makes readable at its exit; true when it has (or was
-/// gone already).
+/// (`test_interpreters::wait_until_gone`, the one wait); true when it has
+/// (or was gone already).
 pub fn wait_until_gone(pid: u32) -> bool {
-    // SAFETY: pidfd_open(2) takes a pid and flags and returns a new fd.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    if fd < 0 {
-        return true;
-    }
-    let mut poll = libc::pollfd {
-        fd: fd as i32,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; the fd is ours and closed right after.
-    let ready = unsafe { libc::poll(&mut poll, 1, LINE_TIMEOUT.as_millis() as i32) };
-    // SAFETY: closing the fd pidfd_open returned.
-    unsafe { libc::close(fd as i32) };
-    ready == 1
+    test_interpreters::wait_until_gone(pid, LINE_TIMEOUT)
 }

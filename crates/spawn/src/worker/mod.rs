@@ -1051,7 +1051,7 @@ mod tests {
     /// A Python worker that reports the CPUs it may run on in its ready
     /// line, then waits for stdin to close.
     fn affinity_reporter(cpus: &[usize]) -> Command {
-        let mut cmd = Command::new("python3");
+        let mut cmd = Command::new(test_interpreters::default_python());
         cmd.args([
             "-c",
             "import json, os, sys\n\
@@ -1115,7 +1115,11 @@ mod tests {
             text.contains(&format!("could not pin the worker to CPU {beyond}")),
             "{text}"
         );
-        assert!(text.contains("taskset -c 1023 python3"), "{text}");
+        let python = test_interpreters::default_python().display();
+        assert!(
+            text.contains(&format!("taskset -c 1023 {python}")),
+            "{text}"
+        );
         assert!(
             text.contains("what to do: start the worker on CPUs this process may use"),
             "{text}"

@@ -214,12 +214,11 @@ fn python_3_15_target_gets_a_lazy_from_import() {
 
 #[test]
 fn python_3_15_lazy_import_end_to_end() {
-    let Some(py315) = crate::support::interpreter(15) else {
-        println!(
-            "NOT RUN: {}; the lazy rewrite was only checked by assuming 3.15 in \
-             python_3_15_target_gets_a_lazy_from_import",
-            test_interpreters::not_found(15)
-        );
+    let Some(py315) = crate::support::required(
+        15,
+        "the lazy rewrite end to end (only checked by assuming 3.15 in \
+         python_3_15_target_gets_a_lazy_from_import)",
+    ) else {
         return;
     };
     let root = project("lazy315");

@@ -26,9 +26,10 @@ pub fn project(name: &str) -> PathBuf {
 /// one lookup, `test_interpreters::default_python`.
 pub use test_interpreters::default_python as python;
 
-/// A Python `3.<minor>`: the workspace's one lookup (`$COLDSTART_PYTHON3_<minor>`,
-/// the one `cargo xtask test` provisions, PATH, pyenv).
-pub use test_interpreters::interpreter;
+/// A Python `3.<minor>` for a case: the workspace's one lookup
+/// (`$COLDSTART_PYTHON3_<minor>`, the one `cargo xtask test` provisions,
+/// PATH, pyenv), failing the case under `cargo xtask test` when missing.
+pub use test_interpreters::required;
 
 /// What one worker run gave.
 #[derive(Debug)]
