@@ -57,14 +57,6 @@ pub struct Args {
 /// Runs `lazy`: flags in, one harness call (two with `--fix`: the project
 /// priced again after the cuts are written), a rendering out.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
-    if args.processes == 0 {
-        anyhow::bail!("--processes must be at least 1");
-    }
-    if let Some(ms) = args.min_ms
-        && !(ms.is_finite() && ms >= 0.0)
-    {
-        anyhow::bail!("--min-ms must be a number of milliseconds, 0 or more, got {ms}");
-    }
     let t = project.one_target(args.target.as_deref(), &args.command)?;
     let opts = LazyOptions {
         processes: args.processes,
@@ -78,7 +70,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     // stops: the copies are removed and nothing is written; a second press
     // (or SIGTERM) kills every worker at once.
     let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
-    let before = match harness::lazy::lazy(&t, &opts, &interrupt) {
+    let run = match harness::lazy::run(&t, &opts, &interrupt) {
         Ok(r) => r,
         Err(e) if interrupt.is_set() => {
             eprintln!(
@@ -89,37 +81,18 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         }
         Err(e) => return Err(e.into()),
     };
-    let after = if args.fix && !before.written.is_empty() && !interrupt.is_set() {
-        let again = LazyOptions {
-            fix: false,
-            min_ms: Some(before.min_ms),
-            ..opts
-        };
-        Some(harness::lazy::lazy(&t, &again, &interrupt)?)
-    } else {
-        None
-    };
     let mut text = String::new();
     match args.format {
         Format::Json => {
-            text = match &after {
+            text = match &run.after {
                 Some(a) => {
-                    serde_json::to_string_pretty(&answers::lazy::LazyFixJson::new(&before, a))?
+                    serde_json::to_string_pretty(&answers::lazy::LazyFixJson::new(&run.before, a))?
                 }
-                None => serde_json::to_string_pretty(&before)?,
+                None => serde_json::to_string_pretty(&run.before)?,
             };
             text.push('\n');
         }
-        Format::Text => {
-            report::lazy::render(&before, &mut text);
-            if let Some(a) = &after {
-                text.push_str(&format!(
-                    "\nafter the fix: ready in {:.1} ms (median of {} instrumented processes), before {:.1} ms; the timed, interleaved saving of each cut written is its row above\n",
-                    a.ready_ms, a.processes, before.ready_ms
-                ));
-                report::lazy::render(a, &mut text);
-            }
-        }
+        Format::Text => report::lazy::render_run(&run.before, run.after.as_ref(), &mut text),
     }
     print!("{text}");
     if interrupt.is_set() {

@@ -64,6 +64,51 @@ pub struct LazyOptions {
     pub root: PathBuf,
 }
 
+impl LazyOptions {
+    /// Refuses options that cannot price anything.
+    pub fn check(&self) -> Result<()> {
+        if self.processes == 0 {
+            return Err(Error::Invalid("--processes must be at least 1".into()));
+        }
+        if let Some(ms) = self.min_ms
+            && !(ms.is_finite() && ms >= 0.0)
+        {
+            return Err(Error::Invalid(format!(
+                "--min-ms must be a number of milliseconds, 0 or more, got {ms}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What `coldstart lazy` found: the report, and with `--fix`, when cuts
+/// were written, the target priced again with them in place.
+#[derive(Debug, Clone)]
+pub struct LazyRun {
+    /// The report that priced (and with `--fix` wrote) the cuts.
+    pub before: LazyReport,
+    /// The second pricing after the fix, at the same `min_ms`.
+    pub after: Option<LazyReport>,
+}
+
+/// `coldstart lazy` as one call: [`lazy`], then, when `--fix` wrote cuts
+/// and no interrupt came, the same target priced again without fixing.
+pub fn run(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<LazyRun> {
+    opts.check()?;
+    let before = lazy(t, opts, interrupt)?;
+    let after = if opts.fix && !before.written.is_empty() && !interrupt.is_set() {
+        let again = LazyOptions {
+            fix: false,
+            min_ms: Some(before.min_ms),
+            ..opts.clone()
+        };
+        Some(lazy(t, &again, interrupt)?)
+    } else {
+        None
+    };
+    Ok(LazyRun { before, after })
+}
+
 /// `t` judging only `module` (and what it imports) as forbidden.
 fn judging(t: &Target, modules: &[String]) -> Target {
     let mut j = t.clone();

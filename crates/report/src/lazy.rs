@@ -24,6 +24,20 @@ fn saving_text(c: &Comparison) -> String {
     )
 }
 
+/// `coldstart lazy`'s text: the report, and after a `--fix` that wrote
+/// cuts, the ready time before and after and the second report.
+pub fn render_run(before: &LazyReport, after: Option<&LazyReport>, out: &mut String) {
+    render(before, out);
+    if let Some(a) = after {
+        let _ = writeln!(
+            out,
+            "\nafter the fix: ready in {:.1} ms (median of {} instrumented processes), before {:.1} ms; the timed, interleaved saving of each cut written is its row above",
+            a.ready_ms, a.processes, before.ready_ms
+        );
+        render(a, out);
+    }
+}
+
 /// The report as text: the table, the reasons, then the patch of the
 /// safe cuts (unless they were written).
 pub fn render(r: &LazyReport, out: &mut String) {
