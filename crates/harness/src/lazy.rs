@@ -380,9 +380,23 @@ fn below(
     Ok(None)
 }
 
-/// Prices, cuts, verifies and measures `t`'s costly start-up imports;
-/// with `fix`, writes the safe cuts.
-pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<LazyReport> {
+/// The priced start-up: the ready time, the threshold, the costly imports
+/// (the project's bodies' first, then the main module's roots), and what
+/// made the pricing less than whole.
+struct Pricing {
+    ready_ms: f64,
+    min_ms: f64,
+    processes: usize,
+    warnings: Vec<String>,
+    priced: Vec<CostlyImport>,
+    /// How many of `priced` are the project's bodies' imports (the rest
+    /// are roots of the tree, kept only where the evidence names a line).
+    bodies: usize,
+}
+
+/// Runs `opts.processes` instrumented processes of `t` and prices every
+/// start-up import costing at least the threshold.
+fn price(t: &Target, opts: &LazyOptions) -> Result<Pricing> {
     let mut priced_t = t.clone();
     priced_t.processes = opts.processes.max(1);
     let checked = check_target(&priced_t, CheckOptions::default())?;
@@ -443,25 +457,24 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
         })
         .collect();
     priced.extend(candidates);
-    let mut report = LazyReport {
-        schema: SCHEMA,
-        target: t.name.clone(),
+    Ok(Pricing {
         ready_ms,
         min_ms,
         processes: logs.len(),
-        rows: Vec::new(),
-        written: Vec::new(),
-        not_written: Vec::new(),
-        interrupted: false,
         warnings,
-    };
-    if priced.is_empty() {
-        return Ok(report);
-    }
-    let python = interpreter(t)?;
-    let s = Suggester::new(&t.root, &python)
-        .map_err(|e| Error::Invalid(format!("could not read the worker's files: {e}")))?
-        .with_cwd(&t.cwd);
+        priced,
+        bodies,
+    })
+}
+
+/// Each priced import with the recorder's violation that locates it (the
+/// line that made it), costliest first; a root of the tree the evidence
+/// names no first-party line for is dropped.
+fn located(
+    t: &Target,
+    priced: Vec<CostlyImport>,
+    bodies: usize,
+) -> Result<(Vec<CostlyImport>, Vec<Option<Violation>>)> {
     let located = locate(t, &priced)?;
     let mut pairs: Vec<(CostlyImport, Option<Violation>)> = priced
         .into_iter()
@@ -471,37 +484,57 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
         .map(|(_, pair)| pair)
         .collect();
     pairs.sort_by(|(a, _), (b, _)| CostlyImport::costliest_first(a, b));
-    let (priced, located): (Vec<CostlyImport>, Vec<Option<Violation>>) = pairs.into_iter().unzip();
-    if priced.is_empty() {
-        return Ok(report);
-    }
-    // A priced module imported while another priced one is being imported
-    // is counted beneath that one in the evidence, not on its own.
-    let roots: Vec<Violation> = located.iter().flatten().cloned().collect();
-    let modules: Vec<String> = priced.iter().map(|c| c.module.clone()).collect();
-    let rss = rss_mib(t, &modules)?;
-    // Where a cut further down a row's chain is looked for: the costly
-    // imports the evidence counts beneath it. The project's own modules
-    // that carry most of the row's cost come first, the deepest of them
-    // first (in a chain of nested imports each costs a little less than
-    // the one that imports it): cutting above the weight defers all of it,
-    // and a module imported by two lines of the chain is not the one to
-    // judge by. The rest follow, costliest first.
-    let own_names = t.first_party();
-    let beneath_of = |row: &CostlyImport| -> Vec<CostlyImport> {
-        let inner: Vec<&String> = roots
+    Ok(pairs.into_iter().unzip())
+}
+
+/// What every row's search shares: the target, its files, the options,
+/// and the evidence of all the priced imports.
+struct Rows<'a> {
+    t: &'a Target,
+    s: &'a Suggester,
+    opts: &'a LazyOptions,
+    interrupt: &'a Interrupt,
+    /// The located imports' violations (what each counts beneath it).
+    roots: Vec<Violation>,
+    priced: &'a [CostlyImport],
+    located: &'a [Option<Violation>],
+    own_names: Vec<String>,
+    /// The MiB each module adds, read in one untimed start-up.
+    rss: BTreeMap<String, f64>,
+}
+
+/// What the rows found so far: the safe cuts, and the modules a cut further
+/// down some row's chain defers, with that cut's `file:line`.
+#[derive(Default)]
+struct Found {
+    safe: Vec<Cut>,
+    deferred: BTreeMap<String, String>,
+}
+
+impl Rows<'_> {
+    /// Where a cut further down a row's chain is looked for: the costly
+    /// imports the evidence counts beneath it. The project's own modules
+    /// that carry most of the row's cost come first, the deepest of them
+    /// first (in a chain of nested imports each costs a little less than
+    /// the one that imports it): cutting above the weight defers all of it,
+    /// and a module imported by two lines of the chain is not the one to
+    /// judge by. The rest follow, costliest first.
+    fn beneath(&self, row: &CostlyImport) -> Vec<CostlyImport> {
+        let inner: Vec<&String> = self
+            .roots
             .iter()
             .filter(|o| o.module == row.module)
             .flat_map(|o| o.beneath.iter())
             .collect();
-        let mut under: Vec<CostlyImport> = priced
+        let mut under: Vec<CostlyImport> = self
+            .priced
             .iter()
-            .zip(&located)
+            .zip(self.located)
             .filter(|(c, l)| l.is_none() && inner.contains(&&c.module))
             .map(|(c, _)| c.clone())
             .collect();
         let carries = |c: &CostlyImport| {
-            own_names
+            self.own_names
                 .iter()
                 .any(|n| n == importguard::importtime::top_level(&c.module))
                 && c.median_ms >= 0.5 * row.median_ms
@@ -516,13 +549,18 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
             })
         });
         under
-    };
-    let mut safe: Vec<Cut> = Vec::new();
-    // Modules a cut further down some row's chain defers, and that cut.
-    let mut deferred: BTreeMap<String, String> = BTreeMap::new();
-    for (cost, violation) in priced.iter().cloned().zip(located.iter().cloned()) {
+    }
+
+    /// One priced import's row: its own statement's cuts tried, then, when
+    /// none is safe, the links below it.
+    fn row(
+        &self,
+        cost: CostlyImport,
+        violation: Option<Violation>,
+        found: &mut Found,
+    ) -> Result<LazyRow> {
         let mut row = LazyRow {
-            rss_mib: rss.get(&cost.module).copied(),
+            rss_mib: self.rss.get(&cost.module).copied(),
             cost,
             file: None,
             line: None,
@@ -532,35 +570,62 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
             why: None,
             saving: None,
         };
-        if interrupt.is_set() {
+        if self.interrupt.is_set() {
             // Priced, but its cut is not tried: said, not dropped.
             row.why = Some("interrupted before its cut was tried".to_owned());
-            report.rows.push(row);
-            continue;
+            return Ok(row);
         }
         let Some(v) = violation else {
-            let module = &row.cost.module;
-            row.why = Some(
-                match roots.iter().find(|o| o.beneath.iter().any(|b| b == module)) {
-                    Some(outer) => match deferred.get(module) {
-                        Some(at) => format!(
-                            "imported while `{}` is imported: the cut at {at} on that row defers it",
-                            outer.module
-                        ),
-                        None => format!(
-                            "imported while `{}` is imported: a cut of that import (its own row) defers it too, and its row tried the links down to this one",
-                            outer.module
-                        ),
-                    },
-                    None => "the recorder did not see it imported at start-up (imported by a child interpreter, or its name differs)".to_owned(),
-                },
-            );
-            report.rows.push(row);
-            continue;
+            row.why = Some(self.unlocated(&row.cost.module, found));
+            return Ok(row);
         };
         let module = row.cost.module.clone();
-        // Cuts of this very statement first: the link that imports the module.
-        let (own, sug) = attempt(t, &s, &v, &module, &|c| c.module == module, opts, interrupt)?;
+        let own_at = self.own_cut(&mut row, &v, &module, found)?;
+        if row.verdict != LazyVerdict::Safe {
+            self.below_cut(&mut row, &module, own_at, found)?;
+        }
+        Ok(row)
+    }
+
+    /// Why a priced import the recorder did not locate has no cut of its own.
+    fn unlocated(&self, module: &str, found: &Found) -> String {
+        match self
+            .roots
+            .iter()
+            .find(|o| o.beneath.iter().any(|b| b == module))
+        {
+            Some(outer) => match found.deferred.get(module) {
+                Some(at) => format!(
+                    "imported while `{}` is imported: the cut at {at} on that row defers it",
+                    outer.module
+                ),
+                None => format!(
+                    "imported while `{}` is imported: a cut of that import (its own row) defers it too, and its row tried the links down to this one",
+                    outer.module
+                ),
+            },
+            None => "the recorder did not see it imported at start-up (imported by a child interpreter, or its name differs)".to_owned(),
+        }
+    }
+
+    /// The cuts of the row's own statement (the link that imports the
+    /// module) tried: the row filled in; where that statement is.
+    fn own_cut(
+        &self,
+        row: &mut LazyRow,
+        v: &Violation,
+        module: &str,
+        found: &mut Found,
+    ) -> Result<Option<(String, u32)>> {
+        let (own, sug) = attempt(
+            self.t,
+            self.s,
+            v,
+            module,
+            &|c| c.module == module,
+            self.opts,
+            self.interrupt,
+        )?;
         if let Some(u) = sug.not_cuttable.iter().find(|u| u.module == module) {
             row.file = u.file.clone();
             row.line = u.line;
@@ -593,63 +658,123 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
                 row.cut = Some(lazy_cut(&cut));
                 row.saving = saving;
                 row.verdict = if own_safe {
-                    safe.push(cut);
+                    found.safe.push(cut);
                     LazyVerdict::Safe
                 } else {
                     LazyVerdict::NoWin
                 };
             }
         }
-        if !own_safe {
-            // One level down, then the next: the package re-export, the
-            // importing line inside the module.
-            let mut tried = Vec::new();
-            let own_ref = own_at.as_ref().map(|(f, l)| (f.as_str(), *l));
-            if let Some((cut, saving, inner)) = below(
-                t,
-                &s,
-                &module,
-                &beneath_of(&row.cost),
-                own_ref,
-                opts,
-                interrupt,
-                &mut tried,
-            )? {
-                let at = format!("{}:{}", cut.file, cut.line);
-                let before = row.why.take().unwrap_or_else(|| match row.verdict {
-                    LazyVerdict::NoWin => "gains nothing measurable".to_owned(),
-                    _ => "no cut applies".to_owned(),
-                });
-                row.why = Some(format!(
-                    "this statement's own cut: {before}; cut further down its chain instead, at {at}, which defers `{inner}` and what it imports"
-                ));
-                deferred.insert(inner, at);
-                row.cut = Some(lazy_cut(&cut));
-                row.saving = saving;
-                row.verdict = LazyVerdict::Safe;
-                safe.push(cut);
-            } else if !tried.is_empty() {
-                let why = row.why.take().unwrap_or_default();
-                row.why = Some(format!("{why}; below it: {}", tried.join("; ")));
-            }
+        Ok(own_at)
+    }
+
+    /// One level down, then the next: the package re-export, the importing
+    /// line inside the module. A safe cut there replaces the row's own.
+    fn below_cut(
+        &self,
+        row: &mut LazyRow,
+        module: &str,
+        own_at: Option<(String, u32)>,
+        found: &mut Found,
+    ) -> Result<()> {
+        let mut tried = Vec::new();
+        let own_ref = own_at.as_ref().map(|(f, l)| (f.as_str(), *l));
+        if let Some((cut, saving, inner)) = below(
+            self.t,
+            self.s,
+            module,
+            &self.beneath(&row.cost),
+            own_ref,
+            self.opts,
+            self.interrupt,
+            &mut tried,
+        )? {
+            let at = format!("{}:{}", cut.file, cut.line);
+            let before = row.why.take().unwrap_or_else(|| match row.verdict {
+                LazyVerdict::NoWin => "gains nothing measurable".to_owned(),
+                _ => "no cut applies".to_owned(),
+            });
+            row.why = Some(format!(
+                "this statement's own cut: {before}; cut further down its chain instead, at {at}, which defers `{inner}` and what it imports"
+            ));
+            found.deferred.insert(inner, at);
+            row.cut = Some(lazy_cut(&cut));
+            row.saving = saving;
+            row.verdict = LazyVerdict::Safe;
+            found.safe.push(cut);
+        } else if !tried.is_empty() {
+            let why = row.why.take().unwrap_or_default();
+            row.why = Some(format!("{why}; below it: {}", tried.join("; ")));
         }
-        report.rows.push(row);
+        Ok(())
+    }
+}
+
+/// `--fix`: writes the safe cuts. A second cut of a file already written
+/// was computed from its old bytes: `apply` refuses it; the report names
+/// it, and the next run offers it anew.
+fn write_cuts(s: &Suggester, safe: &[Cut], report: &mut LazyReport) -> Result<()> {
+    for cut in safe {
+        match s.apply(cut) {
+            Ok(files) => report.written.extend(files),
+            Err(suggest::SuggestError::Changed { .. }) => report
+                .not_written
+                .push(format!("{} ({}:{})", cut.module, cut.file, cut.line)),
+            Err(e) => return Err(Error::Invalid(format!("could not write the cut: {e}"))),
+        }
+    }
+    Ok(())
+}
+
+/// Prices, cuts, verifies and measures `t`'s costly start-up imports;
+/// with `fix`, writes the safe cuts.
+pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<LazyReport> {
+    let pricing = price(t, opts)?;
+    let mut report = LazyReport {
+        schema: SCHEMA,
+        target: t.name.clone(),
+        ready_ms: pricing.ready_ms,
+        min_ms: pricing.min_ms,
+        processes: pricing.processes,
+        rows: Vec::new(),
+        written: Vec::new(),
+        not_written: Vec::new(),
+        interrupted: false,
+        warnings: pricing.warnings,
+    };
+    if pricing.priced.is_empty() {
+        return Ok(report);
+    }
+    let python = interpreter(t)?;
+    let s = Suggester::new(&t.root, &python)
+        .map_err(|e| Error::Invalid(format!("could not read the worker's files: {e}")))?
+        .with_cwd(&t.cwd);
+    let (priced, located) = located(t, pricing.priced, pricing.bodies)?;
+    if priced.is_empty() {
+        return Ok(report);
+    }
+    // A priced module imported while another priced one is being imported
+    // is counted beneath that one in the evidence, not on its own.
+    let modules: Vec<String> = priced.iter().map(|c| c.module.clone()).collect();
+    let rows = Rows {
+        t,
+        s: &s,
+        opts,
+        interrupt,
+        roots: located.iter().flatten().cloned().collect(),
+        priced: &priced,
+        located: &located,
+        own_names: t.first_party(),
+        rss: rss_mib(t, &modules)?,
+    };
+    let mut found = Found::default();
+    for (cost, violation) in priced.iter().cloned().zip(located.iter().cloned()) {
+        report.rows.push(rows.row(cost, violation, &mut found)?);
     }
     // An interrupted run writes nothing: the user asked it to stop.
     report.interrupted = interrupt.is_set();
     if opts.fix && !report.interrupted {
-        for cut in &safe {
-            // A second cut of a file already written was computed from its
-            // old bytes: `apply` refuses it; the report names it, and the
-            // next run offers it anew.
-            match s.apply(cut) {
-                Ok(files) => report.written.extend(files),
-                Err(suggest::SuggestError::Changed { .. }) => report
-                    .not_written
-                    .push(format!("{} ({}:{})", cut.module, cut.file, cut.line)),
-                Err(e) => return Err(Error::Invalid(format!("could not write the cut: {e}"))),
-            }
-        }
+        write_cuts(&s, &found.safe, &mut report)?;
     }
     Ok(report)
 }

@@ -36,56 +36,8 @@ pub fn cost(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost> 
     let policy = policy_of(t)?;
     let lifecycle = Lifecycle::of(t);
     let pythonpath = inherited_pythonpath(t);
-    // One lifecycle without importtime, with the recorder's environment or
-    // without: wall ms, spawn-to-ready ms, the worker's own CPU ms (user +
-    // sys, from wait4). Both prepare the recorder's folder, so only the
-    // environment differs.
-    let lifecycle_of = |recorded: bool| -> Result<(f64, f64, f64)> {
-        let recorder_policy = importguard::recorder::RecorderPolicy {
-            root: Some(t.root.clone()),
-            ..policy.recorder_policy(false)
-        };
-        let setup =
-            Recorder::prepare(&recorder_policy, pythonpath.as_deref()).map_err(|cause| {
-                Error::Recorder {
-                    context: "could not prepare the import recorder",
-                    cause,
-                }
-            })?;
-        let mut cmd = t.spawn_command();
-        cmd.env_remove("PYTHONPROFILEIMPORTTIME");
-        if recorded {
-            for (k, v) in setup.env() {
-                cmd.env(k, v);
-            }
-        }
-        let start = Instant::now();
-        let (ready, finished) = lifecycle.run(&cmd).map_err(|e| {
-            let what = if recorded {
-                "the worker's lifecycle with the recorder failed"
-            } else {
-                "the worker's lifecycle failed"
-            };
-            Error::lifecycle(what, e)
-        })?;
-        let wall = start.elapsed().as_secs_f64() * 1e3;
-        if recorded {
-            // A figure for the recorder only where it ran, hook and all.
-            let rec = setup.read().map_err(|cause| Error::Recorder {
-                context: "could not read the recorder's records",
-                cause,
-            })?;
-            if !rec.ran() || rec.start.as_ref().and_then(|s| s.audit) != Some(true) {
-                invalid!(
-                    "the import recorder (with its audit hook) did not run in the worker, so its cost cannot be measured; run the check without --bench to see why"
-                );
-            }
-        }
-        let cpu = finished
-            .rusage
-            .map_or(f64::NAN, |u| (u.user + u.sys).as_secs_f64() * 1e3);
-        Ok((wall, ready, cpu))
-    };
+    let lifecycle_of =
+        |recorded: bool| one_lifecycle(t, &lifecycle, &policy, pythonpath.as_deref(), recorded);
     let plain = || lifecycle_of(false);
     // The plain lifecycle and the recorder-only one, back to back, in the
     // order given.
@@ -148,13 +100,68 @@ pub fn cost(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost> 
         let r = check_target(t, opts)?;
         cost.check_ms.push(start.elapsed().as_secs_f64() * 1e3);
         if r.status == Status::Error {
-            invalid!("the check could not be completed; run it without --bench to see why");
+            invalid!("the check could not be completed; run `coldstart check` on it to see why");
         }
         if check_first {
             cost.instrumented_ms.push(instrumented()?);
         }
     }
     Ok(cost)
+}
+
+/// One lifecycle without importtime, with the recorder's environment or
+/// without: wall ms, spawn-to-ready ms, the worker's own CPU ms (user +
+/// sys, from wait4). Both prepare the recorder's folder, so only the
+/// environment differs.
+fn one_lifecycle(
+    t: &Target,
+    lifecycle: &Lifecycle,
+    policy: &importguard::verdict::Policy,
+    pythonpath: Option<&std::ffi::OsStr>,
+    recorded: bool,
+) -> Result<(f64, f64, f64)> {
+    let recorder_policy = importguard::recorder::RecorderPolicy {
+        root: Some(t.root.clone()),
+        ..policy.recorder_policy(false)
+    };
+    let setup =
+        Recorder::prepare(&recorder_policy, pythonpath).map_err(|cause| Error::Recorder {
+            context: "could not prepare the import recorder",
+            cause,
+        })?;
+    let mut cmd = t.spawn_command();
+    cmd.env_remove("PYTHONPROFILEIMPORTTIME");
+    if recorded {
+        for (k, v) in setup.env() {
+            cmd.env(k, v);
+        }
+    }
+    let start = Instant::now();
+    let (ready, finished) = lifecycle.run(&cmd).map_err(|e| {
+        let what = if recorded {
+            "the worker's lifecycle with the recorder failed"
+        } else {
+            "the worker's lifecycle failed"
+        };
+        Error::lifecycle(what, e)
+    })?;
+    let wall = start.elapsed().as_secs_f64() * 1e3;
+    if recorded {
+        // A figure for the recorder only where it ran, hook and all.
+        let rec = setup.read().map_err(|cause| Error::Recorder {
+            context: "could not read the recorder's records",
+            cause,
+        })?;
+        if !rec.ran() || rec.start.as_ref().and_then(|s| s.audit) != Some(true) {
+            invalid!(
+                "the import recorder (with its audit hook) did not run in the worker, so its cost cannot be measured; run `coldstart check` on it to see why"
+            );
+        }
+    }
+    let cpu = finished
+        .rusage
+        .map_or(f64::NAN, |u| (u.user + u.sys).as_secs_f64() * 1e3);
+    Ok((wall, ready, cpu))
 }
 
 /// Why the target's `command[0]` is a shim and what to run instead, if it
