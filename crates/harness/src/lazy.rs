@@ -66,7 +66,7 @@ pub struct LazyOptions {
 
 impl LazyOptions {
     /// Refuses options that cannot price anything.
-    pub fn check(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<()> {
         if self.processes == 0 {
             return Err(Error::Invalid("--processes must be at least 1".into()));
         }
@@ -94,7 +94,7 @@ pub struct LazyRun {
 /// `coldstart lazy` as one call: [`lazy`], then, when `--fix` wrote cuts
 /// and no interrupt came, the same target priced again without fixing.
 pub fn run(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<LazyRun> {
-    opts.check()?;
+    opts.validate()?;
     let before = lazy(t, opts, interrupt)?;
     let after = if opts.fix && !before.written.is_empty() && !interrupt.is_set() {
         let again = LazyOptions {

@@ -134,7 +134,7 @@ pub struct Provenance {
 
 /// Every import of a module under one of `own` (top-level names) in
 /// `rec` and the images it started, checked to come from `tree` (first
-/// party under it by [`firstparty::check`]: a copy in a virtual environment
+/// party under it by [`firstparty::require`]: a copy in a virtual environment
 /// inside the tree is not the tree's code). `pythonpath` is the worker's
 /// own, for the reason.
 pub fn of(
@@ -157,7 +157,7 @@ pub fn of(
             }
             let Some(file) = &i.file else { continue };
             out.own_files += 1;
-            if firstparty::check(file, tree).is_ok() || !seen.insert(i.name.clone()) {
+            if firstparty::require(file, tree).is_ok() || !seen.insert(i.name.clone()) {
                 continue;
             }
             out.foreign.push(Foreign {

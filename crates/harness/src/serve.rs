@@ -176,7 +176,7 @@ impl Plan {
     }
 
     /// Judges a reply to request `index`.
-    pub fn check(&self, index: usize, reply: &Reply) -> RequestOutcome {
+    pub fn judge(&self, index: usize, reply: &Reply) -> RequestOutcome {
         let obj = reply.to_object();
         if let Some(id) = obj.get("id")
             && id.as_u64() != Some(index as u64)
@@ -368,7 +368,7 @@ pub fn serve(
                     .and_then(|id| pending.iter().position(|&i| id.as_u64() == Some(i as u64)));
                 let at = by_id.unwrap_or(0);
                 let index = pending.remove(at).expect("a pending request");
-                let outcome = plan.check(index, &reply.value);
+                let outcome = plan.judge(index, &reply.value);
                 records[index].answered(reply.read_at_ns, outcome);
             }
             Err(e) => {
@@ -486,7 +486,7 @@ impl Hooks for Serving<'_> {
 
 /// Checks the serve options against a target before any trial runs, so a
 /// typo fails at once rather than after the timed trials.
-pub fn check(opts: &ServeOptions, target: &Target) -> Result<()> {
+pub fn validate(opts: &ServeOptions, target: &Target) -> Result<()> {
     if let Some(load) = opts.load()? {
         Plan::new(load, opts.request.as_deref(), target)?;
     } else if opts.request.is_some() {
@@ -583,25 +583,25 @@ mod tests {
         assert!(plan.expect_echo);
         let fields = Value::Object(plan.fields.clone());
         let good = reply(json!({"op": "infer", "response": {"echo": fields}, "id": 3}));
-        assert_eq!(plan.check(3, &good), RequestOutcome::Ok);
-        let wrong_id = plan.check(4, &good);
+        assert_eq!(plan.judge(3, &good), RequestOutcome::Ok);
+        let wrong_id = plan.judge(4, &good);
         assert!(
             matches!(wrong_id, RequestOutcome::WrongReply { ref problem } if problem.contains("id 3 where 4")),
             "{wrong_id:?}"
         );
         let no_echo = reply(json!({"op": "infer", "response": {}, "id": 3}));
         assert!(matches!(
-            plan.check(3, &no_echo),
+            plan.judge(3, &no_echo),
             RequestOutcome::WrongReply { .. }
         ));
         let other = reply(json!({"op": "infer", "response": {"echo": {"text": "else"}}}));
         assert!(matches!(
-            plan.check(3, &other),
+            plan.judge(3, &other),
             RequestOutcome::WrongReply { .. }
         ));
         let err = reply(json!({"op": "error", "error": "busy", "id": 3}));
         assert_eq!(
-            plan.check(3, &err),
+            plan.judge(3, &err),
             RequestOutcome::ErrorReply {
                 error: "busy".into()
             }
@@ -627,7 +627,7 @@ mod tests {
         );
         let unhealthy = reply(json!({"op": "health", "response": {"status": "loading"}, "id": 7}));
         assert!(matches!(
-            plan.check(7, &unhealthy),
+            plan.judge(7, &unhealthy),
             RequestOutcome::WrongReply { .. }
         ));
         for bad in ["[1]", "{}", r#"{"op": "shutdown"}"#, "nope"] {

@@ -9,7 +9,7 @@
 //! interpreter's own library (its `stdlib`, `purelib`, ... folders, which only
 //! the interpreter knows) is not first party either, even inside the root.
 //!
-//! The Rust side is [`check`] (and [`is_first_party`], [`excluded_dir`],
+//! The Rust side is [`require`] (and [`is_first_party`], [`excluded_dir`],
 //! [`top_level_names`]); the embedded Python scripts (the import recorder,
 //! suggest's classifier) share one function, [`PY`] (`_cs_first_party`),
 //! given the same data; a test holds both to one table. This module reads
@@ -73,7 +73,7 @@ pub fn excluded_dir(dir: &Path) -> bool {
 }
 
 /// Whether `file` is first-party code under `root` (see the module doc).
-pub fn check(file: &str, root: &Path) -> Result<(), NotFirstParty> {
+pub fn require(file: &str, root: &Path) -> Result<(), NotFirstParty> {
     if file.starts_with('<') {
         return Err(NotFirstParty::NotAFile {
             file: file.to_owned(),
@@ -114,9 +114,9 @@ pub fn check(file: &str, root: &Path) -> Result<(), NotFirstParty> {
     Ok(())
 }
 
-/// [`check`] as a yes or no.
+/// [`require`] as a yes or no.
 pub fn is_first_party(file: &str, root: &Path) -> bool {
-    check(file, root).is_ok()
+    require(file, root).is_ok()
 }
 
 /// The top-level module names of the project's own code: the packages

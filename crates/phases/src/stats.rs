@@ -118,7 +118,7 @@ impl Default for Resampling {
 }
 
 impl Resampling {
-    fn check(&self) -> Result<(), StatsError> {
+    fn validate(&self) -> Result<(), StatsError> {
         if self.resamples == 0 {
             return Err(StatsError::BadConfig("resamples must be at least 1"));
         }
@@ -273,7 +273,7 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> f64 {
 /// Resampling percentile interval of the median of `samples`.
 pub fn median_ci(samples: &[f64], boot: &Resampling) -> Result<Interval, StatsError> {
     check_finite(samples)?;
-    boot.check()?;
+    boot.validate()?;
     // Sorting first makes the draw independent of the order given.
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
@@ -527,7 +527,7 @@ pub fn hodges_lehmann(d: &[f64], level: f64) -> Result<SignedRank, StatsError> {
 /// Summarises a series. Order does not matter except for outlier indices.
 pub fn summarize(samples: &[f64], boot: &Resampling) -> Result<Stats, StatsError> {
     check_finite(samples)?;
-    boot.check()?;
+    boot.validate()?;
     let n = samples.len();
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);

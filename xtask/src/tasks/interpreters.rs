@@ -139,7 +139,7 @@ fn provision(mode: Mode) -> Result<PathBuf> {
     // (the tests' lookup would find it anyway); otherwise the stamp says the
     // unpacking was complete.
     if recorded.is_some() || mode == Mode::Existing {
-        match check(&python, home) {
+        match smoke_test(&python, home) {
             Ok(version) => {
                 super::steps::step(&format!(
                     "provision: Python {version} at {} is provisioned (stamp {}): {}",
@@ -214,7 +214,7 @@ fn provision(mode: Mode) -> Result<PathBuf> {
         )?;
     }
     patch(&root, &python)?;
-    let version = check(&python, home)?;
+    let version = smoke_test(&python, home)?;
     std::fs::write(&stamp, &recorded)
         .with_context(|| format!("cannot write the stamp {}", stamp.display()))?;
     super::steps::step(&format!(
@@ -325,7 +325,7 @@ fn patch(root: &Path, python: &Path) -> Result<()> {
 }
 
 /// Runs the checks in an empty environment; the interpreter's version.
-fn check(python: &Path, home: &Path) -> Result<String> {
+fn smoke_test(python: &Path, home: &Path) -> Result<String> {
     ensure!(python.exists(), "{} does not exist", python.display());
     let version = run(
         Command::new(python)

@@ -117,7 +117,7 @@ impl BenchOptions {
     }
 
     /// Refuses options that cannot make a run.
-    pub fn check(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<()> {
         if self.concurrency == 0 {
             invalid!("--concurrency must be at least 1");
         }
@@ -156,8 +156,8 @@ impl Bench {
         if opts.trials.is_some() || opts.precision.is_some() || b.is_none() {
             opts.sequential = None;
         }
-        opts.check()?;
-        serve::check(&opts.serve, &a)?;
+        opts.validate()?;
+        serve::validate(&opts.serve, &a)?;
         let mut sides = vec![Side::new(Variant::A, a, opts.health, opts.concurrency)?];
         if let Some(b) = b {
             sides.push(Side::new(Variant::B, b, opts.health, opts.concurrency)?);

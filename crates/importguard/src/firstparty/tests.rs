@@ -61,7 +61,7 @@ fn full(root: &Path, p: &str) -> String {
 }
 
 fn rust_says(file: &str, root: &Path) -> Says {
-    match check(file, root) {
+    match require(file, root) {
         Ok(()) => Says::Yes,
         Err(NotFirstParty::NotAFile { .. }) => Says::NotAFile,
         Err(NotFirstParty::Outside { .. }) => Says::Outside,
@@ -103,7 +103,7 @@ fn the_python_function_gives_the_rust_rule_answers_word_for_word() {
         .collect();
     assert_eq!(said.len(), files.len());
     for (file, py) in files.iter().zip(&said) {
-        let rust = check(file, dir.path()).err().map(|e| e.to_string());
+        let rust = require(file, dir.path()).err().map(|e| e.to_string());
         assert_eq!(py.as_str(), rust.as_deref().unwrap_or(""), "{file}");
     }
 }

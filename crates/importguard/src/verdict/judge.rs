@@ -135,7 +135,7 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
         }
     }
 
-    let missing = missing::check(ev.recording, log.is_some(), answering);
+    let missing = missing::find(ev.recording, log.is_some(), answering);
     ProcessVerdict {
         violations,
         allowed: allowed.into_values().collect(),

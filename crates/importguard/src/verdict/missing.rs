@@ -203,7 +203,7 @@ fn spawn_blocks_recorder(s: &Spawn) -> bool {
 
 /// Whether the process that answered left evidence; `recording` is `None`
 /// when no recorder was used (nothing is asked of it then).
-pub(super) fn check(
+pub(super) fn find(
     recording: Option<&Recording>,
     log_has_entries: bool,
     answering: &Answering,
@@ -336,7 +336,7 @@ mod tests {
     #[test]
     fn no_recorder_and_no_importtime_says_which_flags_kept_them_out() {
         let none = Recording::default();
-        let m = check(Some(&none), false, &answering(Some(9), "python3 -I w.py")).unwrap();
+        let m = find(Some(&none), false, &answering(Some(9), "python3 -I w.py")).unwrap();
         assert_eq!(
             m.reason,
             MissingReason::Flags {
@@ -348,10 +348,10 @@ mod tests {
             [EvidenceKind::Recorder, EvidenceKind::Importtime]
         );
         assert!(m.to_string().contains("has -I"), "{m}");
-        let m = check(Some(&none), false, &answering(None, "node w.js")).unwrap();
+        let m = find(Some(&none), false, &answering(None, "node w.js")).unwrap();
         assert_eq!(m.reason, MissingReason::Unexplained);
         assert_eq!(
-            check(
+            find(
                 Some(&none),
                 true,
                 &answering(Some(9), "python3 -I -X importtime w.py")
@@ -360,7 +360,7 @@ mod tests {
             "importtime alone is evidence"
         );
         assert_eq!(
-            check(None, false, &Answering::default()),
+            find(None, false, &Answering::default()),
             None,
             "no recorder used"
         );
@@ -370,10 +370,10 @@ mod tests {
     fn the_recorded_worker_answering_is_evidence() {
         let r = rec(&[START]);
         assert_eq!(
-            check(Some(&r), false, &answering(Some(7), "python3 w.py")),
+            find(Some(&r), false, &answering(Some(7), "python3 w.py")),
             None
         );
-        assert_eq!(check(Some(&r), false, &Answering::default()), None);
+        assert_eq!(find(Some(&r), false, &Answering::default()), None);
     }
 
     #[test]
@@ -384,7 +384,7 @@ mod tests {
             r#"{"type":"import","name":"json","t_ns":30,"channel":"both"}"#,
         ]);
         assert_eq!(
-            check(Some(&r), false, &answering(Some(7), "python3 w.py")),
+            find(Some(&r), false, &answering(Some(7), "python3 w.py")),
             None
         );
     }
@@ -396,10 +396,10 @@ mod tests {
             r#"{"type":"spawn","t_ns":20,"kind":"exec","argv":["python3","w.py"],"env":{"importtime":true}}"#,
         ]);
         assert_eq!(
-            check(Some(&r), true, &answering(Some(7), "python3 w.py")),
+            find(Some(&r), true, &answering(Some(7), "python3 w.py")),
             None
         );
-        let m = check(Some(&r), false, &answering(Some(7), "python3 w.py")).unwrap();
+        let m = find(Some(&r), false, &answering(Some(7), "python3 w.py")).unwrap();
         assert!(
             matches!(m.reason, MissingReason::ExecWithoutRecorder { .. }),
             "{m:?}"
@@ -409,7 +409,7 @@ mod tests {
             START,
             r#"{"type":"spawn","t_ns":20,"kind":"exec","argv":["python3","-E","w.py"],"env":{"importtime":true,"record":true,"pythonpath":true}}"#,
         ]);
-        let m = check(Some(&r), true, &answering(Some(7), "python3 w.py")).unwrap();
+        let m = find(Some(&r), true, &answering(Some(7), "python3 w.py")).unwrap();
         match &m.reason {
             MissingReason::ExecWithoutRecorder { flags, dropped, .. } => {
                 assert_eq!(flags, &["-E"]);
@@ -425,7 +425,7 @@ mod tests {
             START,
             r#"{"type":"spawn","t_ns":20,"kind":"subprocess","argv":["python3","-I","inner.py"],"env":{"inherited":true,"record":true,"pythonpath":true},"by":{"file":"/app/launch.py","line":4}}"#,
         ]);
-        let m = check(Some(&r), true, &answering(Some(8), "python3 launch.py")).unwrap();
+        let m = find(Some(&r), true, &answering(Some(8), "python3 launch.py")).unwrap();
         assert_eq!(m.pid, Some(8));
         match &m.reason {
             MissingReason::ChildWithoutRecorder {
@@ -441,7 +441,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let m = check(
+        let m = find(
             Some(&rec(&[START])),
             true,
             &answering(Some(8), "python3 w.py"),
