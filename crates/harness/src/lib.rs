@@ -72,6 +72,8 @@ pub mod pyspy;
 pub mod serve;
 pub mod side;
 pub mod snapshot;
+#[cfg(test)]
+mod standin;
 pub mod target;
 pub mod trials;
 

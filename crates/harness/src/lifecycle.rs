@@ -373,3 +373,85 @@ impl Started<'_> {
         self.worker.kill()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standin;
+
+    /// A task's hook that refuses at one step.
+    struct RefuseAt(&'static str);
+
+    impl Hooks for RefuseAt {
+        fn spawned(&mut self, _: u32) -> Result<(), Stop> {
+            self.refuse("spawned")
+        }
+        fn ready(&mut self, _: &mut Started<'_>) -> Result<(), Stop> {
+            self.refuse("ready")
+        }
+        fn health(&mut self, _: &Exchange) -> Result<(), Stop> {
+            self.refuse("health")
+        }
+        fn before_shutdown(&mut self, _: &mut Started<'_>) -> Result<(), Stop> {
+            self.refuse("before_shutdown")
+        }
+    }
+
+    impl RefuseAt {
+        fn refuse(&self, step: &str) -> Result<(), Stop> {
+            if self.0 == step {
+                Err(Stop::Refused(format!("refused at {step}")))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    fn drive(mode: &str, hooks: &mut dyn Hooks) -> Lived {
+        let dir = tempfile::tempdir().unwrap();
+        let t = standin::target(dir.path(), mode, "standin");
+        Lifecycle::of(&t).drive(&t.spawn_command(), hooks)
+    }
+
+    #[test]
+    fn a_refusing_hook_fails_in_the_stage_of_its_step_and_the_worker_is_reaped() {
+        let health = Stage::Request {
+            op: "health".into(),
+            index: 1,
+        };
+        for (step, stage) in [
+            ("spawned", Stage::Startup),
+            ("ready", Stage::Ready),
+            ("health", health),
+            ("before_shutdown", Stage::AfterServe),
+        ] {
+            let lived = drive("ok", &mut RefuseAt(step));
+            let f = lived.end.expect_err(step);
+            assert_eq!(f.stage, stage, "{step}");
+            assert!(f.refused(), "{step}");
+            assert_eq!(f.to_string(), format!("refused at {step}"));
+            assert!(f.finished().is_some(), "{step}: the worker was reaped");
+        }
+    }
+
+    #[test]
+    fn a_worker_failure_carries_the_stage_its_error_names() {
+        let lived = drive("crash", &mut RefuseAt("none"));
+        let f = lived.end.expect_err("a crash before ready");
+        assert_eq!(f.stage, Stage::Startup);
+        assert!(!f.refused());
+        assert!(f.worker_error().is_some());
+
+        let lived = drive("exit:3", &mut RefuseAt("none"));
+        let f = lived.end.expect_err("an exit code of 3");
+        assert_eq!(f.stage, Stage::Exit);
+        assert!(lived.ready.is_some(), "it was ready first");
+
+        let lived = drive("ok", &mut RefuseAt("none"));
+        assert!(
+            lived.end.is_ok(),
+            "{:?}",
+            lived.end.err().map(|f| f.to_string())
+        );
+    }
+}

@@ -456,3 +456,6 @@ fn precise_enough(
         stats::summarize(&vals, boot).is_ok_and(|s| warn::relative_half_width(&s) <= want)
     })
 }
+
+#[cfg(test)]
+mod tests;
