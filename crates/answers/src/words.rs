@@ -126,3 +126,25 @@ pub fn verdict_sentence(measure: phases::Measure, c: &phases::compare::Compariso
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_read_as_people_write_them() {
+        assert_eq!(fmt_level(0.95), "95%");
+        assert_eq!(fmt_level(0.995), "99.5%");
+        assert_eq!(fmt_level(0.9999), "99.99%");
+    }
+
+    #[test]
+    fn units_suit_the_size() {
+        assert_eq!(fmt_ms(0.0853), "85.3 us");
+        assert_eq!(fmt_ms(12.345), "12.35 ms");
+        assert_eq!(fmt_ms(612.34), "612.3 ms");
+        assert_eq!(fmt_ms(6150.0), "6.150 s");
+        assert_eq!(fmt_mib((12u64 << 20) as f64), "12.0 MiB");
+        assert_eq!(fmt_pct(0.1234), "12.3%");
+    }
+}

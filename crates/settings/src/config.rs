@@ -276,6 +276,8 @@ pub fn parse(text: &str, root: &Path) -> Result<Vec<Target>, Error> {
 /// What `resolve_targets` gives: the targets, the snapshot names, the budgets.
 type Resolved = (Vec<Target>, Vec<String>, BTreeMap<String, Budgets>);
 
+/// The file's targets resolved, with the names of those kept as
+/// snapshots and each one's budgets.
 fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, Problem> {
     if file.targets.is_empty() {
         return Err(Problem::NoTargets);
@@ -285,147 +287,164 @@ fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, 
     let mut snapshot = Vec::new();
     let mut budgets = BTreeMap::new();
     for raw in file.targets {
-        let name = raw.name;
-        if let Some(got) = raw.max_slowdown
-            && !(got.is_finite() && got > 0.0 && got < 1.0)
-        {
-            return Err(Problem::NotAShare {
-                name,
-                key: "max_slowdown",
-                got,
-            });
-        }
-        if let Some(got) = raw.max_ready_ms
-            && !(got.is_finite() && got > 0.0)
-        {
-            return Err(Problem::NotPositiveMs {
-                name,
-                key: "max_ready_ms",
-                got,
-            });
-        }
-        budgets.insert(
-            name.clone(),
-            Budgets {
-                max_slowdown: raw
-                    .max_slowdown
-                    .unwrap_or(answers::diff::DEFAULT_MAX_SLOWDOWN),
-                max_modules: raw.max_modules,
-                max_ready_ms: raw.max_ready_ms,
-            },
-        );
+        let name = raw.name.clone();
+        budgets.insert(name.clone(), budgets_of(&raw)?);
         if !seen.insert(name.clone()) {
             return Err(Problem::Twice(name));
         }
-        if raw.command.is_empty() {
-            return Err(Problem::EmptyCommand(name));
+        let snapshotted = raw.snapshot;
+        out.push(resolve_target(raw, root, origin)?);
+        if snapshotted {
+            snapshot.push(name);
         }
-        if raw.processes == Some(0) {
-            return Err(Problem::NoProcesses(name));
-        }
-        let mut command = raw.command;
-        if command[0].contains('/') {
-            command[0] = against(root, Path::new(&command[0])).display().to_string();
-        }
-        check_verify(&name, &raw.verify)?;
-        let mut verify_command = match raw.verify_command {
-            Some(argv) if argv.is_empty() => return Err(Problem::EmptyVerifyCommand(name)),
-            argv => argv.unwrap_or_default(),
-        };
-        if verify_command.first().is_some_and(|p| p.contains('/')) {
-            verify_command[0] = against(root, Path::new(&verify_command[0]))
-                .display()
-                .to_string();
-        }
-        let cwd = raw
-            .cwd
-            .map_or_else(|| root.to_path_buf(), |c| against(root, &c));
-        if !cwd.is_dir() {
-            return Err(Problem::CwdNotAFolder {
-                name,
-                cwd,
-                root: root.to_path_buf(),
-            });
-        }
-        let mut env = raw.env;
-        if let Some(pp) = env.get_mut("PYTHONPATH") {
-            let joined =
-                std::env::join_paths(std::env::split_paths(pp.as_str()).map(|p| against(root, &p)))
-                    .map_err(|e| Problem::PythonPath(name.clone(), e))?;
-            *pp = joined.to_string_lossy().into_owned();
-        }
-        let import_roots = match raw.import_roots {
-            Some(dirs) => dirs.iter().map(|d| against(root, d)).collect(),
-            None => crate::layout::import_roots(root)
-                .into_iter()
-                .map(|r| r.dir)
-                .collect(),
-        };
-        let mut setup = match raw.setup {
-            Some(argv) if argv.is_empty() => return Err(Problem::EmptySetup(name)),
-            argv => argv.unwrap_or_default(),
-        };
-        if setup.first().is_some_and(|p| p.contains('/')) {
-            setup[0] = against(root, Path::new(&setup[0])).display().to_string();
-        }
-        let stop = match raw.stop {
-            None => None,
-            Some(st) => {
-                let Some(signal) = harness::Stop::signal_named(&st.signal) else {
-                    return Err(Problem::BadStopSignal {
-                        name,
-                        got: st.signal,
-                    });
-                };
-                Some(harness::Stop {
-                    signal,
-                    after: secs(st.after, harness::TCP_STOP_AFTER, "stop.after", &name)?,
-                })
-            }
-        };
-        let base = Target::ad_hoc(root, command, &name);
-        if raw.snapshot {
-            snapshot.push(name.clone());
-        }
-        out.push(Target {
-            env,
-            cwd,
-            forbidden: raw.forbidden.unwrap_or(base.forbidden.clone()),
-            allowed: raw.allowed,
-            processes: raw.processes.unwrap_or(base.processes),
-            health: raw.health.unwrap_or(base.health),
-            ready_timeout: secs(
-                raw.ready_timeout,
-                base.ready_timeout,
-                "ready_timeout",
-                &name,
-            )?,
-            request_timeout: secs(
-                raw.request_timeout,
-                base.request_timeout,
-                "request_timeout",
-                &name,
-            )?,
-            shutdown_timeout: secs(
-                raw.shutdown_timeout,
-                base.shutdown_timeout,
-                "shutdown_timeout",
-                &name,
-            )?,
-            grace: secs(raw.grace, base.grace, "grace", &name)?,
-            py_spy: raw.py_spy.map(|p| against(root, &p)),
-            request: raw.request,
-            transport: raw.transport,
-            verify: raw.verify,
-            verify_command,
-            import_roots,
-            setup,
-            stop,
-            origin,
-            ..base
-        });
     }
     Ok((out, snapshot, budgets))
+}
+
+/// What `diff` judges a target against, its shares and times checked.
+fn budgets_of(raw: &RawTarget) -> Result<Budgets, Problem> {
+    if let Some(got) = raw.max_slowdown
+        && !(got.is_finite() && got > 0.0 && got < 1.0)
+    {
+        return Err(Problem::NotAShare {
+            name: raw.name.clone(),
+            key: "max_slowdown",
+            got,
+        });
+    }
+    if let Some(got) = raw.max_ready_ms
+        && !(got.is_finite() && got > 0.0)
+    {
+        return Err(Problem::NotPositiveMs {
+            name: raw.name.clone(),
+            key: "max_ready_ms",
+            got,
+        });
+    }
+    Ok(Budgets {
+        max_slowdown: raw
+            .max_slowdown
+            .unwrap_or(answers::diff::DEFAULT_MAX_SLOWDOWN),
+        max_modules: raw.max_modules,
+        max_ready_ms: raw.max_ready_ms,
+    })
+}
+
+/// One target of the file checked, its paths resolved against `root`
+/// and its defaults filled in.
+fn resolve_target(raw: RawTarget, root: &Path, origin: Origin) -> Result<Target, Problem> {
+    let name = raw.name;
+    if raw.command.is_empty() {
+        return Err(Problem::EmptyCommand(name));
+    }
+    if raw.processes == Some(0) {
+        return Err(Problem::NoProcesses(name));
+    }
+    let command = program_against(root, raw.command);
+    check_verify(&name, &raw.verify)?;
+    let verify_command = match raw.verify_command {
+        Some(argv) if argv.is_empty() => return Err(Problem::EmptyVerifyCommand(name)),
+        argv => program_against(root, argv.unwrap_or_default()),
+    };
+    let cwd = raw
+        .cwd
+        .map_or_else(|| root.to_path_buf(), |c| against(root, &c));
+    if !cwd.is_dir() {
+        return Err(Problem::CwdNotAFolder {
+            name,
+            cwd,
+            root: root.to_path_buf(),
+        });
+    }
+    let env = pythonpath_against(root, raw.env, &name)?;
+    let import_roots = match raw.import_roots {
+        Some(dirs) => dirs.iter().map(|d| against(root, d)).collect(),
+        None => crate::layout::import_roots(root)
+            .into_iter()
+            .map(|r| r.dir)
+            .collect(),
+    };
+    let setup = match raw.setup {
+        Some(argv) if argv.is_empty() => return Err(Problem::EmptySetup(name)),
+        argv => program_against(root, argv.unwrap_or_default()),
+    };
+    let stop = raw.stop.map(|st| stop_of(st, &name)).transpose()?;
+    let base = Target::ad_hoc(root, command, &name);
+    Ok(Target {
+        env,
+        cwd,
+        forbidden: raw.forbidden.unwrap_or(base.forbidden.clone()),
+        allowed: raw.allowed,
+        processes: raw.processes.unwrap_or(base.processes),
+        health: raw.health.unwrap_or(base.health),
+        ready_timeout: secs(
+            raw.ready_timeout,
+            base.ready_timeout,
+            "ready_timeout",
+            &name,
+        )?,
+        request_timeout: secs(
+            raw.request_timeout,
+            base.request_timeout,
+            "request_timeout",
+            &name,
+        )?,
+        shutdown_timeout: secs(
+            raw.shutdown_timeout,
+            base.shutdown_timeout,
+            "shutdown_timeout",
+            &name,
+        )?,
+        grace: secs(raw.grace, base.grace, "grace", &name)?,
+        py_spy: raw.py_spy.map(|p| against(root, &p)),
+        request: raw.request,
+        transport: raw.transport,
+        verify: raw.verify,
+        verify_command,
+        import_roots,
+        setup,
+        stop,
+        origin,
+        ..base
+    })
+}
+
+/// `argv` with its program resolved against `root` when it is a path
+/// (holds a `/`); a bare name is left for `PATH`.
+fn program_against(root: &Path, mut argv: Vec<String>) -> Vec<String> {
+    if argv.first().is_some_and(|p| p.contains('/')) {
+        argv[0] = against(root, Path::new(&argv[0])).display().to_string();
+    }
+    argv
+}
+
+/// `env` with each `PYTHONPATH` entry resolved against `root`.
+fn pythonpath_against(
+    root: &Path,
+    mut env: BTreeMap<String, String>,
+    name: &str,
+) -> Result<BTreeMap<String, String>, Problem> {
+    if let Some(pp) = env.get_mut("PYTHONPATH") {
+        let joined =
+            std::env::join_paths(std::env::split_paths(pp.as_str()).map(|p| against(root, &p)))
+                .map_err(|e| Problem::PythonPath(name.to_owned(), e))?;
+        *pp = joined.to_string_lossy().into_owned();
+    }
+    Ok(env)
+}
+
+/// A target's `stop` table: its signal by name, its wait checked.
+fn stop_of(st: RawStop, name: &str) -> Result<harness::Stop, Problem> {
+    let Some(signal) = harness::Stop::signal_named(&st.signal) else {
+        return Err(Problem::BadStopSignal {
+            name: name.to_owned(),
+            got: st.signal,
+        });
+    };
+    Ok(harness::Stop {
+        signal,
+        after: secs(st.after, harness::TCP_STOP_AFTER, "stop.after", name)?,
+    })
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use answers::diff::{ForbiddenChange, ImportDiff, ModuleLine, PackageCount, Packa
 use importguard::firstparty;
 use importguard::importtime::top_level;
 use importguard::importtime::{NodeId, NodeKind, stdlib};
+use importguard::recorder::Frame;
 use importguard::verdict::{self, MergedViolation, Policy};
 
 use crate::check::{Instrumented, instrumented_process, policy_of};
@@ -207,21 +208,6 @@ pub(crate) fn diff(a: &SideImports, b: &SideImports, ta: &Target, tb: &Target) -
     let names = own_names(&[ta, tb]);
     let own = |m: &str| names.contains(top_level(m));
     let third = |m: &str| !own(m) && !stdlib::is_stdlib(m);
-    let group = |names: Vec<&String>| -> Vec<PackageCount> {
-        let mut by: BTreeMap<&str, usize> = BTreeMap::new();
-        for n in names {
-            *by.entry(top_level(n)).or_default() += 1;
-        }
-        let mut v: Vec<PackageCount> = by
-            .into_iter()
-            .map(|(p, n)| PackageCount {
-                package: p.to_owned(),
-                modules: n,
-            })
-            .collect();
-        v.sort_by(|x, y| y.modules.cmp(&x.modules).then(x.package.cmp(&y.package)));
-        v
-    };
     let added: Vec<&String> = ub.difference(&ua).collect();
     let removed: Vec<&String> = ua.difference(&ub).collect();
 
@@ -232,17 +218,6 @@ pub(crate) fn diff(a: &SideImports, b: &SideImports, ta: &Target, tb: &Target) -
         .chain(&b.package_ms)
         .flat_map(|m| m.keys())
         .collect();
-    let present = |s: &SideImports, p: &str| s.package_ms.iter().any(|m| m.contains_key(p));
-    let median_of = |s: &SideImports, p: &str| {
-        present(s, p).then(|| {
-            let v: Vec<f64> = s
-                .package_ms
-                .iter()
-                .map(|m| m.get(p).copied().unwrap_or(0.0))
-                .collect();
-            phases::stats::median(&v).unwrap_or(0.0)
-        })
-    };
     let new_packages: Vec<String> = packages
         .iter()
         .filter(|p| !present(a, p) && !stdlib::is_stdlib(p))
@@ -255,10 +230,85 @@ pub(crate) fn diff(a: &SideImports, b: &SideImports, ta: &Target, tb: &Target) -
         .collect();
     let wanted: Vec<String> = new_packages.iter().chain(&new_own).cloned().collect();
     let lines = importing_lines(tb, &wanted);
-    let line_of = |m: &str| {
-        lines
-            .get(m)
-            .and_then(|v| v.first.origin.clone().or_else(|| v.first.importer.clone()))
+    let [forbidden_new, forbidden_gone] = forbidden_changes(a, b);
+    ImportDiff {
+        processes: a.at_ready.len().min(b.at_ready.len()),
+        modules_a: median_usize(&a.at_ready.iter().map(BTreeSet::len).collect::<Vec<_>>()),
+        modules_b: median_usize(&b.at_ready.iter().map(BTreeSet::len).collect::<Vec<_>>()),
+        added_first_party: added
+            .iter()
+            .filter(|m| own(m))
+            .map(|m| ModuleLine {
+                module: m.to_string(),
+                imported_at: line_of(&lines, m),
+            })
+            .collect(),
+        removed_first_party: removed
+            .iter()
+            .filter(|m| own(m))
+            .map(|m| m.to_string())
+            .collect(),
+        added_packages: by_package(added.iter().copied().filter(|m| third(m)).collect()),
+        removed_packages: by_package(removed.iter().copied().filter(|m| third(m)).collect()),
+        packages: package_times(a, b, packages, &own, &lines),
+        forbidden_new,
+        forbidden_gone,
+        forbidden_kept: forbidden_modules(&a.violations)
+            .intersection(&forbidden_modules(&b.violations))
+            .cloned()
+            .collect(),
+    }
+}
+
+/// Modules counted by their top-level package, most modules first.
+fn by_package(names: Vec<&String>) -> Vec<PackageCount> {
+    let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+    for n in names {
+        *by.entry(top_level(n)).or_default() += 1;
+    }
+    let mut v: Vec<PackageCount> = by
+        .into_iter()
+        .map(|(p, n)| PackageCount {
+            package: p.to_owned(),
+            modules: n,
+        })
+        .collect();
+    v.sort_by(|x, y| y.modules.cmp(&x.modules).then(x.package.cmp(&y.package)));
+    v
+}
+
+/// Whether any process of a side imported package `p` at start-up.
+fn present(s: &SideImports, p: &str) -> bool {
+    s.package_ms.iter().any(|m| m.contains_key(p))
+}
+
+/// The line that brought module `m` into B's start-up, when it was
+/// looked for and found.
+fn line_of(lines: &BTreeMap<String, MergedViolation>, m: &str) -> Option<Frame> {
+    lines
+        .get(m)
+        .and_then(|v| v.first.origin.clone().or_else(|| v.first.importer.clone()))
+}
+
+/// Each package's start-up time on both sides and its paired change,
+/// the largest change first (stdlib packages left out); `own` tells the
+/// project's modules, `lines` where B imports the new ones.
+fn package_times(
+    a: &SideImports,
+    b: &SideImports,
+    packages: BTreeSet<&String>,
+    own: &dyn Fn(&str) -> bool,
+    lines: &BTreeMap<String, MergedViolation>,
+) -> Vec<PackageTime> {
+    let median_of = |s: &SideImports, p: &str| {
+        present(s, p).then(|| {
+            let v: Vec<f64> = s
+                .package_ms
+                .iter()
+                .map(|m| m.get(p).copied().unwrap_or(0.0))
+                .collect();
+            phases::stats::median(&v).unwrap_or(0.0)
+        })
     };
     let mut times: Vec<PackageTime> = packages
         .into_iter()
@@ -280,7 +330,7 @@ pub(crate) fn diff(a: &SideImports, b: &SideImports, ta: &Target, tb: &Target) -
                 change: (n > 0)
                     .then(|| phases::stats::hodges_lehmann(&d, 0.95).ok())
                     .flatten(),
-                imported_at: line_of(p),
+                imported_at: line_of(lines, p),
                 chain: line.map(|v| v.first.chain.clone()).unwrap_or_default(),
             }
         })
@@ -289,43 +339,24 @@ pub(crate) fn diff(a: &SideImports, b: &SideImports, ta: &Target, tb: &Target) -
         let c = |p: &PackageTime| p.change.map_or(0.0, |s| s.estimate.abs());
         c(y).total_cmp(&c(x)).then(x.package.cmp(&y.package))
     });
+    times
+}
 
-    let mods = |v: &[MergedViolation]| -> BTreeSet<String> {
-        v.iter().map(|x| x.first.module.clone()).collect()
+/// The forbidden modules of a side's violations.
+fn forbidden_modules(v: &[MergedViolation]) -> BTreeSet<String> {
+    v.iter().map(|x| x.first.module.clone()).collect()
+}
+
+/// The forbidden modules B imports and A did not, and those A imported
+/// and B no longer does.
+fn forbidden_changes(a: &SideImports, b: &SideImports) -> [Vec<ForbiddenChange>; 2] {
+    let only = |x: &SideImports, y: &SideImports| {
+        let theirs = forbidden_modules(&y.violations);
+        x.violations
+            .iter()
+            .filter(|v| !theirs.contains(&v.first.module))
+            .map(forbidden)
+            .collect()
     };
-    let (fa, fb) = (mods(&a.violations), mods(&b.violations));
-    ImportDiff {
-        processes: a.at_ready.len().min(b.at_ready.len()),
-        modules_a: median_usize(&a.at_ready.iter().map(BTreeSet::len).collect::<Vec<_>>()),
-        modules_b: median_usize(&b.at_ready.iter().map(BTreeSet::len).collect::<Vec<_>>()),
-        added_first_party: added
-            .iter()
-            .filter(|m| own(m))
-            .map(|m| ModuleLine {
-                module: m.to_string(),
-                imported_at: line_of(m),
-            })
-            .collect(),
-        removed_first_party: removed
-            .iter()
-            .filter(|m| own(m))
-            .map(|m| m.to_string())
-            .collect(),
-        added_packages: group(added.iter().copied().filter(|m| third(m)).collect()),
-        removed_packages: group(removed.iter().copied().filter(|m| third(m)).collect()),
-        packages: times,
-        forbidden_new: b
-            .violations
-            .iter()
-            .filter(|v| !fa.contains(&v.first.module))
-            .map(forbidden)
-            .collect(),
-        forbidden_gone: a
-            .violations
-            .iter()
-            .filter(|v| !fb.contains(&v.first.module))
-            .map(forbidden)
-            .collect(),
-        forbidden_kept: fa.intersection(&fb).cloned().collect(),
-    }
+    [only(b, a), only(a, b)]
 }

@@ -31,10 +31,12 @@ use phases::stats::Resampling;
 use phases::{Measure, Phase};
 use timeline::Variant;
 
+use crate::check::Instrumented;
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::target::Target;
-use crate::trials::{self, BenchOptions, Progress};
+use crate::trials::{self, BenchOptions, BenchRun, Progress};
+use imports::SideImports;
 
 pub use git::{BaseRev, Worktree};
 
@@ -176,6 +178,8 @@ pub fn compare_target(
     Ok(r)
 }
 
+/// [`compare_target`] once the trees are prepared: the import trees,
+/// then the timed rounds.
 fn compare_prepared(
     base: &Target,
     head: &Target,
@@ -186,8 +190,54 @@ fn compare_prepared(
     prepared: &outputs::Prepared,
 ) -> Result<TargetDiff> {
     let name = head.name.as_str();
+    let (sa, sb) = match instrumented_sides(base, head, opts, progress, prepared)? {
+        Ok(sides) => sides,
+        Err((variant, message)) => return Ok(error(name, budgets, variant, message)),
+    };
+    let import_diff = imports::diff(&sa, &sb, base, head);
+    if interrupt.is_set() {
+        return Ok(TargetDiff {
+            status: DiffStatus::Compared,
+            imports: Some(import_diff),
+            warnings: vec!["interrupted before the timed rounds: no time was compared".to_owned()],
+            ..new_target(name, budgets)
+        });
+    }
+    let run = timed_rounds(base, head, &budgets, opts, interrupt, progress)?;
+    if let Some((r, stage, message)) = run.first_failure() {
+        return Ok(error(
+            name,
+            budgets,
+            r.variant,
+            format!("trial {} failed at {stage}: {message}", r.trial),
+        ));
+    }
+    let time = time_diff(&run);
+    let warnings = time_warnings(&time, run.interrupted);
+    Ok(TargetDiff {
+        name: name.to_owned(),
+        status: DiffStatus::Compared,
+        error: None,
+        budgets,
+        time: Some(time),
+        imports: Some(import_diff),
+        warnings,
+        prepared: Vec::new(),
+    })
+}
+
+/// Both sides' import trees from their instrumented processes, or the
+/// side that failed and why: it could not start (with what the base's
+/// checkout lacks, if it does), or it ran code from outside its tree.
+fn instrumented_sides(
+    base: &Target,
+    head: &Target,
+    opts: &DiffOptions,
+    progress: &mut dyn Progress,
+    prepared: &outputs::Prepared,
+) -> Result<std::result::Result<(SideImports, SideImports), (Variant, String)>> {
     progress.announce(&crate::trials::Event::Instrumented {
-        target: name.to_owned(),
+        target: head.name.clone(),
         processes: opts.instrumented.max(1),
     });
     let (xa, xb) = imports::run_both(base, head, opts.instrumented.max(1))?;
@@ -202,60 +252,73 @@ fn compare_prepared(
             Ok(s) => sides.push(s),
             Err(e) => {
                 let message = extra.map_or_else(|| e.clone(), |a| format!("{e}\n{a}"));
-                return Ok(error(name, budgets, variant, message));
+                return Ok(Err((variant, message)));
             }
         }
+    }
+    if let Some(foreign) = foreign_side(base, head, [xa.as_slice(), xb.as_slice()], opts) {
+        return Ok(Err(foreign));
     }
     let (sb, sa) = (
         sides.pop().expect("two sides"),
         sides.pop().expect("two sides"),
     );
-    // Never a verdict from two sides that ran the same code.
-    for (variant, side, xs, tree) in [
-        (Variant::A, base, &xa, &opts.trees[0]),
-        (Variant::B, head, &xb, &opts.trees[1]),
-    ] {
+    Ok(Ok((sa, sb)))
+}
+
+/// The first side whose processes imported the project's code from
+/// outside its own tree, and what they imported: never a verdict from two
+/// sides that ran the same code.
+fn foreign_side(
+    base: &Target,
+    head: &Target,
+    [xa, xb]: [&[Instrumented]; 2],
+    opts: &DiffOptions,
+) -> Option<(Variant, String)> {
+    [
+        (Variant::A, base, xa, &opts.trees[0]),
+        (Variant::B, head, xb, &opts.trees[1]),
+    ]
+    .into_iter()
+    .find_map(|(variant, side, xs, tree)| {
         let tree = if tree.as_os_str().is_empty() {
             &side.root
         } else {
             tree
         };
-        if let Some(f) = imports::foreign(xs, &[base, head], side, tree) {
-            return Ok(error(name, budgets, variant, f.to_string()));
-        }
-    }
-    let import_diff = imports::diff(&sa, &sb, base, head);
-    if interrupt.is_set() {
-        return Ok(TargetDiff {
-            status: DiffStatus::Compared,
-            imports: Some(import_diff),
-            warnings: vec!["interrupted before the timed rounds: no time was compared".to_owned()],
-            ..new_target(name, budgets)
-        });
-    }
+        imports::foreign(xs, &[base, head], side, tree).map(|f| (variant, f.to_string()))
+    })
+}
 
-    let rule = stop_rule(&budgets, opts);
-    let dir = opts.out.join(name);
+/// The timed interleaved rounds, base as A and head as B, into the
+/// target's folder under the diff's.
+fn timed_rounds(
+    base: &Target,
+    head: &Target,
+    budgets: &Budgets,
+    opts: &DiffOptions,
+    interrupt: &Interrupt,
+    progress: &mut dyn Progress,
+) -> Result<BenchRun> {
+    let rule = stop_rule(budgets, opts);
+    let dir = opts.out.join(&head.name);
     std::fs::create_dir_all(&dir).map_err(|e| crate::error::Error::io("create", &dir, e))?;
     let bench = BenchOptions::sequential(rule, opts.warmup, opts.bootstrap, dir, opts.root.clone());
     progress.announce(&crate::trials::Event::Timed {
-        target: name.to_owned(),
+        target: head.name.clone(),
     });
-    let run = trials::run(
+    trials::run(
         base.clone(),
         Some(head.clone()),
         &bench,
         interrupt,
         progress,
-    )?;
-    if let Some((r, stage, message)) = run.first_failure() {
-        return Ok(error(
-            name,
-            budgets,
-            r.variant,
-            format!("trial {} failed at {stage}: {message}", r.trial),
-        ));
-    }
+    )
+}
+
+/// What the timed rounds say: CPU and wall time of ready compared, B's
+/// ready time, both sides' memory.
+fn time_diff(run: &BenchRun) -> TimeDiff {
     let s = &run.summary;
     let cpu = s.ab.as_ref().and_then(|ab| ab.cpu.clone());
     let wall_ready = s.phase(Phase::Ready).and_then(|p| p.ratio.clone());
@@ -271,11 +334,27 @@ fn compare_prepared(
         }
     };
     let disagree = disagreement(cpu.as_ref(), wall_ready.as_ref());
+    TimeDiff {
+        basis: Measure::Cpu,
+        cpu,
+        wall_ready,
+        disagree,
+        ready_ms_b,
+        rss: [rss(Variant::A), rss(Variant::B)],
+        run_dir: run.dir.clone(),
+        summary: run.summary.clone(),
+    }
+}
+
+/// The warnings of a time comparison: CPU and wall time disagree, the
+/// verdict is inconclusive, the rounds were interrupted.
+fn time_warnings(time: &TimeDiff, interrupted: bool) -> Vec<String> {
     let mut warnings = Vec::new();
-    if let Some(d) = &disagree {
+    if let Some(d) = &time.disagree {
         warnings.push(d.clone());
     }
-    if let Some(c) = cpu
+    if let Some(c) = time
+        .cpu
         .as_ref()
         .filter(|c| c.verdict == phases::compare::Verdict::Inconclusive)
     {
@@ -290,26 +369,8 @@ fn compare_prepared(
             )
         ));
     }
-    if run.interrupted {
+    if interrupted {
         warnings.push("interrupted: the comparison covers the rounds run so far".to_owned());
     }
-    Ok(TargetDiff {
-        name: name.to_owned(),
-        status: DiffStatus::Compared,
-        error: None,
-        budgets,
-        time: Some(TimeDiff {
-            basis: Measure::Cpu,
-            cpu,
-            wall_ready,
-            disagree,
-            ready_ms_b,
-            rss: [rss(Variant::A), rss(Variant::B)],
-            run_dir: run.dir.clone(),
-            summary: run.summary.clone(),
-        }),
-        imports: Some(import_diff),
-        warnings,
-        prepared: Vec::new(),
-    })
+    warnings
 }

@@ -1,7 +1,7 @@
 //! `summary.md`: the run for people who read it in a pull request.
 
 use phases::phase::PhaseSummary;
-use phases::run::Load;
+use phases::run::{Load, TargetInfo};
 use phases::summary::RunSummary;
 
 use phases::compare::Comparison;
@@ -66,10 +66,22 @@ pub fn phase_tables(
 /// `summary.md`: the run, then its serve phase and memory view sections
 /// when it has them.
 pub fn render(s: &RunSummary) -> String {
+    let mut o = String::new();
+    run_heading(s, &mut o);
+    phases_section(s, &mut o);
+    resources_section(s, &mut o);
+    failures_section(s, &mut o);
+    warnings_section(s, &mut o);
+    environment_section(s, &mut o);
+    o.push_str(&serve_sections(s));
+    o
+}
+
+/// The title, what the run did, and each target's command.
+fn run_heading(s: &RunSummary, o: &mut String) {
     let env = &s.environment;
     let cfg = &s.configuration;
     let t = &s.trials;
-    let mut o = String::new();
     let names: Vec<&str> = env.targets.iter().map(|t| t.name.as_str()).collect();
     o.push_str(&format!("# coldstart bench: {}\n\n", names.join(" vs ")));
     o.push_str(&format!(
@@ -106,6 +118,12 @@ pub fn render(s: &RunSummary) -> String {
         }
         o.push('\n');
     }
+}
+
+/// `## Phases`: the phase tables, then how to read the ratios and the
+/// answers of an A/B run.
+fn phases_section(s: &RunSummary, o: &mut String) {
+    let cfg = &s.configuration;
     o.push_str("\n## Phases\n\n");
     o.push_str(
         "Statistics over the measured, correct trials (warm-ups and failed trials are kept in \
@@ -137,6 +155,11 @@ pub fn render(s: &RunSummary) -> String {
             fmt_pct(cfg.noise_threshold)
         ));
     }
+}
+
+/// `## Resources`: each variant's medians per trial, and the harness's
+/// overhead.
+fn resources_section(s: &RunSummary, o: &mut String) {
     o.push_str("\n## Resources (medians per trial)\n\n");
     let header = [
         "variant",
@@ -170,6 +193,11 @@ pub fn render(s: &RunSummary) -> String {
             s.overhead.loop_wall_s, s.overhead.lifecycles_s
         ));
     }
+}
+
+/// `## Failures`, by stage, when trials failed.
+fn failures_section(s: &RunSummary, o: &mut String) {
+    let t = &s.trials;
     if t.failed > 0 {
         o.push_str("\n## Failures\n\n");
         for (stage, n) in &t.failed_by_stage {
@@ -177,6 +205,10 @@ pub fn render(s: &RunSummary) -> String {
         }
         o.push_str("\nEach failed trial's message is in `trials.jsonl` (`outcome.message`).\n");
     }
+}
+
+/// `## Warnings`, or that there are none.
+fn warnings_section(s: &RunSummary, o: &mut String) {
     o.push_str("\n## Warnings\n\n");
     if s.warnings.is_empty() {
         o.push_str("None.\n");
@@ -184,6 +216,13 @@ pub fn render(s: &RunSummary) -> String {
     for w in &s.warnings {
         o.push_str(&format!("- {w}\n"));
     }
+}
+
+/// `## Environment`: the tool, the machine and its load, each target's
+/// interpreter, and the bootstrap's settings.
+fn environment_section(s: &RunSummary, o: &mut String) {
+    let env = &s.environment;
+    let cfg = &s.configuration;
     o.push_str("\n## Environment\n\n");
     let tool = &env.tool;
     o.push_str(&format!(
@@ -212,37 +251,7 @@ pub fn render(s: &RunSummary) -> String {
         o.push_str(&format!("- CPU stalls during the run: {}\n", fmt_pct(f)));
     }
     for target in &env.targets {
-        if let Some(py) = &target.python {
-            o.push_str(&format!(
-                "- Python ({}): `{}` -> {} ({} {}{}){}\n",
-                target.variant,
-                py.requested,
-                opt(&py.executable),
-                opt(&py.implementation),
-                opt(&py.version),
-                match py.free_threaded {
-                    Some(true) => ", free-threaded",
-                    Some(false) => ", with GIL",
-                    None => "",
-                },
-                if py.shim {
-                    format!(
-                        "; **`{}` is a shim** ({})",
-                        py.requested,
-                        py.note.as_deref().unwrap_or("not the interpreter")
-                    )
-                } else {
-                    String::new()
-                }
-            ));
-        }
-        if !target.env_removed.is_empty() {
-            o.push_str(&format!(
-                "- removed from the environment ({}): {}\n",
-                target.variant,
-                target.env_removed.join(", ")
-            ));
-        }
+        target_environment(target, o);
     }
     o.push_str(&format!(
         "- bootstrap: {} resamples, seed {}, {:.0}% percentile intervals\n",
@@ -250,8 +259,41 @@ pub fn render(s: &RunSummary) -> String {
         cfg.bootstrap.seed,
         cfg.bootstrap.level * 100.0
     ));
-    o.push_str(&serve_sections(s));
-    o
+}
+
+/// A target's interpreter, and what was removed from its environment.
+fn target_environment(target: &TargetInfo, o: &mut String) {
+    if let Some(py) = &target.python {
+        o.push_str(&format!(
+            "- Python ({}): `{}` -> {} ({} {}{}){}\n",
+            target.variant,
+            py.requested,
+            opt(&py.executable),
+            opt(&py.implementation),
+            opt(&py.version),
+            match py.free_threaded {
+                Some(true) => ", free-threaded",
+                Some(false) => ", with GIL",
+                None => "",
+            },
+            if py.shim {
+                format!(
+                    "; **`{}` is a shim** ({})",
+                    py.requested,
+                    py.note.as_deref().unwrap_or("not the interpreter")
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
+    if !target.env_removed.is_empty() {
+        o.push_str(&format!(
+            "- removed from the environment ({}): {}\n",
+            target.variant,
+            target.env_removed.join(", ")
+        ));
+    }
 }
 
 #[cfg(test)]

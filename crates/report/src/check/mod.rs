@@ -15,13 +15,11 @@ use answers::check::{
     CheckCost, RECORDER_BUDGET, Status, TargetReport, budget_verdict, cost_floor, recorder_cost,
 };
 use importguard::importtime::ImportLog;
-use importguard::verdict::Violation;
+use importguard::verdict::{MergedViolation, Violation};
 
 // The unit tests below build reports and hold the renderers to the model's rules.
 #[cfg(test)]
 use answers::check::exit_code;
-#[cfg(test)]
-use importguard::verdict::MergedViolation;
 
 /// The whole importtime tree of a log, as text.
 pub fn tree_text(log: &ImportLog) -> String {
@@ -56,6 +54,26 @@ const PACKAGES: usize = 8;
 /// The readable report of one target, paths shown relative to `cwd`.
 pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
     use std::fmt::Write;
+    headline(r, out);
+    process_errors(r, out);
+    for v in &r.violations {
+        violation(v, cwd, out);
+    }
+    notes(r, cwd, out);
+    packages(r, out);
+    slowest(r, out);
+    import_tree(r, out);
+    let _ = writeln!(out);
+}
+
+/// `suffix` when `n` is not one: `process` and `processes`.
+fn plural(n: usize, suffix: &'static str) -> &'static str {
+    if n == 1 { "" } else { suffix }
+}
+
+/// The verdict line and the forbidden modules.
+fn headline(r: &TargetReport, out: &mut String) {
+    use std::fmt::Write;
     let verdict = match r.status {
         Status::Pass => "PASS",
         Status::Fail => "FAIL",
@@ -70,7 +88,7 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
         format!(
             "{} process{}",
             r.processes.len(),
-            if r.processes.len() == 1 { "" } else { "es" }
+            plural(r.processes.len(), "es")
         )
     };
     let nviol = if r.violations.is_empty() {
@@ -79,7 +97,7 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
         format!(
             ", {} violation{}",
             r.violations.len(),
-            if r.violations.len() == 1 { "" } else { "s" }
+            plural(r.violations.len(), "s")
         )
     };
     let _ = writeln!(
@@ -88,7 +106,11 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
         r.name, r.origin
     );
     let _ = writeln!(out, "      forbidden: {}", r.forbidden.join(", "));
+}
 
+/// Each process that could not be checked, with its error.
+fn process_errors(r: &TargetReport, out: &mut String) {
+    use std::fmt::Write;
     for p in &r.processes {
         if let Some(err) = &p.error {
             let pid = p.pid.map_or_else(String::new, |p| format!(" (pid {p})"));
@@ -98,115 +120,150 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
             }
         }
     }
-    for v in &r.violations {
-        let x = &v.first;
-        let detail = x
-            .detail
+}
+
+/// One violation: the module, its chain, where it came from, when and
+/// how it was seen, and what it cost.
+fn violation(v: &MergedViolation, cwd: &Path, out: &mut String) {
+    use std::fmt::Write;
+    let x = &v.first;
+    let detail = x
+        .detail
+        .as_ref()
+        .map_or_else(String::new, |d| format!(" ({d})"));
+    let _ = writeln!(
+        out,
+        "\n  {} {}{detail}, in {}/{} process{}",
+        x.module,
+        x.status,
+        v.processes,
+        v.of,
+        plural(v.of, "es")
+    );
+    chain(x, cwd, out);
+    origin(x, cwd, out);
+    circumstances(x, cwd, out);
+    cost(v, out);
+}
+
+/// The chain of a violation, then the line behind each link, where the
+/// recorder saw it (not the interpreter's own frozen code, such as runpy
+/// for `-m`).
+fn chain(x: &Violation, cwd: &Path, out: &mut String) {
+    use std::fmt::Write;
+    let _ = writeln!(out, "    chain: {}", x.chain.join(" -> "));
+    let width = x.chain.iter().map(String::len).max().unwrap_or(0);
+    for (i, (m, f)) in x.chain.iter().zip(&x.chain_lines).enumerate() {
+        if let Some(f) = f
             .as_ref()
-            .map_or_else(String::new, |d| format!(" ({d})"));
-        let _ = writeln!(
-            out,
-            "\n  {} {}{detail}, in {}/{} process{}",
-            x.module,
-            x.status,
-            v.processes,
-            v.of,
-            if v.of == 1 { "" } else { "es" }
-        );
-        let _ = writeln!(out, "    chain: {}", x.chain.join(" -> "));
-        // The line behind each link, where the recorder saw it (not the
-        // interpreter's own frozen code, such as runpy for `-m`).
-        let width = x.chain.iter().map(String::len).max().unwrap_or(0);
-        for (i, (m, f)) in x.chain.iter().zip(&x.chain_lines).enumerate() {
-            if let Some(f) = f
-                .as_ref()
-                .filter(|f| !f.file.starts_with('<') || f.file == "<string>")
-            {
-                let _ = writeln!(
-                    out,
-                    "      {m:width$}  imported at {}:{}{}",
-                    show_path(&f.file, cwd),
-                    f.line,
-                    as_parent(x, i)
-                );
-            }
-        }
-        match &x.origin {
-            Some(o) => {
-                let _ = writeln!(
-                    out,
-                    "    from:  {}:{} (in {})",
-                    show_path(&o.file, cwd),
-                    o.line,
-                    o.func
-                );
-            }
-            None => {
-                let _ = writeln!(out, "    from:  unknown (no recorder evidence)");
-            }
-        }
-        if let Some(i) = x
-            .importer
-            .as_ref()
-            .filter(|i| Some(*i) != x.origin.as_ref())
+            .filter(|f| !f.file.starts_with('<') || f.file == "<string>")
         {
-            let _ = writeln!(out, "    asked by: {}:{}", show_path(&i.file, cwd), i.line);
-        }
-        let phase = x
-            .stage
-            .as_ref()
-            .map_or_else(|| "unknown".to_owned(), ToString::to_string);
-        let _ = writeln!(out, "    phase: {phase}");
-        if let Some(proc_) = x.process.as_ref().filter(|p| !p.is_worker()) {
-            // The line that started it, shown like every other line here.
-            let mut shown = proc_.clone();
-            if let Some(at) = shown.started_at.as_mut() {
-                at.file = show_path(&at.file, cwd);
-            }
-            let _ = writeln!(out, "    process: {shown}");
-        }
-        if x.channel == Some(importguard::recorder::Channel::Audit) {
-            // A lazily loaded module's body runs on first use, not through
-            // an import: only the hook's `exec` event sees it.
-            let why = if x.lazy.is_some() {
-                "its body ran on first use, through a lazy loader, not through an import"
-            } else {
-                "the import bypassed the finder on sys.meta_path"
-            };
-            let _ = writeln!(out, "    seen by: the audit hook only ({why})");
-        }
-        if let Some(l) = &x.lazy {
-            let at = |f: &Option<importguard::recorder::Frame>| {
-                f.as_ref().map_or_else(
-                    || "unknown".to_owned(),
-                    |f| format!("{}:{}", show_path(&f.file, cwd), f.line),
-                )
-            };
             let _ = writeln!(
                 out,
-                "    lazy:  declared at {}, made real at {}",
-                at(&l.declared),
-                at(&l.made_real_at)
+                "      {m:width$}  imported at {}:{}{}",
+                show_path(&f.file, cwd),
+                f.line,
+                as_parent(x, i)
             );
         }
-        let cost = v.median_cumulative_us.or(x.cumulative_us).map_or_else(
-            || "unknown (no importtime line)".to_owned(),
-            |c| format!("{} cumulative", ms(c)),
-        );
-        let _ = writeln!(out, "    cost:  {cost}");
-        if !x.beneath.is_empty() {
-            let shown: Vec<&str> = x.beneath.iter().take(5).map(String::as_str).collect();
-            let more = x.beneath.len().saturating_sub(shown.len());
-            let more = if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            };
-            let _ = writeln!(out, "    then:  {}{more}", shown.join(", "));
+    }
+}
+
+/// The line a violation came from, and the importer that asked for it
+/// when that is another line.
+fn origin(x: &Violation, cwd: &Path, out: &mut String) {
+    use std::fmt::Write;
+    match &x.origin {
+        Some(o) => {
+            let _ = writeln!(
+                out,
+                "    from:  {}:{} (in {})",
+                show_path(&o.file, cwd),
+                o.line,
+                o.func
+            );
+        }
+        None => {
+            let _ = writeln!(out, "    from:  unknown (no recorder evidence)");
         }
     }
+    if let Some(i) = x
+        .importer
+        .as_ref()
+        .filter(|i| Some(*i) != x.origin.as_ref())
+    {
+        let _ = writeln!(out, "    asked by: {}:{}", show_path(&i.file, cwd), i.line);
+    }
+}
 
-    // What every process says beyond violations, deduplicated.
+/// When and where a violation happened: its phase, the process when not
+/// the worker, the audit hook when only it saw it, and a lazy module's
+/// two lines.
+fn circumstances(x: &Violation, cwd: &Path, out: &mut String) {
+    use std::fmt::Write;
+    let phase = x
+        .stage
+        .as_ref()
+        .map_or_else(|| "unknown".to_owned(), ToString::to_string);
+    let _ = writeln!(out, "    phase: {phase}");
+    if let Some(proc_) = x.process.as_ref().filter(|p| !p.is_worker()) {
+        // The line that started it, shown like every other line here.
+        let mut shown = proc_.clone();
+        if let Some(at) = shown.started_at.as_mut() {
+            at.file = show_path(&at.file, cwd);
+        }
+        let _ = writeln!(out, "    process: {shown}");
+    }
+    if x.channel == Some(importguard::recorder::Channel::Audit) {
+        // A lazily loaded module's body runs on first use, not through
+        // an import: only the hook's `exec` event sees it.
+        let why = if x.lazy.is_some() {
+            "its body ran on first use, through a lazy loader, not through an import"
+        } else {
+            "the import bypassed the finder on sys.meta_path"
+        };
+        let _ = writeln!(out, "    seen by: the audit hook only ({why})");
+    }
+    if let Some(l) = &x.lazy {
+        let at = |f: &Option<importguard::recorder::Frame>| {
+            f.as_ref().map_or_else(
+                || "unknown".to_owned(),
+                |f| format!("{}:{}", show_path(&f.file, cwd), f.line),
+            )
+        };
+        let _ = writeln!(
+            out,
+            "    lazy:  declared at {}, made real at {}",
+            at(&l.declared),
+            at(&l.made_real_at)
+        );
+    }
+}
+
+/// What a violation cost, and the first modules it brought in beneath it.
+fn cost(v: &MergedViolation, out: &mut String) {
+    use std::fmt::Write;
+    let x = &v.first;
+    let cost = v.median_cumulative_us.or(x.cumulative_us).map_or_else(
+        || "unknown (no importtime line)".to_owned(),
+        |c| format!("{} cumulative", ms(c)),
+    );
+    let _ = writeln!(out, "    cost:  {cost}");
+    if !x.beneath.is_empty() {
+        let shown: Vec<&str> = x.beneath.iter().take(5).map(String::as_str).collect();
+        let more = x.beneath.len().saturating_sub(shown.len());
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "    then:  {}{more}", shown.join(", "));
+    }
+}
+
+/// What every process says beyond violations, deduplicated and sorted.
+fn notes(r: &TargetReport, cwd: &Path, out: &mut String) {
+    use std::fmt::Write;
     let mut extra: BTreeMap<String, ()> = BTreeMap::new();
     for p in &r.processes {
         for n in &p.verdict.notes {
@@ -246,38 +303,50 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
             let _ = writeln!(out, "  {e}");
         }
     }
-    if !r.packages.is_empty() {
+}
+
+/// The start-up by package, then the recorder's own bootstrap apart.
+fn packages(r: &TargetReport, out: &mut String) {
+    use std::fmt::Write;
+    if r.packages.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n  start-up by package (self time summed over its modules):"
+    );
+    // Under the recorder, `sitecustomize` is its bootstrap (and the
+    // environment's own sitecustomize it runs): the instrument's cost,
+    // not the worker's start-up, shown apart after the worker's own.
+    let recorded = r
+        .processes
+        .iter()
+        .any(|p| p.recorder == importguard::verdict::RecorderState::Ran);
+    let instrument =
+        |p: &&importguard::importtime::PackageTotal| recorded && p.package == "sitecustomize";
+    for p in r.packages.iter().filter(|p| !instrument(p)).take(PACKAGES) {
         let _ = writeln!(
             out,
-            "\n  start-up by package (self time summed over its modules):"
+            "    {:>10}  {} ({} module{})",
+            ms(p.self_us),
+            p.package,
+            p.modules,
+            plural(p.modules as usize, "s")
         );
-        // Under the recorder, `sitecustomize` is its bootstrap (and the
-        // environment's own sitecustomize it runs): the instrument's cost,
-        // not the worker's start-up, shown apart after the worker's own.
-        let recorded = r
-            .processes
-            .iter()
-            .any(|p| p.recorder == importguard::verdict::RecorderState::Ran);
-        let instrument =
-            |p: &&importguard::importtime::PackageTotal| recorded && p.package == "sitecustomize";
-        for p in r.packages.iter().filter(|p| !instrument(p)).take(PACKAGES) {
-            let _ = writeln!(
-                out,
-                "    {:>10}  {} ({} module{})",
-                ms(p.self_us),
-                p.package,
-                p.modules,
-                if p.modules == 1 { "" } else { "s" }
-            );
-        }
-        if let Some(p) = r.instrument.as_ref().filter(|_| recorded) {
-            let _ = writeln!(
-                out,
-                "\n  the recorder's own bootstrap (sitecustomize): {}, the instrument's cost, not the worker's",
-                ms(p.self_us)
-            );
-        }
     }
+    if let Some(p) = r.instrument.as_ref().filter(|_| recorded) {
+        let _ = writeln!(
+            out,
+            "\n  the recorder's own bootstrap (sitecustomize): {}, the instrument's cost, not the worker's",
+            ms(p.self_us)
+        );
+    }
+}
+
+/// The slowest first-party modules, and the slowest imports when the
+/// report has its tree.
+fn slowest(r: &TargetReport, out: &mut String) {
+    use std::fmt::Write;
     if !r.first_party.is_empty() {
         let _ = writeln!(out, "\n  slowest first-party modules (self time):");
         for s in &r.first_party {
@@ -295,13 +364,17 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
             );
         }
     }
+}
+
+/// The import tree, when the report has it.
+fn import_tree(r: &TargetReport, out: &mut String) {
+    use std::fmt::Write;
     if let Some(tree) = &r.tree {
         let _ = writeln!(out, "\n  import tree:");
         for line in tree.lines() {
             let _ = writeln!(out, "    {line}");
         }
     }
-    let _ = writeln!(out);
 }
 
 /// The cost of the check as text: medians, ranges and ratios.

@@ -124,47 +124,142 @@ impl fmt::Debug for Worker {
     }
 }
 
+/// The file the worker's stderr is copied to, created, with its name for
+/// messages; `None` when the command keeps no copy.
+fn stderr_file(cmd: &Command) -> Result<Option<(File, String)>, Error> {
+    let Some(path) = &cmd.stderr_file else {
+        return Ok(None);
+    };
+    let f = File::create(path).map_err(|e| {
+        spawn_error(
+            cmd,
+            io::Error::new(
+                e.kind(),
+                format!("cannot create the stderr file {}: {e}", path.display()),
+            ),
+        )
+    })?;
+    Ok(Some((f, path.display().to_string())))
+}
+
+/// The child process of `cmd`, started, and [`monotonic_ns`] just before.
+fn start_child(cmd: &Command) -> Result<(std::process::Child, u64), Error> {
+    let mut std_cmd = cmd
+        .to_std()
+        .map_err(|e| spawn_error(cmd, io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+    let spawned_at_ns = monotonic_ns();
+    let child = std_cmd.spawn().map_err(|e| match &cmd.cpus {
+        // sched_setaffinity in the child refused the set (no CPU of it
+        // is one this process may use).
+        Some(cpus) if e.raw_os_error() == Some(libc::EINVAL) => spawn_error(
+            cmd,
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                crate::affinity::AffinityError::Pin {
+                    who: "the worker",
+                    cpus: crate::affinity::cpu_list(cpus),
+                    source: e,
+                },
+            ),
+        ),
+        _ => spawn_error(cmd, e),
+    })?;
+    Ok((child, spawned_at_ns))
+}
+
+/// Ends and reaps a child that could not be made a worker, and the
+/// error that says why.
+fn abandon(cmd: &Command, mut child: std::process::Child, e: io::Error) -> Error {
+    let pid = child.id() as i32;
+    let _ = group::killpg(pid, libc::SIGKILL);
+    let _ = child.wait();
+    group::unregister(pid);
+    spawn_error(cmd, e)
+}
+
+/// What the worker and its drains share: the stderr tail, the event
+/// channel, and the flags that tell the drains what to look for.
+struct Channels {
+    /// The end of stderr, kept for errors.
+    tail: Arc<Mutex<Tail>>,
+    /// The event channel's sender.
+    tx: SyncSender<Event>,
+    /// Its receiver.
+    frames: Receiver<Event>,
+    /// Whether stdout is the protocol.
+    stdout_live: Arc<AtomicBool>,
+    /// Whether the stderr drain still looks for a ready line.
+    scan_live: Arc<AtomicBool>,
+}
+
+/// The threads a worker's start leaves running.
+struct Drains {
+    /// The stderr drain.
+    stderr_thread: Watched,
+    /// The stdout reader.
+    stdout_thread: Watched,
+    /// The waiter's report of the leader's exit.
+    exit_rx: Receiver<ExitInfo>,
+    /// Set by the waiter when the leader exits.
+    leader_exited: Arc<AtomicBool>,
+}
+
+impl Channels {
+    /// The channels of a worker started from `cmd`.
+    fn new(cmd: &Command) -> Channels {
+        let (tx, frames) = readers::events();
+        Channels {
+            tail: Arc::new(Mutex::new(Tail::new(cmd.stderr_tail_bytes))),
+            tx,
+            frames,
+            stdout_live: Arc::new(AtomicBool::new(cmd.transport == Transport::Stdio)),
+            scan_live: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    /// Starts the stderr drain (copying to `file`, watching for a tcp
+    /// ready line), the stdout reader and the waiter of worker `pid`.
+    fn drain(
+        &self,
+        pid: u32,
+        stdout: std::process::ChildStdout,
+        stderr: std::process::ChildStderr,
+        file: Option<(File, String)>,
+        transport: Transport,
+    ) -> io::Result<Drains> {
+        let scan = ReadyScan {
+            tx: self.tx.clone(),
+            tcp_only: transport == Transport::Stdio,
+            eof_matters: transport == Transport::Tcp,
+            live: Arc::clone(&self.scan_live),
+        };
+        let stderr_thread =
+            readers::spawn_stderr(pid, stderr, Arc::clone(&self.tail), file, Some(scan))?;
+        let stdout_thread = readers::spawn_reader(
+            pid,
+            Source::Stdout,
+            stdout,
+            self.tx.clone(),
+            Arc::clone(&self.stdout_live),
+        )?;
+        let (exit_rx, leader_exited) = reap::spawn_waiter(pid as i32, self.tx.clone())?;
+        Ok(Drains {
+            stderr_thread,
+            stdout_thread,
+            exit_rx,
+            leader_exited,
+        })
+    }
+}
+
 impl Worker {
     /// Starts `cmd` in its own process group with piped stdin, stdout and
     /// stderr, and starts draining stdout and stderr at once (stderr also
     /// watched for a tcp ready line, see [`Transport`]).
     pub fn spawn(cmd: &Command) -> Result<Worker, Error> {
-        let file = match &cmd.stderr_file {
-            Some(path) => {
-                let f = File::create(path).map_err(|e| {
-                    spawn_error(
-                        cmd,
-                        io::Error::new(
-                            e.kind(),
-                            format!("cannot create the stderr file {}: {e}", path.display()),
-                        ),
-                    )
-                })?;
-                Some((f, path.display().to_string()))
-            }
-            None => None,
-        };
+        let file = stderr_file(cmd)?;
         reap::become_subreaper();
-        let mut std_cmd = cmd
-            .to_std()
-            .map_err(|e| spawn_error(cmd, io::Error::new(io::ErrorKind::InvalidInput, e)))?;
-        let spawned_at_ns = monotonic_ns();
-        let mut child = std_cmd.spawn().map_err(|e| match &cmd.cpus {
-            // sched_setaffinity in the child refused the set (no CPU of it
-            // is one this process may use).
-            Some(cpus) if e.raw_os_error() == Some(libc::EINVAL) => spawn_error(
-                cmd,
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    crate::affinity::AffinityError::Pin {
-                        who: "the worker",
-                        cpus: crate::affinity::cpu_list(cpus),
-                        source: e,
-                    },
-                ),
-            ),
-            _ => spawn_error(cmd, e),
-        })?;
+        let (mut child, spawned_at_ns) = start_child(cmd)?;
         let pid = child.id();
         group::register(pid as i32);
 
@@ -172,53 +267,43 @@ impl Worker {
         // Writes are bounded by `write_timeout`: the pipe is non-blocking
         // and a full pipe is waited on with poll(2).
         if let Err(e) = transport::set_nonblocking(&stdin) {
-            let _ = group::killpg(pid as i32, libc::SIGKILL);
-            let _ = child.wait();
-            group::unregister(pid as i32);
-            return Err(spawn_error(cmd, e));
+            return Err(abandon(cmd, child, e));
         }
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
-        let tail = Arc::new(Mutex::new(Tail::new(cmd.stderr_tail_bytes)));
-        let (tx, frames) = readers::events();
-        let stdout_live = Arc::new(AtomicBool::new(cmd.transport == Transport::Stdio));
-        let scan_live = Arc::new(AtomicBool::new(true));
-        let scan = ReadyScan {
-            tx: tx.clone(),
-            tcp_only: cmd.transport == Transport::Stdio,
-            eof_matters: cmd.transport == Transport::Tcp,
-            live: Arc::clone(&scan_live),
+        let channels = Channels::new(cmd);
+        let drains = match channels.drain(pid, stdout, stderr, file, cmd.transport) {
+            Ok(d) => d,
+            // No waiter thread runs: end and reap the child here.
+            Err(e) => return Err(abandon(cmd, child, e)),
         };
-        let threads = (|| {
-            let stderr_thread =
-                readers::spawn_stderr(pid, stderr, Arc::clone(&tail), file, Some(scan))?;
-            let stdout_thread = readers::spawn_reader(
-                pid,
-                Source::Stdout,
-                stdout,
-                tx.clone(),
-                Arc::clone(&stdout_live),
-            )?;
-            let (exit_rx, leader_exited) = reap::spawn_waiter(pid as i32, tx.clone())?;
-            Ok::<_, io::Error>((stderr_thread, stdout_thread, exit_rx, leader_exited))
-        })();
-        let (stderr_thread, stdout_thread, exit_rx, leader_exited) = match threads {
-            Ok(t) => t,
-            Err(e) => {
-                // No waiter thread runs: end and reap the child here.
-                let _ = group::killpg(pid as i32, libc::SIGKILL);
-                let _ = child.wait();
-                group::unregister(pid as i32);
-                return Err(spawn_error(cmd, e));
-            }
-        };
+        // `child` is dropped without waiting: the waiter thread reaps it.
+        drop(child);
+        Ok(Worker::started(
+            cmd,
+            pid,
+            spawned_at_ns,
+            stdin,
+            channels,
+            drains,
+        ))
+    }
+
+    /// The worker just started as `pid`, its drains running; `stdin` is
+    /// the protocol for stdio, held idle for tcp.
+    fn started(
+        cmd: &Command,
+        pid: u32,
+        spawned_at_ns: u64,
+        stdin: ChildStdin,
+        channels: Channels,
+        drains: Drains,
+    ) -> Worker {
         let (link, idle_stdin, wire) = match cmd.transport {
             Transport::Stdio => (Some(Link::Stdio(stdin)), None, transport::STDIO),
             Transport::Tcp => (None, Some(stdin), transport::TCP),
         };
-        // `child` is dropped without waiting: the waiter thread reaps it.
-        drop(child);
-        Ok(Worker {
+        Worker {
             command: cmd.display(),
             pid,
             max_noise: cmd.max_noise_lines,
@@ -227,23 +312,23 @@ impl Worker {
             link,
             transport: cmd.transport,
             idle_stdin,
-            stdout_live,
-            scan_live,
+            stdout_live: channels.stdout_live,
+            scan_live: channels.scan_live,
             stdout_gone: false,
             connected: false,
             connected_ns: None,
-            events_tx: Some(tx),
+            events_tx: Some(channels.tx),
             connect_timeout: cmd.connect_timeout,
             socket_thread: None,
-            frames: Some(frames),
+            frames: Some(channels.frames),
             inbound_ended: false,
             exit_seen: false,
-            exit_rx,
-            leader_exited,
+            exit_rx: drains.exit_rx,
+            leader_exited: drains.leader_exited,
             exit: None,
-            stdout_thread: Some(stdout_thread),
-            stderr_thread: Some(stderr_thread),
-            tail,
+            stdout_thread: Some(drains.stdout_thread),
+            stderr_thread: Some(drains.stderr_thread),
+            tail: channels.tail,
             noise: Vec::new(),
             pending: VecDeque::new(),
             rss_at_ready: None,
@@ -252,7 +337,7 @@ impl Worker {
             escalation: Escalation::None,
             diagnostics: Vec::new(),
             ended: false,
-        })
+        }
     }
 
     /// The worker's pid, which is also its process group id.
