@@ -77,35 +77,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let exe = std::env::current_exe().context("finding the xtask binary")?;
-    let mut contenders: Vec<(String, Command)> = Vec::new();
-    for format in ["top", "json"] {
-        let mut cmd = Command::new(&exe);
-        cmd.args(["importtime"])
-            .arg(&big)
-            .args(["--format", format]);
-        contenders.push((
-            format!("xtask importtime --format {format} (whole process)"),
-            cmd,
-        ));
-    }
-    let python = match args.no_tuna {
-        true => Err(anyhow::anyhow!("skipped (--no-tuna)")),
-        false => tuna_python(&args.python),
-    };
-    let tuna = python.is_ok();
-    match python {
-        Err(err) => println!("tuna: not measured: {err:#}"),
-        Ok(py) => {
-            let script = "import sys, time\nfrom tuna._import_profile import read_import_profile\n\
-                          t = time.perf_counter()\nread_import_profile(sys.argv[1])\n\
-                          print(time.perf_counter() - t)\n";
-            let mut cmd = Command::new(&py);
-            cmd.args(["-c", script]).arg(&twin);
-            let label = "tuna read_import_profile (whole python process)";
-            contenders.push((label.to_owned(), cmd));
-        }
-    }
+    let (mut contenders, tuna) = contenders(&args, &big, &twin)?;
 
     // Interleaved (A B C A B C ...), so load changes hit every contender
     // alike; round 0 is a warm-up and is not counted.
@@ -136,40 +108,92 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
         .collect();
     if tuna {
-        let fn_runs: Vec<Run> = tuna_inner
-            .iter()
-            .zip(&runs[2])
-            .map(|(&s, r)| Run {
-                seconds: s,
-                cpu_seconds: s,
-                max_rss_bytes: r.max_rss_bytes,
-            })
-            .collect();
-        let tuna_fn = report(
-            "tuna read_import_profile (the function alone, timed inside python)",
-            w.tuna_bytes as f64 / 1e6,
-            w.tuna_bytes,
-            &fn_runs,
-        );
-        println!(
-            "ratio of medians: --format top is {:.1}x tuna's function ({:.1}x its process); --format json is {:.1}x tuna's function",
-            medians[0] / tuna_fn,
-            medians[0] / medians[2],
-            medians[1] / tuna_fn
-        );
-        // The same ratio within each round (the two ran back to back).
-        let mut paired: Vec<f64> = (runs[0].iter().zip(&fn_runs))
-            .map(|(ours, t)| (mb / ours.seconds) / (w.tuna_bytes as f64 / 1e6 / t.seconds))
-            .collect();
-        paired.sort_by(f64::total_cmp);
-        println!(
-            "per round: --format top is {:.1}x tuna's function (median; min {:.1}x, max {:.1}x)",
-            median_of(&paired),
-            paired[0],
-            paired[paired.len() - 1]
-        );
+        tuna_ratios(&w, mb, &runs, &tuna_inner, &medians);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What is timed: coldstart's parser in two formats, and tuna's reader
+/// when its Python is found (`true` then).
+fn contenders(
+    args: &Args,
+    big: &Path,
+    twin: &Path,
+) -> anyhow::Result<(Vec<(String, Command)>, bool)> {
+    let exe = std::env::current_exe().context("finding the xtask binary")?;
+    let mut contenders: Vec<(String, Command)> = Vec::new();
+    for format in ["top", "json"] {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["importtime"])
+            .arg(big)
+            .args(["--format", format]);
+        contenders.push((
+            format!("xtask importtime --format {format} (whole process)"),
+            cmd,
+        ));
+    }
+    let python = match args.no_tuna {
+        true => Err(anyhow::anyhow!("skipped (--no-tuna)")),
+        false => tuna_python(&args.python),
+    };
+    let tuna = python.is_ok();
+    match python {
+        Err(err) => println!("tuna: not measured: {err:#}"),
+        Ok(py) => {
+            let script = "import sys, time\nfrom tuna._import_profile import read_import_profile\n\
+                          t = time.perf_counter()\nread_import_profile(sys.argv[1])\n\
+                          print(time.perf_counter() - t)\n";
+            let mut cmd = Command::new(&py);
+            cmd.args(["-c", script]).arg(twin);
+            let label = "tuna read_import_profile (whole python process)";
+            contenders.push((label.to_owned(), cmd));
+        }
+    }
+
+    Ok((contenders, tuna))
+}
+
+/// tuna's function alone (timed inside Python) and the ratios of
+/// coldstart's medians to it, overall and round by round.
+fn tuna_ratios(
+    w: &shapes::Written,
+    mb: f64,
+    runs: &[Vec<Run>],
+    tuna_inner: &[f64],
+    medians: &[f64],
+) {
+    let fn_runs: Vec<Run> = tuna_inner
+        .iter()
+        .zip(&runs[2])
+        .map(|(&s, r)| Run {
+            seconds: s,
+            cpu_seconds: s,
+            max_rss_bytes: r.max_rss_bytes,
+        })
+        .collect();
+    let tuna_fn = report(
+        "tuna read_import_profile (the function alone, timed inside python)",
+        w.tuna_bytes as f64 / 1e6,
+        w.tuna_bytes,
+        &fn_runs,
+    );
+    println!(
+        "ratio of medians: --format top is {:.1}x tuna's function ({:.1}x its process); --format json is {:.1}x tuna's function",
+        medians[0] / tuna_fn,
+        medians[0] / medians[2],
+        medians[1] / tuna_fn
+    );
+    // The same ratio within each round (the two ran back to back).
+    let mut paired: Vec<f64> = (runs[0].iter().zip(&fn_runs))
+        .map(|(ours, t)| (mb / ours.seconds) / (w.tuna_bytes as f64 / 1e6 / t.seconds))
+        .collect();
+    paired.sort_by(f64::total_cmp);
+    println!(
+        "per round: --format top is {:.1}x tuna's function (median; min {:.1}x, max {:.1}x)",
+        median_of(&paired),
+        paired[0],
+        paired[paired.len() - 1]
+    );
 }
 
 /// Write the generated log to `path` and tuna's copy to `twin`, with
