@@ -447,8 +447,8 @@ impl Suggester {
         &self.root
     }
 
-    /// The interpreter.
-    pub fn python(&self) -> &Path {
+    /// The interpreter the cuts are verified with.
+    pub fn interpreter(&self) -> &Path {
         &self.python
     }
 
