@@ -97,14 +97,21 @@ impl Command {
 
     /// Sets an environment variable on top of the inherited environment.
     pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
-        self.env
-            .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
-        self
+        self.set_env(key.as_ref(), Some(value.as_ref().to_owned()))
     }
 
     /// Removes an inherited environment variable.
     pub fn env_remove(&mut self, key: impl AsRef<OsStr>) -> &mut Self {
-        self.env.push((key.as_ref().to_owned(), None));
+        self.set_env(key.as_ref(), None)
+    }
+
+    /// The one entry of `key`, last set wins, in the place it was first
+    /// set (so the command reads as it runs, each variable once).
+    fn set_env(&mut self, key: &OsStr, value: Option<OsString>) -> &mut Self {
+        match self.env.iter_mut().find(|(k, _)| k == key) {
+            Some(entry) => entry.1 = value,
+            None => self.env.push((key.to_owned(), value)),
+        }
         self
     }
 
@@ -293,6 +300,18 @@ mod tests {
             Command::new("python3").env_remove("PYTHONPATH").arg("w.py"),
             "env -u PYTHONPATH python3 w.py",
         );
+    }
+
+    #[test]
+    fn a_variable_set_twice_is_shown_and_set_once_with_its_last_value() {
+        let mut cmd = Command::new("python3");
+        cmd.env("PYTHONPATH", "worker")
+            .env("A", "1")
+            .env("PYTHONPATH", "/tmp/rec:worker")
+            .arg("w.py");
+        check(&cmd, "PYTHONPATH=/tmp/rec:worker A=1 python3 w.py");
+        cmd.env_remove("A");
+        check(&cmd, "env PYTHONPATH=/tmp/rec:worker -u A python3 w.py");
     }
 
     #[test]

@@ -124,9 +124,7 @@ fn contenders(
     let mut contenders: Vec<(String, Command)> = Vec::new();
     for format in ["top", "json"] {
         let mut cmd = Command::new(&exe);
-        cmd.args(["importtime"])
-            .arg(big)
-            .args(["--format", format]);
+        cmd.args(["importtime"]).arg(big).args(["--format", format]);
         contenders.push((
             format!("xtask importtime --format {format} (whole process)"),
             cmd,
