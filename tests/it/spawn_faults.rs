@@ -45,6 +45,22 @@ fn start(name: &str) -> Worker {
     Worker::spawn(&worker_cmd(name)).expect("spawning a stand-in worker")
 }
 
+/// The one shape of a start-up fault: the stand-in `name` fails its ready
+/// line in a way `kind` accepts, in start-up, and its whole group is gone
+/// when the error comes back; the error is returned for the case's own
+/// assertions.
+#[track_caller]
+fn ready_fails(name: &str, kind: impl Fn(&ErrorKind) -> bool) -> spawn::Error {
+    let mut w = start(name);
+    let pid = w.pid();
+    let err = w.wait_ready(READY).unwrap_err();
+    assert!(kind(&err.kind), "{name}: {err}");
+    assert_eq!(err.stage, Stage::Startup, "{name}");
+    assert_eq!(err.pid, pid, "{name}");
+    assert_group_gone(pid);
+    err
+}
+
 /// The process is gone (reaped), not lingering as a zombie or alive.
 #[track_caller]
 fn assert_process_gone(pid: u32) {
@@ -211,14 +227,11 @@ fn spawn_faults_crash_before_ready() {
 
 #[test]
 fn spawn_faults_exit_zero_without_ready() {
-    let mut w = start("exit_without_ready.py");
-    let pid = w.pid();
-    let err = w.wait_ready(READY).unwrap_err();
-    assert!(matches!(err.kind, ErrorKind::ExitedEarly), "{err}");
-    assert_eq!(err.stage, Stage::Startup);
+    let err = ready_fails("exit_without_ready.py", |k| {
+        matches!(k, ErrorKind::ExitedEarly)
+    });
     assert_eq!(err.status, Some(ExitStatus::Code(0)));
     assert!(err.stderr_tail.contains("nothing to do"), "{err}");
-    assert_group_gone(pid);
 }
 
 #[test]
@@ -253,17 +266,12 @@ fn spawn_faults_hang_before_ready_times_out_and_runs_the_hook() {
 
 #[test]
 fn spawn_faults_malformed_json_line() {
-    let mut w = start("malformed_json.py");
-    let pid = w.pid();
-    let err = w.wait_ready(READY).unwrap_err();
-    assert!(
-        matches!(&err.kind, ErrorKind::Protocol(FrameError::Malformed { prefix, .. }) if prefix == &escaped_prefix(br#"{"ready": tru, "pid": 1}"#)),
-        "{err}"
+    let err = ready_fails(
+        "malformed_json.py",
+        |k| matches!(k, ErrorKind::Protocol(FrameError::Malformed { prefix, .. }) if prefix == &escaped_prefix(br#"{"ready": tru, "pid": 1}"#)),
     );
-    assert_eq!(err.stage, Stage::Startup);
     // It was still running: the harness ended it.
     assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::Kill);
-    assert_group_gone(pid);
 }
 
 #[test]
@@ -310,23 +318,18 @@ fn spawn_faults_too_much_noise() {
 
 #[test]
 fn spawn_faults_partial_line_then_eof() {
-    let mut w = start("partial_line.py");
-    let pid = w.pid();
-    let err = w.wait_ready(READY).unwrap_err();
-    assert!(
-        matches!(&err.kind, ErrorKind::PartialLine { prefix } if prefix == &escaped_prefix(br#"{"ready": true, "pid": "#)),
-        "{err}"
+    let err = ready_fails(
+        "partial_line.py",
+        |k| matches!(k, ErrorKind::PartialLine { prefix } if prefix == &escaped_prefix(br#"{"ready": true, "pid": "#)),
     );
-    assert_eq!(err.stage, Stage::Startup);
     assert_eq!(err.status, Some(ExitStatus::Code(0)));
-    assert_group_gone(pid);
 }
 
 #[test]
 fn spawn_faults_two_mib_line() {
-    let mut w = start("huge_line.py");
-    let pid = w.pid();
-    let err = w.wait_ready(READY).unwrap_err();
+    let err = ready_fails("huge_line.py", |k| {
+        matches!(k, ErrorKind::Protocol(FrameError::TooLong { .. }))
+    });
     let ErrorKind::Protocol(FrameError::TooLong { len, cap, prefix }) = &err.kind else {
         panic!("{err}")
     };
@@ -339,22 +342,15 @@ fn spawn_faults_two_mib_line() {
         prefix.starts_with(&escaped_prefix(br#"{"ready": true, "pad": "xxx"#)),
         "{prefix}"
     );
-    assert_eq!(err.stage, Stage::Startup);
     assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::Kill);
-    assert_group_gone(pid);
 }
 
 #[test]
 fn spawn_faults_non_utf8_bytes() {
-    let mut w = start("non_utf8.py");
-    let pid = w.pid();
-    let err = w.wait_ready(READY).unwrap_err();
-    assert!(
-        matches!(&err.kind, ErrorKind::Protocol(FrameError::NotUtf8 { prefix, .. }) if prefix.contains("caf\\xe9")),
-        "{err}"
+    ready_fails(
+        "non_utf8.py",
+        |k| matches!(k, ErrorKind::Protocol(FrameError::NotUtf8 { prefix, .. }) if prefix.contains("caf\\xe9")),
     );
-    assert_eq!(err.stage, Stage::Startup);
-    assert_group_gone(pid);
 }
 
 #[test]
