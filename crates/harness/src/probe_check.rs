@@ -49,10 +49,34 @@ pub struct ProbeCheck {
     pub left_out: Vec<usize>,
 }
 
+/// What a probe check's ratio interval shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agreement {
+    /// The whole interval lies within [`AGREEMENT`] of 1.
+    Agrees,
+    /// The whole interval lies outside it: bench and the probe differ.
+    Differs,
+    /// The interval reaches both inside and outside: too few rounds, or
+    /// too noisy a machine, to tell.
+    CannotTell,
+}
+
+/// The rule of [`ProbeCheck::agreement`] on a ratio's interval `[lo, hi]`.
+fn agreement_of(lo: f64, hi: f64) -> Agreement {
+    if lo >= 1.0 - AGREEMENT && hi <= 1.0 + AGREEMENT {
+        Agreement::Agrees
+    } else if hi < 1.0 - AGREEMENT || lo > 1.0 + AGREEMENT {
+        Agreement::Differs
+    } else {
+        Agreement::CannotTell
+    }
+}
+
 impl ProbeCheck {
-    /// Whether the two medians are within [`AGREEMENT`] of each other.
-    pub fn agrees(&self) -> bool {
-        (self.ratio.ratio - 1.0).abs() <= AGREEMENT
+    /// What the ratio's interval shows against [`AGREEMENT`]: never a
+    /// verdict from an interval that reaches both sides of the band.
+    pub fn agreement(&self) -> Agreement {
+        agreement_of(self.ratio.ci.lo, self.ratio.ci.hi)
     }
 
     /// The check as text.
@@ -88,12 +112,14 @@ impl ProbeCheck {
         );
         let _ = writeln!(
             out,
-            "ratio of medians bench / probe (paired by round) = {} ({} 5% of each other)",
+            "ratio of medians bench / probe (paired by round) = {}: {}",
             report::bench::fmt_ratio(&self.ratio),
-            if self.agrees() {
-                "within"
-            } else {
-                "not within"
+            match self.agreement() {
+                Agreement::Agrees => "its interval lies within 5% of 1: they agree",
+                Agreement::Differs => "its interval lies outside 5% of 1: they differ",
+                Agreement::CannotTell => {
+                    "its interval reaches both within and beyond 5% of 1: no verdict (run more --trials, on a quieter machine)"
+                }
             }
         );
         out
@@ -194,4 +220,19 @@ pub fn probe_check(
         python,
         left_out,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verdict_needs_the_whole_interval_on_one_side_of_the_band() {
+        assert_eq!(agreement_of(0.976, 1.024), Agreement::Agrees);
+        assert_eq!(agreement_of(0.80, 0.90), Agreement::Differs);
+        assert_eq!(agreement_of(1.06, 1.20), Agreement::Differs);
+        // A ratio of 1.026 whose interval is 0.81 to 1.22 says nothing.
+        assert_eq!(agreement_of(0.809, 1.218), Agreement::CannotTell);
+        assert_eq!(agreement_of(1.01, 1.08), Agreement::CannotTell);
+    }
 }

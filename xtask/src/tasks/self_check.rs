@@ -7,6 +7,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
+use harness::probe_check::Agreement;
 use harness::{Interrupt, OnPress};
 use settings::Project;
 
@@ -54,18 +55,18 @@ fn interrupt(on_press: OnPress) -> Result<Interrupt> {
     Ok(Interrupt::ctrl_c(on_press, |press| eprintln!("\n{press}"))?)
 }
 
-/// Bench against the probe: exit 0 when the ratio's interval holds 1
-/// within the stated band, 1 when not.
+/// Bench against the probe: exit 0 when the ratio's whole interval lies
+/// within the band, 1 when it lies outside, 2 when it cannot tell.
 pub fn probe_check(args: ProbeArgs) -> Result<ExitCode> {
     let project = Project::workspace(&project_root())?;
     let target = project.one_target(args.target.as_deref(), &args.command)?;
     let interrupt = interrupt(OnPress::FinishThenKill)?;
     let check = harness::probe_check::probe_check(target, args.warmup, args.trials, &interrupt)?;
     print!("{}", check.render());
-    Ok(if check.agrees() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    Ok(match check.agreement() {
+        Agreement::Agrees => ExitCode::SUCCESS,
+        Agreement::Differs => ExitCode::from(1),
+        Agreement::CannotTell => ExitCode::from(2),
     })
 }
 
