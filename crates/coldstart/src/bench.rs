@@ -286,7 +286,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             names.join(", ")
         );
     }
-    if run.interrupted {
+    if run.interrupted() {
         eprintln!(
             "interrupted by {}: the bench stopped after {} trial(s); the results above and in {} are of the trials it finished",
             crate::signals::signal_name(&interrupt),

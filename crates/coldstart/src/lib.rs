@@ -29,7 +29,7 @@ pub mod lazy;
 pub mod live;
 pub mod outputs;
 pub mod profile;
-mod signals;
+pub mod signals;
 pub mod snapshot;
 
 use std::path::Path;

@@ -7,13 +7,13 @@ use harness::{Interrupt, OnPress};
 
 /// A token pressed by SIGINT, SIGTERM and SIGHUP ([`Interrupt::ctrl_c`]),
 /// each press said on stderr on a line of its own.
-pub(crate) fn interrupt(on_press: OnPress) -> Result<Interrupt, harness::interrupt::InstallError> {
+pub fn interrupt(on_press: OnPress) -> Result<Interrupt, harness::interrupt::InstallError> {
     Interrupt::ctrl_c(on_press, |press| eprintln!("\n{press}"))
 }
 
 /// The exit code of a run cut short by a signal, the usual way: 128 plus
 /// the signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
-pub(crate) fn interrupted_code(interrupt: &Interrupt) -> ExitCode {
+pub fn interrupted_code(interrupt: &Interrupt) -> ExitCode {
     let n = interrupt
         .signal()
         .unwrap_or(harness::Signal::Interrupt)
@@ -23,7 +23,7 @@ pub(crate) fn interrupted_code(interrupt: &Interrupt) -> ExitCode {
 
 /// The name of the signal that cut a run short (SIGINT when a press came
 /// from elsewhere).
-pub(crate) fn signal_name(interrupt: &Interrupt) -> &'static str {
+pub fn signal_name(interrupt: &Interrupt) -> &'static str {
     interrupt
         .signal()
         .unwrap_or(harness::Signal::Interrupt)

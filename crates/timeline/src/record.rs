@@ -130,7 +130,7 @@ pub enum Escalation {
 /// Serialized with a `status` tag; a failure names the [`Stage`] it
 /// happened in. Records written before stages (a `check` field of
 /// `spawn`, `ready`, `health`, `shutdown_ack`, `exit`, `exit_status` or
-/// `interrupted`) still read: see [`Stage::from_check`].
+/// `interrupted`) still read, each as the stage that check was made in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case", from = "OutcomeRecord")]
 pub enum Outcome {
@@ -221,7 +221,7 @@ impl Stage {
     /// request, its number not recorded: index 0), `shutdown_ack`
     /// (shutdown), `exit` and `exit_status` (exit). An unknown name is
     /// start-up, the first stage a failed trial can be in.
-    pub fn from_check(check: &str) -> Stage {
+    fn from_check(check: &str) -> Stage {
         match check {
             "spawn" => Stage::Spawn,
             "health" => Stage::Request {

@@ -66,12 +66,6 @@ impl Stage {
         }
     }
 
-    /// Whether the worker had passed its start-up: a failure here still
-    /// timed the ready line.
-    pub fn after_ready(&self) -> bool {
-        !matches!(self, Stage::Spawn | Stage::Startup)
-    }
-
     /// Whether it is the end of the worker's life (the shutdown or the exit).
     pub fn at_end(&self) -> bool {
         matches!(self, Stage::Shutdown | Stage::Exit)

@@ -7,8 +7,8 @@
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
+use harness::OnPress;
 use harness::probe_check::Agreement;
-use harness::{Interrupt, OnPress};
 use settings::Project;
 
 use super::project_root;
@@ -50,17 +50,12 @@ pub struct CostArgs {
     command: Vec<String>,
 }
 
-/// A Ctrl-C that kills the workers, said on stderr.
-fn interrupt(on_press: OnPress) -> Result<Interrupt> {
-    Ok(Interrupt::ctrl_c(on_press, |press| eprintln!("\n{press}"))?)
-}
-
 /// Bench against the probe: exit 0 when the ratio's whole interval lies
 /// within the band, 1 when it lies outside, 2 when it cannot tell.
 pub fn probe_check(args: ProbeArgs) -> Result<ExitCode> {
     let project = Project::workspace(&project_root())?;
     let target = project.one_target(args.target.as_deref(), &args.command)?;
-    let interrupt = interrupt(OnPress::FinishThenKill)?;
+    let interrupt = coldstart::signals::interrupt(OnPress::FinishThenKill)?;
     let check = harness::probe_check::probe_check(target, args.warmup, args.trials, &interrupt)?;
     print!("{}", check.render());
     Ok(match check.agreement() {

@@ -213,7 +213,7 @@ fn compare_prepared(
         ));
     }
     let time = time_diff(&run);
-    let warnings = time_warnings(&time, run.interrupted);
+    let warnings = time_warnings(&time, run.interrupted());
     Ok(TargetDiff {
         name: name.to_owned(),
         status: DiffStatus::Compared,

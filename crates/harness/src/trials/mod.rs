@@ -218,7 +218,6 @@ impl Bench {
             summary,
             records: timed.records,
             requests: untimed.requests,
-            interrupted,
             interrupted_by: interrupted.then(|| {
                 interrupt
                     .signal()
@@ -410,9 +409,8 @@ pub struct BenchRun {
     pub records: Vec<TrialRecord>,
     /// Every serve request, as in `requests.jsonl`.
     pub requests: Vec<RequestRecord>,
-    /// The run was stopped by the interrupt token.
-    pub interrupted: bool,
-    /// The signal that stopped it (SIGINT for a press from elsewhere).
+    /// The signal that stopped the run through the interrupt token (SIGINT
+    /// for a press from elsewhere); `None` when it ran to its end.
     pub interrupted_by: Option<crate::interrupt::Signal>,
     /// The summary files that could not be written (absent from the
     /// folder); the summary itself is here whole.
@@ -423,6 +421,11 @@ impl BenchRun {
     /// Whether anything failed: a trial, or the serve phase or memory view.
     pub fn failed(&self) -> bool {
         self.summary.trials.failed > 0 || self.summary.serve_failed()
+    }
+
+    /// Whether the interrupt token stopped the run.
+    pub fn interrupted(&self) -> bool {
+        self.interrupted_by.is_some()
     }
 
     /// The run's exit code ([`answers::bench::exit_code`]).
