@@ -9,6 +9,7 @@ mod docs;
 mod evidence;
 mod importtime;
 mod lazy;
+mod limits;
 mod live;
 mod pyspy;
 mod serve;

@@ -196,7 +196,7 @@ fn memory_view_traces_what_start_up_keeps_and_tells_native_memory_apart() {
     let dir = tempfile::tempdir().unwrap();
     let run = |name: &str, extra: &[&str], flags: &[&str]| {
         let out = dir.path().join(name);
-        let mut all = vec!["--memory"];
+        let mut all = vec!["--memory-view"];
         all.extend(flags);
         let o = bench(&out, &all, &argv(extra));
         assert!(o.status.success());
@@ -266,7 +266,7 @@ fn memory_view_says_when_its_bootstrap_cannot_run() {
     // -S: no site, so no sitecustomize, so no tracemalloc readings.
     let mut a = argv(&[]);
     a.insert(1, "-S".to_owned());
-    let o = bench(&out, &["--memory"], &a);
+    let o = bench(&out, &["--memory-view"], &a);
     assert_eq!(o.status.code(), Some(1));
     let s = summary(&out);
     let failures = s["serve_failures"].to_string();

@@ -254,6 +254,54 @@ fn sigkill_of_bench_mid_trial_leaves_no_worker_group_alive() {
 }
 
 #[test]
+fn sigkill_of_bench_under_limits_mid_trial_leaves_no_cgroup_and_no_worker() {
+    if let Err(e) = spawn::cgroup::probe(&crate::limits::HALF_CPU) {
+        println!("NOT RUN: cgroups: {e}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(support::coldstart_bin());
+    cmd.current_dir(dir.path())
+        .arg("bench")
+        .arg("--out")
+        .arg(dir.path().join("run"))
+        .args(["--cpus", "1", "--memory", "256M"])
+        .args(["--warmup", "0", "--trials", "3", "--"])
+        .arg(support::python())
+        .arg(hang_fixture());
+    let mut run = start_with_workers(cmd, 1);
+    let folders = spawn::cgroup::harness_folders(run.harness.id());
+    let cgroups: Vec<_> = folders
+        .iter()
+        .filter_map(|f| std::fs::read_dir(f).ok())
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join("cgroup.procs").exists())
+        .map(|e| e.path())
+        .collect();
+    assert!(
+        cgroups
+            .iter()
+            .any(|c| std::fs::read_to_string(c.join("cgroup.procs"))
+                .is_ok_and(|p| !p.trim().is_empty())),
+        "the worker runs in a cgroup under {folders:?}: {cgroups:?}"
+    );
+    let (code, _, _) = run.signal_and_wait(libc::SIGKILL);
+    assert_eq!(code, None, "killed by a signal");
+    run.assert_groups_end();
+    // The guard removes the folders once the killed have left them.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while folders.iter().any(|f| f.exists()) {
+        assert!(
+            Instant::now() < deadline,
+            "cgroup folders left 10 s after the harness was killed: {folders:?}"
+        );
+        // Watching the cgroup tree: a short pause between looks.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
 fn sigterm_sighup_sigint_of_check_say_what_was_cut_short_and_exit_128_plus_the_signal() {
     for (sig, name, code) in [
         (libc::SIGTERM, "SIGTERM", 143),

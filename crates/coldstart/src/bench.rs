@@ -75,11 +75,22 @@ pub struct Args {
     /// Resampling seed (ChaCha8): the same records and seed give the same intervals.
     #[arg(long, default_value_t = 0x5eed)]
     seed: u64,
+    /// Each worker in a cgroup of its own with this CPU quota, in CPUs
+    /// (0.5: half of one), as `docker run --cpus` or a pod's CPU limit
+    /// sets it; both sides, over the targets' own `cpus`.
+    #[arg(long, value_name = "N", value_parser = parse_cpus)]
+    cpus: Option<f64>,
+    /// Each worker in a cgroup of its own with this memory limit, swap
+    /// off (512M, 1G; binary units), as `docker run --memory` sets it; a
+    /// worker over it is reported OOM-killed. Both sides, over the
+    /// targets' own `memory`. (The memory view is --memory-view.)
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    memory: Option<u64>,
     /// The worker command, instead of a target.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
     /// After the trials: a serve phase (--requests, --rate, --duration,
-    /// --request) and a memory view (--memory), each on a fresh worker.
+    /// --request) and a memory view (--memory-view), each on a fresh worker.
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -120,7 +131,7 @@ pub struct ServeArgs {
     /// interpreter start: traced memory beside RSS at ready, after the
     /// serve phase and at exit, and the top allocation sites at ready.
     #[arg(long)]
-    memory: bool,
+    memory_view: bool,
 }
 
 /// A share written as `0.02` or `2%`.
@@ -135,6 +146,21 @@ pub(crate) fn parse_share(s: &str) -> Result<f64, String> {
             "`{s}` is not a share between 0 and 1: write 0.02 or 2%"
         )),
     }
+}
+
+fn parse_cpus(s: &str) -> Result<f64, String> {
+    timeline::Limits::parse_cpus(s).map_err(|e| e.to_string())
+}
+
+fn parse_memory(s: &str) -> Result<u64, String> {
+    timeline::Limits::parse_memory(s).map_err(|e| e.to_string())
+}
+
+/// `--cpus` and `--memory` over a target's own limits, key by key.
+fn with_limits(mut t: Target, args: &Args) -> Target {
+    t.limits.cpus = args.cpus.or(t.limits.cpus);
+    t.limits.memory_bytes = args.memory.or(t.limits.memory_bytes);
+    t
 }
 
 fn parse_kv(s: &str) -> Result<(String, String), String> {
@@ -214,8 +240,9 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         project.one_target(args.target.as_deref(), &args.command)?,
         &args.env,
     );
+    let a = with_limits(a, &args);
     let b = match &args.vs {
-        Some(vs) => Some(pick_vs(project, vs, &args.env)?),
+        Some(vs) => Some(with_limits(pick_vs(project, vs, &args.env)?, &args)),
         None => None,
     };
     let started_ms = harness::env::unix_ms();
@@ -245,7 +272,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             duration: args.serve.duration,
             request: args.serve.request,
             in_flight: args.serve.in_flight,
-            memory: args.serve.memory,
+            memory: args.serve.memory_view,
         },
         out: PathBuf::new(),
         root: project.root.clone(),

@@ -28,6 +28,16 @@ pub enum Error {
         /// The operating system's word.
         cause: std::io::Error,
     },
+    /// A target's CPU quota or memory limit cannot be set on this machine.
+    #[error("target `{target}` runs under {limits}, but {cause}")]
+    Limits {
+        /// The target.
+        target: String,
+        /// Its limits.
+        limits: timeline::Limits,
+        /// Why they cannot be set, and what to do.
+        cause: spawn::cgroup::CgroupError,
+    },
     /// A helper process (an embedded script) failed or hung.
     #[error("{what}: {cause}")]
     Helper {

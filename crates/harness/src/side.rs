@@ -65,6 +65,11 @@ impl Side {
         for k in REMOVED_ENV {
             cmd.env_remove(k);
         }
+        let limits = target
+            .limits
+            .is_set()
+            .then(|| limits_of(&target))
+            .transpose()?;
         let python = env::looks_like_python(&target.command[0])
             .then(|| env::python_info(&target.command[0], &target.env, &target.cwd));
         let info = TargetInfo {
@@ -77,6 +82,7 @@ impl Side {
             env_removed: REMOVED_ENV.iter().map(|s| s.to_string()).collect(),
             cwd: target.cwd.display().to_string(),
             python,
+            limits,
         };
         let mut lifecycle = Lifecycle::of(&target);
         if let Some(h) = health {
@@ -91,6 +97,21 @@ impl Side {
             target,
         })
     }
+}
+
+/// A limited target's limits, once this machine has shown it can set them
+/// (one cgroup made and removed), before any trial runs.
+fn limits_of(target: &Target) -> Result<phases::run::RunLimits> {
+    let version =
+        spawn::cgroup::probe(&target.limits).map_err(|cause| crate::error::Error::Limits {
+            target: target.name.clone(),
+            limits: target.limits,
+            cause,
+        })?;
+    Ok(phases::run::RunLimits {
+        limits: target.limits,
+        cgroup: version.name().to_owned(),
+    })
 }
 
 #[cfg(test)]

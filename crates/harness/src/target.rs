@@ -122,6 +122,10 @@ pub struct Target {
     /// exit by itself (a daemon that goes back to `accept`): its stop
     /// signal. `None`: the transport's default ([`Target::shutdown_policy`]).
     pub stop: Option<spawn::Stop>,
+    /// The CPU quota and memory limit each worker runs under, in a cgroup
+    /// of its own (config `cpus`, `memory`; bench's `--cpus`, `--memory`).
+    /// Default: none, the bare machine.
+    pub limits: timeline::Limits,
     /// Where this target came from.
     pub origin: Origin,
 }
@@ -221,6 +225,7 @@ impl Target {
             import_roots: Vec::new(),
             setup: Vec::new(),
             stop: None,
+            limits: timeline::Limits::default(),
             origin: Origin::CommandLine,
         }
     }
@@ -232,7 +237,8 @@ impl Target {
         let mut cmd = spawn::Command::new(&self.command[0]);
         cmd.args(&self.command[1..])
             .current_dir(&self.cwd)
-            .transport(self.transport);
+            .transport(self.transport)
+            .limits(self.limits);
         for (k, v) in &self.env {
             cmd.env(k, v);
         }

@@ -87,6 +87,20 @@ pub struct TargetInfo {
     pub cwd: String,
     /// Absent when `command[0]` does not look like a Python interpreter.
     pub python: Option<PythonInfo>,
+    /// The CPU quota and memory limit each worker ran under, in a cgroup
+    /// of its own; absent: none, the bare machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<RunLimits>,
+}
+
+/// The limits a side's workers ran under, and the interface that set them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunLimits {
+    /// The CPU quota and memory limit.
+    #[serde(flatten)]
+    pub limits: timeline::Limits,
+    /// `cgroup v2` or `cgroup v1`.
+    pub cgroup: String,
 }
 
 /// Where and when the run happened.

@@ -111,6 +111,49 @@ struct RawTarget {
     max_slowdown: Option<f64>,
     max_modules: Option<usize>,
     max_ready_ms: Option<f64>,
+    cpus: Option<RawNumber>,
+    memory: Option<RawNumber>,
+}
+
+/// A limit as TOML holds it: a number (`cpus = 0.5`, `memory = 1073741824`)
+/// or text (`memory = "1G"`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum RawNumber {
+    Number(f64),
+    Text(String),
+}
+
+impl RawNumber {
+    fn text(&self) -> String {
+        match self {
+            RawNumber::Number(n) => n.to_string(),
+            RawNumber::Text(t) => t.clone(),
+        }
+    }
+}
+
+/// A target's `cpus` and `memory`, read as `--cpus` and `--memory` read them.
+fn limits_of(
+    cpus: Option<&RawNumber>,
+    memory: Option<&RawNumber>,
+    name: &str,
+) -> Result<timeline::Limits, Problem> {
+    let bad = |key, why| Problem::BadLimit {
+        name: name.to_owned(),
+        key,
+        why,
+    };
+    Ok(timeline::Limits {
+        cpus: cpus
+            .map(|c| timeline::Limits::parse_cpus(&c.text()))
+            .transpose()
+            .map_err(|e| bad("cpus", e))?,
+        memory_bytes: memory
+            .map(|m| timeline::Limits::parse_memory(&m.text()))
+            .transpose()
+            .map_err(|e| bad("memory", e))?,
+    })
 }
 
 /// `stop = { signal = "SIGINT", after = 2.0 }`.
@@ -369,6 +412,7 @@ fn resolve_target(raw: RawTarget, root: &Path, origin: Origin) -> Result<Target,
         argv => program_against(root, argv.unwrap_or_default()),
     };
     let stop = raw.stop.map(|st| stop_of(st, &name)).transpose()?;
+    let limits = limits_of(raw.cpus.as_ref(), raw.memory.as_ref(), &name)?;
     let base = Target::ad_hoc(root, command, &name);
     Ok(Target {
         env,
@@ -404,6 +448,7 @@ fn resolve_target(raw: RawTarget, root: &Path, origin: Origin) -> Result<Target,
         import_roots,
         setup,
         stop,
+        limits,
         origin,
         ..base
     })

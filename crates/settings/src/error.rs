@@ -205,6 +205,16 @@ pub enum Problem {
         /// The value given.
         got: f64,
     },
+    /// A container limit that cannot be used (`cpus`, `memory`).
+    #[error("target `{name}`: `{key}`: {why}")]
+    BadLimit {
+        /// The target.
+        name: String,
+        /// The key.
+        key: &'static str,
+        /// What is wrong and what to write.
+        why: timeline::LimitError,
+    },
     /// A time in milliseconds that is not positive (`max_ready_ms`).
     #[error("target `{name}`: `{key}` must be a positive number of milliseconds, got {got}")]
     NotPositiveMs {

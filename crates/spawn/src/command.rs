@@ -1,5 +1,6 @@
 //! What to start: argv, environment overrides, working directory, the CPUs
-//! to run on, and how much of the worker's output the harness keeps.
+//! to run on, the container limits to run under, and how much of the
+//! worker's output the harness keeps.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -34,6 +35,8 @@ pub struct Command {
     pub(crate) write_timeout: Duration,
     /// The CPU set to start the worker on (ascending, no duplicates).
     pub(crate) cpus: Option<Vec<usize>>,
+    /// The CPU quota and memory limit of the worker's own cgroup.
+    pub(crate) limits: timeline::Limits,
     pub(crate) transport: Transport,
     pub(crate) connect_timeout: Duration,
 }
@@ -51,6 +54,7 @@ impl Command {
             max_noise_lines: DEFAULT_MAX_NOISE_LINES,
             write_timeout: DEFAULT_WRITE_TIMEOUT,
             cpus: None,
+            limits: timeline::Limits::default(),
             transport: Transport::Stdio,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
@@ -113,6 +117,21 @@ impl Command {
             None => self.env.push((key.to_owned(), value)),
         }
         self
+    }
+
+    /// Runs the worker in a cgroup of its own with this CPU quota and
+    /// memory limit, as a container would (see [`crate::cgroup`]); the
+    /// default, no limits, starts it in the harness's own cgroup. A
+    /// machine where the cgroup cannot be made fails the spawn, saying
+    /// what is missing.
+    pub fn limits(&mut self, limits: timeline::Limits) -> &mut Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits the worker runs under.
+    pub fn get_limits(&self) -> &timeline::Limits {
+        &self.limits
     }
 
     /// Runs the worker in `dir`.
@@ -215,9 +234,13 @@ impl Command {
         words.join(" ")
     }
 
-    /// The std command to spawn; fails only on a CPU set that cannot be
-    /// built.
-    pub(crate) fn to_std(&self) -> Result<std::process::Command, crate::affinity::AffinityError> {
+    /// The std command to spawn, joining the cgroup whose `cgroup.procs`
+    /// files are `cgroup_fds` (open until the spawn returns) before
+    /// `exec`; fails only on a CPU set that cannot be built.
+    pub(crate) fn to_std(
+        &self,
+        cgroup_fds: Vec<i32>,
+    ) -> Result<std::process::Command, crate::affinity::AffinityError> {
         use std::os::unix::process::CommandExt as _;
         use std::process::Stdio;
 
@@ -243,6 +266,14 @@ impl Command {
             // lock.
             unsafe {
                 cmd.pre_exec(move || set.apply());
+            }
+        }
+        if !cgroup_fds.is_empty() {
+            // SAFETY: the closure makes one write(2) per fd opened before
+            // `fork`, from a static buffer; it allocates nothing (the Vec
+            // was built before the fork) and takes no lock.
+            unsafe {
+                cmd.pre_exec(move || crate::cgroup::join(&cgroup_fds));
             }
         }
         Ok(cmd)

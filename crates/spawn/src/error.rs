@@ -147,9 +147,49 @@ impl Error {
         self.0.diagnostics.push(text.into());
     }
 
+    /// When the kernel's OOM killer ended the worker at its memory limit:
+    /// that, with the limit and the peaks read.
+    pub fn oom_kill(&self) -> Option<String> {
+        let fin = self.0.finished.as_deref()?;
+        let c = fin.confinement.as_ref().filter(|c| c.oom_killed())?;
+        let limit = c
+            .limits
+            .memory_bytes
+            .map(timeline::format_bytes)
+            .unwrap_or_else(|| "?".into());
+        let mut peaks = Vec::new();
+        if let Some(p) = c.memory_peak_bytes {
+            peaks.push(format!("the cgroup's peak {}", timeline::format_bytes(p)));
+        }
+        if let Some(r) = &fin.rusage {
+            peaks.push(format!(
+                "the worker's peak RSS {}",
+                timeline::format_bytes(r.max_rss_bytes)
+            ));
+        }
+        Some(format!(
+            "OOM-killed: the kernel's OOM killer ended the worker at its memory limit of {limit}{}",
+            if peaks.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", peaks.join(", "))
+            }
+        ))
+    }
+
     fn hint(&self) -> String {
         let d = &self.0;
+        if self.oom_kill().is_some() {
+            return "the worker needs more memory than its limit at this stage: raise the memory limit above the peak shown, or defer what it loads (`coldstart lazy` finds imports to defer)".into();
+        }
         match (&d.kind, &d.stage) {
+            (ErrorKind::SpawnFailed(e), _)
+                if e
+                    .get_ref()
+                    .is_some_and(|inner| inner.is::<crate::cgroup::CgroupError>()) =>
+            {
+                "the worker's limits need a writable cgroup (see above), or run without them".into()
+            }
             (ErrorKind::SpawnFailed(e), _)
                 if e
                     .get_ref()
@@ -249,7 +289,10 @@ fn fmt_duration(d: Duration) -> String {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = &self.0;
-        writeln!(f, "worker failed at {}: {}", d.stage, d.kind)?;
+        match self.oom_kill() {
+            Some(oom) => writeln!(f, "worker failed at {}: {oom}", d.stage)?,
+            None => writeln!(f, "worker failed at {}: {}", d.stage, d.kind)?,
+        }
         writeln!(f, "  expected: {}", d.expected)?;
         writeln!(f, "  command: {}", d.command)?;
         if d.pid != 0 {
@@ -264,6 +307,9 @@ impl fmt::Display for Error {
                 (None, _) => "no exit status".to_owned(),
             };
             writeln!(f, "  pid: {} ({how})", d.pid)?;
+        }
+        if let Some(c) = d.finished.as_deref().and_then(|x| x.confinement.as_ref()) {
+            writeln!(f, "  limits: {} ({})", c.limits, c.version.name())?;
         }
         if !d.noise.is_empty() {
             let skip = d.noise.len().saturating_sub(SHOWN_NOISE_LINES);

@@ -22,6 +22,11 @@
 //! runs only async-signal-safe system calls on memory set up before the
 //! fork: it allocates nothing and takes no lock.
 //!
+//! It also removes the cgroups of workers started under limits
+//! ([`crate::cgroup`]): after the kills it kills whatever is left in each
+//! cgroup under this harness's `coldstart-<pid>` folders, removes them
+//! (waiting, a bounded time, for the killed to leave), and the folders.
+//!
 //! One window remains: a worker forked by the harness that is killed in the
 //! microseconds before [`announce`] wrote its group is not announced.
 
@@ -73,12 +78,14 @@ fn start() -> Option<Mutex<File>> {
     // Everything the guard uses is allocated before the fork.
     let mut table = vec![0i32; CAPACITY];
     let mut buf = [0u8; 4096];
+    let roots = crate::cgroup::guard_roots();
+    let root_ptrs: Vec<*const libc::c_char> = roots.iter().map(|c| c.as_ptr()).collect();
     // SAFETY: fork has no memory-safety preconditions; the child runs only
     // `guard_main`, which makes async-signal-safe calls and never returns.
     let pid = unsafe { libc::fork() };
     if pid == 0 {
         // SAFETY: in the forked child, on memory owned by this frame.
-        unsafe { guard_main(rx, &mut table, &mut buf) }
+        unsafe { guard_main(rx, &mut table, &mut buf, &root_ptrs) }
     }
     // SAFETY: both fds are ours; the read end is the guard's now.
     unsafe { libc::close(rx) };
@@ -91,12 +98,19 @@ fn start() -> Option<Mutex<File>> {
 }
 
 /// The guard's whole life: keep only the pipe, read announcements until
-/// end-of-file, then kill every group still live and exit.
+/// end-of-file, then kill every group still live, remove the cgroup
+/// folders `roots` (NUL-terminated paths), and exit.
 ///
 /// # Safety
 ///
-/// Only in the child of `fork`, with `rx` the pipe's read end.
-unsafe fn guard_main(rx: libc::c_int, table: &mut [i32], buf: &mut [u8]) -> ! {
+/// Only in the child of `fork`, with `rx` the pipe's read end and `roots`
+/// valid C strings.
+unsafe fn guard_main(
+    rx: libc::c_int,
+    table: &mut [i32],
+    buf: &mut [u8],
+    roots: &[*const libc::c_char],
+) -> ! {
     // SAFETY (whole body): async-signal-safe system calls only, on memory
     // owned by the caller's frame; nothing allocates, nothing locks.
     unsafe {
@@ -157,6 +171,119 @@ unsafe fn guard_main(rx: libc::c_int, table: &mut [i32], buf: &mut [u8]) -> ! {
         for &pgid in &table[..len] {
             libc::kill(-pgid, libc::SIGKILL);
         }
+        for &root in roots {
+            remove_root(root, buf);
+        }
         libc::_exit(0)
+    }
+}
+
+/// Empties and removes one harness cgroup folder: each cgroup in it has
+/// its processes killed and is removed, then the folder; retried every
+/// 10 ms for up to 5 s while a killed process has not left yet. A folder
+/// that does not exist is left alone at once.
+///
+/// # Safety
+///
+/// `root` is a valid C string; async-signal-safe calls only, `buf` the
+/// only memory written.
+unsafe fn remove_root(root: *const libc::c_char, buf: &mut [u8]) {
+    const RETRIES: usize = 500;
+    // SAFETY (whole body): raw system calls on fds opened here and on
+    // `buf`; names from getdents64 are NUL-terminated inside `buf`.
+    unsafe {
+        for _ in 0..RETRIES {
+            let dir = libc::open(root, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC);
+            if dir < 0 {
+                return;
+            }
+            let mut offset = 0;
+            let mut filled = 0;
+            loop {
+                if offset >= filled {
+                    let n = libc::syscall(libc::SYS_getdents64, dir, buf.as_mut_ptr(), buf.len());
+                    if n <= 0 {
+                        break;
+                    }
+                    filled = n as usize;
+                    offset = 0;
+                }
+                // struct linux_dirent64: ino u64, off i64, reclen u16,
+                // type u8, then the name.
+                let rec = buf.as_ptr().add(offset);
+                let reclen = u16::from_ne_bytes([*rec.add(16), *rec.add(17)]) as usize;
+                let kind = *rec.add(18);
+                let name = rec.add(19).cast::<libc::c_char>();
+                offset += reclen.max(1);
+                let dot = *name == b'.' as libc::c_char
+                    && (*name.add(1) == 0
+                        || (*name.add(1) == b'.' as libc::c_char && *name.add(2) == 0));
+                if kind == libc::DT_DIR && !dot {
+                    kill_members(dir, name);
+                    libc::unlinkat(dir, name, libc::AT_REMOVEDIR);
+                }
+            }
+            libc::close(dir);
+            if libc::rmdir(root) == 0 || *libc::__errno_location() == libc::ENOENT {
+                return;
+            }
+            let pause = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 10_000_000,
+            };
+            libc::nanosleep(&pause, std::ptr::null_mut());
+        }
+    }
+}
+
+/// SIGKILL to every process listed in `<dir>/<name>/cgroup.procs`, read
+/// into a buffer on the stack.
+///
+/// # Safety
+///
+/// `dir` an open folder fd, `name` a valid C string.
+unsafe fn kill_members(dir: libc::c_int, name: *const libc::c_char) {
+    // SAFETY (whole body): raw system calls on fds opened here and on a
+    // stack buffer.
+    unsafe {
+        let cg = libc::openat(
+            dir,
+            name,
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        if cg < 0 {
+            return;
+        }
+        let procs = libc::openat(
+            cg,
+            c"cgroup.procs".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        );
+        libc::close(cg);
+        if procs < 0 {
+            return;
+        }
+        let mut text = [0u8; 4096];
+        let mut pid: i32 = 0;
+        loop {
+            let n = libc::read(procs, text.as_mut_ptr().cast(), text.len());
+            if n <= 0 {
+                break;
+            }
+            for &b in &text[..n as usize] {
+                if b.is_ascii_digit() {
+                    pid = pid.wrapping_mul(10).wrapping_add((b - b'0') as i32);
+                } else {
+                    if pid > 0 {
+                        libc::kill(pid, libc::SIGKILL);
+                    }
+                    pid = 0;
+                }
+            }
+        }
+        if pid > 0 {
+            libc::kill(pid, libc::SIGKILL);
+        }
+        libc::close(procs);
     }
 }

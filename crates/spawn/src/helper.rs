@@ -491,6 +491,7 @@ mod tests {
 
     #[test]
     fn a_script_answers_on_its_tagged_line_with_its_file_argument() {
+        let _serial = crate::serial();
         let out = Script::new(
             "ask.py",
             "import sys\nprint('noise')\nprint('TAG ' + open(sys.argv[1]).read())\n",
@@ -504,6 +505,7 @@ mod tests {
 
     #[test]
     fn a_failing_script_has_no_answer_and_keeps_its_stderr() {
+        let _serial = crate::serial();
         let out = Script::new("fail.py", "import sys\nprint('TAG 1')\nsys.exit('boom')\n")
             .run(python())
             .unwrap();
@@ -514,6 +516,7 @@ mod tests {
 
     #[test]
     fn a_program_that_cannot_start_says_so() {
+        let _serial = crate::serial();
         let err = Script::new("x.py", "")
             .run(Path::new("/nonexistent/python3"))
             .unwrap_err();
@@ -522,6 +525,7 @@ mod tests {
 
     #[test]
     fn a_hanging_pth_file_times_out_and_its_group_is_killed() {
+        let _serial = crate::serial();
         // A venv whose site-packages holds a `.pth` line that never returns:
         // every interpreter start of that environment hangs in `site`.
         let dir = tempfile::tempdir().unwrap();
@@ -560,6 +564,7 @@ mod tests {
 
     #[test]
     fn a_conversation_answers_line_by_line_and_times_out_when_it_stops() {
+        let _serial = crate::serial();
         let mut c = Script::new(
             "echo.py",
             "import sys, signal\nfor line in sys.stdin:\n    if line.strip() == 'stop':\n        sys.stderr.write('stopping\\n'); sys.stderr.flush(); signal.pause()\n    print('echo ' + line.strip(), flush=True)\n",

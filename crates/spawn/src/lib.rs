@@ -114,6 +114,7 @@
 pub mod affinity;
 #[cfg(feature = "tokio")]
 mod async_worker;
+pub mod cgroup;
 mod command;
 mod error;
 mod group;
@@ -141,6 +142,15 @@ pub use timeline::monotonic_ns;
 pub use timeline::{Escalation, ExitStatus};
 pub use transport::Transport;
 pub use worker::{
-    Exchange, Finished, NoiseLine, ShutdownPolicy, Stamped, Stop, TimeoutHook, Worker,
+    Confinement, Exchange, Finished, NoiseLine, ShutdownPolicy, Stamped, Stop, TimeoutHook, Worker,
 };
 pub use worker_proto;
+
+/// Tests that start processes run one at a time: `kill_all` would end the
+/// workers of tests running beside it in this process (`cargo test` runs
+/// a crate's tests as threads of one process).
+#[cfg(test)]
+pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -17,6 +17,8 @@
 //!   a request, shutdown, ...), which errors, violations, memory readings
 //!   and failed trials all use; [`Timeline::stage_at`] places a moment.
 //! - [`Placement`]: where a run's processes ran (the CPU pinning done).
+//! - [`Limits`]: the CPU quota and memory limit a worker ran under, and how
+//!   a user writes them.
 //!
 //! What it deliberately does not own: starting or reading processes
 //! (`spawn` fills these records), statistics, comparisons and summaries
@@ -30,12 +32,14 @@
 
 mod clock;
 mod life;
+mod limits;
 mod placement;
 mod record;
 mod stage;
 
 pub use clock::monotonic_ns;
 pub use life::{EndMarks, ReadyMark, RequestMark, Timeline};
+pub use limits::{LimitError, Limits, MIN_CPUS, MIN_MEMORY_BYTES, format_bytes};
 pub use placement::Placement;
 pub use record::{
     Escalation, ExitStatus, Marks, Outcome, PhaseDurations, RoundTrip, TrialKind, TrialRecord,

@@ -209,6 +209,7 @@ impl Bench {
             targets: sides.iter().map(|s| s.info.clone()).collect(),
         };
         let mut summary = summarise(&timed, environment, config, rule, interrupted)?;
+        summary.placement = Some(unpinned());
         summary.serve = untimed.serve;
         summary.memory = untimed.memory;
         summary.serve_failures = untimed.failures;
@@ -354,6 +355,18 @@ fn timed_rounds(
         stopped,
         loop_wall_s,
     })
+}
+
+/// Where the workers ran: a bench starts them as a plain parent does, on
+/// any CPU the harness may use (no pinning), so its start-up is the one
+/// such a parent sees; limits, when a side has them, are its own record.
+fn unpinned() -> timeline::Placement {
+    timeline::Placement {
+        available: spawn::affinity::current_cpus().unwrap_or_default(),
+        workers: Vec::new(),
+        harness: None,
+        note: Some("started as a plain parent starts them".to_owned()),
+    }
 }
 
 /// The summary of the timed rounds (without the untimed steps).

@@ -247,6 +247,9 @@ fn environment_section(s: &RunSummary, o: &mut String) {
     if let Some(p) = &s.placement {
         o.push_str(&format!("- placement: {}\n", placement_line(p)));
     }
+    for line in super::measured_lines(s) {
+        o.push_str(&format!("- measured: {line}\n"));
+    }
     if let Some(f) = env.cpu_stall_fraction() {
         o.push_str(&format!("- CPU stalls during the run: {}\n", fmt_pct(f)));
     }

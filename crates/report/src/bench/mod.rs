@@ -115,6 +115,25 @@ pub fn placement_line(p: &timeline::Placement) -> String {
     out
 }
 
+/// Which start-up each side measured, one line per side: the one a plain
+/// parent sees (no limits), or the one a container with these limits sees.
+pub fn measured_lines(s: &phases::summary::RunSummary) -> Vec<String> {
+    s.environment
+        .targets
+        .iter()
+        .map(|t| match &t.limits {
+            None => format!(
+                "{}: start-up as a plain parent sees it (no CPU or memory limit)",
+                t.variant
+            ),
+            Some(l) => format!(
+                "{}: start-up as a container sees it: each worker in its own cgroup ({}) with {}",
+                t.variant, l.cgroup, l.limits
+            ),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 pub(crate) mod fixture {
     //! A small A/B run shared by the renderers' tests.
@@ -212,6 +231,7 @@ pub(crate) mod fixture {
                 shim: true,
                 note: Some("a script (#!), not an interpreter".into()),
             }),
+            limits: None,
         };
         let has_b = records.iter().any(|r| r.variant == Variant::B);
         let mut targets = vec![target(Variant::A, "slowworker")];

@@ -226,6 +226,9 @@ pub fn render(s: &RunSummary) -> String {
     if let Some(p) = &s.placement {
         out.push_str(&format!("placement: {}\n", placement_line(p)));
     }
+    for line in super::measured_lines(s) {
+        out.push_str(&format!("measured: {line}\n"));
+    }
     if let Some(r) = s.overhead.ratio {
         out.push_str(&format!(
             "harness: {:.2} s of wall time for {:.2} s of worker lifecycles ({:.3}x)\n",

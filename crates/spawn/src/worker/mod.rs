@@ -31,7 +31,7 @@ use crate::transport::{self, Link, TcpLink, Transport};
 use crate::{Command, group, monotonic_ns};
 use failure::{cut, describe, lost_waiter, spawn_error};
 use procfs::vm_rss_bytes;
-pub use records::{Exchange, Finished, NoiseLine, ShutdownPolicy, Stamped, Stop};
+pub use records::{Confinement, Exchange, Finished, NoiseLine, ShutdownPolicy, Stamped, Stop};
 use timeline::{ReadyMark, RequestMark, Timeline};
 
 /// After stdout ended, how long the worker is given at least to exit on its
@@ -102,6 +102,10 @@ pub struct Worker {
     /// with the `id` each request carried, if any.
     pending: VecDeque<(usize, Option<serde_json::Value>)>,
     rss_at_ready: Option<u64>,
+    /// The worker's own cgroup under its limits, removed after its exit.
+    cgroup: Option<crate::cgroup::Cgroup>,
+    /// What the cgroup said after the exit, read before its removal.
+    confinement: Option<Confinement>,
     on_timeout: Option<TimeoutHook>,
     timeline: Timeline,
     escalation: Escalation,
@@ -142,16 +146,32 @@ fn stderr_file(cmd: &Command) -> Result<Option<(File, String)>, Error> {
     Ok(Some((f, path.display().to_string())))
 }
 
-/// The child process of `cmd`, started, and [`monotonic_ns`] just before.
-fn start_child(cmd: &Command) -> Result<(std::process::Child, u64), Error> {
+/// The child process of `cmd`, started (in a cgroup of its own under
+/// its limits, returned beside it), and [`monotonic_ns`] just before.
+fn start_child(
+    cmd: &Command,
+) -> Result<(std::process::Child, Option<crate::cgroup::Cgroup>, u64), Error> {
+    let cgroup_error = |e: crate::cgroup::CgroupError| {
+        spawn_error(cmd, io::Error::new(io::ErrorKind::PermissionDenied, e))
+    };
+    let cgroup = if cmd.limits.is_set() {
+        Some(crate::cgroup::Cgroup::create(&cmd.limits).map_err(cgroup_error)?)
+    } else {
+        None
+    };
+    let entry = cgroup
+        .as_ref()
+        .map(|c| c.entry())
+        .transpose()
+        .map_err(cgroup_error)?;
     let mut std_cmd = cmd
-        .to_std()
+        .to_std(entry.as_ref().map(|e| e.raw()).unwrap_or_default())
         .map_err(|e| spawn_error(cmd, io::Error::new(io::ErrorKind::InvalidInput, e)))?;
     let spawned_at_ns = monotonic_ns();
     let child = std_cmd.spawn().map_err(|e| match &cmd.cpus {
         // sched_setaffinity in the child refused the set (no CPU of it
         // is one this process may use).
-        Some(cpus) if e.raw_os_error() == Some(libc::EINVAL) => spawn_error(
+        Some(cpus) if e.raw_os_error() == Some(libc::EINVAL) && entry.is_none() => spawn_error(
             cmd,
             io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -162,9 +182,24 @@ fn start_child(cmd: &Command) -> Result<(std::process::Child, u64), Error> {
                 },
             ),
         ),
+        _ if entry.is_some() => spawn_error(
+            cmd,
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "{e} (the child could not start, or could not join its cgroup {})",
+                    cgroup
+                        .as_ref()
+                        .map(|c| c.dirs()[0].display().to_string())
+                        .unwrap_or_default()
+                ),
+            ),
+        ),
         _ => spawn_error(cmd, e),
     })?;
-    Ok((child, spawned_at_ns))
+    // The child has exec'd (or failed): the files it joined by close here.
+    drop(entry);
+    Ok((child, cgroup, spawned_at_ns))
 }
 
 /// Ends and reaps a child that could not be made a worker, and the
@@ -190,6 +225,13 @@ struct Channels {
     stdout_live: Arc<AtomicBool>,
     /// Whether the stderr drain still looks for a ready line.
     scan_live: Arc<AtomicBool>,
+}
+
+/// The process just started: its pid, when, and its cgroup.
+struct Start {
+    pid: u32,
+    spawned_at_ns: u64,
+    cgroup: Option<crate::cgroup::Cgroup>,
 }
 
 /// The threads a worker's start leaves running.
@@ -259,7 +301,7 @@ impl Worker {
     pub fn spawn(cmd: &Command) -> Result<Worker, Error> {
         let file = stderr_file(cmd)?;
         reap::become_subreaper();
-        let (mut child, spawned_at_ns) = start_child(cmd)?;
+        let (mut child, cgroup, spawned_at_ns) = start_child(cmd)?;
         let pid = child.id();
         group::register(pid as i32);
 
@@ -281,8 +323,11 @@ impl Worker {
         drop(child);
         Ok(Worker::started(
             cmd,
-            pid,
-            spawned_at_ns,
+            Start {
+                pid,
+                spawned_at_ns,
+                cgroup,
+            },
             stdin,
             channels,
             drains,
@@ -293,12 +338,16 @@ impl Worker {
     /// the protocol for stdio, held idle for tcp.
     fn started(
         cmd: &Command,
-        pid: u32,
-        spawned_at_ns: u64,
+        start: Start,
         stdin: ChildStdin,
         channels: Channels,
         drains: Drains,
     ) -> Worker {
+        let Start {
+            pid,
+            spawned_at_ns,
+            cgroup,
+        } = start;
         let (link, idle_stdin, wire) = match cmd.transport {
             Transport::Stdio => (Some(Link::Stdio(stdin)), None, transport::STDIO),
             Transport::Tcp => (None, Some(stdin), transport::TCP),
@@ -332,12 +381,20 @@ impl Worker {
             noise: Vec::new(),
             pending: VecDeque::new(),
             rss_at_ready: None,
+            cgroup,
+            confinement: None,
             on_timeout: None,
             timeline: Timeline::spawned_at(spawned_at_ns),
             escalation: Escalation::None,
             diagnostics: Vec::new(),
             ended: false,
         }
+    }
+
+    /// The worker's own cgroup, when it runs under
+    /// [`Command::limits`]; removed after its exit.
+    pub fn cgroup(&self) -> Option<&crate::cgroup::Cgroup> {
+        self.cgroup.as_ref()
     }
 
     /// The worker's pid, which is also its process group id.
@@ -932,6 +989,15 @@ impl Worker {
         if let Some(t) = self.socket_thread.take() {
             t.join_by(deadline);
         }
+        if let Some(mut cg) = self.cgroup.take() {
+            self.confinement = Some(Confinement {
+                limits: *cg.limits(),
+                version: cg.version(),
+                oom_kills: cg.oom_kills(),
+                memory_peak_bytes: cg.memory_peak_bytes(),
+            });
+            cg.remove();
+        }
         self.ended = true;
     }
 
@@ -951,6 +1017,7 @@ impl Worker {
             stderr_file_error: tail.file_error(),
             group_gone: exit.group_gone,
             connected_ns: self.connected_ns,
+            confinement: self.confinement.clone(),
         }
     }
 }
@@ -979,15 +1046,8 @@ mod tests {
     use super::*;
     use crate::ExitStatus;
     use crate::error::ErrorDetail;
-    use std::sync::Mutex;
 
-    /// Tests that start processes run one at a time: `kill_all` would end
-    /// the workers of tests running beside it in this process.
-    static SERIAL: Mutex<()> = Mutex::new(());
-
-    fn serial() -> std::sync::MutexGuard<'static, ()> {
-        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-    }
+    use crate::serial;
 
     #[test]
     fn a_worker_can_move_to_another_thread() {
@@ -1096,6 +1156,7 @@ mod tests {
     #[test]
     fn error_message_reads_well() {
         let finished = Finished {
+            confinement: None,
             pid: 4242,
             status: ExitStatus::Signal(libc::SIGKILL),
             rusage: None,

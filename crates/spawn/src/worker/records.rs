@@ -128,4 +128,29 @@ pub struct Finished {
     /// For a worker that served over tcp: right after the connection to
     /// the address its ready line names was made (`None` on stdio).
     pub connected_ns: Option<u64>,
+    /// The cgroup it ran in under its [`crate::Command::limits`], read
+    /// after its exit; `None` without limits.
+    pub confinement: Option<Confinement>,
+}
+
+/// The cgroup a limited worker ran in, read after its exit: what tells a
+/// kill by the kernel's OOM killer from any other SIGKILL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confinement {
+    /// The limits it ran under.
+    pub limits: timeline::Limits,
+    /// The interface they were set through.
+    pub version: crate::cgroup::Version,
+    /// How many processes of the cgroup the OOM killer killed.
+    pub oom_kills: u64,
+    /// The most memory the cgroup held at once, when the kernel says.
+    pub memory_peak_bytes: Option<u64>,
+}
+
+impl Confinement {
+    /// Whether the kernel's OOM killer killed a process of the worker's
+    /// cgroup at its memory limit.
+    pub fn oom_killed(&self) -> bool {
+        self.oom_kills > 0
+    }
 }

@@ -1,0 +1,221 @@
+//! Trials under container limits (`bench --cpus`, `--memory`, a target's
+//! `cpus` and `memory`): each worker in a cgroup of its own, on the
+//! stand-in worker of tests/fixtures/bench/. What is asserted holds on a
+//! loaded machine: a CPU quota is a ceiling, so a CPU-bound start-up under
+//! half a CPU takes about twice as long whatever else runs (the band is
+//! wide); a worker over its memory limit is OOM-killed whatever the load.
+//! Where this machine gives no writable cgroup, each case says NOT RUN.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::support;
+
+/// Half a CPU: what the cases ask the machine for.
+pub(crate) const HALF_CPU: timeline::Limits = timeline::Limits {
+    cpus: Some(0.5),
+    memory_bytes: None,
+};
+
+fn cgroups_here(case: &str) -> bool {
+    match spawn::cgroup::probe(&HALF_CPU) {
+        Ok(_) => true,
+        Err(e) => {
+            println!("NOT RUN: {case}: {e}");
+            false
+        }
+    }
+}
+
+fn standin(extra: &str) -> String {
+    let script = support::fixtures().join("bench").join("standin.py");
+    format!(
+        "[\"{}\", \"-S\", \"{}\"{extra}]",
+        support::python().display(),
+        script.display()
+    )
+}
+
+/// Runs coldstart in `dir` to its end: its pid, exit code, stdout and stderr.
+fn coldstart(dir: &Path, args: &[&str]) -> (u32, Option<i32>, String, String) {
+    let child = Command::new(support::coldstart_bin())
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("coldstart runs");
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    (pid, out.status.code(), stdout, stderr)
+}
+
+fn no_cgroup_left(pid: u32) {
+    let left: Vec<_> = spawn::cgroup::harness_folders(pid)
+        .into_iter()
+        .filter(|f| f.exists())
+        .collect();
+    assert!(left.is_empty(), "cgroup folders left behind: {left:?}");
+}
+
+#[test]
+fn a_cpu_bound_start_up_takes_about_twice_as_long_under_half_a_cpu() {
+    if !cgroups_here("cpu quota") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let burn = standin(", \"--burn-ms\", \"150\"");
+    std::fs::write(
+        dir.path().join("coldstart.toml"),
+        format!(
+            "[[target]]\nname = \"bare\"\ncommand = {burn}\n\n\
+             [[target]]\nname = \"half\"\ncommand = {burn}\ncpus = 0.5\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let out_s = out.display().to_string();
+    let (pid, code, stdout, stderr) = coldstart(
+        dir.path(),
+        &[
+            "bench",
+            "--target",
+            "bare",
+            "--vs",
+            "half",
+            "--trials",
+            "4",
+            "--warmup",
+            "1",
+            "--resamples",
+            "2000",
+            "--out",
+            &out_s,
+        ],
+    );
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    no_cgroup_left(pid);
+    assert!(
+        stdout.contains("measured: A: start-up as a plain parent sees it")
+            && stdout.contains(
+                "measured: B: start-up as a container sees it: each worker in its own cgroup (cgroup v"
+            )
+            && stdout.contains("with cpus 0.5"),
+        "{stdout}"
+    );
+    let s = crate::bench::summary(&out);
+    let targets = s["environment"]["targets"].as_array().unwrap();
+    assert!(targets[0].get("limits").is_none(), "{targets:?}");
+    assert_eq!(targets[1]["limits"]["cpus"], 0.5);
+    // A quota of half a CPU is a ceiling: at most 50 ms of each 100 ms
+    // run, so every B trial's ready takes at least about twice the CPU
+    // time its worker used, however loaded the machine is. (On a quiet
+    // machine the bare side's ready is about its CPU time, so B/A is about
+    // 2; a loaded machine slows the bare side too, so B/A itself is a
+    // quiet-machine figure: docs/limits.md has it, measured.)
+    let records = support::trials(&out);
+    let halves: Vec<f64> = records
+        .iter()
+        .filter(|r| r.variant == timeline::Variant::B && r.kind == timeline::TrialKind::Measured)
+        .map(|r| {
+            let w = &r.workers[0];
+            let cpu = w
+                .usage
+                .map(|u| u.user_ns + u.sys_ns)
+                .expect("wait4's usage") as f64;
+            r.phases.ready_ns.expect("a ready time") as f64 / cpu
+        })
+        .collect();
+    assert!(halves.len() >= 3, "{records:?}");
+    for ready_per_cpu in &halves {
+        assert!(
+            (1.6..20.0).contains(ready_per_cpu),
+            "ready over CPU time under half a CPU: {halves:?}"
+        );
+    }
+}
+
+#[test]
+fn a_worker_over_its_memory_limit_is_reported_oom_killed_with_its_limit() {
+    if !cgroups_here("memory limit") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let out_s = out.display().to_string();
+    let script = support::fixtures().join("bench").join("standin.py");
+    let (py, script) = (
+        support::python().display().to_string(),
+        script.display().to_string(),
+    );
+    let (pid, code, stdout, stderr) = coldstart(
+        dir.path(),
+        &[
+            "bench",
+            "--memory",
+            "48M",
+            "--trials",
+            "1",
+            "--warmup",
+            "0",
+            "--out",
+            &out_s,
+            "--",
+            &py,
+            "-S",
+            &script,
+            "--alloc-mib",
+            "200",
+        ],
+    );
+    assert_eq!(code, Some(1), "a failed trial: {stdout}{stderr}");
+    no_cgroup_left(pid);
+    let records = support::trials(&out);
+    match &records[0].workers[0].outcome {
+        timeline::Outcome::Failed { stage, message } => {
+            assert_eq!(*stage, timeline::Stage::Startup);
+            assert!(
+                message.starts_with(
+                    "worker failed at start-up: OOM-killed: the kernel's OOM killer ended the worker at its memory limit of 48 MiB"
+                ),
+                "{message}"
+            );
+            assert!(
+                message.contains("limits: memory 48 MiB (cgroup v"),
+                "{message}"
+            );
+        }
+        other => panic!("the trial should have failed: {other:?}"),
+    }
+    assert!(stderr.contains("OOM-killed"), "{stderr}");
+    let s = crate::bench::summary(&out);
+    assert_eq!(
+        s["environment"]["targets"][0]["limits"]["memory_bytes"],
+        48u64 << 20
+    );
+}
+
+#[test]
+fn limits_that_cannot_be_read_are_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, code, _, stderr) = coldstart(dir.path(), &["bench", "--cpus", "half", "--", "true"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("`half` is not a CPU quota"), "{stderr}");
+    std::fs::write(
+        dir.path().join("coldstart.toml"),
+        "[[target]]\nname = \"w\"\ncommand = [\"true\"]\nmemory = \"lots\"\n",
+    )
+    .unwrap();
+    let (_, code, _, stderr) = coldstart(dir.path(), &["bench"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("target `w`: `memory`: `lots` is not a memory size"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("bench-out").exists());
+}
