@@ -112,6 +112,9 @@ fn a_cpu_bound_start_up_takes_about_twice_as_long_under_half_a_cpu() {
     let targets = s["environment"]["targets"].as_array().unwrap();
     assert!(targets[0].get("limits").is_none(), "{targets:?}");
     assert_eq!(targets[1]["limits"]["cpus"], 0.5);
+    let probes = s["probes"]["startup"].as_array().unwrap();
+    assert_eq!(probes.len(), 2, "a startup probe per side: {probes:?}");
+    assert!(probes[1]["failure_threshold"].as_u64().unwrap() >= 1);
     // A quota of half a CPU is a ceiling: at most 50 ms of each 100 ms
     // run, so every B trial's ready takes at least about twice the CPU
     // time its worker used, however loaded the machine is. (On a quiet

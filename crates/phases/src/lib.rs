@@ -29,6 +29,8 @@
 //! - [`phase`]: the timed phases' samples per trial and one phase's
 //!   statistics.
 //! - [`run`]: the environment, placement, configuration and counts of a run.
+//! - [`probe`]: startup-probe and request-timeout settings from the
+//!   measured distributions (an upper bound of the p99, with a margin).
 //! - [`summary`]: the run summary (`summary.json`): the above, per-phase
 //!   statistics and ratios, the A/B analysis, resources, warnings, and the
 //!   serve phases and memory views of the run. It builds on `phase`, `run`
@@ -56,6 +58,7 @@ pub mod jsonl;
 mod measure;
 pub mod memory;
 pub mod phase;
+pub mod probe;
 pub mod run;
 pub mod sequential;
 pub mod serve;

@@ -70,6 +70,10 @@ pub struct RunSummary {
     /// A serve phase or memory view that could not be run, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub serve_failures: Vec<String>,
+    /// Startup-probe and request-timeout settings derived from the
+    /// measured ready times and latencies ([`crate::probe`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<crate::probe::Probes>,
 }
 
 /// How the two variants of an interleaved run were compared.
@@ -376,6 +380,7 @@ impl RunSummary {
             serve: Vec::new(),
             memory: Vec::new(),
             serve_failures: Vec::new(),
+            probes: None,
         })
     }
 

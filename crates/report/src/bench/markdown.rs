@@ -71,6 +71,7 @@ pub fn render(s: &RunSummary) -> String {
     phases_section(s, &mut o);
     resources_section(s, &mut o);
     failures_section(s, &mut o);
+    probes_section(s, &mut o);
     warnings_section(s, &mut o);
     environment_section(s, &mut o);
     o.push_str(&serve_sections(s));
@@ -195,6 +196,31 @@ fn resources_section(s: &RunSummary, o: &mut String) {
     }
 }
 
+/// `## Probe settings`: the startup probe (and request timeout) the
+/// distributions give, and the probe as a pod spec writes it.
+fn probes_section(s: &RunSummary, o: &mut String) {
+    let lines = super::probe_lines(s);
+    let Some(p) = &s.probes else {
+        return;
+    };
+    o.push_str("\n## Probe settings\n\n");
+    for line in &lines {
+        o.push_str(&format!("- {line}\n"));
+    }
+    for sp in &p.startup {
+        o.push_str(&format!(
+            "\n```yaml\n# {}: start-up under {}\nstartupProbe:\n  periodSeconds: {}\n  failureThreshold: {}\n```\n",
+            sp.variant,
+            s.environment
+                .target(sp.variant)
+                .and_then(|t| t.limits.as_ref())
+                .map_or("no limits".to_owned(), |l| l.limits.to_string()),
+            sp.period_seconds,
+            sp.failure_threshold
+        ));
+    }
+}
+
 /// `## Failures`, by stage, when trials failed.
 fn failures_section(s: &RunSummary, o: &mut String) {
     let t = &s.trials;
@@ -250,6 +276,7 @@ fn environment_section(s: &RunSummary, o: &mut String) {
     for line in super::measured_lines(s) {
         o.push_str(&format!("- measured: {line}\n"));
     }
+
     if let Some(f) = env.cpu_stall_fraction() {
         o.push_str(&format!("- CPU stalls during the run: {}\n", fmt_pct(f)));
     }

@@ -134,6 +134,60 @@ pub fn measured_lines(s: &phases::summary::RunSummary) -> Vec<String> {
         .collect()
 }
 
+/// The probe and timeout settings the run's distributions give, one line
+/// each, with what they rest on.
+pub fn probe_lines(s: &phases::summary::RunSummary) -> Vec<String> {
+    use phases::probe::Bound;
+    let Some(p) = &s.probes else {
+        return Vec::new();
+    };
+    let basis = |b: &Bound, of: &str, unit: &str| {
+        if b.is_bound() {
+            format!(
+                "the {:.0}% upper bound of {of}'s p{:.0} over {} {unit} (p{:.0} {})",
+                b.level * 100.0,
+                b.quantile * 100.0,
+                b.n,
+                b.quantile * 100.0,
+                answers::words::fmt_ms(b.estimate_ms)
+            )
+        } else {
+            format!(
+                "the slowest of {} {unit}, too few to bound the p{:.0}",
+                b.n,
+                b.quantile * 100.0
+            )
+        }
+    };
+    let mut out: Vec<String> = p
+        .startup
+        .iter()
+        .map(|sp| {
+            format!(
+                "startup probe ({}): periodSeconds {}, failureThreshold {} (allows {} s): {} x {}, {}",
+                sp.variant,
+                sp.period_seconds,
+                sp.failure_threshold,
+                sp.allows_s(),
+                sp.margin,
+                answers::words::fmt_ms(sp.ready.upper_ms),
+                basis(&sp.ready, "ready", "trials"),
+            )
+        })
+        .collect();
+    out.extend(p.request_timeout.iter().map(|t| {
+        format!(
+            "request timeout ({}): {}: {} x {}, {}",
+            t.variant,
+            answers::words::fmt_ms(t.timeout_ms),
+            t.margin,
+            answers::words::fmt_ms(t.latency.upper_ms),
+            basis(&t.latency, "the latency", "requests"),
+        )
+    }));
+    out
+}
+
 #[cfg(test)]
 pub(crate) mod fixture {
     //! A small A/B run shared by the renderers' tests.
@@ -450,6 +504,47 @@ mod tests {
         );
         assert!(
             markdown::render(&s).contains("- placement: workers pinned to CPU 1, harness on CPU 0")
+        );
+    }
+
+    #[test]
+    fn limits_and_probe_settings_show_in_every_report() {
+        let records = fixture::records(true);
+        let mut s = fixture::summary(&records);
+        s.environment.targets[1].limits = Some(phases::run::RunLimits {
+            limits: timeline::Limits {
+                cpus: Some(0.5),
+                memory_bytes: Some(1 << 30),
+            },
+            cgroup: "cgroup v2".into(),
+        });
+        let ready: Vec<f64> = (0..300).map(|i| 200.0 + i as f64).collect();
+        s.probes = Some(phases::probe::Probes {
+            startup: vec![
+                phases::probe::StartupProbe::of(
+                    timeline::Variant::A,
+                    phases::probe::Bound::of(&ready).unwrap(),
+                ),
+                phases::probe::StartupProbe::of(
+                    timeline::Variant::B,
+                    phases::probe::Bound::of(&[900.0, 2500.0]).unwrap(),
+                ),
+            ],
+            request_timeout: Vec::new(),
+        });
+        let (text, md) = (terminal::render(&s), markdown::render(&s));
+        for line in [
+            "measured: A: start-up as a plain parent sees it (no CPU or memory limit)",
+            "measured: B: start-up as a container sees it: each worker in its own cgroup (cgroup v2) with cpus 0.5, memory 1 GiB",
+            "startup probe (A): periodSeconds 1, failureThreshold 1 (allows 1 s): 1.5 x 499.0 ms, the 95% upper bound of ready's p99 over 300 trials (p99 496.0 ms)",
+            "startup probe (B): periodSeconds 1, failureThreshold 4 (allows 4 s): 1.5 x 2.500 s, the slowest of 2 trials, too few to bound the p99",
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+            assert!(md.contains(line), "{line}\n{md}");
+        }
+        assert!(
+            md.contains("# B: start-up under cpus 0.5, memory 1 GiB\nstartupProbe:\n  periodSeconds: 1\n  failureThreshold: 4\n"),
+            "{md}"
         );
     }
 }

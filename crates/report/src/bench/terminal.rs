@@ -229,6 +229,9 @@ pub fn render(s: &RunSummary) -> String {
     for line in super::measured_lines(s) {
         out.push_str(&format!("measured: {line}\n"));
     }
+    for line in super::probe_lines(s) {
+        out.push_str(&format!("{line}\n"));
+    }
     if let Some(r) = s.overhead.ratio {
         out.push_str(&format!(
             "harness: {:.2} s of wall time for {:.2} s of worker lifecycles ({:.3}x)\n",
