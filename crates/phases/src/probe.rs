@@ -29,7 +29,6 @@ use timeline::{TrialKind, TrialRecord, Variant};
 
 use crate::serve::{RequestOutcome, RequestRecord};
 use crate::stats::percentile_sorted;
-use crate::summary::RunSummary;
 use crate::warn::{Warning, WarningKind};
 
 /// The percentile bounded: the 99th.
@@ -284,14 +283,6 @@ impl Probes {
             )
         }));
         out
-    }
-
-    /// Derives the settings of a finished run into its summary, with their
-    /// warnings.
-    pub fn advise(summary: &mut RunSummary, records: &[TrialRecord], requests: &[RequestRecord]) {
-        let probes = Probes::of(records, requests);
-        summary.warnings.extend(probes.warnings());
-        summary.probes = (!probes.startup.is_empty()).then_some(probes);
     }
 }
 

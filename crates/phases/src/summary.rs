@@ -265,6 +265,21 @@ struct Analysis {
 }
 
 impl RunSummary {
+    /// Derives the startup-probe and request-timeout settings of the
+    /// finished run ([`crate::probe`]) into the summary, with their
+    /// warnings.
+    pub fn advise_probes(
+        &mut self,
+        records: &[TrialRecord],
+        requests: &[crate::serve::RequestRecord],
+    ) {
+        let probes = crate::probe::Probes::of(records, requests);
+        self.warnings.extend(probes.warnings());
+        self.probes = (!probes.startup.is_empty()).then_some(probes);
+    }
+}
+
+impl RunSummary {
     /// Whether anything went wrong after the trials beyond rejections: a
     /// view that could not run, a wrong reply, a serve phase that ended
     /// early.

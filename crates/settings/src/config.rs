@@ -562,6 +562,36 @@ ready_timeout = 1.5
     }
 
     #[test]
+    fn a_target_may_run_under_container_limits() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = parse(
+            "[[target]]\nname='w'\ncommand=['x']\ncpus=0.5\nmemory='1.5G'\n\n\
+             [[target]]\nname='v'\ncommand=['x']\ncpus=2\nmemory=67108864\n\n\
+             [[target]]\nname='u'\ncommand=['x']\n",
+            dir.path(),
+        )
+        .unwrap();
+        let limits = |c, m| timeline::Limits {
+            cpus: c,
+            memory_bytes: m,
+        };
+        assert_eq!(t[0].limits, limits(Some(0.5), Some(3 << 29)));
+        assert_eq!(t[1].limits, limits(Some(2.0), Some(64 << 20)));
+        assert_eq!(t[2].limits, timeline::Limits::default());
+        assert_eq!(t[0].spawn_command().get_limits(), &t[0].limits);
+        let root = Path::new("/");
+        let err = |s: &str| chain(&parse(s, root).unwrap_err());
+        assert!(
+            err("[[target]]\nname='a'\ncommand=['x']\ncpus=0")
+                .contains("target `a`: `cpus`: `0` is not a CPU quota")
+        );
+        assert!(
+            err("[[target]]\nname='a'\ncommand=['x']\nmemory='1Q'")
+                .contains("target `a`: `memory`: `1Q` is not a memory size")
+        );
+    }
+
+    #[test]
     fn bad_configs_say_what_to_fix() {
         let root = Path::new("/");
         let err = |s: &str| chain(&parse(s, root).unwrap_err());

@@ -41,6 +41,8 @@ forbidden = ["torch", "transformers", "stanza"]
 # processes = 3        # fresh workers per check, run concurrently
 # ready_timeout = 60.0 # seconds
 # transport = "tcp"    # a worker that prints its ready line on stderr and serves over TCP
+# cpus = 1.0           # each worker under a CPU quota and a memory limit, as in its container
+# memory = "1G"
 # `coldstart diff` (the working tree against a git revision) fails when:
 # max_slowdown = 0.05  # start-up is slower by more than this (the whole interval)
 # max_modules = 400    # more modules are imported at ready

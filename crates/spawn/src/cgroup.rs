@@ -10,7 +10,7 @@
 //!   `coldstart-<pid>`, beside the harness's own cgroup (below it in the
 //!   tree, so the harness's own limits still bound its workers). The
 //!   folder is made at the first limited spawn and removed with the last
-//!   worker's cgroup; the guard ([`crate::guard`]) removes it, and every
+//!   worker's cgroup; the guard (the process that kills orphaned worker groups) removes it, and every
 //!   cgroup in it, when the harness dies, SIGKILL included.
 //! - The child joins its cgroup between `fork` and `exec` (it writes `0`,
 //!   itself, to `cgroup.procs` files opened before the fork), so the

@@ -297,6 +297,9 @@ impl fmt::Display for Error {
         writeln!(f, "  command: {}", d.command)?;
         if d.pid != 0 {
             let how = match (&d.status, d.finished.as_deref().map(|x| x.escalation)) {
+                (Some(s), _) if self.oom_kill().is_some() => {
+                    format!("{s} from the kernel's OOM killer")
+                }
                 (Some(s), Some(Escalation::None) | None) => format!("ended on its own, {s}"),
                 (Some(s), Some(Escalation::Term)) => {
                     format!("ended after the harness sent SIGTERM to its group, {s}")

@@ -107,7 +107,9 @@
 //!   a split, but the caller decides whether to pin.
 //! - No chasing of processes that leave the worker's process group
 //!   (`setsid`, `setpgid`): they are outside its reach; only the pipes they
-//!   may hold are handled (bounded waits).
+//!   may hold are handled (bounded waits). (A worker under
+//!   [`Command::limits`] is the exception: whatever is left in its own
+//!   cgroup is killed when the cgroup is removed, see [`cgroup`].)
 
 #![warn(missing_docs)]
 

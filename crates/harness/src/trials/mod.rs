@@ -213,7 +213,7 @@ impl Bench {
         summary.serve = untimed.serve;
         summary.memory = untimed.memory;
         summary.serve_failures = untimed.failures;
-        phases::probe::Probes::advise(&mut summary, &timed.records, &untimed.requests);
+        summary.advise_probes(&timed.records, &untimed.requests);
         let missing = files::write_outputs(&dir, &summary, &timed.records, &untimed.requests)?;
         Ok(BenchRun {
             dir,
