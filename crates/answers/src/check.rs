@@ -128,6 +128,10 @@ pub struct TargetReport {
     pub slowest: Vec<SlowImport>,
     /// One entry per process.
     pub processes: Vec<ProcessReport>,
+    /// The container limits each worker ran under (a target's `cpus` and
+    /// `memory`); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<timeline::Limits>,
     /// The whole importtime tree of the first process, with `--tree`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tree: Option<String>,

@@ -82,6 +82,10 @@ fn headline(r: &TargetReport, out: &mut String) {
     let ready = r
         .ready_ms_median
         .map_or_else(String::new, |m| format!(", ready in {m:.1} ms (median)"));
+    let ready = match &r.limits {
+        Some(l) => format!("{ready}, under {l}"),
+        None => ready,
+    };
     let what = if r.log.is_some() {
         "recorded log".to_owned()
     } else {
@@ -520,9 +524,26 @@ mod tests {
             first_party: vec![],
             slowest: vec![],
             processes: vec![],
+            limits: None,
             tree: None,
             suggestions: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_target_under_limits_says_so_in_its_headline() {
+        let mut r = target(Status::Pass);
+        r.ready_ms_median = Some(12.34);
+        r.limits = Some(timeline::Limits {
+            cpus: Some(1.0),
+            memory_bytes: Some(1 << 30),
+        });
+        let mut text = String::new();
+        render(&r, Path::new("/src"), &mut text);
+        assert!(
+            text.starts_with("PASS  app (command line): 0 processes, ready in 12.3 ms (median), under cpus 1, memory 1 GiB\n"),
+            "{text}"
+        );
     }
 
     #[test]
@@ -573,6 +594,7 @@ mod tests {
             packages: vec![package("encodings", 2100), package("sitecustomize", 3400)],
             instrument: Some(package("sitecustomize", 3400)),
             processes: vec![process(recorder)],
+            limits: None,
             ..target(Status::Pass)
         };
         let text = |recorder| {
