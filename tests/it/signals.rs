@@ -302,6 +302,47 @@ fn sigkill_of_bench_under_limits_mid_trial_leaves_no_cgroup_and_no_worker() {
 }
 
 #[test]
+fn ctrl_c_of_bench_under_limits_leaves_no_cgroup() {
+    if let Err(e) = spawn::cgroup::probe(&crate::limits::HALF_CPU) {
+        println!("NOT RUN: cgroups: {e}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let standin = support::fixtures().join("bench").join("standin.py");
+    let mut child = Command::new(support::coldstart_bin())
+        .current_dir(dir.path())
+        .arg("bench")
+        .arg("--out")
+        .arg(&out)
+        .args(["--cpus", "1", "--memory", "256M", "--resamples", "2000"])
+        .args(["--warmup", "0", "--trials", "1000", "--"])
+        .arg(support::python())
+        .arg("-S")
+        .arg(&standin)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("coldstart bench runs");
+    let _reaper = KillOnDrop(child.id() as i32);
+    let folders = spawn::cgroup::harness_folders(child.id());
+    wait_for_trials(&mut child, &out.join("trials.jsonl"), 3);
+    let (code, stdout, stderr) = signal_and_wait(&mut child, libc::SIGINT);
+    assert_eq!(code, Some(130), "{stdout}{stderr}");
+    assert!(stdout.contains("with cpus 1, memory 256 MiB"), "{stdout}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while folders.iter().any(|f| f.exists()) {
+        assert!(
+            Instant::now() < deadline,
+            "cgroup folders left 10 s after Ctrl-C: {folders:?}"
+        );
+        // Watching the cgroup tree: a short pause between looks.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
 fn sigterm_sighup_sigint_of_check_say_what_was_cut_short_and_exit_128_plus_the_signal() {
     for (sig, name, code) in [
         (libc::SIGTERM, "SIGTERM", 143),
