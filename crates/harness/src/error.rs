@@ -11,6 +11,12 @@ pub enum Error {
     /// Bad input: the message says what to fix.
     #[error("{0}")]
     Invalid(String),
+    /// A pool run's workers did not all become ready (`bench --pool`):
+    /// which one and why; every worker was shut down.
+    #[error(
+        "the pool could not start: {0}; fix the worker's start-up (run `coldstart bench` without --pool to see its error) and run again"
+    )]
+    PoolStart(String),
     /// A live process's stacks could not be read (the kernel refused,
     /// not Python, gone, ...): the message says which and what to do.
     #[error("{0}")]

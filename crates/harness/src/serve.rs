@@ -48,6 +48,9 @@ pub struct ServeOptions {
     pub in_flight: Option<usize>,
     /// Run the memory view.
     pub memory: bool,
+    /// Serve the open loop through a pool of workers instead of one
+    /// (`--pool N`), one of them killed and replaced when asked.
+    pub pool: Option<crate::pool::PoolOptions>,
 }
 
 impl ServeOptions {
@@ -169,7 +172,8 @@ impl Plan {
         Value::Object(m)
     }
 
-    fn request(&self, index: usize) -> Request {
+    /// Request `index`: the fields with that `id`.
+    pub(crate) fn request(&self, index: usize) -> Request {
         let mut extra = self.fields.clone();
         extra.insert("id".into(), Value::from(index));
         Request::new(self.op.clone(), extra)
@@ -251,22 +255,27 @@ pub struct Served {
 fn fail_pending(records: &mut [RequestRecord], pending: &mut VecDeque<usize>, e: &spawn::Error) {
     let reason = short_error(e);
     if let Some(oldest) = pending.pop_front() {
-        records[oldest].outcome = match &e.kind {
-            spawn::ErrorKind::Timeout { after } => RequestOutcome::Timeout {
-                after_ms: after.as_secs_f64() * 1e3,
-            },
-            spawn::ErrorKind::UnexpectedReply { got } => RequestOutcome::WrongReply {
-                problem: format!("answered with {got}"),
-            },
-            _ => RequestOutcome::Lost {
-                reason: reason.clone(),
-            },
-        };
+        records[oldest].outcome = outcome_of(e);
     }
     for i in pending.drain(..) {
         records[i].outcome = RequestOutcome::Lost {
             reason: format!("the worker ended before answering: {reason}"),
         };
+    }
+}
+
+/// What became of the request in flight when the worker ended with `e`.
+pub(crate) fn outcome_of(e: &spawn::Error) -> RequestOutcome {
+    match &e.kind {
+        spawn::ErrorKind::Timeout { after } => RequestOutcome::Timeout {
+            after_ms: after.as_secs_f64() * 1e3,
+        },
+        spawn::ErrorKind::UnexpectedReply { got } => RequestOutcome::WrongReply {
+            problem: format!("answered with {got}"),
+        },
+        _ => RequestOutcome::Lost {
+            reason: short_error(e),
+        },
     }
 }
 
@@ -391,7 +400,7 @@ pub fn serve(
 /// How close to a due time the open loop stops sleeping and yields in a
 /// loop instead: a sleep wakes tens of microseconds late, and that
 /// lateness would count in every request's latency.
-const SPIN_NS: u64 = 200_000;
+pub(crate) const SPIN_NS: u64 = 200_000;
 
 /// Returns at `due` (monotonic ns), given the time `now`: sleeps until
 /// [`SPIN_NS`] before it, then yields the CPU until it is reached.
@@ -487,6 +496,9 @@ impl Hooks for Serving<'_> {
 /// Checks the serve options against a target before any trial runs, so a
 /// typo fails at once rather than after the timed trials.
 pub fn validate(opts: &ServeOptions, target: &Target) -> Result<()> {
+    if let Some(pool) = &opts.pool {
+        pool.check(opts.load()?)?;
+    }
     if let Some(load) = opts.load()? {
         Plan::new(load, opts.request.as_deref(), target)?;
     } else if opts.request.is_some() {

@@ -24,6 +24,7 @@ use crate::memory::MemoryView;
 use crate::phase::{PhaseSummary, SeriesSummary, series};
 use crate::run::{Configuration, Counts, Environment};
 use crate::sequential::{StopRule, Stopped};
+use crate::pool::PoolStats;
 use crate::serve::ServeStats;
 use crate::stats::{self, Resampling, StatsError};
 use crate::warn::{self, Warning};
@@ -70,6 +71,10 @@ pub struct RunSummary {
     /// A serve phase or memory view that could not be run, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub serve_failures: Vec<String>,
+    /// The pool run of each side that had one (`--pool`, instead of the
+    /// one-worker serve phase).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pool: Vec<PoolStats>,
 }
 
 /// How the two variants of an interleaved run were compared.
@@ -263,13 +268,14 @@ struct Analysis {
 impl RunSummary {
     /// Whether anything went wrong after the trials beyond rejections: a
     /// view that could not run, a wrong reply, a serve phase that ended
-    /// early.
+    /// early, a pool run that failed ([`PoolStats::failed`]).
     pub fn serve_failed(&self) -> bool {
         !self.serve_failures.is_empty()
             || self
                 .serve
                 .iter()
                 .any(|s| s.wrong_replies > 0 || s.ended_early.is_some())
+            || self.pool.iter().any(PoolStats::failed)
     }
 
     /// Builds the summary of finished trials run a fixed number of times,
@@ -376,6 +382,7 @@ impl RunSummary {
             serve: Vec::new(),
             memory: Vec::new(),
             serve_failures: Vec::new(),
+            pool: Vec::new(),
         })
     }
 

@@ -132,7 +132,7 @@ pub use command::{
     DEFAULT_WRITE_TIMEOUT,
 };
 pub use error::{Error, ErrorDetail, ErrorKind, Stage};
-pub use group::{kill_all, live_groups};
+pub use group::{kill_all, kill_group, live_groups};
 pub use helper::{
     Conversation, DEFAULT_SCRIPT_TIMEOUT, HelperError, HelperOutput, Script, run_helper,
 };
