@@ -296,7 +296,8 @@ fn window_stats(
     of: &[&PoolRequest],
     boot: &Resampling,
 ) -> Result<WindowStats, StatsError> {
-    let count = |f: fn(&RequestOutcome) -> bool| of.iter().filter(|r| f(&r.request.outcome)).count();
+    let count =
+        |f: fn(&RequestOutcome) -> bool| of.iter().filter(|r| f(&r.request.outcome)).count();
     let ok: Vec<&&PoolRequest> = of
         .iter()
         .filter(|r| r.request.outcome == RequestOutcome::Ok)
@@ -415,7 +416,9 @@ impl PoolStats {
     /// Whether the run failed beyond rejections: a wrong reply, a worker
     /// that ended unasked, a run that ended early.
     pub fn failed(&self) -> bool {
-        self.wrong_replies > 0 || self.ended_early.is_some() || self.members.iter().any(|m| m.failed)
+        self.wrong_replies > 0
+            || self.ended_early.is_some()
+            || self.members.iter().any(|m| m.failed)
     }
 
     /// Warnings a reader should see next to the figures.
@@ -536,7 +539,11 @@ mod tests {
         rs.push(turned);
         assign_windows(&mut rs, &members);
         let s = PoolStats::of(setup(), 0, &rs, members, None, &boot()).unwrap();
-        let w: Vec<_> = s.windows.iter().map(|w| (w.window, w.arrived, w.ok)).collect();
+        let w: Vec<_> = s
+            .windows
+            .iter()
+            .map(|w| (w.window, w.arrived, w.ok))
+            .collect();
         assert_eq!(
             w,
             [

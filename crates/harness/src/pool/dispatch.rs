@@ -102,7 +102,11 @@ impl<'a> Dispatch<'a> {
 
     /// Waits until every member started so far is ready; `Err` names the
     /// first that ended before (or the interrupt).
-    pub(super) fn await_ready(&mut self, rx: &Receiver<Note>, stop: &Interrupt) -> Result<(), String> {
+    pub(super) fn await_ready(
+        &mut self,
+        rx: &Receiver<Note>,
+        stop: &Interrupt,
+    ) -> Result<(), String> {
         while self.slots.iter().any(|s| s.info.ready_at_ns.is_none()) {
             if stop.is_set() {
                 return Err("interrupted while the pool's workers started".to_owned());
@@ -110,7 +114,11 @@ impl<'a> Dispatch<'a> {
             if let Ok(note) = rx.recv_timeout(Duration::from_millis(50)) {
                 self.handle(note);
             }
-            if let Some(s) = self.slots.iter().find(|s| s.ended && s.info.ready_at_ns.is_none()) {
+            if let Some(s) = self
+                .slots
+                .iter()
+                .find(|s| s.ended && s.info.ready_at_ns.is_none())
+            {
                 return Err(format!(
                     "worker {} of the pool did not become ready: {}",
                     s.info.slot, s.info.end
@@ -143,12 +151,14 @@ impl<'a> Dispatch<'a> {
                     self.next
                 ));
             }
+            // Waits run out before anything is dispatched: a request is
+            // never handed over after its --max-wait.
             let now = spawn::monotonic_ns();
+            self.expire(now);
             self.arrive_due(now);
             if self.kill_at.is_some_and(|k| k <= now) {
                 self.kill_and_replace(scope);
             }
-            self.expire(spawn::monotonic_ns());
             self.dispatch();
             if self.no_worker_left() {
                 self.give_up();
@@ -180,7 +190,9 @@ impl<'a> Dispatch<'a> {
     /// queue dispatched before the next, so a burst of late arrivals never
     /// fills the queue while a worker is free.
     fn arrive_due(&mut self, now: u64) {
-        while self.next < self.records.len() && self.records[self.next].request.scheduled_at_ns <= now {
+        while self.next < self.records.len()
+            && self.records[self.next].request.scheduled_at_ns <= now
+        {
             let i = self.next;
             self.next += 1;
             match self.opts.queue_cap {
@@ -252,7 +264,10 @@ impl<'a> Dispatch<'a> {
     {
         self.kill_at = None;
         let victim = self.slots.iter().position(|s| {
-            s.info.role == Role::Initial && !s.ended && s.jobs.is_some() && s.info.ready_at_ns.is_some()
+            s.info.role == Role::Initial
+                && !s.ended
+                && s.jobs.is_some()
+                && s.info.ready_at_ns.is_some()
         });
         let Some(v) = victim else {
             return;
@@ -311,7 +326,10 @@ impl<'a> Dispatch<'a> {
     /// The next moment the dispatcher must act without a note: an arrival,
     /// the kill, the oldest queued request's wait running out.
     fn next_deadline(&self) -> Option<u64> {
-        let arrival = self.records.get(self.next).map(|r| r.request.scheduled_at_ns);
+        let arrival = self
+            .records
+            .get(self.next)
+            .map(|r| r.request.scheduled_at_ns);
         let expiry = match (self.max_wait_ns(), self.queue.front()) {
             (Some(max), Some(&i)) => Some(self.records[i].request.scheduled_at_ns + max),
             _ => None,
@@ -325,7 +343,9 @@ impl<'a> Dispatch<'a> {
         let now = spawn::monotonic_ns();
         let first = match deadline {
             None => rx.recv().ok(),
-            Some(d) if d > now + SPIN_NS => rx.recv_timeout(Duration::from_nanos(d - now - SPIN_NS)).ok(),
+            Some(d) if d > now + SPIN_NS => rx
+                .recv_timeout(Duration::from_nanos(d - now - SPIN_NS))
+                .ok(),
             Some(d) => loop {
                 if let Ok(n) = rx.try_recv() {
                     break Some(n);
@@ -390,7 +410,7 @@ impl<'a> Dispatch<'a> {
                 let killed = s.info.killed_at_ns.is_some();
                 s.info.end = match end {
                     Ok(()) => "shut down".to_owned(),
-                    Err(e) if killed => format!("killed by the pool (SIGKILL): {e}"),
+                    Err(_) if killed => "killed by the pool (SIGKILL)".to_owned(),
                     Err(e) => e,
                 };
                 s.info.failed = s.info.end != "shut down" && !killed;

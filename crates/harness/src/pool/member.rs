@@ -63,7 +63,14 @@ pub(super) fn run(slot: usize, job: &Job, jobs: Receiver<usize>, notes: Sender<N
         job.lifecycle.drive(&job.cmd, &mut hooks)
     }));
     let end = match &lived {
-        Ok(l) => l.end.as_ref().map(|_| ()).map_err(|f| f.to_string()),
+        Ok(l) => l
+            .end
+            .as_ref()
+            .map(|_| ())
+            .map_err(|f| match f.worker_error() {
+                Some(e) => format!("{} (at {})", serve::short_error(e), f.stage),
+                None => f.to_string(),
+            }),
         Err(_) => Err("the thread driving this worker panicked".to_owned()),
     };
     let _ = notes.send(Note::Ended { slot, end });
@@ -80,7 +87,14 @@ struct Member<'a> {
 }
 
 impl Member<'_> {
-    fn done(&self, index: usize, sent: Option<u64>, received: Option<u64>, outcome: RequestOutcome, ended: bool) {
+    fn done(
+        &self,
+        index: usize,
+        sent: Option<u64>,
+        received: Option<u64>,
+        outcome: RequestOutcome,
+        ended: bool,
+    ) {
         let _ = self.notes.send(Note::Done {
             slot: self.slot,
             index,

@@ -165,12 +165,13 @@ pub fn run_pool(
         max_wait_ms: opts.max_wait_ms,
         queue_cap: opts.queue_cap,
     };
-    let stats = PoolStats::of(setup, start_ns, &records, members, ended_early, boot).map_err(
-        |cause| Error::Stats {
-            context: "could not summarise the pool run",
-            cause,
-        },
-    )?;
+    let stats =
+        PoolStats::of(setup, start_ns, &records, members, ended_early, boot).map_err(|cause| {
+            Error::Stats {
+                context: "could not summarise the pool run",
+                cause,
+            }
+        })?;
     Ok(PoolRun { stats, records })
 }
 

@@ -212,6 +212,7 @@ impl Bench {
         summary.serve = untimed.serve;
         summary.memory = untimed.memory;
         summary.serve_failures = untimed.failures;
+        summary.pool = untimed.pool;
         let missing = files::write_outputs(&dir, &summary, &timed.records, &untimed.requests)?;
         Ok(BenchRun {
             dir,
