@@ -10,6 +10,7 @@ mod evidence;
 mod importtime;
 mod lazy;
 mod live;
+mod pool;
 mod pyspy;
 mod serve;
 mod shells;

@@ -219,7 +219,8 @@ impl Bench {
             summary,
             records: timed.records,
             requests: untimed.requests,
-            interrupted_by: interrupted.then(|| {
+            // A press during the serve phase or a pool run stops the run too.
+            interrupted_by: interrupt.is_set().then(|| {
                 interrupt
                     .signal()
                     .unwrap_or(crate::interrupt::Signal::Interrupt)
