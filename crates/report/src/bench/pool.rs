@@ -34,9 +34,10 @@ fn side(p: &PoolStats, o: &mut String) {
     });
     let _ = writeln!(
         o,
-        "### {}: {} workers{kill}; {}\n",
+        "### {}: {} worker{}{kill}; {}\n",
         s.variant,
         s.workers,
+        if s.workers == 1 { "" } else { "s" },
         s.load.describe()
     );
     let mut limits = Vec::new();
