@@ -97,7 +97,7 @@ fn a_slow_starting_replacement_shows_in_the_latency_of_the_requests_that_wait_fo
         .iter()
         .map(|w| w["window"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["before", "replacement", "after"]);
+    assert_eq!(names, ["before", "cold_start", "after"]);
     let before = ms(&windows[0]["latency_ms"]["median"]);
     let during = ms(&windows[1]["latency_ms"]["median"]);
     assert!(
@@ -121,7 +121,7 @@ fn a_slow_starting_replacement_shows_in_the_latency_of_the_requests_that_wait_fo
     assert_eq!(read.records.len(), 112);
     let in_window = |w| read.records.iter().filter(|r| r.window == w).count();
     assert_eq!(
-        in_window(Window::Replacement) as u64,
+        in_window(Window::ColdStart) as u64,
         windows[1]["arrived"].as_u64().unwrap()
     );
     // The people's view says it too.

@@ -9,8 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use harness::pool::PoolOptions;
-use harness::serve::ServeOptions;
+use harness::serve::{PoolOptions, ServeOptions};
 use harness::trials::{self, Bench, BenchOptions, Progress};
 use harness::{OnPress, Target};
 use phases::stats::Resampling;
@@ -139,6 +138,16 @@ pub struct ServeArgs {
     /// With --pool: reject an arrival that finds N requests queued.
     #[arg(long, value_name = "N", requires = "pool")]
     queue_cap: Option<usize>,
+    /// With --pool: add one worker when more than D requests are queued,
+    /// as an autoscaler would; the requests that arrive until it is ready
+    /// are reported against those before.
+    #[arg(
+        long,
+        value_name = "D",
+        requires = "pool",
+        conflicts_with = "replace_at"
+    )]
+    scale_at_depth: Option<usize>,
 }
 
 /// A share written as `0.02` or `2%`.
@@ -269,6 +278,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
                 replace_at: args.serve.replace_at,
                 max_wait_ms: args.serve.max_wait,
                 queue_cap: args.serve.queue_cap,
+                scale_at_depth: args.serve.scale_at_depth,
             }),
         },
         out: PathBuf::new(),

@@ -50,7 +50,7 @@ pub struct ServeOptions {
     pub memory: bool,
     /// Serve the open loop through a pool of workers instead of one
     /// (`--pool N`), one of them killed and replaced when asked.
-    pub pool: Option<crate::pool::PoolOptions>,
+    pub pool: Option<PoolOptions>,
 }
 
 impl ServeOptions {
@@ -95,6 +95,86 @@ impl ServeOptions {
     /// Whether anything beyond the start-up trials was asked for.
     pub fn wanted(&self) -> bool {
         self.memory || self.requests.is_some() || self.rate.is_some()
+    }
+}
+
+/// How the pool runs: its size, the kill, the queue's limits.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PoolOptions {
+    /// Workers in the pool (`--pool N`).
+    pub workers: usize,
+    /// Kill one worker this many seconds after the load starts and start
+    /// a replacement (`--replace-at`).
+    pub replace_at: Option<f64>,
+    /// A request that waits longer than this for a free worker is
+    /// rejected, ms (`--max-wait`).
+    pub max_wait_ms: Option<f64>,
+    /// An arrival that finds this many requests queued is rejected
+    /// (`--queue-cap`).
+    pub queue_cap: Option<usize>,
+    /// Add one worker when the queue holds more than this many requests
+    /// (`--scale-at-depth`), as an autoscaler would.
+    pub scale_at_depth: Option<usize>,
+}
+
+impl PoolOptions {
+    /// Refuses a pool that cannot run under `load` (the serve options'
+    /// load): every error says what to change.
+    pub fn check(&self, load: Option<Load>) -> Result<()> {
+        if self.workers == 0 {
+            invalid!("--pool must be at least 1 worker");
+        }
+        let duration = match load {
+            Some(Load::Open { duration_s, .. }) => duration_s,
+            Some(Load::Closed { .. }) => invalid!(
+                "--pool serves an open loop: add --rate R (with --duration S or --requests N); a closed loop waits on the replies it would measure"
+            ),
+            None => invalid!("--pool needs a load: add --rate R and --duration S"),
+        };
+        if let Some(at) = self.replace_at
+            && !(at.is_finite() && at > 0.0 && at < duration)
+        {
+            invalid!(
+                "--replace-at {at} s is not inside the load's {duration} s: pick a time after 0 and before {duration}"
+            );
+        }
+        if let Some(w) = self.max_wait_ms
+            && !(w.is_finite() && w > 0.0)
+        {
+            invalid!("--max-wait must be a positive number of milliseconds, got {w}");
+        }
+        match (self.replace_at, self.scale_at_depth, self.queue_cap) {
+            (Some(_), Some(_), _) => invalid!(
+                "--replace-at and --scale-at-depth are two cold starts: one run measures one; pick one"
+            ),
+            (_, Some(0), _) => invalid!(
+                "--scale-at-depth must be at least 1 (the queue is empty whenever a worker is free)"
+            ),
+            (_, Some(d), Some(cap)) if d >= cap => invalid!(
+                "--scale-at-depth {d} is not below --queue-cap {cap}: the queue never holds more than {cap}, so no worker would be added"
+            ),
+            _ => {}
+        }
+        if self.queue_cap == Some(0) {
+            invalid!("--queue-cap must be at least 1 (a cap of 0 rejects every request)");
+        }
+        Ok(())
+    }
+
+    /// `2 workers, kill one at 1.5 s`.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "{} worker{}",
+            self.workers,
+            if self.workers == 1 { "" } else { "s" }
+        );
+        if let Some(at) = self.replace_at {
+            s.push_str(&format!(", one killed at {at} s and replaced"));
+        }
+        if let Some(d) = self.scale_at_depth {
+            s.push_str(&format!(", one added when more than {d} requests queue"));
+        }
+        s
     }
 }
 

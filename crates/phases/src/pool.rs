@@ -1,6 +1,7 @@
 //! A pool's cold-start cost: an open loop served by a pool of workers
-//! through a dispatcher, during which one worker is killed and replaced,
-//! and what the requests that arrived meanwhile paid for it.
+//! through a dispatcher, during which one worker is killed and replaced
+//! (or one is added when the queue passes a depth), and what the requests
+//! that arrived while the new worker started paid for it.
 //!
 //! Definitions (so every figure can be recomputed from
 //! `pool-requests.jsonl`):
@@ -15,19 +16,21 @@
 //!   or it waited past the longest wait allowed) is `rejected`, counted,
 //!   never dropped; a request in flight on the worker that is killed is
 //!   `lost`. Both are **rejections**, with error replies and timeouts.
-//! - The **windows**, by scheduled arrival: `before` the kill; the
-//!   `replacement` window from the kill (stamped just before the SIGKILL)
-//!   to the replacement's ready line; `after` it. Without a kill every
-//!   request is `before`; a replacement not ready by the end leaves no
-//!   `after`.
+//! - The **cold start** is triggered by the kill (stamped just before the
+//!   SIGKILL; the replacement is started at once) or by the queue passing
+//!   the depth asked for (stamped when it did; a worker is added at once).
+//! - The **windows**, by scheduled arrival: `before` the trigger; the
+//!   `cold_start` window from the trigger to the new worker's ready line;
+//!   `after` it. Without a cold start every request is `before`; a new
+//!   worker not ready by the end leaves no `after`.
 //! - Per window: latency and queue wait as type-7 median, p90, p99 with
 //!   seeded percentile-bootstrap intervals ([`crate::serve::latency_stats`],
 //!   the one percentile), over `ok` requests; a window of fewer than 100
 //!   says that its p99 is within its slowest one or two requests.
-//! - **What one cold start costs** ([`ColdStartCost`]): the replacement
+//! - **What one cold start costs** ([`ColdStartCost`]): the cold-start
 //!   window's p99 over the `before` window's, and the whole run's p99 over
 //!   the `before` window's (what the run's p99 would have been without it);
-//!   and the replacement's own spawn-to-ready time.
+//!   and the new worker's own spawn-to-ready time.
 
 use serde::{Deserialize, Serialize};
 use timeline::Variant;
@@ -36,36 +39,37 @@ use crate::ms;
 use crate::serve::{LatencyStats, Load, RequestOutcome, RequestRecord, latency_stats};
 use crate::stats::{self, Resampling, StatsError};
 
-/// Where a request's scheduled arrival falls against the replacement.
+/// Where a request's scheduled arrival falls against the cold start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Window {
-    /// Before the kill (every request, when no worker is killed).
+    /// Before the cold start's trigger (every request, without one).
     Before,
-    /// From the kill to the replacement's ready line.
-    Replacement,
-    /// After the replacement's ready line.
+    /// From the trigger (the kill, the queue passing the depth) to the new
+    /// worker's ready line.
+    ColdStart,
+    /// After the new worker's ready line.
     After,
 }
 
 impl Window {
-    /// `before`, `replacement`, `after`.
+    /// `before`, `cold_start`, `after`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Window::Before => "before",
-            Window::Replacement => "replacement",
+            Window::ColdStart => "cold_start",
             Window::After => "after",
         }
     }
 
-    /// The window of an arrival at `at_ns`, given the kill and the
-    /// replacement's ready line (monotonic ns).
-    pub fn of(at_ns: u64, killed_at_ns: Option<u64>, ready_at_ns: Option<u64>) -> Window {
-        match (killed_at_ns, ready_at_ns) {
+    /// The window of an arrival at `at_ns`, given the cold start's trigger
+    /// and the new worker's ready line (monotonic ns).
+    pub fn of(at_ns: u64, triggered_at_ns: Option<u64>, ready_at_ns: Option<u64>) -> Window {
+        match (triggered_at_ns, ready_at_ns) {
             (None, _) => Window::Before,
             (Some(k), _) if at_ns < k => Window::Before,
             (Some(_), Some(r)) if at_ns >= r => Window::After,
-            (Some(_), _) => Window::Replacement,
+            (Some(_), _) => Window::ColdStart,
         }
     }
 }
@@ -79,11 +83,11 @@ pub struct PoolRequest {
     #[serde(flatten)]
     pub request: RequestRecord,
     /// The pool slot of the worker it went to (the first workers are
-    /// `0..N`, the replacement `N`); `None` when it never went to one.
+    /// `0..N`, the new one `N`); `None` when it never went to one.
     pub worker: Option<usize>,
     /// When the dispatcher handed it to a free worker (monotonic ns).
     pub dispatched_at_ns: Option<u64>,
-    /// Where its arrival falls against the replacement.
+    /// Where its arrival falls against the cold start.
     pub window: Window,
 }
 
@@ -114,7 +118,7 @@ impl PoolRequest {
     }
 }
 
-/// Whether a pool worker was one of the first or the replacement.
+/// Whether a pool worker was one of the first, a replacement or added.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
@@ -122,15 +126,32 @@ pub enum Role {
     Initial,
     /// Started right after the kill, as a supervisor would.
     Replacement,
+    /// Started when the queue passed the depth asked for, as an
+    /// autoscaler would.
+    Added,
+}
+
+impl Role {
+    /// `initial`, `replacement`, `added`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Role::Initial => "initial",
+            Role::Replacement => "replacement",
+            Role::Added => "added",
+        }
+    }
 }
 
 /// One worker of the pool and what became of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PoolWorker {
-    /// Its slot (`0..N` the first workers, `N` the replacement).
+    /// Its slot (`0..N` the first workers, `N` the new one).
     pub slot: usize,
-    /// One of the first workers or the replacement.
+    /// One of the first workers, the replacement or the added one.
     pub role: Role,
+    /// What started it (monotonic ns): the kill for a replacement, the
+    /// queue passing the depth for an added worker; `None` for the first.
+    pub triggered_at_ns: Option<u64>,
     /// Its pid (its process group), once started.
     pub pid: Option<u32>,
     /// When it was spawned (monotonic ns), once ready.
@@ -187,17 +208,19 @@ pub struct WindowStats {
 /// What one cold start cost, against the `before` window.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ColdStartCost {
-    /// The kill, from the load's start, seconds.
-    pub killed_at_s: f64,
-    /// The replacement's spawn to ready line, ms; `None` when it never became ready.
-    pub replacement_ready_ms: Option<f64>,
-    /// The kill to the replacement's ready line, ms.
+    /// The new worker: a replacement (after the kill) or an added one.
+    pub role: Role,
+    /// The trigger (the kill, the queue passing the depth), from the load's start, seconds.
+    pub triggered_at_s: f64,
+    /// The new worker's spawn to ready line, ms; `None` when it never became ready.
+    pub ready_ms: Option<f64>,
+    /// The trigger to the new worker's ready line, ms.
     pub window_ms: Option<f64>,
     /// The `before` window's p99 latency, ms.
     pub p99_before_ms: Option<f64>,
-    /// The replacement window's p99 latency, ms.
-    pub p99_replacement_ms: Option<f64>,
-    /// `p99_replacement - p99_before`, ms.
+    /// The cold-start window's p99 latency, ms.
+    pub p99_cold_start_ms: Option<f64>,
+    /// `p99_cold_start - p99_before`, ms.
     pub extra_p99_ms: Option<f64>,
     /// The whole run's p99 latency, ms.
     pub p99_run_ms: Option<f64>,
@@ -211,7 +234,7 @@ pub struct ColdStartCost {
 pub struct PoolSetup {
     /// The variant (A or B) whose workers served.
     pub variant: Variant,
-    /// Workers in the pool before the kill.
+    /// Workers in the pool before the cold start.
     pub workers: usize,
     /// The open loop offered to the pool.
     pub load: Load,
@@ -223,6 +246,8 @@ pub struct PoolSetup {
     pub max_wait_ms: Option<f64>,
     /// The most requests the queue holds; an arrival beyond is rejected.
     pub queue_cap: Option<usize>,
+    /// Add one worker when the queue holds more than this many requests.
+    pub scale_at_depth: Option<usize>,
 }
 
 /// A pool run: `summary.json`'s `pool` entries.
@@ -245,27 +270,27 @@ pub struct PoolStats {
     pub latency_ms: Option<LatencyStats>,
     /// The windows, in order (only `before` without a kill).
     pub windows: Vec<WindowStats>,
-    /// What the cold start cost; `None` without a kill.
+    /// What the cold start cost; `None` without one.
     pub cold_start: Option<ColdStartCost>,
-    /// Every worker of the pool, the replacement last.
+    /// Every worker of the pool, the new one last.
     pub members: Vec<PoolWorker>,
     /// Why the run ended early, if it did.
     pub ended_early: Option<String>,
 }
 
-/// The kill and the replacement's ready line among `members`.
-pub fn replacement_marks(members: &[PoolWorker]) -> (Option<u64>, Option<u64>) {
-    let killed = members.iter().find_map(|m| m.killed_at_ns);
-    let ready = members
-        .iter()
-        .find(|m| m.role == Role::Replacement)
-        .and_then(|m| m.ready_at_ns);
-    (killed, ready)
+/// The worker the cold start started (a replacement or an added one).
+pub fn new_worker(members: &[PoolWorker]) -> Option<&PoolWorker> {
+    members.iter().find(|m| m.role != Role::Initial)
 }
 
-/// Sets each record's window from the members' kill and ready stamps.
+/// The cold start's trigger and the new worker's ready line among `members`.
+pub fn cold_start_marks(members: &[PoolWorker]) -> (Option<u64>, Option<u64>) {
+    new_worker(members).map_or((None, None), |m| (m.triggered_at_ns, m.ready_at_ns))
+}
+
+/// Sets each record's window from the cold start's trigger and ready line.
 pub fn assign_windows(records: &mut [PoolRequest], members: &[PoolWorker]) {
-    let (killed, ready) = replacement_marks(members);
+    let (killed, ready) = cold_start_marks(members);
     for r in records {
         r.window = Window::of(r.request.scheduled_at_ns, killed, ready);
     }
@@ -347,15 +372,15 @@ impl PoolStats {
         ended_early: Option<String>,
         boot: &Resampling,
     ) -> Result<PoolStats, StatsError> {
-        let (killed, ready) = replacement_marks(&members);
+        let (killed, ready) = cold_start_marks(&members);
         let all: Vec<&PoolRequest> = records.iter().collect();
         let run = window_stats(Window::Before, (0.0, None), &all, boot)?;
         let mut windows = Vec::new();
-        for w in [Window::Before, Window::Replacement, Window::After] {
+        for w in [Window::Before, Window::ColdStart, Window::After] {
             let of: Vec<&PoolRequest> = records.iter().filter(|r| r.window == w).collect();
             let span = match w {
                 Window::Before => (0.0, killed.map(|k| secs(start_ns, k))),
-                Window::Replacement => (
+                Window::ColdStart => (
                     killed.map_or(0.0, |k| secs(start_ns, k)),
                     ready.map(|r| secs(start_ns, r)),
                 ),
@@ -363,7 +388,7 @@ impl PoolStats {
             };
             let exists = match w {
                 Window::Before => true,
-                Window::Replacement => killed.is_some(),
+                Window::ColdStart => killed.is_some(),
                 Window::After => killed.is_some() && ready.is_some(),
             };
             if exists {
@@ -378,16 +403,16 @@ impl PoolStats {
                 .map(|l| l.p99)
         };
         let minus = |a: Option<f64>, b: Option<f64>| Some(a? - b?);
-        let cold_start = killed.map(|k| {
-            let replacement = members.iter().find(|m| m.role == Role::Replacement);
-            let (before, during) = (p99(Window::Before), p99(Window::Replacement));
+        let cold_start = new_worker(&members).zip(killed).map(|(new, k)| {
+            let (before, during) = (p99(Window::Before), p99(Window::ColdStart));
             let p99_run = run.latency_ms.as_ref().map(|l| l.p99);
             ColdStartCost {
-                killed_at_s: secs(start_ns, k),
-                replacement_ready_ms: replacement.and_then(|m| m.ready_ms),
+                role: new.role,
+                triggered_at_s: secs(start_ns, k),
+                ready_ms: new.ready_ms,
                 window_ms: ready.map(|r| ms(r.saturating_sub(k) as f64)),
                 p99_before_ms: before,
-                p99_replacement_ms: during,
+                p99_cold_start_ms: during,
                 extra_p99_ms: minus(during, before),
                 p99_run_ms: p99_run,
                 run_extra_p99_ms: minus(p99_run, before),
@@ -425,12 +450,22 @@ impl PoolStats {
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(c) = &self.cold_start
-            && c.replacement_ready_ms.is_none()
+            && c.ready_ms.is_none()
         {
-            out.push("the replacement never became ready: the pool served the rest of the run one worker short".to_owned());
+            out.push(format!(
+                "the {} worker never became ready: the pool served the rest of the run without it",
+                c.role.as_str()
+            ));
         }
         if self.setup.replace_at_s.is_some() && self.cold_start.is_none() {
             out.push("no worker was killed: none was ready at --replace-at".to_owned());
+        }
+        if let Some(d) = self.setup.scale_at_depth
+            && self.cold_start.is_none()
+        {
+            out.push(format!(
+                "the queue never held more than {d} requests (--scale-at-depth): no worker was added"
+            ));
         }
         if self.rejections > 0 {
             out.push(format!(
@@ -473,6 +508,7 @@ mod tests {
         PoolWorker {
             slot,
             role,
+            triggered_at_ns: (role != Role::Initial).then_some(1000 * MS),
             pid: Some(100 + slot as u32),
             spawned_at_ns: Some(ready_at.saturating_sub(300 * MS)),
             ready_at_ns: Some(ready_at),
@@ -505,6 +541,7 @@ mod tests {
             replace_at_s: Some(1.0),
             max_wait_ms: None,
             queue_cap: None,
+            scale_at_depth: None,
         }
     }
 
@@ -512,8 +549,8 @@ mod tests {
     fn windows_split_at_the_kill_and_the_replacement_s_ready_line() {
         assert_eq!(Window::of(5, None, None), Window::Before);
         assert_eq!(Window::of(5, Some(6), None), Window::Before);
-        assert_eq!(Window::of(6, Some(6), None), Window::Replacement);
-        assert_eq!(Window::of(9, Some(6), Some(10)), Window::Replacement);
+        assert_eq!(Window::of(6, Some(6), None), Window::ColdStart);
+        assert_eq!(Window::of(9, Some(6), Some(10)), Window::ColdStart);
         assert_eq!(Window::of(10, Some(6), Some(10)), Window::After);
     }
 
@@ -548,7 +585,7 @@ mod tests {
             w,
             [
                 (Window::Before, 100, 100),
-                (Window::Replacement, 101, 100),
+                (Window::ColdStart, 101, 100),
                 (Window::After, 100, 100)
             ]
         );
@@ -559,9 +596,10 @@ mod tests {
         assert_eq!(during.service_median_ms, Some(5.0));
         assert_eq!((during.from_s, during.to_s), (1.0, Some(2.0)));
         let c = s.cold_start.unwrap();
-        assert_eq!(c.killed_at_s, 1.0);
+        assert_eq!(c.role, Role::Replacement);
+        assert_eq!(c.triggered_at_s, 1.0);
         assert_eq!(c.window_ms, Some(1000.0));
-        assert_eq!(c.replacement_ready_ms, Some(300.0));
+        assert_eq!(c.ready_ms, Some(300.0));
         assert_eq!(c.extra_p99_ms, Some(45.0));
         assert_eq!(c.run_extra_p99_ms, Some(45.0));
         assert_eq!((s.scheduled, s.ok, s.rejections), (301, 300, 1));
@@ -594,10 +632,10 @@ mod tests {
     #[test]
     fn records_round_trip_flat() {
         let mut r = req(3, 1, 4);
-        r.window = Window::Replacement;
+        r.window = Window::ColdStart;
         let line = serde_json::to_string(&r).unwrap();
         assert!(line.contains(r#""scheduled_at_ns":30000000"#), "{line}");
-        assert!(line.contains(r#""window":"replacement""#), "{line}");
+        assert!(line.contains(r#""window":"cold_start""#), "{line}");
         assert_eq!(serde_json::from_str::<PoolRequest>(&line).unwrap(), r);
         let rejected = RequestOutcome::Rejected { reason: "x".into() };
         assert!(rejected.is_rejection());

@@ -1,7 +1,7 @@
 //! The dispatcher: arrivals at their scheduled times into one FIFO queue,
 //! each handed to a free worker (the one idle longest), the kill and the
-//! replacement at `--replace-at`, the queue's limits, and the notes of the
-//! member threads. It runs on the caller's thread; it never holds a worker
+//! replacement at `--replace-at`, the worker added at `--scale-at-depth`,
+//! the queue's limits, and the notes of the member threads. It runs on the caller's thread; it never holds a worker
 //! handle, only each member's job channel and pid.
 
 use std::collections::VecDeque;
@@ -12,10 +12,9 @@ use std::time::Duration;
 use phases::pool::{PoolRequest, PoolWorker, Role};
 use phases::serve::RequestOutcome;
 
-use super::PoolOptions;
 use super::member::{self, Job, Note};
 use crate::interrupt::Interrupt;
-use crate::serve::SPIN_NS;
+use crate::serve::{PoolOptions, SPIN_NS};
 
 /// One member as the dispatcher sees it.
 #[derive(Debug)]
@@ -72,9 +71,14 @@ impl<'a> Dispatch<'a> {
         self.slots.into_iter().map(|s| s.info).collect()
     }
 
-    /// Starts a member in its own thread of `scope`.
-    pub(super) fn start<'s>(&mut self, scope: &'s Scope<'s, '_>, role: Role)
-    where
+    /// Starts a member in its own thread of `scope`; `triggered_at_ns` is
+    /// what started it (the kill, the queue's depth), for a new worker.
+    pub(super) fn start<'s>(
+        &mut self,
+        scope: &'s Scope<'s, '_>,
+        role: Role,
+        triggered_at_ns: Option<u64>,
+    ) where
         'a: 's,
     {
         let slot = self.slots.len();
@@ -88,6 +92,7 @@ impl<'a> Dispatch<'a> {
             info: PoolWorker {
                 slot,
                 role,
+                triggered_at_ns,
                 pid: None,
                 spawned_at_ns: None,
                 ready_at_ns: None,
@@ -160,6 +165,7 @@ impl<'a> Dispatch<'a> {
                 self.kill_and_replace(scope);
             }
             self.dispatch();
+            self.scale_if_deep(scope);
             if self.no_worker_left() {
                 self.give_up();
                 break;
@@ -280,7 +286,23 @@ impl<'a> Dispatch<'a> {
         s.info.killed_at_ns = Some(at);
         s.jobs = None;
         self.free.retain(|&f| f != v);
-        self.start(scope, Role::Replacement);
+        self.start(scope, Role::Replacement, Some(at));
+    }
+
+    /// One worker added, once, when the queue first holds more than
+    /// `--scale-at-depth` requests after a dispatch (so a free worker
+    /// never counts as depth).
+    fn scale_if_deep<'s>(&mut self, scope: &'s Scope<'s, '_>)
+    where
+        'a: 's,
+    {
+        let Some(depth) = self.opts.scale_at_depth else {
+            return;
+        };
+        let added = self.slots.iter().any(|s| s.info.role == Role::Added);
+        if !added && self.queue.len() > depth {
+            self.start(scope, Role::Added, Some(spawn::monotonic_ns()));
+        }
     }
 
     /// A worker ready or starting remains.

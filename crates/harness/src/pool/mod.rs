@@ -2,9 +2,11 @@
 //! pool of N fresh workers through a dispatcher, the shape of a real
 //! service (each request to a free worker), during which one worker is
 //! killed with SIGKILL at `--replace-at` and a replacement started at once,
-//! as a supervisor would. The requests that arrived before the kill,
-//! during the replacement (kill to its ready line) and after are reported
-//! apart ([`phases::pool`]), with the rejections and the replacement's own
+//! as a supervisor would; or one worker is added when the queue first holds
+//! more than `--scale-at-depth` requests, as an autoscaler would. The
+//! requests that arrived before that cold start, during it (its trigger to
+//! the new worker's ready line) and after are reported apart
+//! ([`phases::pool`]), with the rejections and the new worker's own
 //! spawn-to-ready time.
 //!
 //! Files, one job each: `dispatch` (the queue, the free workers, the kill,
@@ -19,13 +21,12 @@ use std::sync::mpsc;
 
 use phases::jsonl;
 use phases::pool::{self, PoolRequest, PoolSetup, PoolStats, Role};
-use phases::serve::Load;
 use phases::stats::Resampling;
 
-use crate::error::{Error, Result, invalid};
+use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::lifecycle::Lifecycle;
-use crate::serve::Plan;
+use crate::serve::{Plan, PoolOptions};
 use crate::side::Side;
 
 mod dispatch;
@@ -33,68 +34,6 @@ mod member;
 
 use dispatch::Dispatch;
 use member::Job;
-
-/// How the pool runs: its size, the kill, the queue's limits.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct PoolOptions {
-    /// Workers in the pool (`--pool N`).
-    pub workers: usize,
-    /// Kill one worker this many seconds after the load starts and start
-    /// a replacement (`--replace-at`).
-    pub replace_at: Option<f64>,
-    /// A request that waits longer than this for a free worker is
-    /// rejected, ms (`--max-wait`).
-    pub max_wait_ms: Option<f64>,
-    /// An arrival that finds this many requests queued is rejected
-    /// (`--queue-cap`).
-    pub queue_cap: Option<usize>,
-}
-
-impl PoolOptions {
-    /// Refuses a pool that cannot run under `load` (the serve options'
-    /// load): every error says what to change.
-    pub fn check(&self, load: Option<Load>) -> Result<()> {
-        if self.workers == 0 {
-            invalid!("--pool must be at least 1 worker");
-        }
-        let duration = match load {
-            Some(Load::Open { duration_s, .. }) => duration_s,
-            Some(Load::Closed { .. }) => invalid!(
-                "--pool serves an open loop: add --rate R (with --duration S or --requests N); a closed loop waits on the replies it would measure"
-            ),
-            None => invalid!("--pool needs a load: add --rate R and --duration S"),
-        };
-        if let Some(at) = self.replace_at
-            && !(at.is_finite() && at > 0.0 && at < duration)
-        {
-            invalid!(
-                "--replace-at {at} s is not inside the load's {duration} s: pick a time after 0 and before {duration}"
-            );
-        }
-        if let Some(w) = self.max_wait_ms
-            && !(w.is_finite() && w > 0.0)
-        {
-            invalid!("--max-wait must be a positive number of milliseconds, got {w}");
-        }
-        if self.queue_cap == Some(0) {
-            invalid!("--queue-cap must be at least 1 (a cap of 0 rejects every request)");
-        }
-        Ok(())
-    }
-
-    /// `2 workers, kill one at 1.5 s`.
-    pub fn describe(&self) -> String {
-        let mut s = format!(
-            "{} worker{}",
-            self.workers,
-            if self.workers == 1 { "" } else { "s" }
-        );
-        if let Some(at) = self.replace_at {
-            s.push_str(&format!(", one killed at {at} s and replaced"));
-        }
-        s
-    }
-}
 
 /// What a pool run gives: its statistics and every request's record.
 #[derive(Debug)]
@@ -131,7 +70,7 @@ pub fn run_pool(
     let mut start_ns = 0;
     let started = std::thread::scope(|scope| {
         for _ in 0..opts.workers {
-            d.start(scope, Role::Initial);
+            d.start(scope, Role::Initial, None);
         }
         let ready = d.await_ready(&rx, stop);
         if ready.is_ok() {
@@ -164,6 +103,7 @@ pub fn run_pool(
         replace_at_s: opts.replace_at,
         max_wait_ms: opts.max_wait_ms,
         queue_cap: opts.queue_cap,
+        scale_at_depth: opts.scale_at_depth,
     };
     let stats =
         PoolStats::of(setup, start_ns, &records, members, ended_early, boot).map_err(|cause| {

@@ -14,7 +14,7 @@ use phases::stats::Resampling;
 use timeline::Variant;
 
 use super::*;
-use crate::serve::Plan;
+use crate::serve::{Plan, PoolOptions};
 use crate::side::Side;
 use crate::standin;
 
@@ -128,7 +128,8 @@ fn every_request_is_accounted_for_across_the_kill_and_the_replacement() {
     }
     assert!(run.records.iter().any(|r| r.worker == Some(2)));
     let c = s.cold_start.expect("a cold start");
-    assert!(c.replacement_ready_ms.is_some() && c.window_ms.is_some());
+    assert!(c.ready_ms.is_some() && c.window_ms.is_some());
+    assert_eq!(c.role, Role::Replacement);
     assert_eq!(s.windows[0].window, Window::Before);
     assert!(!s.failed(), "{:?}", s.warnings());
     // The log holds every record, as written.
@@ -147,6 +148,7 @@ fn the_queue_s_limits_reject_and_count_and_nothing_waits_past_them() {
         replace_at: None,
         max_wait_ms: Some(60.0),
         queue_cap: Some(3),
+        scale_at_depth: None,
     };
     let run = run(
         dir.path(),
@@ -184,6 +186,50 @@ fn the_queue_s_limits_reject_and_count_and_nothing_waits_past_them() {
     }
     assert!(s.cold_start.is_none());
     assert_eq!(s.windows.len(), 1);
+    assert_groups_gone(s);
+}
+
+#[test]
+fn a_queue_past_the_depth_adds_one_worker_and_the_window_runs_to_its_ready_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // One worker at 20 ms a request, offered one every 10 ms: the queue
+    // passes 3 within a few requests; the added worker takes 150 ms to start.
+    let opts = PoolOptions {
+        workers: 1,
+        scale_at_depth: Some(3),
+        ..PoolOptions::default()
+    };
+    let run = run(
+        dir.path(),
+        "slow:150:20",
+        Load::open(100.0, 0.6),
+        &opts,
+        &Interrupt::new(),
+    )
+    .unwrap();
+    let s = &run.stats;
+    assert_eq!(
+        s.members.len(),
+        2,
+        "one worker added, once: {:?}",
+        s.members
+    );
+    let added = &s.members[1];
+    assert_eq!(added.role, Role::Added);
+    assert!(added.ready_ms.unwrap() >= 150.0, "{added:?}");
+    let trigger = added.triggered_at_ns.unwrap();
+    // The trigger came after at least four arrivals (one served, more than
+    // three queued).
+    assert!(
+        run.records[4].request.scheduled_at_ns <= trigger,
+        "{added:?}"
+    );
+    let c = s.cold_start.expect("a cold start");
+    assert_eq!(c.role, Role::Added);
+    assert!(c.window_ms.unwrap() >= 150.0, "{c:?}");
+    assert_eq!(s.ok, 60, "{:?}", s.warnings());
+    assert!(run.records.iter().any(|r| r.worker == Some(1)));
+    assert!(s.members.iter().all(|m| m.end == "shut down" && !m.failed));
     assert_groups_gone(s);
 }
 
@@ -232,6 +278,7 @@ fn flags_that_cannot_make_a_pool_are_refused_with_what_to_change() {
         replace_at,
         max_wait_ms,
         queue_cap,
+        scale_at_depth: None,
     };
     let e = |o: PoolOptions, load| o.check(load).unwrap_err().to_string();
     assert!(e(pool(0, None, None, None), open).contains("at least 1"));
@@ -249,5 +296,17 @@ fn flags_that_cannot_make_a_pool_are_refused_with_what_to_change() {
     assert_eq!(
         pool(2, Some(1.5), None, None).describe(),
         "2 workers, one killed at 1.5 s and replaced"
+    );
+    let scale = |replace_at, depth, cap| PoolOptions {
+        scale_at_depth: Some(depth),
+        ..pool(1, replace_at, None, cap)
+    };
+    assert!(e(scale(Some(1.0), 4, None), open).contains("pick one"));
+    assert!(e(scale(None, 0, None), open).contains("--scale-at-depth"));
+    assert!(e(scale(None, 4, Some(4)), open).contains("below --queue-cap"));
+    assert!(scale(None, 4, Some(5)).check(open).is_ok());
+    assert_eq!(
+        scale(None, 4, None).describe(),
+        "1 worker, one added when more than 4 requests queue"
     );
 }

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use phases::pool::{ColdStartCost, PoolStats, WindowStats};
+use phases::pool::{ColdStartCost, PoolStats, Role, WindowStats};
 use phases::serve::LatencyStats;
 
 use super::fmt_ms;
@@ -19,7 +19,7 @@ pub fn markdown(pool: &[PoolStats]) -> String {
     let _ = writeln!(o, "## Pool: one cold start's cost\n");
     let _ = writeln!(
         o,
-        "Fresh workers after the timed trials, behind a dispatcher that hands each request to a free worker. Requests are split by arrival: before the kill, during the replacement (the kill to the replacement's ready line), after. Latency runs from each scheduled arrival (queue wait = dispatch - arrival, counted in it); statistics over correct replies, with 95% bootstrap CIs.\n"
+        "Fresh workers after the timed trials, behind a dispatcher that hands each request to a free worker. Requests are split by arrival: before the cold start, during it (the kill or the queue passing the depth, to the new worker's ready line), after. Latency runs from each scheduled arrival (queue wait = dispatch - arrival, counted in it); statistics over correct replies, with 95% bootstrap CIs.\n"
     );
     for p in pool {
         side(p, &mut o);
@@ -29,9 +29,12 @@ pub fn markdown(pool: &[PoolStats]) -> String {
 
 fn side(p: &PoolStats, o: &mut String) {
     let s = &p.setup;
-    let kill = s.replace_at_s.map_or(String::new(), |at| {
+    let mut kill = s.replace_at_s.map_or(String::new(), |at| {
         format!(", one killed at {at} s and replaced")
     });
+    if let Some(d) = s.scale_at_depth {
+        kill.push_str(&format!(", one added when more than {d} requests queue"));
+    }
     let _ = writeln!(
         o,
         "### {}: {} worker{}{kill}; {}\n",
@@ -83,10 +86,7 @@ fn side(p: &PoolStats, o: &mut String) {
             o,
             "| {} | {} | {} | {} | {} | {} |",
             m.slot,
-            match m.role {
-                phases::pool::Role::Initial => "initial",
-                phases::pool::Role::Replacement => "replacement",
-            },
+            m.role.as_str(),
             m.pid.map_or("-".to_owned(), |p| p.to_string()),
             m.ready_ms.map_or("never".to_owned(), fmt_ms),
             m.answered,
@@ -111,19 +111,23 @@ pub fn cost_sentence(c: &ColdStartCost) -> String {
         Some(d) => format!("-{}", fmt_ms(-d)),
         None => "-".to_owned(),
     };
-    let ready = match (c.replacement_ready_ms, c.window_ms) {
+    let (who, trigger) = match c.role {
+        Role::Added => ("the added worker", "the queue passing the depth"),
+        _ => ("the replacement", "the kill"),
+    };
+    let ready = match (c.ready_ms, c.window_ms) {
         (Some(r), Some(w)) => format!(
-            "the replacement took {} from spawn to ready ({} from the kill)",
+            "{who} took {} from spawn to ready ({} from {trigger})",
             fmt_ms(r),
             fmt_ms(w)
         ),
-        _ => "the replacement never became ready".to_owned(),
+        _ => format!("{who} never became ready"),
     };
     format!(
-        "One cold start at {:.2} s: {ready}; p99 latency {} before, {} during the replacement ({}); the whole run's p99 {} ({} over the before window).",
-        c.killed_at_s,
+        "One cold start at {:.2} s: {ready}; p99 latency {} before, {} during the cold start ({}); the whole run's p99 {} ({} over the before window).",
+        c.triggered_at_s,
         opt(c.p99_before_ms),
-        opt(c.p99_replacement_ms),
+        opt(c.p99_cold_start_ms),
         signed(c.extra_p99_ms),
         opt(c.p99_run_ms),
         signed(c.run_extra_p99_ms),
@@ -174,7 +178,7 @@ fn window_row(w: &WindowStats, o: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use phases::pool::{PoolRequest, PoolSetup, PoolWorker, Role, Window, assign_windows};
+    use phases::pool::{PoolRequest, PoolSetup, PoolWorker, Window, assign_windows};
     use phases::serve::{Load, RequestOutcome};
     use phases::stats::Resampling;
     use timeline::Variant;
@@ -185,6 +189,7 @@ mod tests {
         let worker = |slot, role, ready_at: u64, killed: Option<u64>| PoolWorker {
             slot,
             role,
+            triggered_at_ns: (role != Role::Initial).then_some(1000 * MS),
             pid: Some(40 + slot as u32),
             spawned_at_ns: Some(ready_at.saturating_sub(200 * MS)),
             ready_at_ns: Some(ready_at),
@@ -221,6 +226,7 @@ mod tests {
             replace_at_s: Some(1.0),
             max_wait_ms: Some(500.0),
             queue_cap: None,
+            scale_at_depth: None,
         };
         let boot = Resampling {
             resamples: 200,
@@ -232,7 +238,7 @@ mod tests {
     #[test]
     fn the_section_has_the_cost_the_windows_and_the_workers() {
         let s = stats();
-        assert_eq!(s.windows[1].window, Window::Replacement);
+        assert_eq!(s.windows[1].window, Window::ColdStart);
         let md = markdown(&[s]);
         assert!(md.starts_with("## Pool: one cold start's cost"), "{md}");
         assert!(
@@ -247,7 +253,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| replacement (1.00-1.20 s) | 2 | 1 | 1 (1 lost) |"),
+            md.contains("| cold_start (1.00-1.20 s) | 2 | 1 | 1 (1 lost) |"),
             "{md}"
         );
         assert!(md.contains("| after (1.20 s-end) | 18 | 18 | 0 |"), "{md}");
@@ -255,10 +261,7 @@ mod tests {
             md.contains("| 2 | replacement | 42 | 200.0 ms | 10 | shut down |"),
             "{md}"
         );
-        assert!(
-            md.contains("- thin: replacement: 1 correct replies"),
-            "{md}"
-        );
+        assert!(md.contains("- thin: cold_start: 1 correct replies"), "{md}");
         assert_eq!(markdown(&[]), "");
     }
 }
