@@ -156,8 +156,6 @@ impl<'a> Dispatch<'a> {
                     self.next
                 ));
             }
-            // Waits run out before anything is dispatched: a request is
-            // never handed over after its --max-wait.
             let now = spawn::monotonic_ns();
             self.expire(now);
             self.arrive_due(now);
@@ -215,20 +213,12 @@ impl<'a> Dispatch<'a> {
 
     /// Turns away queued requests that waited past `--max-wait`.
     fn expire(&mut self, now: u64) {
-        let Some(max_ns) = self.max_wait_ns() else {
-            return;
-        };
         while let Some(&i) = self.queue.front() {
-            if self.records[i].request.scheduled_at_ns + max_ns > now {
+            if !self.waited_too_long(i, now) {
                 break;
             }
             self.queue.pop_front();
-            self.records[i].request.outcome = RequestOutcome::Rejected {
-                reason: format!(
-                    "waited {} ms for a free worker (--max-wait)",
-                    self.opts.max_wait_ms.unwrap_or_default()
-                ),
-            };
+            self.reject_waited(i);
         }
     }
 
@@ -236,18 +226,40 @@ impl<'a> Dispatch<'a> {
         self.opts.max_wait_ms.map(|m| (m * 1e6).round() as u64)
     }
 
+    /// Request `i` has waited longer than `--max-wait` at `now`.
+    fn waited_too_long(&self, i: usize, now: u64) -> bool {
+        self.max_wait_ns()
+            .is_some_and(|max| now > self.records[i].request.scheduled_at_ns + max)
+    }
+
+    fn reject_waited(&mut self, i: usize) {
+        self.records[i].request.outcome = RequestOutcome::Rejected {
+            reason: format!(
+                "waited over {} ms for a free worker (--max-wait)",
+                self.opts.max_wait_ms.unwrap_or_default()
+            ),
+        };
+    }
+
     /// Hands queued requests to free workers, oldest request first, to the
-    /// worker idle longest.
+    /// worker idle longest. A request is never handed over after its
+    /// `--max-wait`: checked at the dispatch's own stamp.
     fn dispatch(&mut self) {
         while !self.queue.is_empty() {
             let Some(slot) = self.free.pop_front() else {
                 return;
             };
-            let Some(tx) = &self.slots[slot].jobs else {
+            if self.slots[slot].jobs.is_none() {
                 continue;
-            };
+            }
             let i = self.queue.pop_front().expect("not empty");
             let at = spawn::monotonic_ns();
+            if self.waited_too_long(i, at) {
+                self.reject_waited(i);
+                self.free.push_front(slot);
+                continue;
+            }
+            let tx = self.slots[slot].jobs.as_ref().expect("checked above");
             if tx.send(i).is_err() {
                 // The member is gone (its note is on the way): put the
                 // request back, never hand this one more.
@@ -353,7 +365,7 @@ impl<'a> Dispatch<'a> {
             .get(self.next)
             .map(|r| r.request.scheduled_at_ns);
         let expiry = match (self.max_wait_ns(), self.queue.front()) {
-            (Some(max), Some(&i)) => Some(self.records[i].request.scheduled_at_ns + max),
+            (Some(max), Some(&i)) => Some(self.records[i].request.scheduled_at_ns + max + 1),
             _ => None,
         };
         [arrival, self.kill_at, expiry].into_iter().flatten().min()
