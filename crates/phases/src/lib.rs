@@ -31,7 +31,7 @@
 //! - [`run`]: the environment, placement, configuration and counts of a run.
 //! - [`summary`]: the run summary (`summary.json`): the above, per-phase
 //!   statistics and ratios, the A/B analysis, resources, warnings, and the
-//!   serve phases and memory views of the run. It builds on `phase`, `run`
+//!   serve phases, pool runs and memory views of the run. It builds on `phase`, `run`
 //!   and `warn`; `warn` builds on `phase` and `run` alone.
 //! - [`warn`]: pyperf-style warnings about noisy or thin runs.
 //! - [`jsonl`]: the one reader and writer of the records as JSON lines
