@@ -49,7 +49,8 @@ pub struct ServeOptions {
     /// Run the memory view.
     pub memory: bool,
     /// Serve the open loop through a pool of workers instead of one
-    /// (`--pool N`), one of them killed and replaced when asked.
+    /// (`--pool N`), with one cold start when asked: a kill and its
+    /// replacement, or a worker added ([`crate::pool`] runs it).
     pub pool: Option<PoolOptions>,
 }
 
@@ -98,7 +99,9 @@ impl ServeOptions {
     }
 }
 
-/// How the pool runs: its size, the kill, the queue's limits.
+/// How a pool serves the open loop (`--pool`, run by [`crate::pool`]):
+/// its size, its one cold start (the kill, or the depth that adds a
+/// worker), the queue's limits.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PoolOptions {
     /// Workers in the pool (`--pool N`).
@@ -161,7 +164,7 @@ impl PoolOptions {
         Ok(())
     }
 
-    /// `2 workers, kill one at 1.5 s`.
+    /// `2 workers, one killed at 1.5 s and replaced`.
     pub fn describe(&self) -> String {
         let mut s = format!(
             "{} worker{}",
