@@ -12,10 +12,9 @@ pub enum Error {
     #[error("{0}")]
     Invalid(String),
     /// A pool run's workers did not all become ready (`bench --pool`):
-    /// which one and why; every worker was shut down.
-    #[error(
-        "the pool could not start: {0}; fix the worker's start-up (run `coldstart bench` without --pool to see its error) and run again"
-    )]
+    /// which one and why, or the interrupt that came first; every worker
+    /// was shut down.
+    #[error("{0}")]
     PoolStart(String),
     /// A live process's stacks could not be read (the kernel refused,
     /// not Python, gone, ...): the message says which and what to do.

@@ -91,7 +91,13 @@ pub fn run_pool(
     let mut records = std::mem::take(&mut d.records);
     let members = d.members();
     if let Err(why) = started {
-        return Err(Error::PoolStart(why));
+        return Err(Error::PoolStart(if stop.is_set() {
+            format!("the pool run stopped before serving: {why}")
+        } else {
+            format!(
+                "the pool could not start: {why}; fix the worker's start-up (run `coldstart bench` without --pool to see its error) and run again"
+            )
+        }));
     }
     pool::assign_windows(&mut records, &members);
     log.append(&records).map_err(crate::error::jsonl)?;
