@@ -11,6 +11,7 @@ mod importtime;
 mod lazy;
 mod limits;
 mod live;
+mod pool;
 mod pyspy;
 mod serve;
 mod shells;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
-use harness::serve::ServeOptions;
+use harness::serve::{PoolOptions, ServeOptions};
 use harness::trials::{self, Bench, BenchOptions, Progress};
 use harness::{OnPress, Target};
 use phases::stats::Resampling;
@@ -132,6 +132,33 @@ pub struct ServeArgs {
     /// serve phase and at exit, and the top allocation sites at ready.
     #[arg(long)]
     memory_view: bool,
+    /// Serve phase through a pool: N fresh workers behind a dispatcher
+    /// that hands each request of the open loop (--rate) to a free worker;
+    /// latency counts from each scheduled arrival, queue wait included.
+    #[arg(long, value_name = "N", requires = "rate")]
+    pool: Option<usize>,
+    /// With --pool: SIGKILL one worker this many seconds into the load and
+    /// start a replacement at once; the requests that arrive until it is
+    /// ready are reported against those before.
+    #[arg(long, value_name = "SECONDS", requires = "pool")]
+    replace_at: Option<f64>,
+    /// With --pool: reject a request that waited this many ms for a free
+    /// worker (counted as rejected, never dropped).
+    #[arg(long, value_name = "MS", requires = "pool")]
+    max_wait: Option<f64>,
+    /// With --pool: reject an arrival that finds N requests queued.
+    #[arg(long, value_name = "N", requires = "pool")]
+    queue_cap: Option<usize>,
+    /// With --pool: add one worker when more than D requests are queued,
+    /// as an autoscaler would; the requests that arrive until it is ready
+    /// are reported against those before.
+    #[arg(
+        long,
+        value_name = "D",
+        requires = "pool",
+        conflicts_with = "replace_at"
+    )]
+    scale_at_depth: Option<usize>,
 }
 
 /// A share written as `0.02` or `2%`.
@@ -273,6 +300,13 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             request: args.serve.request,
             in_flight: args.serve.in_flight,
             memory: args.serve.memory_view,
+            pool: args.serve.pool.map(|workers| PoolOptions {
+                workers,
+                replace_at: args.serve.replace_at,
+                max_wait_ms: args.serve.max_wait,
+                queue_cap: args.serve.queue_cap,
+                scale_at_depth: args.serve.scale_at_depth,
+            }),
         },
         out: PathBuf::new(),
         root: project.root.clone(),

@@ -55,7 +55,7 @@ pub enum Command {
     #[command(alias = "import-boundary")]
     Check(check::Args),
     /// Benchmark a worker's start-up and shutdown over repeated fresh trials.
-    Bench(bench::Args),
+    Bench(Box<bench::Args>),
     /// Render an importtime log, or a live command's, as a tree, top list,
     /// JSON, collapsed stacks, flame graph, speedscope or snapshot.
     Importtime(importtime::Args),
@@ -94,7 +94,7 @@ pub fn run(command: Command, project: &Project) -> Result<ExitCode> {
     match command {
         Command::Check(args) => check::run(args, project),
         Command::Importtime(args) => importtime::run(args),
-        Command::Bench(args) => bench::run(args, project),
+        Command::Bench(args) => bench::run(*args, project),
         Command::Compare(args) => compare::run(args),
         Command::Diff(args) => diff::run(args, project),
         Command::Profile(args) => profile::run(args, project),

@@ -11,6 +11,11 @@ pub enum Error {
     /// Bad input: the message says what to fix.
     #[error("{0}")]
     Invalid(String),
+    /// A pool run's workers did not all become ready (`bench --pool`):
+    /// which one and why, or the interrupt that came first; every worker
+    /// was shut down.
+    #[error("{0}")]
+    PoolStart(String),
     /// A live process's stacks could not be read (the kernel refused,
     /// not Python, gone, ...): the message says which and what to do.
     #[error("{0}")]

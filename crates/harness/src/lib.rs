@@ -34,7 +34,9 @@
 //! - [`side`]: one side of a bench run, ready to spawn, as the trials, the
 //!   serve phase and the memory view take it.
 //! - [`serve`] and [`memory`]: the serve phase after ready and the memory
-//!   view, each on a fresh untimed worker.
+//!   view, each on a fresh untimed worker; [`pool`]: the open loop through
+//!   a dispatcher over a pool of workers, one killed and replaced (a pool's
+//!   cold-start cost).
 //! - [`profile`]: a worker's start-up under `py-spy record`.
 //! - [`pyspy`]: py-spy located and run for stack dumps.
 //! - [`live`]: processes coldstart did not start (a running worker, the
@@ -65,6 +67,7 @@ pub mod lazy;
 pub mod lifecycle;
 pub mod live;
 pub mod memory;
+pub mod pool;
 pub mod probe_check;
 pub mod profile;
 pub mod provenance;

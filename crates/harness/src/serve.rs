@@ -48,6 +48,10 @@ pub struct ServeOptions {
     pub in_flight: Option<usize>,
     /// Run the memory view.
     pub memory: bool,
+    /// Serve the open loop through a pool of workers instead of one
+    /// (`--pool N`), with one cold start when asked: a kill and its
+    /// replacement, or a worker added ([`crate::pool`] runs it).
+    pub pool: Option<PoolOptions>,
 }
 
 impl ServeOptions {
@@ -92,6 +96,88 @@ impl ServeOptions {
     /// Whether anything beyond the start-up trials was asked for.
     pub fn wanted(&self) -> bool {
         self.memory || self.requests.is_some() || self.rate.is_some()
+    }
+}
+
+/// How a pool serves the open loop (`--pool`, run by [`crate::pool`]):
+/// its size, its one cold start (the kill, or the depth that adds a
+/// worker), the queue's limits.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PoolOptions {
+    /// Workers in the pool (`--pool N`).
+    pub workers: usize,
+    /// Kill one worker this many seconds after the load starts and start
+    /// a replacement (`--replace-at`).
+    pub replace_at: Option<f64>,
+    /// A request that waits longer than this for a free worker is
+    /// rejected, ms (`--max-wait`).
+    pub max_wait_ms: Option<f64>,
+    /// An arrival that finds this many requests queued is rejected
+    /// (`--queue-cap`).
+    pub queue_cap: Option<usize>,
+    /// Add one worker when the queue holds more than this many requests
+    /// (`--scale-at-depth`), as an autoscaler would.
+    pub scale_at_depth: Option<usize>,
+}
+
+impl PoolOptions {
+    /// Refuses a pool that cannot run under `load` (the serve options'
+    /// load): every error says what to change.
+    pub fn check(&self, load: Option<Load>) -> Result<()> {
+        if self.workers == 0 {
+            invalid!("--pool must be at least 1 worker");
+        }
+        let duration = match load {
+            Some(Load::Open { duration_s, .. }) => duration_s,
+            Some(Load::Closed { .. }) => invalid!(
+                "--pool serves an open loop: add --rate R (with --duration S or --requests N); a closed loop waits on the replies it would measure"
+            ),
+            None => invalid!("--pool needs a load: add --rate R and --duration S"),
+        };
+        if let Some(at) = self.replace_at
+            && !(at.is_finite() && at > 0.0 && at < duration)
+        {
+            invalid!(
+                "--replace-at {at} s is not inside the load's {duration} s: pick a time after 0 and before {duration}"
+            );
+        }
+        if let Some(w) = self.max_wait_ms
+            && !(w.is_finite() && w > 0.0)
+        {
+            invalid!("--max-wait must be a positive number of milliseconds, got {w}");
+        }
+        match (self.replace_at, self.scale_at_depth, self.queue_cap) {
+            (Some(_), Some(_), _) => invalid!(
+                "--replace-at and --scale-at-depth are two cold starts: one run measures one; pick one"
+            ),
+            (_, Some(0), _) => invalid!(
+                "--scale-at-depth must be at least 1 (the queue is empty whenever a worker is free)"
+            ),
+            (_, Some(d), Some(cap)) if d >= cap => invalid!(
+                "--scale-at-depth {d} is not below --queue-cap {cap}: the queue never holds more than {cap}, so no worker would be added"
+            ),
+            _ => {}
+        }
+        if self.queue_cap == Some(0) {
+            invalid!("--queue-cap must be at least 1 (a cap of 0 rejects every request)");
+        }
+        Ok(())
+    }
+
+    /// `2 workers, one killed at 1.5 s and replaced`.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "{} worker{}",
+            self.workers,
+            if self.workers == 1 { "" } else { "s" }
+        );
+        if let Some(at) = self.replace_at {
+            s.push_str(&format!(", one killed at {at} s and replaced"));
+        }
+        if let Some(d) = self.scale_at_depth {
+            s.push_str(&format!(", one added when more than {d} requests queue"));
+        }
+        s
     }
 }
 
@@ -169,7 +255,8 @@ impl Plan {
         Value::Object(m)
     }
 
-    fn request(&self, index: usize) -> Request {
+    /// Request `index`: the fields with that `id`.
+    pub(crate) fn request(&self, index: usize) -> Request {
         let mut extra = self.fields.clone();
         extra.insert("id".into(), Value::from(index));
         Request::new(self.op.clone(), extra)
@@ -251,22 +338,27 @@ pub struct Served {
 fn fail_pending(records: &mut [RequestRecord], pending: &mut VecDeque<usize>, e: &spawn::Error) {
     let reason = short_error(e);
     if let Some(oldest) = pending.pop_front() {
-        records[oldest].outcome = match &e.kind {
-            spawn::ErrorKind::Timeout { after } => RequestOutcome::Timeout {
-                after_ms: after.as_secs_f64() * 1e3,
-            },
-            spawn::ErrorKind::UnexpectedReply { got } => RequestOutcome::WrongReply {
-                problem: format!("answered with {got}"),
-            },
-            _ => RequestOutcome::Lost {
-                reason: reason.clone(),
-            },
-        };
+        records[oldest].outcome = outcome_of(e);
     }
     for i in pending.drain(..) {
         records[i].outcome = RequestOutcome::Lost {
             reason: format!("the worker ended before answering: {reason}"),
         };
+    }
+}
+
+/// What became of the request in flight when the worker ended with `e`.
+pub(crate) fn outcome_of(e: &spawn::Error) -> RequestOutcome {
+    match &e.kind {
+        spawn::ErrorKind::Timeout { after } => RequestOutcome::Timeout {
+            after_ms: after.as_secs_f64() * 1e3,
+        },
+        spawn::ErrorKind::UnexpectedReply { got } => RequestOutcome::WrongReply {
+            problem: format!("answered with {got}"),
+        },
+        _ => RequestOutcome::Lost {
+            reason: short_error(e),
+        },
     }
 }
 
@@ -391,7 +483,7 @@ pub fn serve(
 /// How close to a due time the open loop stops sleeping and yields in a
 /// loop instead: a sleep wakes tens of microseconds late, and that
 /// lateness would count in every request's latency.
-const SPIN_NS: u64 = 200_000;
+pub(crate) const SPIN_NS: u64 = 200_000;
 
 /// Returns at `due` (monotonic ns), given the time `now`: sleeps until
 /// [`SPIN_NS`] before it, then yields the CPU until it is reached.
@@ -487,6 +579,9 @@ impl Hooks for Serving<'_> {
 /// Checks the serve options against a target before any trial runs, so a
 /// typo fails at once rather than after the timed trials.
 pub fn validate(opts: &ServeOptions, target: &Target) -> Result<()> {
+    if let Some(pool) = &opts.pool {
+        pool.check(opts.load()?)?;
+    }
     if let Some(load) = opts.load()? {
         Plan::new(load, opts.request.as_deref(), target)?;
     } else if opts.request.is_some() {

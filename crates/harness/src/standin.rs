@@ -8,12 +8,16 @@ use std::path::Path;
 use crate::target::Target;
 
 /// The stand-in: `argv[1]` is `ok`, `exit:N` (exit N after the shutdown
-/// ack) or `crash` (exit 3 before the ready line).
+/// ack), `crash` (exit 3 before the ready line) or `slow:S:T` (sleeps S ms
+/// before its ready line and T ms before each health reply: a slow start
+/// and a service time, for the pool's dispatcher).
 const SCRIPT: &str = r#"
 import json, os, sys, time
 mode = sys.argv[1]
 if mode == "crash":
     sys.exit(3)
+start_ms, service_ms = (float(x) for x in mode.split(":")[1:]) if mode.startswith("slow:") else (0, 0)
+time.sleep(start_ms / 1000)
 def send(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
@@ -21,6 +25,7 @@ send({"ready": True, "pid": os.getpid(), "t_ns": time.monotonic_ns()})
 for line in sys.stdin:
     op = json.loads(line).get("op")
     if op == "health":
+        time.sleep(service_ms / 1000)
         send({"op": "health", "response": {"status": "ok"}})
     elif op == "shutdown":
         send({"op": "shutdown"})

@@ -33,15 +33,19 @@
 //!   measured distributions (an upper bound of the p99, with a margin).
 //! - [`summary`]: the run summary (`summary.json`): the above, per-phase
 //!   statistics and ratios, the A/B analysis, resources, warnings, and the
-//!   serve phases and memory views of the run. It builds on `phase`, `run`
+//!   serve phases, pool runs and memory views of the run. It builds on `phase`, `run`
 //!   and `warn`; `warn` builds on `phase` and `run` alone.
 //! - [`warn`]: pyperf-style warnings about noisy or thin runs.
 //! - [`jsonl`]: the one reader and writer of the records as JSON lines
-//!   (`trials.jsonl`, `requests.jsonl`).
+//!   (`trials.jsonl`, `requests.jsonl`, `pool-requests.jsonl`).
 //! - [`serve`]: the serve phase after ready: one record per request
 //!   (latency from its scheduled send, outcome) and the statistics of a
 //!   closed or open loop (throughput, latency percentiles with CIs,
 //!   rejections, most in flight).
+//! - [`pool`]: a pool's cold-start cost: an open loop through a
+//!   dispatcher over a pool of workers, one killed and replaced, and the
+//!   latency, queue wait and rejections of the requests that arrived
+//!   before, during and after the replacement.
 //! - [`memory`]: the memory view: Python-traced memory beside RSS at the
 //!   same moments, allocation sites, and a one-line reading.
 //!
@@ -58,6 +62,7 @@ pub mod jsonl;
 mod measure;
 pub mod memory;
 pub mod phase;
+pub mod pool;
 pub mod probe;
 pub mod run;
 pub mod sequential;

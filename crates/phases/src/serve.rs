@@ -14,7 +14,9 @@
 //!   (no reply within the request timeout), `lost` (the worker ended before
 //!   answering), `wrong_reply` (a reply that failed a check: another
 //!   request's id, a payload not echoed, an unhealthy health reply).
-//!   **Rejections** are error replies, timeouts and lost requests; their
+//!   A pool's dispatcher adds `rejected` (turned away before any worker
+//!   saw it: its queue full, or a wait past the limit; see [`crate::pool`]).
+//!   **Rejections** are error replies, timeouts, lost and rejected requests; their
 //!   **rate** is rejections over requests sent. Wrong replies are counted
 //!   apart: the worker answered, wrongly.
 //! - **window**: from the first scheduled send to the last reply; for an
@@ -148,6 +150,13 @@ pub enum RequestOutcome {
         /// Which check the reply failed.
         problem: String,
     },
+    /// Turned away before any worker saw it: a pool's dispatcher found
+    /// its queue full, or the request waited past the longest wait allowed
+    /// (see [`crate::pool`]). Never sent.
+    Rejected {
+        /// Which limit turned it away.
+        reason: String,
+    },
 }
 
 impl RequestOutcome {
@@ -159,16 +168,19 @@ impl RequestOutcome {
             RequestOutcome::Timeout { .. } => "timeout",
             RequestOutcome::Lost { .. } => "lost",
             RequestOutcome::WrongReply { .. } => "wrong_reply",
+            RequestOutcome::Rejected { .. } => "rejected",
         }
     }
 
-    /// An error reply, a timeout or a lost request.
+    /// An error reply, a timeout, a lost request or one a dispatcher
+    /// turned away.
     pub fn is_rejection(&self) -> bool {
         matches!(
             self,
             RequestOutcome::ErrorReply { .. }
                 | RequestOutcome::Timeout { .. }
                 | RequestOutcome::Lost { .. }
+                | RequestOutcome::Rejected { .. }
         )
     }
 }

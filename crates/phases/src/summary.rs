@@ -22,6 +22,7 @@ use crate::measure::{Measure, compare_measure};
 use crate::measure::{Phase, ms};
 use crate::memory::MemoryView;
 use crate::phase::{PhaseSummary, SeriesSummary, series};
+use crate::pool::PoolStats;
 use crate::run::{Configuration, Counts, Environment};
 use crate::sequential::{StopRule, Stopped};
 use crate::serve::ServeStats;
@@ -74,6 +75,10 @@ pub struct RunSummary {
     /// measured ready times and latencies ([`crate::probe`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probes: Option<crate::probe::Probes>,
+    /// The pool run of each side that had one (`--pool`, instead of the
+    /// one-worker serve phase).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pool: Vec<PoolStats>,
 }
 
 /// How the two variants of an interleaved run were compared.
@@ -282,13 +287,14 @@ impl RunSummary {
 impl RunSummary {
     /// Whether anything went wrong after the trials beyond rejections: a
     /// view that could not run, a wrong reply, a serve phase that ended
-    /// early.
+    /// early, a pool run that failed ([`PoolStats::failed`]).
     pub fn serve_failed(&self) -> bool {
         !self.serve_failures.is_empty()
             || self
                 .serve
                 .iter()
                 .any(|s| s.wrong_replies > 0 || s.ended_early.is_some())
+            || self.pool.iter().any(PoolStats::failed)
     }
 
     /// Builds the summary of finished trials run a fixed number of times,
@@ -396,6 +402,7 @@ impl RunSummary {
             memory: Vec::new(),
             serve_failures: Vec::new(),
             probes: None,
+            pool: Vec::new(),
         })
     }
 

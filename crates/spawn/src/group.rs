@@ -108,6 +108,19 @@ pub fn kill_all() {
     }
 }
 
+/// Kills (SIGKILL) the process group of one live worker, `pgid` (its
+/// [`crate::Worker::pid`]), from any thread: what a supervisor's kill (or
+/// the OOM killer) does to a worker whose handle another thread holds. The
+/// handle stays valid and reports the worker as killed; the waiter reaps
+/// it. Returns whether the group was live and the signal delivered: a
+/// group already reaped is never signalled, so a reused number is safe.
+pub fn kill_group(pgid: u32) -> bool {
+    match i32::try_from(pgid) {
+        Ok(pgid) if pgid > 1 => signal(pgid, libc::SIGKILL),
+        _ => false,
+    }
+}
+
 /// How many process groups are live now (spawned and not yet reaped).
 pub fn live_groups() -> usize {
     live().len()

@@ -49,8 +49,10 @@
 //! From any state, the harness can end a worker at once: [`Worker::kill`]
 //! (SIGKILL to the group), [`Worker::terminate_with`] (SIGTERM, grace,
 //! SIGKILL), dropping the [`Worker`] (on an early return, an error or a
-//! panic unwinding: SIGKILL to the group and reap), or [`kill_all`] for
-//! every live worker at once (a Ctrl-C handler). When a leader exits by
+//! panic unwinding: SIGKILL to the group and reap), [`kill_all`] for
+//! every live worker at once (a Ctrl-C handler), or [`kill_group`] for one
+//! worker whose handle another thread holds (a pool's supervisor kill).
+//! When a leader exits by
 //! itself, the waiter kills what remains of its group before reaping it
 //! (the zombie leader keeps the group id from being reused meanwhile).
 //!
@@ -135,7 +137,7 @@ pub use command::{
     DEFAULT_WRITE_TIMEOUT,
 };
 pub use error::{Error, ErrorDetail, ErrorKind, Stage};
-pub use group::{kill_all, live_groups};
+pub use group::{kill_all, kill_group, live_groups};
 pub use helper::{
     Conversation, DEFAULT_SCRIPT_TIMEOUT, HelperError, HelperOutput, Script, run_helper,
 };

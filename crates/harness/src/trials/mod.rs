@@ -214,13 +214,15 @@ impl Bench {
         summary.memory = untimed.memory;
         summary.serve_failures = untimed.failures;
         summary.advise_probes(&timed.records, &untimed.requests);
+        summary.pool = untimed.pool;
         let missing = files::write_outputs(&dir, &summary, &timed.records, &untimed.requests)?;
         Ok(BenchRun {
             dir,
             summary,
             records: timed.records,
             requests: untimed.requests,
-            interrupted_by: interrupted.then(|| {
+            // A press during the serve phase or a pool run stops the run too.
+            interrupted_by: interrupt.is_set().then(|| {
                 interrupt
                     .signal()
                     .unwrap_or(crate::interrupt::Signal::Interrupt)

@@ -34,6 +34,15 @@ pub enum Event {
         /// The request, as configured.
         request: serde_json::Value,
     },
+    /// A pool run of one side on fresh workers (`--pool`).
+    Pool {
+        /// The side.
+        variant: Variant,
+        /// The pool, described (`2 workers, one killed at 1 s and replaced`).
+        pool: String,
+        /// The load, described.
+        load: String,
+    },
     /// A memory view of one side on a separate untimed worker.
     Memory {
         /// The side.
@@ -63,6 +72,11 @@ impl std::fmt::Display for Event {
                 load,
                 request,
             } => write!(f, "serve phase ({variant}): {load}, request {request}"),
+            Event::Pool {
+                variant,
+                pool,
+                load,
+            } => write!(f, "pool run ({variant}): {pool}, {load}"),
             Event::Memory { variant } => write!(
                 f,
                 "memory view ({variant}): a separate untimed worker with tracemalloc"

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use phases::jsonl;
 use phases::memory::MemoryView;
+use phases::pool::PoolStats;
 use phases::serve::{RequestRecord, ServeStats};
 use phases::stats::Resampling;
 
@@ -25,11 +26,14 @@ pub(super) struct Untimed {
     pub failures: Vec<String>,
     /// Every request of every serve phase (also in `requests.jsonl`).
     pub requests: Vec<RequestRecord>,
+    /// One per side that served through a pool (`--pool`).
+    pub pool: Vec<PoolStats>,
 }
 
 /// After the timed trials: for each side, a serve phase on a fresh worker
-/// (when asked for), then a memory view on another. Request records go to
-/// `dir/requests.jsonl`.
+/// (or, with a pool, a pool run on fresh workers) when asked for, then a
+/// memory view on another. Request records go to `dir/requests.jsonl`
+/// (a pool's to `dir/pool-requests.jsonl`).
 pub(super) fn run_untimed(
     sides: &[Side],
     opts: &ServeOptions,
@@ -40,7 +44,14 @@ pub(super) fn run_untimed(
 ) -> Result<Untimed> {
     let mut extras = Untimed::default();
     let load = opts.load()?;
+    let mut pool_log = match (load, &opts.pool) {
+        (Some(_), Some(_)) => Some(
+            jsonl::Writer::create(&dir.join("pool-requests.jsonl")).map_err(crate::error::jsonl)?,
+        ),
+        _ => None,
+    };
     let mut log = match load {
+        Some(_) if opts.pool.is_some() => None,
         Some(_) => {
             Some(jsonl::Writer::create(&dir.join("requests.jsonl")).map_err(crate::error::jsonl)?)
         }
@@ -58,7 +69,19 @@ pub(super) fn run_untimed(
             )?),
             None => None,
         };
-        if let (Some(plan), Some(log)) = (&plan, log.as_mut()) {
+        if let (Some(plan), Some(pool), Some(log)) = (&plan, &opts.pool, pool_log.as_mut()) {
+            progress.announce(&Event::Pool {
+                variant: side.variant,
+                pool: pool.describe(),
+                load: plan.load.describe(),
+            });
+            match crate::pool::run_pool(side, pool, plan, log, boot, stop) {
+                Ok(run) => extras.pool.push(run.stats),
+                Err(e) => extras
+                    .failures
+                    .push(format!("pool run ({}): {e}", side.variant)),
+            }
+        } else if let (Some(plan), Some(log)) = (&plan, log.as_mut()) {
             progress.announce(&Event::Serve {
                 variant: side.variant,
                 load: plan.load.describe(),

@@ -355,11 +355,12 @@ mod tests {
     }
 }
 
-/// The serve phase and memory view sections of a run (also printed after
+/// The serve phase, pool and memory view sections of a run (also printed after
 /// the terminal table), and what could not be run; empty when the run has
 /// none.
 pub fn serve_sections(s: &RunSummary) -> String {
     let mut md = super::serve::markdown(&s.serve, &s.memory);
+    md.push_str(&super::pool::markdown(&s.pool));
     if !s.serve_failures.is_empty() {
         md.push_str("## Serve phase and memory view failures\n\n");
         for f in &s.serve_failures {

@@ -1,7 +1,8 @@
 //! Renderers for `cargo xtask bench` and `cargo xtask compare`: the
 //! terminal table, `summary.md`, a hyperfine-compatible `hyperfine.json`,
 //! and `phases.svg` (a hand-written strip plot of every trial); [`serve`]
-//! adds the serve phase and memory view sections and panels.
+//! adds the serve phase and memory view sections and panels, [`pool`] the
+//! pool run's section.
 //!
 //! Inputs are `phases`' types: a [`RunSummary`](phases::summary::RunSummary) and
 //! the trial records it was built from. Nothing here measures or computes
@@ -10,6 +11,7 @@
 mod canvas;
 pub mod hyperfine;
 pub mod markdown;
+pub mod pool;
 pub mod serve;
 pub mod svg;
 pub mod terminal;

@@ -1095,6 +1095,26 @@ mod tests {
     }
 
     #[test]
+    fn kill_group_ends_one_worker_from_another_thread_and_never_a_reaped_one() {
+        let _serial = serial();
+        let (mut a, b) = (shell_worker(), shell_worker());
+        let pid = a.pid();
+        // What a pool's supervisor does while another thread holds `a`.
+        assert!(
+            std::thread::spawn(move || crate::kill_group(pid))
+                .join()
+                .unwrap()
+        );
+        let err = a.recv(Duration::from_secs(10)).unwrap_err();
+        assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGKILL)), "{err}");
+        assert!(!group_exists(pid));
+        assert!(group_exists(b.pid()), "only that group is killed");
+        assert!(!crate::kill_group(pid), "a reaped group is never signalled");
+        assert!(!crate::kill_group(0) && !crate::kill_group(1));
+        drop(b);
+    }
+
+    #[test]
     fn kill_all_from_another_thread_unblocks_a_waiting_harness() {
         let _serial = serial();
         let mut cmd = Command::new("sh");
