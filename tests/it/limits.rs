@@ -17,7 +17,10 @@ pub(crate) const HALF_CPU: timeline::Limits = timeline::Limits {
     memory_bytes: None,
 };
 
-fn cgroups_here(case: &str) -> bool {
+/// Whether this machine lets the suite make cgroups; else one NOT RUN
+/// line for `case` (cgroups are the host's to give: nothing `cargo xtask
+/// test` can provision).
+pub(crate) fn cgroups_here(case: &str) -> bool {
     match spawn::cgroup::probe(&HALF_CPU) {
         Ok(_) => true,
         Err(e) => {
@@ -53,6 +56,16 @@ fn coldstart(dir: &Path, args: &[&str]) -> (u32, Option<i32>, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     );
     (pid, out.status.code(), stdout, stderr)
+}
+
+/// Waits (at most ten seconds) until every one of a harness's cgroup
+/// `folders` is gone after `event`.
+pub(crate) fn assert_gone(folders: &[std::path::PathBuf], event: &str) {
+    support::wait_until(
+        &format!("the cgroup folders gone after {event}: {folders:?}"),
+        std::time::Duration::from_secs(10),
+        || folders.iter().all(|f| !f.exists()),
+    );
 }
 
 fn no_cgroup_left(pid: u32) {

@@ -6,10 +6,9 @@
 //! service never shorter than asked), with margins a loaded machine cannot
 //! cross.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use phases::pool::{PoolRequest, Window};
 use serde_json::Value;
@@ -174,31 +173,16 @@ fn pool_running(dir: &Path, marker: &str) -> (std::process::Child, KillOnDrop, V
         .stderr(Stdio::piped());
     let mut harness = cmd.spawn().expect("coldstart runs");
     let reaper = KillOnDrop(harness.id() as i32);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let up = workers(marker);
-        if up.len() == 3 && lines_in(&served) >= 30 {
-            return (harness, reaper, up.into_iter().map(|(p, _)| p).collect());
-        }
-        if let Some(status) = harness.try_wait().unwrap() {
-            let mut err = String::new();
-            harness
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            panic!("bench ended before its pool was up ({status}): {err}");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no pool of 3 within a minute:\n{}",
-            support::ps()
-        );
-        // Watching /proc and the file: a short pause between looks, not a
-        // fixed wait.
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let up = support::wait_while_running(
+        &mut harness,
+        "a pool of 3 serving",
+        Duration::from_secs(60),
+        || {
+            let up = workers(marker);
+            (up.len() == 3 && lines_in(&served) >= 30).then_some(up)
+        },
+    );
+    (harness, reaper, up.into_iter().map(|(p, _)| p).collect())
 }
 
 #[test]

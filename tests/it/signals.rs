@@ -7,7 +7,6 @@
 //! starts a helper in its group and hangs before ready;
 //! `tests/fixtures/bench/standin.py` is the bench's quick worker).
 
-use std::io::Read as _;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -145,34 +144,21 @@ fn start_with_workers(mut cmd: Command, workers: usize) -> Running {
         support::python().display(),
         hang_fixture().display()
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let groups = loop {
-        let leaders: Vec<i32> = processes()
-            .into_iter()
-            .filter(|s| s.ppid == hpid && s.pgrp == s.pid && cmdline(s.pid).starts_with(&argv))
-            .map(|s| s.pid)
-            .collect();
-        let ready = leaders.len() == workers && leaders.iter().all(|&g| members(&[g]).len() >= 2);
-        if ready {
-            break leaders;
-        }
-        if let Some(status) = harness.try_wait().unwrap() {
-            let mut err = String::new();
-            harness
-                .stderr
-                .take()
-                .unwrap()
-                .read_to_string(&mut err)
-                .unwrap();
-            panic!("the harness ended before its workers were up ({status}): {err}");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no {workers} workers with helpers under pid {hpid} within a minute"
-        );
-        // Watching /proc: a short pause between looks, not a fixed wait.
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let groups = support::wait_while_running(
+        &mut harness,
+        &format!("{workers} workers with helpers under pid {hpid} were up"),
+        Duration::from_secs(60),
+        || {
+            let leaders: Vec<i32> = processes()
+                .into_iter()
+                .filter(|s| s.ppid == hpid && s.pgrp == s.pid && cmdline(s.pid).starts_with(&argv))
+                .map(|s| s.pid)
+                .collect();
+            let ready =
+                leaders.len() == workers && leaders.iter().all(|&g| members(&[g]).len() >= 2);
+            ready.then_some(leaders)
+        },
+    );
     let watched: Vec<(Stat, OwnedFd)> = members(&groups)
         .into_iter()
         .filter_map(|s| Some((s, pidfd(s.pid)?)))
@@ -255,8 +241,7 @@ fn sigkill_of_bench_mid_trial_leaves_no_worker_group_alive() {
 
 #[test]
 fn sigkill_of_bench_under_limits_mid_trial_leaves_no_cgroup_and_no_worker() {
-    if let Err(e) = spawn::cgroup::probe(&crate::limits::HALF_CPU) {
-        println!("NOT RUN: cgroups: {e}");
+    if !crate::limits::cgroups_here("cgroups") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -290,21 +275,12 @@ fn sigkill_of_bench_under_limits_mid_trial_leaves_no_cgroup_and_no_worker() {
     assert_eq!(code, None, "killed by a signal");
     run.assert_groups_end();
     // The guard removes the folders once the killed have left them.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while folders.iter().any(|f| f.exists()) {
-        assert!(
-            Instant::now() < deadline,
-            "cgroup folders left 10 s after the harness was killed: {folders:?}"
-        );
-        // Watching the cgroup tree: a short pause between looks.
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    crate::limits::assert_gone(&folders, "the harness was killed");
 }
 
 #[test]
 fn ctrl_c_of_bench_under_limits_leaves_no_cgroup() {
-    if let Err(e) = spawn::cgroup::probe(&crate::limits::HALF_CPU) {
-        println!("NOT RUN: cgroups: {e}");
+    if !crate::limits::cgroups_here("cgroups") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -331,15 +307,7 @@ fn ctrl_c_of_bench_under_limits_leaves_no_cgroup() {
     let (code, stdout, stderr) = signal_and_wait(&mut child, libc::SIGINT);
     assert_eq!(code, Some(130), "{stdout}{stderr}");
     assert!(stdout.contains("with cpus 1, memory 256 MiB"), "{stdout}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while folders.iter().any(|f| f.exists()) {
-        assert!(
-            Instant::now() < deadline,
-            "cgroup folders left 10 s after Ctrl-C: {folders:?}"
-        );
-        // Watching the cgroup tree: a short pause between looks.
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    crate::limits::assert_gone(&folders, "Ctrl-C");
 }
 
 #[test]

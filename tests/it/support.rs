@@ -237,18 +237,58 @@ pub fn lines_in(path: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// Polls `done` until it gives a value, while `child` runs: the test
+/// fails when `child` ends first (with its stderr) or `bound` passes
+/// (with `what`, and what `ps` shows). The one wait of the suites on a
+/// process they watch.
+pub fn wait_while_running<T>(
+    child: &mut Child,
+    what: &str,
+    bound: Duration,
+    mut done: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Some(v) = done() {
+            return v;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("it ended before {what} ({status}): {err}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not {what} within {bound:?}:\n{}",
+            ps()
+        );
+        // Watching /proc or a file: a short pause between looks, not a
+        // fixed wait.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Polls `done` until it holds, failing the test after `bound` with `what`.
+pub fn wait_until(what: &str, bound: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + bound;
+    while !done() {
+        assert!(Instant::now() < deadline, "not {what} within {bound:?}");
+        // Watching /proc or a folder: a short pause between looks.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Waits (at most two minutes) until the bench `child` has written `n`
 /// records to `log` (its `trials.jsonl`), while it still runs.
 pub fn wait_for_trials(child: &mut Child, log: &Path, n: usize) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while lines_in(log) < n {
-        assert!(Instant::now() < deadline, "no {n} trials within 2 minutes");
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("bench ended early with {status}");
-        }
-        // Watching the file: a short pause between looks, not a fixed wait.
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_while_running(
+        child,
+        &format!("{n} trials were written"),
+        Duration::from_secs(120),
+        || (lines_in(log) >= n).then_some(()),
+    );
 }
 
 /// A marker no other process on the machine has in its argv: the suite's
