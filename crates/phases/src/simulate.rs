@@ -224,6 +224,7 @@ pub fn run(s: &Scenario, seed: u64) -> Run {
             let exited = clock_ns + ready_ns + (n.overhead_ms * 1e6) as u64;
             let worker = WorkerRecord {
                 pid: None,
+                cgroup_peak_bytes: None,
                 marks: Marks {
                     spawned_ns: clock_ns,
                     ready_read_ns: Some(clock_ns + ready_ns),

@@ -149,6 +149,11 @@ pub struct Resources {
     pub max_rss_bytes: Option<f64>,
     /// Median RSS right after the ready line, bytes (`/proc/PID/status`).
     pub rss_at_ready_bytes: Option<f64>,
+    /// Under a memory limit: the median of the most memory a trial's
+    /// workers' cgroups were charged (the largest of its workers), what the
+    /// limit is held against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_peak_bytes: Option<f64>,
 }
 
 impl Resources {
@@ -173,6 +178,13 @@ impl Resources {
                 r.workers
                     .iter()
                     .filter_map(|w| w.rss_at_ready_bytes)
+                    .max()
+                    .map(|b| b as f64)
+            }),
+            cgroup_peak_bytes: med(&|r| {
+                r.workers
+                    .iter()
+                    .filter_map(|w| w.cgroup_peak_bytes)
                     .max()
                     .map(|b| b as f64)
             }),
@@ -499,6 +511,7 @@ pub(crate) mod tests {
         let ready = spawned + (ready_ms * 1e6) as u64;
         let w = WorkerRecord {
             pid: Some(100 + trial as u32),
+            cgroup_peak_bytes: None,
             marks: Marks {
                 spawned_ns: spawned,
                 ready_read_ns: Some(ready),

@@ -27,7 +27,7 @@
 use std::ffi::CString;
 use std::fs;
 use std::io;
-use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -404,6 +404,8 @@ pub struct Cgroup {
     memory_dir: Option<PathBuf>,
     limits: Limits,
     removed: bool,
+    /// How long the worker took to join it, read after its exec.
+    pub(crate) join_ns: Option<u64>,
 }
 
 impl Cgroup {
@@ -447,6 +449,7 @@ impl Cgroup {
             memory_dir,
             limits: *limits,
             removed: false,
+            join_ns: None,
         };
         for dir in &cg.dirs {
             if let Err(e) = fs::create_dir(dir) {
@@ -514,6 +517,13 @@ impl Cgroup {
         Ok(())
     }
 
+    /// How long the worker took to join the cgroup between `fork` and
+    /// `exec` (left out of its start-up: a container's process does not
+    /// count its runtime placing it).
+    pub fn join_ns(&self) -> Option<u64> {
+        self.join_ns
+    }
+
     /// The interface the limits were set through.
     pub fn version(&self) -> Version {
         self.version
@@ -541,7 +551,23 @@ impl Cgroup {
                 .map_err(|e| write_error("open", &path, e))?;
             fds.push(OwnedFd::from(f));
         }
-        Ok(Entry { fds })
+        let mut ends = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 writes two fds into the array.
+        if unsafe { libc::pipe2(ends.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            return Err(write_error(
+                "make the pipe that times the join to",
+                &self.dirs[0],
+                io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: both fds were just made and are owned by nothing else.
+        let (stamp_rx, stamp_tx) =
+            unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+        Ok(Entry {
+            fds,
+            stamp_rx,
+            stamp_tx,
+        })
     }
 
     /// How many times the kernel's OOM killer killed a process of this
@@ -625,29 +651,71 @@ fn remove_dir(dir: &Path, deadline: Instant) {
     }
 }
 
-/// The open `cgroup.procs` files a child writes itself into.
+/// The open `cgroup.procs` files a child writes itself into, and the pipe
+/// on which it says how long joining took.
 #[derive(Debug)]
 pub(crate) struct Entry {
     fds: Vec<OwnedFd>,
+    stamp_rx: OwnedFd,
+    stamp_tx: OwnedFd,
+}
+
+/// What the child's `pre_exec` needs: the `cgroup.procs` fds and the
+/// pipe's write end.
+#[derive(Debug, Clone)]
+pub(crate) struct JoinFds {
+    procs: Vec<i32>,
+    stamp: i32,
 }
 
 impl Entry {
     /// The raw fds, for the child's `pre_exec`.
-    pub(crate) fn raw(&self) -> Vec<i32> {
-        self.fds.iter().map(|f| f.as_raw_fd()).collect()
+    pub(crate) fn raw(&self) -> JoinFds {
+        JoinFds {
+            procs: self.fds.iter().map(|f| f.as_raw_fd()).collect(),
+            stamp: self.stamp_tx.as_raw_fd(),
+        }
+    }
+
+    /// How long the child took to join its cgroup, once it has exec'd:
+    /// the kernel's cgroup migration (on v1 it can wait out an RCU grace
+    /// period, tens of ms), which a container's process does not count
+    /// in its own start-up, so neither does the worker's.
+    pub(crate) fn join_ns(&self) -> Option<u64> {
+        let mut word = [0u8; 8];
+        // SAFETY: reading at most 8 bytes into a stack buffer from an
+        // open, non-blocking fd.
+        let n = unsafe { libc::read(self.stamp_rx.as_raw_fd(), word.as_mut_ptr().cast(), 8) };
+        (n == 8).then(|| u64::from_ne_bytes(word))
     }
 }
 
-/// Writes the calling process into each cgroup (`0` is the writer).
-/// Async-signal-safe: one `write` per fd, no allocation; usable between
-/// `fork` and `exec`.
-pub(crate) fn join(fds: &[i32]) -> io::Result<()> {
-    for &fd in fds {
+fn now_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into a timespec on the stack; it is
+    // async-signal-safe.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Writes the calling process into each cgroup (`0` is the writer), then
+/// how long that took on the stamp pipe. Async-signal-safe: `write`s and
+/// `clock_gettime`, no allocation; usable between `fork` and `exec`.
+pub(crate) fn join(fds: &JoinFds) -> io::Result<()> {
+    let start = now_ns();
+    for &fd in &fds.procs {
         // SAFETY: writing one byte from a static buffer to an open fd.
         if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
             return Err(io::Error::last_os_error());
         }
     }
+    let took = now_ns().saturating_sub(start).to_ne_bytes();
+    // SAFETY: 8 bytes from a stack buffer to an open pipe (below
+    // PIPE_BUF: one write); a failure only loses the figure.
+    unsafe { libc::write(fds.stamp, took.as_ptr().cast(), 8) };
     Ok(())
 }
 
@@ -829,6 +897,8 @@ mod tests {
         assert_eq!(c.limits, limits);
         assert!(!c.oom_killed());
         assert!(c.memory_peak_bytes.is_some_and(|p| p > 1 << 20), "{c:?}");
+        // The join was timed in the child and left out of the timeline.
+        assert!(c.join_ns.is_some_and(|ns| ns < 5_000_000_000), "{c:?}");
         assert!(dirs.iter().all(|d| !d.exists()), "{dirs:?}");
     }
 

@@ -234,12 +234,12 @@ impl Command {
         words.join(" ")
     }
 
-    /// The std command to spawn, joining the cgroup whose `cgroup.procs`
-    /// files are `cgroup_fds` (open until the spawn returns) before
-    /// `exec`; fails only on a CPU set that cannot be built.
+    /// The std command to spawn, joining the cgroup of `join` (its fds
+    /// open until the spawn returns) before `exec`; fails only on a CPU
+    /// set that cannot be built.
     pub(crate) fn to_std(
         &self,
-        cgroup_fds: Vec<i32>,
+        join: Option<crate::cgroup::JoinFds>,
     ) -> Result<std::process::Command, crate::affinity::AffinityError> {
         use std::os::unix::process::CommandExt as _;
         use std::process::Stdio;
@@ -268,12 +268,12 @@ impl Command {
                 cmd.pre_exec(move || set.apply());
             }
         }
-        if !cgroup_fds.is_empty() {
-            // SAFETY: the closure makes one write(2) per fd opened before
-            // `fork`, from a static buffer; it allocates nothing (the Vec
-            // was built before the fork) and takes no lock.
+        if let Some(join) = join {
+            // SAFETY: the closure makes write(2) and clock_gettime calls on
+            // fds opened before `fork`; it allocates nothing (the fds were
+            // gathered before the fork) and takes no lock.
             unsafe {
-                cmd.pre_exec(move || crate::cgroup::join(&cgroup_fds));
+                cmd.pre_exec(move || crate::cgroup::join(&join));
             }
         }
         Ok(cmd)

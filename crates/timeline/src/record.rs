@@ -294,6 +294,11 @@ pub struct WorkerRecord {
     pub usage: Option<Usage>,
     /// VmRSS read right after the ready line, where the OS exposes it.
     pub rss_at_ready_bytes: Option<u64>,
+    /// Under a memory limit: the most memory the worker's cgroup was
+    /// charged at once, what the limit is held against (pages of shared
+    /// libraries already cached elsewhere count in the RSS, not here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_peak_bytes: Option<u64>,
     /// How the process ended; absent when it was never started or not reaped.
     pub exit: Option<ExitStatus>,
     /// How the process had to be ended: `none`, `term`, `kill`.
@@ -517,6 +522,7 @@ mod tests {
     pub(crate) fn worker(spawned: u64, ready: u64, exited: u64) -> WorkerRecord {
         WorkerRecord {
             pid: Some(1),
+            cgroup_peak_bytes: None,
             marks: Marks {
                 spawned_ns: spawned,
                 ready_read_ns: Some(ready),

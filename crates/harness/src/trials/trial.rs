@@ -56,6 +56,10 @@ fn run_worker(p: &Side, interrupt: &Interrupt) -> WorkerRecord {
             max_rss_bytes: u.max_rss_bytes,
         }),
         rss_at_ready_bytes: lived.rss_at_ready_bytes,
+        cgroup_peak_bytes: fin
+            .and_then(|f| f.confinement.as_ref())
+            .filter(|c| c.limits.memory_bytes.is_some())
+            .and_then(|c| c.memory_peak_bytes),
         exit: fin.map(|f| f.status),
         escalation: fin.map_or(Escalation::None, |f| f.escalation),
         noise_lines: fin.map_or(0, |f| f.noise.len()),

@@ -162,7 +162,8 @@ fn phases_section(s: &RunSummary, o: &mut String) {
 /// overhead.
 fn resources_section(s: &RunSummary, o: &mut String) {
     o.push_str("\n## Resources (medians per trial)\n\n");
-    let header = [
+    let charged = s.resources.iter().any(|r| r.cgroup_peak_bytes.is_some());
+    let mut header = [
         "variant",
         "trials",
         "user CPU",
@@ -172,18 +173,25 @@ fn resources_section(s: &RunSummary, o: &mut String) {
     ]
     .map(String::from)
     .to_vec();
+    if charged {
+        header.push("cgroup peak (what the memory limit holds)".into());
+    }
     let rows: Vec<Vec<String>> = s
         .resources
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 r.variant.to_string(),
                 r.trials.to_string(),
                 r.user_ms.map_or("-".into(), fmt_ms),
                 r.sys_ms.map_or("-".into(), fmt_ms),
                 r.max_rss_bytes.map_or("-".into(), fmt_mib),
                 r.rss_at_ready_bytes.map_or("-".into(), fmt_mib),
-            ]
+            ];
+            if charged {
+                row.push(r.cgroup_peak_bytes.map_or("-".into(), fmt_mib));
+            }
+            row
         })
         .collect();
     o.push_str(&table(&header, &rows));

@@ -209,6 +209,7 @@ pub(crate) mod fixture {
         let ready = spawned + (ready_ms * 1e6) as u64;
         let w = WorkerRecord {
             pid: Some(4000 + i as u32),
+            cgroup_peak_bytes: None,
             marks: Marks {
                 spawned_ns: spawned,
                 ready_read_ns: Some(ready),

@@ -213,8 +213,13 @@ pub fn render(s: &RunSummary) -> String {
     }
     for r in &s.resources {
         let f = |v: Option<f64>, g: fn(f64) -> String| v.map_or("-".to_owned(), g);
+        // Under a memory limit, what the limit is held against: RSS also
+        // counts shared-library pages charged to whoever cached them first.
+        let charged = r.cgroup_peak_bytes.map_or(String::new(), |b| {
+            format!(", cgroup peak {} (what the memory limit holds)", fmt_mib(b))
+        });
         out.push_str(&format!(
-            "\n{}: cpu user {} sys {}, peak RSS {}, RSS at ready {} (medians)",
+            "\n{}: cpu user {} sys {}, peak RSS {}, RSS at ready {}{charged} (medians)",
             r.variant,
             f(r.user_ms, fmt_ms),
             f(r.sys_ms, fmt_ms),

@@ -165,7 +165,7 @@ fn start_child(
         .transpose()
         .map_err(cgroup_error)?;
     let mut std_cmd = cmd
-        .to_std(entry.as_ref().map(|e| e.raw()).unwrap_or_default())
+        .to_std(entry.as_ref().map(|e| e.raw()))
         .map_err(|e| spawn_error(cmd, io::Error::new(io::ErrorKind::InvalidInput, e)))?;
     let spawned_at_ns = monotonic_ns();
     let child = std_cmd.spawn().map_err(|e| match &cmd.cpus {
@@ -197,9 +197,15 @@ fn start_child(
         ),
         _ => spawn_error(cmd, e),
     })?;
-    // The child has exec'd (or failed): the files it joined by close here.
+    // The child has exec'd: its time joining the cgroup is the harness's
+    // placing it, not the worker's start-up, so its life starts after it.
+    let join_ns = entry.as_ref().and_then(|e| e.join_ns());
     drop(entry);
-    Ok((child, cgroup, spawned_at_ns))
+    let mut cgroup = cgroup;
+    if let Some(cg) = cgroup.as_mut() {
+        cg.join_ns = join_ns;
+    }
+    Ok((child, cgroup, spawned_at_ns + join_ns.unwrap_or(0)))
 }
 
 /// Ends and reaps a child that could not be made a worker, and the
@@ -994,6 +1000,7 @@ impl Worker {
                 limits: *cg.limits(),
                 version: cg.version(),
                 oom_kills: cg.oom_kills(),
+                join_ns: cg.join_ns(),
                 memory_peak_bytes: cg.memory_peak_bytes(),
             });
             cg.remove();

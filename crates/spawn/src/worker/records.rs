@@ -143,6 +143,9 @@ pub struct Confinement {
     pub version: crate::cgroup::Version,
     /// How many processes of the cgroup the OOM killer killed.
     pub oom_kills: u64,
+    /// How long the worker took to join the cgroup before its `exec`,
+    /// left out of its timeline (it starts after the join).
+    pub join_ns: Option<u64>,
     /// The most memory the cgroup held at once, when the kernel says.
     pub memory_peak_bytes: Option<u64>,
 }
