@@ -16,8 +16,10 @@ use harness::live::{self, Ended, Format, LiveOptions, RecordOptions};
 /// How to read, shared by the three commands.
 #[derive(Debug, clap::Args)]
 pub struct ReadArgs {
-    /// Native (C/C++) frames under the Python ones (a build with the
-    /// `native` feature; the processes are stopped while they are unwound).
+    /// Native (C/C++) frames under the Python ones, and the native stacks
+    /// of a process that is not Python (the Rust service above the
+    /// workers), symbolized from its binary (a build with the `native`
+    /// feature; the processes are stopped while they are unwound).
     #[arg(long)]
     native: bool,
     /// Pause each process while it is read, so no stack is read
@@ -280,7 +282,7 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
     // Said once the sampler reads the process: a signal from here on
     // writes what was sampled.
     eprintln!(
-        "recording process {}{} at {} Hz{}; Ctrl-C writes what was sampled and stops",
+        "recording process {}{} at {} Hz{}{}; Ctrl-C writes what was sampled and stops",
         args.pid,
         if args.subprocesses {
             " and its subprocesses"
@@ -289,6 +291,11 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
         },
         options.rate_hz(),
         duration.map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64())),
+        if options.native {
+            " (--native: each process is stopped while it is unwound)"
+        } else {
+            ""
+        },
     );
     let rec = recorder
         .finish(&interrupt)
@@ -328,6 +335,13 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
             "warning: reading took {:.0}% of the time at {} Hz; a lower --rate (or none: it adapts) keeps the cost small",
             p.cost.reading_share() * 100.0,
             options.rate_hz()
+        )?;
+    }
+    for sp in p.processes.iter().filter(|sp| sp.native) {
+        writeln!(
+            stdout,
+            "native: process {} ({}) sampled for its native stacks, a root of its own",
+            sp.pid, sp.command
         )?;
     }
     for sp in p.processes.iter().filter(|sp| sp.python_version.is_none()) {
