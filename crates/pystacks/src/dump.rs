@@ -126,8 +126,8 @@ pub struct WorkerState {
     pub busy: bool,
     /// How many of its threads were active.
     pub active_threads: usize,
-    /// The innermost frame of its first active thread (busy), else of its
-    /// first thread (where it waits).
+    /// The innermost Python frame of its first active thread (busy), else
+    /// of its first thread (where it waits).
     pub at: Option<Frame>,
 }
 
@@ -159,7 +159,15 @@ impl Dump {
                     pid: p.pid,
                     busy: !active.is_empty(),
                     active_threads: active.len(),
-                    at: shown.and_then(|t| t.frames.first().cloned()),
+                    // The innermost Python frame (a line), under any
+                    // native ones `--native` merged in.
+                    at: shown.and_then(|t| {
+                        t.frames
+                            .iter()
+                            .find(|f| f.line > 0)
+                            .or(t.frames.first())
+                            .cloned()
+                    }),
                 }
             })
             .collect();

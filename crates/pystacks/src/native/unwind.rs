@@ -19,6 +19,9 @@ pub(super) struct Inner {
     symbolicator: Symbolicator,
     /// Frames by address (inlined calls give several).
     frames: HashMap<u64, Vec<Frame>>,
+    /// The buffer a stack's top is read into, kept between threads.
+    #[cfg(target_arch = "x86_64")]
+    stack: Vec<u8>,
 }
 
 fn native(pid: u32, e: remoteprocess::Error) -> Error {
@@ -44,6 +47,8 @@ impl Inner {
             cache: framehop::x86_64::CacheX86_64::new(),
             symbolicator,
             frames: HashMap::new(),
+            #[cfg(target_arch = "x86_64")]
+            stack: vec![0; STACK_WINDOW],
         })
     }
 
@@ -88,8 +93,15 @@ impl Inner {
         let Some(regs) = registers(tid) else {
             return vec![0];
         };
+        // The top of the stack in one read; a word past it is read alone.
+        let window = StackWindow::read(self.process.pid, regs.rsp, &mut self.stack);
         let process = &self.process;
-        let mut read_stack = |addr: u64| process.copy_struct::<u64>(addr as usize).map_err(|_| ());
+        let mut read_stack = |addr: u64| {
+            window.word(addr).map_or_else(
+                || process.copy_struct::<u64>(addr as usize).map_err(|_| ()),
+                Ok,
+            )
+        };
         let mut frames = self.unwinder.iter_frames(
             regs.rip,
             UnwindRegsX86_64::new(regs.rip, regs.rsp, regs.rbp),
@@ -161,6 +173,48 @@ impl Inner {
             });
         }
         found
+    }
+}
+
+/// How much of a stack is read at once from its pointer up: the frames
+/// of most stacks, in one system call instead of one a word.
+#[cfg(target_arch = "x86_64")]
+const STACK_WINDOW: usize = 64 * 1024;
+
+/// The top of one thread's stack, read at once.
+#[cfg(target_arch = "x86_64")]
+struct StackWindow<'b> {
+    start: u64,
+    bytes: &'b [u8],
+}
+
+#[cfg(target_arch = "x86_64")]
+impl StackWindow<'_> {
+    /// Up to `buffer`'s length of bytes from `sp` (fewer where the
+    /// mapping ends: the read stops at the first unmapped byte).
+    fn read(pid: remoteprocess::Pid, sp: u64, bytes: &mut [u8]) -> StackWindow<'_> {
+        let local = libc::iovec {
+            iov_base: bytes.as_mut_ptr().cast(),
+            iov_len: bytes.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: sp as *mut libc::c_void,
+            iov_len: bytes.len(),
+        };
+        // SAFETY: one local iovec over `bytes`, which outlives the call;
+        // the remote one is only read, by the kernel, with its checks.
+        let n = unsafe { libc::process_vm_readv(pid, &local, 1, &remote, 1, 0) };
+        let n = usize::try_from(n).unwrap_or(0).min(bytes.len());
+        StackWindow {
+            start: sp,
+            bytes: &bytes[..n],
+        }
+    }
+
+    fn word(&self, addr: u64) -> Option<u64> {
+        let at = usize::try_from(addr.checked_sub(self.start)?).ok()?;
+        let word = self.bytes.get(at..at.checked_add(8)?)?;
+        Some(u64::from_ne_bytes(word.try_into().ok()?))
     }
 }
 
