@@ -446,7 +446,7 @@ enum State {
         tried: Option<Instant>,
     },
     Attached {
-        reader: Box<Reader>,
+        reader: Reader,
         exe: String,
         labels: Vec<String>,
         /// The interpreter's version; `None` for a native process.
@@ -463,10 +463,10 @@ enum State {
 /// What reads an attached process.
 enum Reader {
     /// py-spy, for a Python process.
-    Python(Spy),
+    Python(Box<Spy>),
     /// The native unwinder, for the asked-for process when it is not
     /// Python and native stacks are asked for.
-    Native(NativeReader),
+    Native(Box<NativeReader>),
 }
 
 impl Reader {
@@ -674,7 +674,7 @@ impl Run {
                 tried = Some(t0);
                 let r = NativeReader::attach(pid).and_then(|mut native| {
                     native.read()?;
-                    Ok(Reader::Native(native))
+                    Ok(Reader::Native(Box::new(native)))
                 });
                 self.attach_ns += t0.elapsed().as_nanos() as u64;
                 self.root_native = r.is_ok();
@@ -697,7 +697,7 @@ impl Run {
                     self.options.pause,
                     self.options.native,
                 )
-                .map(Reader::Python);
+                .map(|spy| Reader::Python(Box::new(spy)));
                 self.attach_ns += t0.elapsed().as_nanos() as u64;
                 r
             };
@@ -718,7 +718,7 @@ impl Run {
                     t.state = State::Attached {
                         version,
                         exe,
-                        reader: Box::new(reader),
+                        reader,
                         labels,
                     };
                 }
