@@ -262,10 +262,16 @@ mod tests {
     fn this_process_lists_its_threads_leader_first_with_their_names() {
         let me = std::process::id();
         let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
         let named = std::thread::Builder::new()
             .name("procfs-task-test".into())
-            .spawn(move || rx.recv())
+            .spawn(move || {
+                // Its name is set before its body runs.
+                let _ = started_tx.send(());
+                rx.recv()
+            })
             .expect("a thread");
+        started.recv().expect("the thread started");
         let found = tasks(me);
         drop(tx);
         let _ = named.join();
