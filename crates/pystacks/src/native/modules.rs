@@ -172,7 +172,8 @@ mod tests {
         let map = Arc::new(unsafe { Mmap::map(&file) }.unwrap());
         let module = module(&exe, &mine, map).expect("the test binary is a module");
         // The function this test runs in lies inside it.
-        let here = this_process_s_own_binary_is_a_module_with_its_unwind_sections as *const () as u64;
+        let here =
+            this_process_s_own_binary_is_a_module_with_its_unwind_sections as *const () as u64;
         let range = module.avma_range();
         assert!(range.contains(&here), "{range:x?} {here:x}");
     }
