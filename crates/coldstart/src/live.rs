@@ -225,7 +225,7 @@ fn top_frame(
     let all: u64 = window.stacks.iter().map(|s| s.samples).sum();
     writeln!(
         w,
-        "coldstart top: process {}{} - {:.1} s, {} rounds, {} failed reads",
+        "coldstart top: process {}{} - {:.1} s, {} rounds, {} failed reads{}",
         args.pid,
         if options.subprocesses {
             " and its subprocesses"
@@ -235,6 +235,11 @@ fn top_frame(
         seconds,
         window.ticks,
         window.errors,
+        if options.native {
+            " (--native: each process stopped while it is unwound)"
+        } else {
+            ""
+        },
     )?;
     let top = live::top_frames(&window.stacks, args.rows);
     let rows: Vec<(&str, u64, u64)> = top
@@ -249,7 +254,7 @@ fn top_frame(
 /// way to its Python descendants when they were not followed.
 fn could_not(e: harness::Error, what: &str, pid: u32, subprocesses: bool) -> anyhow::Error {
     let hint = if e.is_not_python() && !subprocesses {
-        " (for the Python processes below one that is not Python, such as the service above the workers, add --subprocesses)"
+        " (for the Python processes below one that is not Python, such as the service above the workers, add --subprocesses; for its own native stacks, --native)"
     } else {
         ""
     };
