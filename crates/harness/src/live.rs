@@ -111,7 +111,9 @@ pub fn select(pids: &[u32], pattern: Option<&str>) -> Result<Vec<u32>> {
 /// Every thread's stack of `pid` and, with [`LiveOptions::subprocesses`],
 /// of every Python process below it, each with its chain of parents. A
 /// `pid` that is not Python (a shell, the Rust service) is searched for
-/// Python descendants; `Err` when none is found (or the kernel refuses).
+/// Python descendants and its own threads listed ([`NativeStacks`]; with
+/// [`LiveOptions::native`] unwound); `Err` when no process could be read
+/// (or the kernel refuses).
 pub fn dump(pid: u32, options: &LiveOptions, timeout: Duration) -> Result<Dump> {
     pystacks::dump(
         pid,

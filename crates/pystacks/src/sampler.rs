@@ -668,8 +668,14 @@ impl Run {
             let python_mapped = procfs::maps_mention_python(pid);
             let outcome = if gone {
                 Err(Error::ProcessGone { pid })
-            } else if python_mapped == Some(false) && pid == self.root && self.options.native {
-                // The service above the workers: its native stacks.
+            } else if python_mapped == Some(false)
+                && pid == self.root
+                && self.options.native
+                && procfs::parent_of(pid) != Some(std::process::id())
+            {
+                // The service above the workers: its native stacks (not
+                // of this process's own child, a launcher whose Python
+                // child is what is wanted; see `NativeOfChild`).
                 let t0 = Instant::now();
                 tried = Some(t0);
                 let r = NativeReader::attach(pid).and_then(|mut native| {
