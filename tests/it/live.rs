@@ -646,7 +646,10 @@ mod native_stacks {
         }
         let cwd = tempfile::tempdir().unwrap();
         let out = coldstart(cwd.path())
+            // A set rate: each refresh holds about 20 rounds, whatever the
+            // load (the adaptive one can fall to a round a second).
             .args(["top", &tree.pid().to_string(), "--native", "-n", "2"])
+            .args(["--rate", "20"])
             .output()
             .unwrap();
         let text = stdout_of(&out);

@@ -343,10 +343,17 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
         )?;
     }
     for sp in p.processes.iter().filter(|sp| sp.native) {
+        let samples = p.samples.iter().filter(|s| s.pid == sp.pid).count();
         writeln!(
             stdout,
-            "native: process {} ({}) sampled for its native stacks, a root of its own",
-            sp.pid, sp.command
+            "native: process {} ({}) sampled for its native stacks, a root of its own: {samples} samples{}",
+            sp.pid,
+            sp.command,
+            if options.idle {
+                ""
+            } else {
+                " of running threads (--idle also keeps where its threads wait)"
+            }
         )?;
     }
     for sp in p.processes.iter().filter(|sp| sp.python_version.is_none()) {

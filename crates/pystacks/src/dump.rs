@@ -269,7 +269,7 @@ fn read_tree(pid: u32, subprocesses: bool, how: How) -> Vec<ProcessDump> {
     let mut root = read_one(pid, None, how);
     if matches!(root.outcome, Err(Error::NotPython { .. })) {
         root.native = Some(if how.native {
-            NativeReader::attach(pid).and_then(|mut r| r.read())
+            NativeReader::attach(pid).and_then(|mut r| r.read(false))
         } else {
             native::listed(pid)
         });

@@ -470,10 +470,12 @@ enum Reader {
 }
 
 impl Reader {
-    fn threads(&mut self) -> Result<Vec<ThreadStack>, Error> {
+    /// Every thread's stack; a native process's idle threads without
+    /// frames unless `include_idle` (they are not sampled then).
+    fn threads(&mut self, include_idle: bool) -> Result<Vec<ThreadStack>, Error> {
         match self {
             Reader::Python(spy) => spy.threads(),
-            Reader::Native(native) => native.read().map(|s| s.threads),
+            Reader::Native(native) => native.read(!include_idle).map(|s| s.threads),
         }
     }
 }
@@ -679,7 +681,7 @@ impl Run {
                 let t0 = Instant::now();
                 tried = Some(t0);
                 let r = NativeReader::attach(pid).and_then(|mut native| {
-                    native.read()?;
+                    native.read(false)?;
                     Ok(Reader::Native(Box::new(native)))
                 });
                 self.attach_ns += t0.elapsed().as_nanos() as u64;
@@ -853,7 +855,7 @@ impl Run {
             };
             let t_ns = monotonic_ns();
             let t0 = Instant::now();
-            let read = reader.threads();
+            let read = reader.threads(self.options.include_idle);
             self.read_ns += t0.elapsed().as_nanos() as u64;
             match read {
                 Ok(threads) => {

@@ -233,11 +233,14 @@ impl NativeReader {
     }
 
     /// Every thread's stack now: the process stopped (every thread), each
-    /// thread unwound, then let go.
-    pub(crate) fn read(&mut self) -> Result<NativeStacks, Error> {
+    /// thread unwound, then let go. With `running_only` (a sampler that
+    /// leaves idle threads out), only the threads running at that moment
+    /// are stopped and unwound, each on its own; the others are listed
+    /// idle, without frames.
+    pub(crate) fn read(&mut self, running_only: bool) -> Result<NativeStacks, Error> {
         #[cfg(feature = "native")]
         {
-            let threads = self.inner.threads(self.pid)?;
+            let threads = self.inner.threads(self.pid, running_only)?;
             Ok(NativeStacks {
                 exe: exe_of(self.pid),
                 threads,
@@ -246,6 +249,7 @@ impl NativeReader {
         }
         #[cfg(not(feature = "native"))]
         {
+            let _ = running_only;
             Err(Error::NativeUnavailable)
         }
     }

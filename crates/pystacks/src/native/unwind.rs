@@ -53,14 +53,36 @@ impl Inner {
     }
 
     /// Every thread's stack: the process stopped (every thread) while the
-    /// return addresses are read, then let go and symbolized.
-    pub(super) fn threads(&mut self, pid: u32) -> Result<Vec<ThreadStack>, Error> {
+    /// return addresses are read, then let go and symbolized. With
+    /// `running_only`, only the threads running when listed are stopped,
+    /// each on its own, and unwound: a sleeping thread is idle whatever
+    /// its stack, and a sampler that leaves idle threads out needs none.
+    pub(super) fn threads(
+        &mut self,
+        pid: u32,
+        running_only: bool,
+    ) -> Result<Vec<ThreadStack>, Error> {
         // The states first: a stopped thread reads as stopped.
         let tasks = procfs::tasks(pid);
         if tasks.is_empty() {
             return Err(Error::ProcessGone { pid });
         }
-        let addresses = {
+        let addresses = if running_only {
+            tasks
+                .iter()
+                .map(|t| {
+                    if t.state != 'R' {
+                        return Vec::new();
+                    }
+                    let thread = remoteprocess::Thread::new(t.tid as remoteprocess::Tid);
+                    match thread.and_then(|t| t.lock()) {
+                        Ok(_lock) => self.addresses(t.tid),
+                        // Gone since it was listed, or exiting.
+                        Err(_) => vec![0],
+                    }
+                })
+                .collect::<Vec<_>>()
+        } else {
             let _lock = self.process.lock().map_err(|e| native(pid, e))?;
             tasks
                 .iter()
