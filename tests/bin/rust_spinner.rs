@@ -6,7 +6,9 @@
 //! `rust-spinner N`: prints `ready`, waits for a line on stdin, runs
 //! `spin_in_a_known_function` for N iterations and prints its own CPU time
 //! and wall time in nanoseconds (`CPU WALL`), then exits. `rust-spinner 0`:
-//! after the line, spins until stdin closes.
+//! after the line, spins until stdin closes. A second argument
+//! `not-dumpable` first makes the process non-dumpable (`PR_SET_DUMPABLE`
+//! 0), so only a reader with `CAP_SYS_PTRACE` may read it.
 
 use std::hint::black_box;
 use std::io::{BufRead, Read, Write};
@@ -40,6 +42,10 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(0);
+    if std::env::args().nth(2).as_deref() == Some("not-dumpable") {
+        // SAFETY: prctl(2) with an integer argument; no memory involved.
+        unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0) };
+    }
     let mut out = std::io::stdout();
     let _ = writeln!(out, "ready");
     let _ = out.flush();

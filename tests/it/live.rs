@@ -631,6 +631,39 @@ mod native_stacks {
     }
 
     #[test]
+    fn a_rust_process_the_kernel_will_not_let_us_unwind_gives_the_permission_error() {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rust-spinner"));
+        cmd.args(["0", "not-dumpable"]);
+        let mut tree = Tree::start(cmd);
+        tree.line("ready");
+        let pid = tree.pid().to_string();
+        let cwd = tempfile::tempdir().unwrap();
+        for args in [
+            vec!["dump", &pid, "--native"],
+            vec!["top", &pid, "--native", "-n", "1"],
+        ] {
+            let out = coldstart_without_ptrace_rights(cwd.path())
+                .args(&args)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            for words in [
+                format!("the kernel does not let this process read the memory of process {pid}"),
+                "PR_SET_DUMPABLE".to_owned(),
+                "CAP_SYS_PTRACE".to_owned(),
+            ] {
+                assert!(
+                    stderr.contains(&words),
+                    "{args:?}: {words:?} missing: {stderr}"
+                );
+            }
+        }
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        assert!(status.contains("TracerPid:\t0"), "{status}");
+    }
+
+    #[test]
     fn top_native_finds_a_rust_process_in_its_own_busy_function() {
         let mut tree = Tree::start({
             let mut cmd = Command::new(env!("CARGO_BIN_EXE_rust-spinner"));
