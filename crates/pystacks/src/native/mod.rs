@@ -80,9 +80,10 @@ impl fmt::Display for NativeStacks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "Native (not Python): {}, {} threads ({} idle){}",
+            "Native (not Python): {}, {} thread{} ({} idle){}",
             self.exe,
             self.threads.len(),
+            if self.threads.len() == 1 { "" } else { "s" },
             self.idle_threads(),
             if self.unwound {
                 ", stopped while unwound"
