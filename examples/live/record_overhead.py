@@ -1,14 +1,24 @@
 """What `coldstart record` costs the process it samples: the CPU time of a
-fixed CPU-bound Python loop, run alone and run while `coldstart record
---rate 100` samples it from outside, interleaved round by round (the order
-alternates) so drift on a shared machine falls on both. The loop's own CPU
-time (time.process_time) leaves out time it waited for a CPU; the ratio per
-round is sampled / alone. Prints each round, then medians and the spread.
+fixed CPU-bound loop, run alone and run while `coldstart record --rate 100`
+samples it from outside, interleaved round by round (the order alternates)
+so drift on a shared machine falls on both. The loop's own CPU time leaves
+out time it waited for a CPU (or sat stopped); its wall time does not. The
+ratio per round is sampled / alone, of each. Prints each round, then
+medians and the spread.
 
     python3 examples/live/record_overhead.py target/release/coldstart [ROUNDS] [ITERATIONS]
+    python3 examples/live/record_overhead.py --rust target/release/rust-spinner \
+        target/release/coldstart [ROUNDS] [ITERATIONS]
 
-(defaults: 9 rounds, 30,000,000 iterations, a few seconds of CPU each).
-Report the figures with the load at the time (`uptime`).
+The first loop is Python's; with `--rust SPINNER` it is a Rust process's
+(`tests/bin/rust_spinner.rs`, `cargo build --release -p coldstart-tests
+--bin rust-spinner`) and `record` reads it with `--native` (a coldstart
+built with `--features native`): the process is stopped and unwound at
+each sample, the cost of the Rust parent's half.
+
+(defaults: 9 rounds, 30,000,000 iterations for Python, 3,000,000,000 for
+Rust, a few seconds of CPU each). Report the figures with the load at the
+time (`uptime`).
 """
 import os
 import statistics
@@ -25,15 +35,16 @@ def cpu_bound_loop(n):
     return t
 print("ready", flush=True)
 sys.stdin.readline()
-c0 = time.process_time_ns()
+c0, t0 = time.process_time_ns(), time.perf_counter_ns()
 cpu_bound_loop(int(sys.argv[1]))
-print(time.process_time_ns() - c0, flush=True)
+print(time.process_time_ns() - c0, time.perf_counter_ns() - t0, flush=True)
 """
 
 
-def run(coldstart, iterations, sampled, out_dir):
+def run(coldstart, rust, iterations, sampled, out_dir):
+    command = [rust] if rust else [sys.executable, "-c", LOOP]
     loop = subprocess.Popen(
-        [sys.executable, "-c", LOOP, str(iterations)],
+        command + [str(iterations)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -43,7 +54,8 @@ def run(coldstart, iterations, sampled, out_dir):
     if sampled:
         rec = subprocess.Popen(
             [coldstart, "record", str(loop.pid), "--rate", "100",
-             "--format", "collapsed", "-o", os.path.join(out_dir, "rec.txt")],
+             "--format", "collapsed", "-o", os.path.join(out_dir, "rec.txt")]
+            + (["--native"] if rust else []),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -53,37 +65,49 @@ def run(coldstart, iterations, sampled, out_dir):
         assert line.startswith("recording process"), line
     loop.stdin.write("go\n")
     loop.stdin.flush()
-    cpu_ns = int(loop.stdout.readline())
+    cpu_ns, wall_ns = (int(x) for x in loop.stdout.readline().split())
     loop.stdin.close()
     loop.wait()
     if rec is not None:
         out, err = rec.communicate(timeout=60)  # it ends when the loop exits
         assert rec.returncode == 0, err
         assert "the process exited" in out, out
-    return cpu_ns / 1e9
+    return cpu_ns / 1e9, wall_ns / 1e9
 
 
 def main():
-    coldstart = sys.argv[1]
-    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 9
-    iterations = int(sys.argv[3]) if len(sys.argv) > 3 else 30_000_000
-    alone, sampled, ratios = [], [], []
+    args = sys.argv[1:]
+    rust = None
+    if args[:1] == ["--rust"]:
+        rust, args = args[1], args[2:]
+    coldstart = args[0]
+    rounds = int(args[1]) if len(args) > 1 else 9
+    default = 3_000_000_000 if rust else 30_000_000
+    iterations = int(args[2]) if len(args) > 2 else default
+    print(f"loop: {'Rust (record --native)' if rust else 'Python'}, {iterations} iterations, "
+          f"{rounds} rounds; load before: {os.getloadavg()}", flush=True)
+    results = {False: [], True: []}
+    ratios = {"CPU": [], "wall": []}
     with tempfile.TemporaryDirectory() as out_dir:
         for r in range(rounds):
             order = [False, True] if r % 2 == 0 else [True, False]
-            got = {s: run(coldstart, iterations, s, out_dir) for s in order}
-            alone.append(got[False])
-            sampled.append(got[True])
-            ratios.append(got[True] / got[False])
-            print(f"round {r + 1}: alone {got[False]:.3f} s, sampled {got[True]:.3f} s, "
-                  f"ratio {ratios[-1]:.4f}", flush=True)
-    print(f"loop CPU time alone:   median {statistics.median(alone):.3f} s "
-          f"(min {min(alone):.3f}, max {max(alone):.3f})")
-    print(f"loop CPU time sampled: median {statistics.median(sampled):.3f} s "
-          f"(min {min(sampled):.3f}, max {max(sampled):.3f})")
-    print(f"sampled / alone per round: median {statistics.median(ratios):.4f} "
-          f"(min {min(ratios):.4f}, max {max(ratios):.4f})")
-    print("load:", os.getloadavg())
+            got = {s: run(coldstart, rust, iterations, s, out_dir) for s in order}
+            for s in (False, True):
+                results[s].append(got[s])
+            ratios["CPU"].append(got[True][0] / got[False][0])
+            ratios["wall"].append(got[True][1] / got[False][1])
+            print(f"round {r + 1}: alone {got[False][0]:.3f} s CPU {got[False][1]:.3f} s wall, "
+                  f"sampled {got[True][0]:.3f} s CPU {got[True][1]:.3f} s wall, "
+                  f"ratio {ratios['CPU'][-1]:.4f} CPU {ratios['wall'][-1]:.4f} wall", flush=True)
+    for i, what in enumerate(("CPU", "wall")):
+        for s, name in ((False, "alone"), (True, "sampled")):
+            xs = [x[i] for x in results[s]]
+            print(f"loop {what} time {name}: median {statistics.median(xs):.3f} s "
+                  f"(min {min(xs):.3f}, max {max(xs):.3f})")
+        xs = ratios[what]
+        print(f"sampled / alone per round, {what}: median {statistics.median(xs):.4f} "
+              f"(min {min(xs):.4f}, max {max(xs):.4f})")
+    print("load after:", os.getloadavg())
 
 
 if __name__ == "__main__":

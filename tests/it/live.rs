@@ -154,7 +154,16 @@ fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_
         rest[..end].to_owned()
     };
     let parent = section(tree.pid());
-    assert!(parent.contains("(not a Python process)"), "{parent}");
+    // The parent, not Python: its thread by name and state, not unwound.
+    assert!(parent.contains("Native (not Python): "), "{parent}");
+    assert!(
+        parent.contains("; --native unwinds their stacks"),
+        "{parent}"
+    );
+    assert!(
+        text.contains(&format!("While process {} waits", tree.pid())),
+        "{text}"
+    );
     let chain = format!("Parent chain: {} (sh ", tree.pid());
     let b = section(blocked);
     assert!(
@@ -189,6 +198,18 @@ fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_
     );
     assert_eq!(of(blocked)["threads"][0]["status"], "idle");
     assert!(of(tree.pid())["error"].is_string());
+    let parent = &of(tree.pid())["native"];
+    assert_eq!(parent["unwound"], false, "{parent}");
+    assert_eq!(parent["threads"][0]["name"], "sh", "{parent}");
+    let wait = &doc["parent_wait"];
+    assert_eq!(wait["pid"], tree.pid(), "{wait}");
+    let busy_worker = wait["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["pid"] == busy)
+        .unwrap_or_else(|| panic!("{busy} missing: {wait}"));
+    assert_eq!(busy_worker["busy"], true, "{wait}");
     let busy_names: Vec<&str> = of(busy)["threads"]
         .as_array()
         .unwrap()
@@ -427,6 +448,7 @@ fn a_process_the_kernel_will_not_let_us_read_gives_the_permission_error() {
     assert!(!status.contains("State:\tT"), "{status}");
 }
 
+#[cfg(not(feature = "native"))]
 #[test]
 fn native_on_a_build_without_the_feature_says_how_to_get_it() {
     let (_tree, _blocked, busy) = Tree::standin(&tag("native"));
@@ -437,4 +459,250 @@ fn native_on_a_build_without_the_feature_says_how_to_get_it() {
         .code(2)
         .stderr(predicates::str::contains("libunwind-dev"))
         .stderr(predicates::str::contains("--features native"));
+}
+
+/// With native stacks (this crate's `native` feature: the coldstart run is
+/// built with its own, and `cargo xtask test` runs these as a step of
+/// their own): the example service, a tokio pool of two Python workers
+/// kept busy, read whole; a Rust process busy in a function of its own.
+#[cfg(feature = "native")]
+mod native_stacks {
+    use super::*;
+
+    impl Tree {
+        /// The next line, which must start with `prefix`.
+        fn line(&mut self, prefix: &str) -> String {
+            let line = self
+                .lines
+                .recv_timeout(LINE_TIMEOUT)
+                .unwrap_or_else(|e| panic!("no {prefix:?} line: {e}"));
+            assert!(line.starts_with(prefix), "not a {prefix:?} line: {line:?}");
+            line
+        }
+    }
+
+    /// `ml-service --serve`: (tree, its workers' pids) once it serves.
+    fn service() -> (Tree, Vec<u32>) {
+        let mut cmd = Command::new(support::example_service_bin());
+        cmd.arg("--serve");
+        let mut tree = Tree::start(cmd);
+        // The workers' ready lines come first.
+        let serving = loop {
+            let line = tree
+                .lines
+                .recv_timeout(LINE_TIMEOUT)
+                .unwrap_or_else(|e| panic!("the service never served: {e}"));
+            if line.starts_with("serving:") {
+                break line;
+            }
+        };
+        // `serving: service PID, workers A B`
+        let workers: Vec<u32> = serving
+            .split_once("workers ")
+            .expect("a workers list")
+            .1
+            .split_whitespace()
+            .map(|p| p.parse().expect("a pid"))
+            .collect();
+        assert_eq!(workers.len(), 2, "{serving}");
+        tree.announced.extend(&workers);
+        (tree, workers)
+    }
+
+    #[test]
+    fn dump_native_of_the_service_shows_its_own_and_tokio_frames_and_the_workers_python() {
+        let (tree, workers) = service();
+        let cwd = tempfile::tempdir().unwrap();
+        let pid = tree.pid().to_string();
+        let out = coldstart(cwd.path())
+            .args(["dump", &pid, "--native"])
+            .output()
+            .unwrap();
+        let text = stdout_of(&out);
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        println!("{text}");
+        assert!(text.contains("stopped while unwound"), "{text}");
+        // The service's own crate and tokio, with files and lines.
+        assert!(text.contains("ml_service::"), "{text}");
+        assert!(text.contains("(service/src/main.rs:"), "{text}");
+        assert!(text.contains("(tokio-"), "{text}");
+        assert!(text.contains("\"tokio-rt-worker\""), "{text}");
+        assert!(text.contains("frames [unknown]"), "{text}");
+        // Each worker's Python frames, in the same report.
+        for w in &workers {
+            assert!(text.contains(&format!("Process {w}: ")), "{text}");
+        }
+        assert!(text.contains("(mlworker/__main__.py:"), "{text}");
+        assert!(text.contains(&format!("While process {pid} ")), "{text}");
+
+        let out = coldstart(cwd.path())
+            .args(["dump", &pid, "--native", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["schema"], "coldstart.dump/1");
+        let parent = &doc["processes"][0]["native"];
+        assert_eq!(parent["unwound"], true, "{parent}");
+        let main = &parent["threads"][0];
+        assert_eq!(main["os_thread_id"], tree.pid(), "{main}");
+        assert!(
+            main["frames"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["name"] == "ml_service::main"),
+            "{main}"
+        );
+        assert_eq!(doc["parent_wait"]["workers"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn record_native_of_the_service_writes_both_halves_in_one_svg_and_one_speedscope_file() {
+        let (tree, workers) = service();
+        let cwd = tempfile::tempdir().unwrap();
+        let pid = tree.pid().to_string();
+        let record = |format: &str, file: &str| {
+            let out = coldstart(cwd.path())
+                .args(["record", &pid, "--native", "--subprocesses", "--idle"])
+                .args(["--duration", "2", "--format", format, "-o", file])
+                .output()
+                .unwrap();
+            let text = stdout_of(&out);
+            assert!(
+                out.status.success(),
+                "{text}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("each process is stopped"),
+                "the stop is said"
+            );
+            std::fs::read_to_string(cwd.path().join(file)).unwrap()
+        };
+        let svg = record("flamegraph", "both.svg");
+        support::assert_well_formed_svg(&svg);
+        let roots: Vec<String> = svg_frames(&svg)
+            .into_iter()
+            .map(|(f, _)| f)
+            .filter(|f| f.starts_with("process "))
+            .collect();
+        // The service and each worker: roots side by side.
+        let root_of = |p: &str| format!("process {p}:");
+        assert!(
+            roots.iter().any(|r| r.starts_with(&root_of(&pid))),
+            "{roots:?}"
+        );
+        for w in &workers {
+            assert!(
+                roots
+                    .iter()
+                    .any(|r| r.starts_with(&root_of(&w.to_string()))),
+                "{roots:?}"
+            );
+        }
+        assert!(svg.contains("ml_service::"), "the service's own frames");
+        assert!(svg.contains("mlworker/__main__.py"), "the workers' frames");
+
+        let speedscope = record("speedscope", "both.speedscope.json");
+        let doc: serde_json::Value = serde_json::from_str(&speedscope).unwrap();
+        let names: Vec<&str> = doc["profiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        assert!(
+            names.iter().any(|n| n.starts_with(&root_of(&pid))),
+            "{names:?}"
+        );
+        for w in &workers {
+            assert!(
+                names
+                    .iter()
+                    .any(|n| n.starts_with(&root_of(&w.to_string()))),
+                "{names:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_rust_process_the_kernel_will_not_let_us_unwind_gives_the_permission_error() {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rust-spinner"));
+        cmd.args(["0", "not-dumpable"]);
+        let mut tree = Tree::start(cmd);
+        tree.line("ready");
+        let pid = tree.pid().to_string();
+        let cwd = tempfile::tempdir().unwrap();
+        for args in [
+            vec!["dump", &pid, "--native"],
+            vec!["top", &pid, "--native", "-n", "1"],
+        ] {
+            let out = coldstart_without_ptrace_rights(cwd.path())
+                .args(&args)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            for words in [
+                format!("the kernel does not let this process read the memory of process {pid}"),
+                "PR_SET_DUMPABLE".to_owned(),
+                "CAP_SYS_PTRACE".to_owned(),
+            ] {
+                assert!(
+                    stderr.contains(&words),
+                    "{args:?}: {words:?} missing: {stderr}"
+                );
+            }
+        }
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        assert!(status.contains("TracerPid:\t0"), "{status}");
+    }
+
+    #[test]
+    fn top_native_finds_a_rust_process_in_its_own_busy_function() {
+        let mut tree = Tree::start({
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_rust-spinner"));
+            cmd.arg("0");
+            cmd
+        });
+        tree.line("ready");
+        {
+            use std::io::Write as _;
+            let stdin = tree.stdin.as_mut().expect("piped");
+            writeln!(stdin, "go").unwrap();
+            stdin.flush().unwrap();
+        }
+        let cwd = tempfile::tempdir().unwrap();
+        let out = coldstart(cwd.path())
+            // A set rate: each refresh holds about 20 rounds, whatever the
+            // load (the adaptive one can fall to a round a second).
+            .args(["top", &tree.pid().to_string(), "--native", "-n", "2"])
+            .args(["--rate", "20"])
+            .output()
+            .unwrap();
+        let text = stdout_of(&out);
+        assert!(
+            out.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // In the last refresh the known function is on the stack of most
+        // samples (its own time is shared with the calls it makes).
+        let last = text.rsplit("coldstart top:").next().unwrap_or_default();
+        let row = last
+            .lines()
+            .find(|l| l.contains("spin_in_a_known_function (rust_spinner.rs:"))
+            .unwrap_or_else(|| panic!("the known function is not listed:\n{text}"));
+        let total_share: f64 = row
+            .split_whitespace()
+            .nth(3)
+            .and_then(|p| p.trim_end_matches('%').parse().ok())
+            .unwrap_or_else(|| panic!("no total share in {row:?}"));
+        assert!(total_share >= 50.0, "{text}");
+    }
 }

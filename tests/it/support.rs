@@ -82,15 +82,48 @@ pub fn xtask_bin() -> &'static Path {
 }
 
 /// Path of the installed-style `coldstart` binary, built on first use into
-/// this run's target dir.
+/// this run's target dir; with this crate's `native` feature (the tests of
+/// native stacks, a step of their own in `cargo xtask test`), built with
+/// coldstart's `native` feature.
 pub fn coldstart_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| built("coldstart", "coldstart"))
+    BIN.get_or_init(|| {
+        if cfg!(feature = "native") {
+            built_with(
+                "coldstart",
+                "coldstart",
+                &["--features", "coldstart/native"],
+            )
+        } else {
+            built("coldstart", "coldstart")
+        }
+    })
+}
+
+/// The example project's service (`examples/ml-service`), built on first
+/// use into this run's target dir (the build `tokio_front` also makes).
+pub fn example_service_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let out = printed(example_cargo(&["build", "-q", "-p", "ml-service"]));
+        assert!(out.status.success(), "building the example service failed");
+        let exe = std::env::current_exe().unwrap();
+        exe.ancestors()
+            .nth(3)
+            .expect("target dir")
+            .join("debug")
+            .join("ml-service")
+    })
 }
 
 /// `cargo build --package PACKAGE --bin BIN` into this run's target dir;
 /// the binary's path.
 fn built(package: &str, bin: &str) -> PathBuf {
+    built_with(package, bin, &[])
+}
+
+/// [`built`] with more arguments to `cargo build` (features).
+fn built_with(package: &str, bin: &str, extra: &[&str]) -> PathBuf {
     // This test binary is <target>/debug/deps/it-HASH.
     let exe = std::env::current_exe().expect("current_exe");
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/debug");
@@ -98,6 +131,7 @@ fn built(package: &str, bin: &str) -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .args(["build", "--quiet", "--package", package, "--bin", bin])
+        .args(extra)
         .arg("--target-dir")
         .arg(target_dir)
         .current_dir(root())

@@ -13,9 +13,20 @@
 //!                                   "status": "idle" | "active" | "active+gil",
 //!                                   "active": bool, "owns_gil": bool,
 //!                                   "frames": [ { "name", "filename", "short_filename", "line" } ] } ],
-//!                    "error": str | null } ],       // a process seen but not read
+//!                    "error": str | null,           // a process seen but not read (as Python)
+//!                    "native": { "exe": str, "unwound": bool,   // the asked-for process when it is not
+//!                                "threads": [ thread ],         // Python: its threads (frames with --native,
+//!                                "unknown_frames": int }        // the thread id the kernel's), or
+//!                              | { "error": str } | null } ],   // why they could not be read
+//!   "parent_wait": { "pid": int, "threads": int, "idle": int,  // that process's idle threads and
+//!                    "workers": [ { "pid": int, "busy": bool,  // whether each Python process below
+//!                                   "active_threads": int,     // it was busy, and where
+//!                                   "at": frame | null } ] } | null,
 //!   "errors": [ { "pid": int, "error": str } ] }    // a process asked for but not reached
 //! ```
+//!
+//! `native` and `parent_wait` were added to `/1` (a schema only gains
+//! fields): a reader of the first fields sees what it saw before.
 
 use serde::Serialize;
 
@@ -29,6 +40,9 @@ pub struct DumpJson {
     pub schema: &'static str,
     /// Each process read (a selected one and its Python descendants).
     pub processes: Vec<DumpedProcess>,
+    /// The first selected process's wait, when it is not Python and
+    /// Python processes are below it.
+    pub parent_wait: Option<ParentWait>,
     /// Each selected process that could not be read at all.
     pub errors: Vec<DumpError>,
 }
@@ -50,6 +64,58 @@ pub struct DumpedProcess {
     pub threads: Vec<DumpedThread>,
     /// Why it could not be read.
     pub error: Option<String>,
+    /// For the asked-for process when it is not Python: its threads.
+    pub native: Option<NativeThreads>,
+}
+
+/// The threads of a process that is not Python, or why they could not be
+/// read.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum NativeThreads {
+    /// Read.
+    Read {
+        /// Its executable.
+        exe: String,
+        /// Whether the stacks were unwound (`--native`).
+        unwound: bool,
+        /// Each thread (`thread_id` and `os_thread_id` are the kernel's;
+        /// `owns_gil` is false).
+        threads: Vec<DumpedThread>,
+        /// Frames no symbol covers (named `[unknown]`).
+        unknown_frames: usize,
+    },
+    /// Not read.
+    Failed {
+        /// What went wrong and what to do.
+        error: String,
+    },
+}
+
+/// Whether each worker was busy while the process above it waited.
+#[derive(Debug, Clone, Serialize)]
+pub struct ParentWait {
+    /// The parent.
+    pub pid: u32,
+    /// Its threads.
+    pub threads: usize,
+    /// Its idle threads.
+    pub idle: usize,
+    /// Each Python process below it.
+    pub workers: Vec<WorkerState>,
+}
+
+/// One worker of a [`ParentWait`].
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerState {
+    /// Its pid.
+    pub pid: u32,
+    /// Some thread of it was active.
+    pub busy: bool,
+    /// How many of its threads were active.
+    pub active_threads: usize,
+    /// The innermost frame of its first active thread, else of its first.
+    pub at: Option<DumpedFrame>,
 }
 
 /// A parent in a process's chain.

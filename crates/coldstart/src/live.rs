@@ -16,8 +16,10 @@ use harness::live::{self, Ended, Format, LiveOptions, RecordOptions};
 /// How to read, shared by the three commands.
 #[derive(Debug, clap::Args)]
 pub struct ReadArgs {
-    /// Native (C/C++) frames under the Python ones (a build with the
-    /// `native` feature; the processes are stopped while they are unwound).
+    /// Native (C/C++) frames under the Python ones, and the native stacks
+    /// of a process that is not Python (the Rust service above the
+    /// workers), symbolized from its binary (a build with the `native`
+    /// feature; the processes are stopped while they are unwound).
     #[arg(long)]
     native: bool,
     /// Pause each process while it is read, so no stack is read
@@ -223,7 +225,7 @@ fn top_frame(
     let all: u64 = window.stacks.iter().map(|s| s.samples).sum();
     writeln!(
         w,
-        "coldstart top: process {}{} - {:.1} s, {} rounds, {} failed reads",
+        "coldstart top: process {}{} - {:.1} s, {} rounds, {} failed reads{}",
         args.pid,
         if options.subprocesses {
             " and its subprocesses"
@@ -233,6 +235,11 @@ fn top_frame(
         seconds,
         window.ticks,
         window.errors,
+        if options.native {
+            " (--native: each process stopped while it is unwound)"
+        } else {
+            ""
+        },
     )?;
     let top = live::top_frames(&window.stacks, args.rows);
     let rows: Vec<(&str, u64, u64)> = top
@@ -247,7 +254,7 @@ fn top_frame(
 /// way to its Python descendants when they were not followed.
 fn could_not(e: harness::Error, what: &str, pid: u32, subprocesses: bool) -> anyhow::Error {
     let hint = if e.is_not_python() && !subprocesses {
-        " (for the Python processes below one that is not Python, such as the service above the workers, add --subprocesses)"
+        " (for the Python processes below one that is not Python, such as the service above the workers, add --subprocesses; for its own native stacks, --native)"
     } else {
         ""
     };
@@ -280,7 +287,7 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
     // Said once the sampler reads the process: a signal from here on
     // writes what was sampled.
     eprintln!(
-        "recording process {}{} at {} Hz{}; Ctrl-C writes what was sampled and stops",
+        "recording process {}{} at {} Hz{}{}; Ctrl-C writes what was sampled and stops",
         args.pid,
         if args.subprocesses {
             " and its subprocesses"
@@ -289,6 +296,11 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
         },
         options.rate_hz(),
         duration.map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64())),
+        if options.native {
+            " (--native: each process is stopped while it is unwound)"
+        } else {
+            ""
+        },
     );
     let rec = recorder
         .finish(&interrupt)
@@ -328,6 +340,20 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
             "warning: reading took {:.0}% of the time at {} Hz; a lower --rate (or none: it adapts) keeps the cost small",
             p.cost.reading_share() * 100.0,
             options.rate_hz()
+        )?;
+    }
+    for sp in p.processes.iter().filter(|sp| sp.native) {
+        let samples = p.samples.iter().filter(|s| s.pid == sp.pid).count();
+        writeln!(
+            stdout,
+            "native: process {} ({}) sampled for its native stacks, a root of its own: {samples} samples{}",
+            sp.pid,
+            sp.command,
+            if options.idle {
+                ""
+            } else {
+                " of running threads (--idle also keeps where its threads wait)"
+            }
         )?;
     }
     for sp in p.processes.iter().filter(|sp| sp.python_version.is_none()) {

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use pystacks::{
-    CollapsedStack, Dump, FrameTotal, NATIVE, NATIVE_UNAVAILABLE, ProcessDump, ProcessLabel,
-    Profile, PythonStacks, SampleWindow, Sampler, StopReason, ThreadStack, top_frames,
+    CollapsedStack, Dump, FrameTotal, NATIVE, NATIVE_UNAVAILABLE, NativeStacks, ParentWait,
+    ProcessDump, ProcessLabel, Profile, PythonStacks, SampleWindow, Sampler, StopReason,
+    ThreadStack, top_frames,
 };
 
 use crate::error::{Error, Result, invalid};
@@ -110,7 +111,9 @@ pub fn select(pids: &[u32], pattern: Option<&str>) -> Result<Vec<u32>> {
 /// Every thread's stack of `pid` and, with [`LiveOptions::subprocesses`],
 /// of every Python process below it, each with its chain of parents. A
 /// `pid` that is not Python (a shell, the Rust service) is searched for
-/// Python descendants; `Err` when none is found (or the kernel refuses).
+/// Python descendants and its own threads listed ([`NativeStacks`]; with
+/// [`LiveOptions::native`] unwound); `Err` when no process could be read
+/// (or the kernel refuses).
 pub fn dump(pid: u32, options: &LiveOptions, timeout: Duration) -> Result<Dump> {
     pystacks::dump(
         pid,
@@ -129,7 +132,23 @@ pub fn dump(pid: u32, options: &LiveOptions, timeout: Duration) -> Result<Dump> 
 /// `dumps`, and each pid of `failed` with what went wrong.
 pub fn dump_answer(dumps: &[Dump], failed: &[(u32, Error)]) -> answers::dump::DumpJson {
     use answers::dump::{
-        ChainLink, DumpError, DumpJson, DumpedFrame, DumpedProcess, DumpedThread, Python, SCHEMA,
+        ChainLink, DumpError, DumpJson, DumpedFrame, DumpedProcess, DumpedThread, NativeThreads,
+        Python, SCHEMA, WorkerState,
+    };
+    let frame = |f: &pystacks::Frame| DumpedFrame {
+        name: f.name.clone(),
+        filename: f.filename.clone(),
+        short_filename: f.short_filename.clone(),
+        line: f.line,
+    };
+    let thread = |t: &ThreadStack| DumpedThread {
+        thread_id: t.thread_id,
+        os_thread_id: t.os_thread_id,
+        name: t.name.clone(),
+        status: t.status(),
+        active: t.active,
+        owns_gil: t.owns_gil,
+        frames: t.frames.iter().map(frame).collect(),
     };
     let process = |p: &ProcessDump| {
         let (python, threads, error) = match &p.outcome {
@@ -138,31 +157,22 @@ pub fn dump_answer(dumps: &[Dump], failed: &[(u32, Error)]) -> answers::dump::Du
                     version: s.version.clone(),
                     exe: s.exe.clone(),
                 }),
-                s.threads
-                    .iter()
-                    .map(|t| DumpedThread {
-                        thread_id: t.thread_id,
-                        os_thread_id: t.os_thread_id,
-                        name: t.name.clone(),
-                        status: t.status(),
-                        active: t.active,
-                        owns_gil: t.owns_gil,
-                        frames: t
-                            .frames
-                            .iter()
-                            .map(|f| DumpedFrame {
-                                name: f.name.clone(),
-                                filename: f.filename.clone(),
-                                short_filename: f.short_filename.clone(),
-                                line: f.line,
-                            })
-                            .collect(),
-                    })
-                    .collect(),
+                s.threads.iter().map(thread).collect(),
                 None,
             ),
             Err(e) => (None, Vec::new(), Some(e.to_string())),
         };
+        let native = p.native.as_ref().map(|n| match n {
+            Ok(n) => NativeThreads::Read {
+                exe: n.exe.clone(),
+                unwound: n.unwound,
+                threads: n.threads.iter().map(thread).collect(),
+                unknown_frames: n.unknown_frames(),
+            },
+            Err(e) => NativeThreads::Failed {
+                error: e.to_string(),
+            },
+        });
         DumpedProcess {
             pid: p.pid,
             parent: p.parent,
@@ -178,6 +188,7 @@ pub fn dump_answer(dumps: &[Dump], failed: &[(u32, Error)]) -> answers::dump::Du
             python,
             threads,
             error,
+            native,
         }
     };
     DumpJson {
@@ -186,6 +197,24 @@ pub fn dump_answer(dumps: &[Dump], failed: &[(u32, Error)]) -> answers::dump::Du
             .iter()
             .flat_map(|d| d.processes.iter().map(process))
             .collect(),
+        parent_wait: dumps
+            .first()
+            .and_then(Dump::parent_wait)
+            .map(|w| answers::dump::ParentWait {
+                pid: w.pid,
+                threads: w.threads,
+                idle: w.idle,
+                workers: w
+                    .workers
+                    .iter()
+                    .map(|s| WorkerState {
+                        pid: s.pid,
+                        busy: s.busy,
+                        active_threads: s.active_threads,
+                        at: s.at.as_ref().map(frame),
+                    })
+                    .collect(),
+            }),
         errors: failed
             .iter()
             .map(|(pid, e)| DumpError {
@@ -310,7 +339,9 @@ impl StackRecorder {
         let file = &mut self.file;
         let written = match self.format {
             Format::Flamegraph => report::profile::flamegraph_svg(&report_stacks, &title, file),
-            Format::Speedscope => report::profile::speedscope(&report_stacks, &title, file),
+            Format::Speedscope => {
+                report::profile::speedscope_profiles(&per_process(&profile), &title, file)
+            }
             Format::Collapsed => pystacks::write_collapsed(&stacks, file),
         };
         written.map_err(|e| Error::io("write", &self.out, e))?;
@@ -326,6 +357,33 @@ impl StackRecorder {
 /// [`StackRecorder::start`] then [`StackRecorder::finish`].
 pub fn record(pid: u32, options: &RecordOptions, interrupt: &Interrupt) -> Result<Recording> {
     StackRecorder::start(pid, options)?.finish(interrupt)
+}
+
+/// One speedscope profile per process sampled (the service and each
+/// worker side by side), named `process PID: command`, in the order they
+/// were met; one profile even when nothing was sampled.
+fn per_process(profile: &Profile) -> Vec<(String, Vec<report::profile::SampledStack>)> {
+    let groups: Vec<_> = profile
+        .processes
+        .iter()
+        .map(|p| {
+            let stacks: Vec<_> = profile
+                .collapsed_where(|s| s.pid == p.pid)
+                .into_iter()
+                .map(|s| report::profile::SampledStack {
+                    frames: s.frames,
+                    samples: s.samples,
+                })
+                .collect();
+            (format!("process {}: {}", p.pid, p.command), stacks)
+        })
+        .filter(|(_, stacks)| !stacks.is_empty())
+        .collect();
+    if groups.is_empty() {
+        let pid = profile.processes.first().map_or(0, |p| p.pid);
+        return vec![(command_of(profile, pid), Vec::new())];
+    }
+    groups
 }
 
 fn command_of(profile: &Profile, pid: u32) -> String {

@@ -6,9 +6,10 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use crate::error::Error;
+use crate::native::{self, NativeReader, NativeStacks};
 use crate::procfs;
 use crate::spy::{Lines, Spy};
-use crate::stack::ThreadStack;
+use crate::stack::{Frame, ThreadStack};
 use crate::tree::{ProcessLabel, parent_chain};
 
 /// How to dump.
@@ -23,9 +24,11 @@ pub struct DumpOptions {
     /// [`SamplerOptions::pause`](crate::SamplerOptions::pause). Off by
     /// default: a hung process's stacks do not change under the reader.
     pub pause: bool,
-    /// Native (C/C++) frames merged under the Python ones (the `native`
-    /// feature; [`Error::NativeUnavailable`] without it). Unwinding needs
-    /// the process stopped, so it implies [`pause`](Self::pause).
+    /// Native (C/C++) frames merged under the Python ones, and the native
+    /// stacks of the asked-for process when it is not Python (the Rust
+    /// service above the workers) (the `native` feature;
+    /// [`Error::NativeUnavailable`] without it). Unwinding needs the
+    /// process stopped, so it implies [`pause`](Self::pause).
     pub native: bool,
     /// Fill [`ProcessDump::chain`]: every process's parents up to the
     /// first process, with their command lines (who started this worker).
@@ -80,6 +83,10 @@ pub struct ProcessDump {
     /// Its stacks, or why they could not be read (not Python, gone,
     /// denied, ...).
     pub outcome: Result<PythonStacks, Error>,
+    /// For the asked-for process when it is not Python: its threads, with
+    /// their names and states, and with [`DumpOptions::native`] their
+    /// native stacks (or why they could not be unwound).
+    pub native: Option<Result<NativeStacks, Error>>,
 }
 
 /// The Python side of one process.
@@ -94,12 +101,117 @@ pub struct PythonStacks {
     pub threads: Vec<ThreadStack>,
 }
 
+/// What the workers do while the process above them (not Python) is read:
+/// the pattern of a parent waiting on a busy worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ParentWait {
+    /// The parent (the asked-for process).
+    pub pid: u32,
+    /// Its threads.
+    pub threads: usize,
+    /// Those of its threads that were idle (parked, waiting).
+    pub idle: usize,
+    /// Each Python process below it, in the dump's order.
+    pub workers: Vec<WorkerState>,
+}
+
+/// One Python process below a [`ParentWait`]'s parent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct WorkerState {
+    /// The worker.
+    pub pid: u32,
+    /// Some thread of it was active (running Python frames).
+    pub busy: bool,
+    /// How many of its threads were active.
+    pub active_threads: usize,
+    /// The innermost Python frame of its first active thread (busy), else
+    /// of its first thread (where it waits).
+    pub at: Option<Frame>,
+}
+
 impl Dump {
     /// The processes whose stacks were read.
     pub fn python_processes(&self) -> impl Iterator<Item = (&ProcessDump, &PythonStacks)> {
         self.processes
             .iter()
             .filter_map(|p| p.outcome.as_ref().ok().map(|s| (p, s)))
+    }
+
+    /// The asked-for process's threads, when it is not Python and they
+    /// were read.
+    pub fn parent_threads(&self) -> Option<&NativeStacks> {
+        self.processes.first()?.native.as_ref()?.as_ref().ok()
+    }
+
+    /// Whether each worker is busy while the parent (not Python) waits:
+    /// `None` unless the asked-for process is not Python, its threads were
+    /// read and a Python process is below it.
+    pub fn parent_wait(&self) -> Option<ParentWait> {
+        let parent = self.parent_threads()?;
+        let workers: Vec<WorkerState> = self
+            .python_processes()
+            .map(|(p, s)| {
+                let active: Vec<&ThreadStack> = s.threads.iter().filter(|t| t.active).collect();
+                let shown = active.first().copied().or(s.threads.first());
+                WorkerState {
+                    pid: p.pid,
+                    busy: !active.is_empty(),
+                    active_threads: active.len(),
+                    // The innermost Python frame (a line), under any
+                    // native ones `--native` merged in.
+                    at: shown.and_then(|t| {
+                        t.frames
+                            .iter()
+                            .find(|f| f.line > 0)
+                            .or(t.frames.first())
+                            .cloned()
+                    }),
+                }
+            })
+            .collect();
+        if workers.is_empty() {
+            return None;
+        }
+        Some(ParentWait {
+            pid: self.processes[0].pid,
+            threads: parent.threads.len(),
+            idle: parent.idle_threads(),
+            workers,
+        })
+    }
+}
+
+impl fmt::Display for ParentWait {
+    /// `While process P waits (I of N threads idle):` (or `runs`), then a
+    /// line per worker: busy or idle, and where.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verb = if self.idle == self.threads {
+            "waits"
+        } else {
+            "runs"
+        };
+        writeln!(
+            f,
+            "While process {} {verb} ({} of {} threads idle):",
+            self.pid, self.idle, self.threads
+        )?;
+        for w in &self.workers {
+            let at = w.at.as_ref().map_or(String::new(), |f| format!(", in {f}"));
+            if w.busy {
+                writeln!(
+                    f,
+                    "    worker {} is busy ({} active thread{}){at}",
+                    w.pid,
+                    w.active_threads,
+                    if w.active_threads == 1 { "" } else { "s" }
+                )?;
+            } else {
+                writeln!(f, "    worker {} is idle{at}", w.pid)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -136,7 +248,7 @@ pub fn dump(pid: u32, options: &DumpOptions) -> Result<Dump, Error> {
     match rx.recv_timeout(options.timeout) {
         Ok(processes) => {
             let _ = reader.join();
-            into_result(subprocesses, processes)
+            into_result(subprocesses, options.native, processes)
         }
         Err(_) => Err(Error::Timeout {
             pid,
@@ -154,7 +266,15 @@ struct How {
 }
 
 fn read_tree(pid: u32, subprocesses: bool, how: How) -> Vec<ProcessDump> {
-    let mut out = vec![read_one(pid, None, how)];
+    let mut root = read_one(pid, None, how);
+    if matches!(root.outcome, Err(Error::NotPython { .. })) {
+        root.native = Some(if how.native {
+            NativeReader::attach(pid).and_then(|mut r| r.read(false))
+        } else {
+            native::listed(pid)
+        });
+    }
+    let mut out = vec![root];
     if subprocesses {
         for (child, parent) in procfs::descendants(pid) {
             out.push(read_one(child, Some(parent), how));
@@ -175,6 +295,7 @@ fn read_one(pid: u32, parent: Option<u32>, how: How) -> ProcessDump {
             Vec::new()
         },
         outcome: read_stacks(pid, how),
+        native: None,
     }
 }
 
@@ -213,9 +334,21 @@ fn read_stacks(pid: u32, how: How) -> Result<PythonStacks, Error> {
     }
 }
 
-fn into_result(subprocesses: bool, mut processes: Vec<ProcessDump>) -> Result<Dump, Error> {
-    if processes.iter().any(|p| p.outcome.is_ok()) {
+fn into_result(
+    subprocesses: bool,
+    native: bool,
+    mut processes: Vec<ProcessDump>,
+) -> Result<Dump, Error> {
+    let parent_unwound = native && matches!(processes[0].native, Some(Ok(_)));
+    if parent_unwound || processes.iter().any(|p| p.outcome.is_ok()) {
         return Ok(Dump { processes });
+    }
+    if let Some(Err(e)) = processes[0].native.take()
+        && native
+    {
+        // Asked for its native stacks, and they were refused: that says
+        // what to allow.
+        return Err(e);
     }
     let root = processes.swap_remove(0);
     match root.outcome {
@@ -260,9 +393,19 @@ impl fmt::Display for Dump {
                         write!(f, "{t}")?;
                     }
                 }
-                Err(Error::NotPython { .. }) => writeln!(f, "(not a Python process)")?,
+                Err(Error::NotPython { .. }) => match &p.native {
+                    Some(Ok(threads)) => write!(f, "{threads}")?,
+                    Some(Err(e)) => {
+                        writeln!(f, "(not a Python process; its threads: {e})")?;
+                    }
+                    None => writeln!(f, "(not a Python process)")?,
+                },
                 Err(e) => writeln!(f, "(no Python stack: {e})")?,
             }
+        }
+        if let Some(wait) = self.parent_wait() {
+            writeln!(f)?;
+            write!(f, "{wait}")?;
         }
         Ok(())
     }
@@ -299,6 +442,7 @@ mod tests {
                             }],
                         }],
                     }),
+                    native: None,
                 },
                 ProcessDump {
                     pid: 11,
@@ -311,6 +455,7 @@ mod tests {
                         searched_children: false,
                         detail: String::new(),
                     }),
+                    native: None,
                 },
             ],
         };
@@ -326,6 +471,106 @@ mod tests {
              (not a Python process)\n"
         );
         assert_eq!(d.python_processes().count(), 1);
+    }
+
+    fn thread(tid: u64, name: &str, active: bool, frames: Vec<Frame>) -> ThreadStack {
+        ThreadStack {
+            thread_id: tid,
+            os_thread_id: Some(tid),
+            name: Some(name.into()),
+            active,
+            owns_gil: false,
+            frames,
+        }
+    }
+
+    fn frame(name: &str, file: &str, line: u32) -> Frame {
+        Frame {
+            name: name.into(),
+            filename: format!("/src/{file}"),
+            short_filename: file.into(),
+            line,
+        }
+    }
+
+    #[test]
+    fn a_waiting_parent_is_shown_with_its_threads_and_whether_each_worker_is_busy() {
+        let parked = vec![
+            frame("syscall", "libc.so.6", 0),
+            frame(
+                "tokio::runtime::park::Inner::park",
+                "tokio/src/runtime/park.rs",
+                116,
+            ),
+        ];
+        let worker = |pid: u32, active: bool, at: &str| ProcessDump {
+            pid,
+            parent: Some(10),
+            chain: vec![],
+            command: "python3 -m mlworker".into(),
+            outcome: Ok(PythonStacks {
+                version: "3.11.7".into(),
+                exe: "/usr/bin/python3.11".into(),
+                threads: vec![thread(
+                    u64::from(pid),
+                    "MainThread",
+                    active,
+                    vec![frame(at, "mlworker/__main__.py", 20)],
+                )],
+            }),
+            native: None,
+        };
+        let d = Dump {
+            processes: vec![
+                ProcessDump {
+                    pid: 10,
+                    parent: None,
+                    chain: vec![],
+                    command: "ml-service --serve".into(),
+                    outcome: Err(Error::NotPython {
+                        pid: 10,
+                        command: "ml-service --serve".into(),
+                        searched_children: false,
+                        detail: String::new(),
+                    }),
+                    native: Some(Ok(NativeStacks {
+                        exe: "/bin/ml-service".into(),
+                        threads: vec![
+                            thread(10, "ml-service", false, parked.clone()),
+                            thread(12, "tokio-runtime-w", false, parked),
+                        ],
+                        unwound: true,
+                    })),
+                },
+                worker(11, true, "tokenize"),
+                worker(13, false, "readline"),
+            ],
+        };
+        let text = d.to_string();
+        assert!(
+            text.starts_with(
+                "Process 10: ml-service --serve\n\
+                 Native (not Python): /bin/ml-service, 2 threads (2 idle), stopped while unwound\n\
+                 \n\
+                 Thread 10 (idle): \"ml-service\"\n    syscall (libc.so.6)\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("0 of 4 frames [unknown]"), "{text}");
+        assert!(
+            text.ends_with(
+                "While process 10 waits (2 of 2 threads idle):\n\
+                 \x20   worker 11 is busy (1 active thread), in tokenize (mlworker/__main__.py:20)\n\
+                 \x20   worker 13 is idle, in readline (mlworker/__main__.py:20)\n"
+            ),
+            "{text}"
+        );
+        let wait = d.parent_wait().expect("a parent above workers");
+        assert_eq!((wait.threads, wait.idle), (2, 2));
+        assert_eq!(
+            wait.workers.iter().map(|w| w.busy).collect::<Vec<_>>(),
+            [true, false]
+        );
     }
 
     #[test]

@@ -88,6 +88,18 @@ pub enum Error {
         /// The process.
         pid: u32,
     },
+    /// The native stacks of a process that is not Python could not be
+    /// unwound (a thread that would not stop, a stack libunwind could not
+    /// follow).
+    #[error(
+        "could not unwind the native stacks of process {pid}: {detail}; it may have been exiting or changing too fast, retry"
+    )]
+    NativeRead {
+        /// The process.
+        pid: u32,
+        /// What the unwinder said.
+        detail: String,
+    },
 }
 
 impl Error {
@@ -100,6 +112,7 @@ impl Error {
             | Error::UnsupportedPython { pid, .. }
             | Error::Timeout { pid, .. }
             | Error::Read { pid, .. }
+            | Error::NativeRead { pid, .. }
             | Error::NativeOfChild { pid } => Some(*pid),
             Error::Thread(_) | Error::ZeroRate | Error::NativeUnavailable => None,
         }
@@ -109,19 +122,8 @@ impl Error {
     /// on, asking `/proc` and the kernel what is really the matter.
     pub(crate) fn classify(pid: u32, err: &anyhow::Error) -> Error {
         let detail = format!("{err:#}");
-        if procfs::is_gone(pid) {
-            return Error::ProcessGone { pid };
-        }
-        let permission_in_chain = err.chain().any(|cause| {
-            cause
-                .downcast_ref::<std::io::Error>()
-                .is_some_and(procfs::is_permission_error)
-        }) || detail.contains("Permission denied")
-            || detail.contains("Operation not permitted")
-            || detail.contains("EPERM")
-            || detail.contains("EACCES");
-        if permission_in_chain || procfs::memory_access_denied(pid).is_some() {
-            return Error::PermissionDenied(PtraceDenial::inspect(pid, detail));
+        if let Some(lasting) = Error::gone_or_denied(pid, err, &detail) {
+            return lasting;
         }
         if detail.contains("Unsupported version of Python") {
             return Error::UnsupportedPython { pid, detail };
@@ -135,6 +137,37 @@ impl Error {
             };
         }
         Error::Read { pid, detail }
+    }
+
+    /// Turns what the native unwinder said about `pid` (a process that is
+    /// not Python) into the error a person can act on.
+    #[cfg_attr(not(feature = "native"), allow(dead_code))]
+    pub(crate) fn classify_native(pid: u32, err: &anyhow::Error) -> Error {
+        let detail = format!("{err:#}");
+        Error::gone_or_denied(pid, err, &detail).unwrap_or(Error::NativeRead { pid, detail })
+    }
+
+    /// The process gone, or the kernel refusing: the causes of a failed
+    /// read that retrying does not cure.
+    fn gone_or_denied(pid: u32, err: &anyhow::Error, detail: &str) -> Option<Error> {
+        if procfs::is_gone(pid) {
+            return Some(Error::ProcessGone { pid });
+        }
+        let permission_in_chain = err.chain().any(|cause| {
+            cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(procfs::is_permission_error)
+        }) || detail.contains("Permission denied")
+            || detail.contains("Operation not permitted")
+            || detail.contains("EPERM")
+            || detail.contains("EACCES");
+        if permission_in_chain || procfs::memory_access_denied(pid).is_some() {
+            return Some(Error::PermissionDenied(PtraceDenial::inspect(
+                pid,
+                detail.to_owned(),
+            )));
+        }
+        None
     }
 
     /// The error for `pid` when the kernel refuses access before py-spy

@@ -68,6 +68,14 @@
 //! to get them): a native frame's file is its shared object, e.g.
 //! `deflate (libz.so.1.2.13)`.
 //!
+//! - The process above the workers, when it is not Python (the Rust
+//!   service): [`dump`] lists its threads with their names and states
+//!   ([`NativeStacks`], [`Dump::parent_wait`]: whether each worker is busy
+//!   while it waits), and with [`DumpOptions::native`] unwinds each
+//!   thread's native stack (remoteprocess, the crate py-spy unwinds with:
+//!   the system's libunwind, symbols and DWARF through addr2line, Rust
+//!   names demangled); [`SamplerOptions::native`] samples it beside its
+//!   Python workers, each process a root of its own.
 //! - [`tree`]: the process tree around a pid: which processes match a
 //!   command-line pattern (what `pgrep -f` is for), and each process's
 //!   chain of parents with their command lines.
@@ -77,6 +85,7 @@
 mod collapsed;
 mod dump;
 mod error;
+mod native;
 mod procfs;
 mod sampler;
 mod spy;
@@ -87,8 +96,9 @@ pub use collapsed::{
     CollapsedStack, FrameTotal, ImportShare, collapsed_text, import_share, is_import_frame,
     is_label_frame, top_frames, write_collapsed,
 };
-pub use dump::{Dump, DumpOptions, ProcessDump, PythonStacks, dump};
+pub use dump::{Dump, DumpOptions, ParentWait, ProcessDump, PythonStacks, WorkerState, dump};
 pub use error::{Error, PtraceDenial};
+pub use native::{NativeStacks, UNKNOWN_FRAME};
 pub use sampler::{
     Profile, Sample, SampleWindow, SampledProcess, Sampler, SamplerCost, SamplerOptions,
     StopHandle, StopReason,

@@ -32,6 +32,44 @@ fn state_of(stat: &str) -> Option<char> {
     after.split_whitespace().next()?.chars().next()
 }
 
+/// One thread of a process, as `/proc/PID/task` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Task {
+    /// The kernel's thread id.
+    pub(crate) tid: u32,
+    /// Its name (`comm`: the kernel keeps 15 bytes of it, so tokio's
+    /// `tokio-runtime-worker` reads `tokio-runtime-w`).
+    pub(crate) name: String,
+    /// Its state letter (`R` running, `S` sleeping, `D` in the kernel, ...).
+    pub(crate) state: char,
+}
+
+/// Every thread of `pid`, the leader (tid = pid) first, then by tid;
+/// empty when it is gone.
+pub(crate) fn tasks(pid: u32) -> Vec<Task> {
+    let Ok(entries) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut tids: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_by_key(|tid| (*tid != pid, *tid));
+    tids.into_iter()
+        .filter_map(|tid| {
+            let stat = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+            let name = fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                .map(|c| c.trim_end_matches('\n').to_owned())
+                .unwrap_or_default();
+            Some(Task {
+                tid,
+                name,
+                state: state_of(&stat)?,
+            })
+        })
+        .collect()
+}
+
 /// The parent pid of a `/proc/PID/stat` line.
 fn ppid_of(stat: &str) -> Option<u32> {
     let after = &stat[stat.rfind(')')? + 1..];
@@ -218,6 +256,31 @@ mod tests {
         // SAFETY: getppid has no preconditions.
         assert_eq!(parent_of(me), Some(unsafe { libc::getppid() } as u32));
         assert!(!cmdline(me).is_empty());
+    }
+
+    #[test]
+    fn this_process_lists_its_threads_leader_first_with_their_names() {
+        let me = std::process::id();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
+        let named = std::thread::Builder::new()
+            .name("procfs-task-test".into())
+            .spawn(move || {
+                // Its name is set before its body runs.
+                let _ = started_tx.send(());
+                rx.recv()
+            })
+            .expect("a thread");
+        started.recv().expect("the thread started");
+        let found = tasks(me);
+        drop(tx);
+        let _ = named.join();
+        assert_eq!(found.first().map(|t| t.tid), Some(me), "{found:?}");
+        // The kernel keeps 15 bytes of a thread's name.
+        assert!(
+            found.iter().any(|t| t.name == "procfs-task-tes"),
+            "the named thread is listed: {found:?}"
+        );
     }
 
     #[test]

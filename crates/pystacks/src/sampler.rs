@@ -11,9 +11,10 @@ use timeline::monotonic_ns;
 
 use crate::collapsed::CollapsedStack;
 use crate::error::Error;
+use crate::native::NativeReader;
 use crate::procfs;
 use crate::spy::{Lines, Spy};
-use crate::stack::sanitize;
+use crate::stack::{ThreadStack, sanitize};
 
 /// How often descendants are looked for.
 const SCAN_EVERY: Duration = Duration::from_millis(50);
@@ -58,7 +59,12 @@ pub struct SamplerOptions {
     pub pause: bool,
     /// Native (C/C++) frames merged under the Python ones (the `native`
     /// feature; [`Error::NativeUnavailable`] without it). Unwinding needs
-    /// the process stopped, so it implies [`pause`](Self::pause).
+    /// the process stopped, so it implies [`pause`](Self::pause). The
+    /// asked-for process, when it is not Python (the Rust service above
+    /// its workers), is then sampled too, its native stacks unwound; with
+    /// [`subprocesses`](Self::subprocesses) its stacks and each
+    /// descendant's are rooted in their own `process PID:"command"` label
+    /// (separate roots, not the workers under the service).
     pub native: bool,
     /// The most of the time the sampler may spend reading, e.g. `0.05`:
     /// when a round of reads takes longer than that share of the period
@@ -130,8 +136,11 @@ pub struct SampledProcess {
     pub parent: Option<u32>,
     /// Its command line when it was attached (or last looked at).
     pub command: String,
-    /// The interpreter's version, for a process that was sampled.
+    /// The interpreter's version, for a Python process that was sampled.
     pub python_version: Option<String>,
+    /// Sampled for its native stacks: the asked-for process, not Python,
+    /// with [`SamplerOptions::native`].
+    pub native: bool,
     /// Why it was never sampled, for one that was not (not Python,
     /// denied, gone before its interpreter was readable, ...).
     pub not_sampled: Option<String>,
@@ -437,16 +446,38 @@ enum State {
         tried: Option<Instant>,
     },
     Attached {
-        spy: Box<Spy>,
+        reader: Reader,
         exe: String,
         labels: Vec<String>,
-        version: String,
+        /// The interpreter's version; `None` for a native process.
+        version: Option<String>,
     },
     /// Given up on, or exited.
     Done {
         version: Option<String>,
+        native: bool,
         why: Option<String>,
     },
+}
+
+/// What reads an attached process.
+enum Reader {
+    /// py-spy, for a Python process.
+    Python(Box<Spy>),
+    /// The native unwinder, for the asked-for process when it is not
+    /// Python and native stacks are asked for.
+    Native(Box<NativeReader>),
+}
+
+impl Reader {
+    /// Every thread's stack; a native process's idle threads without
+    /// frames unless `include_idle` (they are not sampled then).
+    fn threads(&mut self, include_idle: bool) -> Result<Vec<ThreadStack>, Error> {
+        match self {
+            Reader::Python(spy) => spy.threads(),
+            Reader::Native(native) => native.read(!include_idle).map(|s| s.threads),
+        }
+    }
 }
 
 /// The sampling thread's state.
@@ -467,6 +498,9 @@ struct Run {
     attach_ns: u64,
     started: Instant,
     root_error: Option<Error>,
+    /// The asked-for process is read natively (its label is not put above
+    /// its descendants' stacks).
+    root_native: bool,
     tree: procfs::ProcessTree,
     window: Arc<Mutex<Window>>,
     adapted_rate_hz: Option<f64>,
@@ -496,6 +530,7 @@ impl Run {
             attach_ns: 0,
             started: Instant::now(),
             root_error: None,
+            root_native: false,
             tree: procfs::ProcessTree::default(),
             window,
             adapted_rate_hz: None,
@@ -635,6 +670,23 @@ impl Run {
             let python_mapped = procfs::maps_mention_python(pid);
             let outcome = if gone {
                 Err(Error::ProcessGone { pid })
+            } else if python_mapped == Some(false)
+                && pid == self.root
+                && self.options.native
+                && procfs::parent_of(pid) != Some(std::process::id())
+            {
+                // The service above the workers: its native stacks (not
+                // of this process's own child, a launcher whose Python
+                // child is what is wanted; see `NativeOfChild`).
+                let t0 = Instant::now();
+                tried = Some(t0);
+                let r = NativeReader::attach(pid).and_then(|mut native| {
+                    native.read(false)?;
+                    Ok(Reader::Native(Box::new(native)))
+                });
+                self.attach_ns += t0.elapsed().as_nanos() as u64;
+                self.root_native = r.is_ok();
+                r
             } else if python_mapped == Some(false) {
                 // Not (yet) an interpreter: a launcher, or a fork about to
                 // exec Python. Cheap to look again next round.
@@ -652,19 +704,29 @@ impl Run {
                     self.options.lines,
                     self.options.pause,
                     self.options.native,
-                );
+                )
+                .map(|spy| Reader::Python(Box::new(spy)));
                 self.attach_ns += t0.elapsed().as_nanos() as u64;
                 r
             };
             let labels = self.labels_for(pid);
             let t = self.tracked.get_mut(&pid).expect("tracked");
             match outcome {
-                Ok(spy) => {
+                Ok(reader) => {
                     t.command = procfs::cmdline(pid);
+                    let (version, exe) = match &reader {
+                        Reader::Python(spy) => (Some(spy.version()), spy.exe()),
+                        Reader::Native(_) => (
+                            None,
+                            std::fs::read_link(format!("/proc/{pid}/exe"))
+                                .map(|p| p.to_string_lossy().into_owned())
+                                .unwrap_or_default(),
+                        ),
+                    };
                     t.state = State::Attached {
-                        version: spy.version(),
-                        exe: spy.exe(),
-                        spy: Box::new(spy),
+                        version,
+                        exe,
+                        reader,
                         labels,
                     };
                 }
@@ -685,6 +747,7 @@ impl Run {
                     t.state = if fatal || since.elapsed() >= self.options.attach_timeout {
                         State::Done {
                             version: None,
+                            native: false,
                             why: Some(why),
                         }
                     } else {
@@ -754,6 +817,10 @@ impl Run {
         let mut chain = vec![(pid, procfs::cmdline(pid))];
         let mut at = pid;
         while let Some(parent) = self.tracked.get(&at).and_then(|t| t.parent) {
+            if parent == self.root && self.root_native {
+                // The native parent is a root of its own beside them.
+                break;
+            }
             let command = self
                 .tracked
                 .get(&parent)
@@ -778,7 +845,7 @@ impl Run {
         for pid in self.order.clone() {
             let t = self.tracked.get_mut(&pid).expect("tracked");
             let State::Attached {
-                spy,
+                reader,
                 exe,
                 labels,
                 version,
@@ -788,7 +855,7 @@ impl Run {
             };
             let t_ns = monotonic_ns();
             let t0 = Instant::now();
-            let read = spy.threads();
+            let read = reader.threads(self.options.include_idle);
             self.read_ns += t0.elapsed().as_nanos() as u64;
             match read {
                 Ok(threads) => {
@@ -811,7 +878,8 @@ impl Run {
                 Err(e) => {
                     if procfs::is_gone(pid) {
                         t.state = State::Done {
-                            version: Some(version.clone()),
+                            native: version.is_none(),
+                            version: version.clone(),
                             why: None,
                         };
                     } else if std::fs::read_link(format!("/proc/{pid}/exe"))
@@ -854,11 +922,19 @@ impl Run {
             .iter()
             .map(|pid| {
                 let t = tracked.remove(pid).expect("tracked");
-                let (python_version, not_sampled) = match t.state {
-                    State::Attached { version, .. } => (Some(version), None),
-                    State::Done { version, why } => (version, why),
+                let (python_version, native, not_sampled) = match t.state {
+                    State::Attached { version, .. } => {
+                        let native = version.is_none();
+                        (version, native, None)
+                    }
+                    State::Done {
+                        version,
+                        native,
+                        why,
+                    } => (version, native, why),
                     State::Pending { last, .. } => (
                         None,
+                        false,
                         Some(last.unwrap_or_else(|| {
                             "sampling ended before it could be read".to_owned()
                         })),
@@ -869,6 +945,7 @@ impl Run {
                     parent: t.parent,
                     command: t.command,
                     python_version,
+                    native,
                     not_sampled,
                 }
             })

@@ -165,7 +165,14 @@ fn a_launcher_that_is_not_python_shows_its_python_child() {
     assert_eq!(d.python_processes().count(), 1, "{d}");
     let text = d.to_string();
     assert!(text.contains("hang_here_for_the_dump"), "{text}");
-    assert!(text.contains("(not a Python process)"), "{text}");
+    // The launcher's own thread, listed by name and state, not unwound.
+    assert!(text.contains("Native (not Python): "), "{text}");
+    assert!(
+        text.contains(&format!("Thread {} (idle): \"sh\"", sh.id())),
+        "{text}"
+    );
+    let wait = d.parent_wait().expect("a launcher above a Python process");
+    assert_eq!(wait.workers.len(), 1, "{text}");
 }
 
 #[test]

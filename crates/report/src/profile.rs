@@ -68,37 +68,52 @@ pub fn flamegraph_svg(stacks: &[SampledStack], title: &str, w: &mut dyn Write) -
 
 /// speedscope JSON: one `sampled` profile, weights in samples.
 pub fn speedscope(stacks: &[SampledStack], name: &str, w: &mut dyn Write) -> io::Result<()> {
+    speedscope_profiles(&[(name.to_owned(), stacks.to_vec())], name, w)
+}
+
+/// speedscope JSON with one `sampled` profile per named group of stacks
+/// (a process each: the service and each of its workers), over one shared
+/// frame table, weights in samples; `name` names the file.
+pub fn speedscope_profiles(
+    profiles: &[(String, Vec<SampledStack>)],
+    name: &str,
+    w: &mut dyn Write,
+) -> io::Result<()> {
     let mut frames: Vec<&str> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
-    let mut samples = Vec::with_capacity(stacks.len());
-    let mut weights = Vec::with_capacity(stacks.len());
-    for s in stacks {
-        let ids: Vec<usize> = s
-            .frames
-            .iter()
-            .map(|f| {
-                *index.entry(f.as_str()).or_insert_with(|| {
-                    frames.push(f.as_str());
-                    frames.len() - 1
+    let mut out = Vec::with_capacity(profiles.len());
+    for (profile_name, stacks) in profiles {
+        let mut samples = Vec::with_capacity(stacks.len());
+        let mut weights = Vec::with_capacity(stacks.len());
+        for s in stacks {
+            let ids: Vec<usize> = s
+                .frames
+                .iter()
+                .map(|f| {
+                    *index.entry(f.as_str()).or_insert_with(|| {
+                        frames.push(f.as_str());
+                        frames.len() - 1
+                    })
                 })
-            })
-            .collect();
-        samples.push(ids);
-        weights.push(s.samples);
-    }
-    let total: u64 = weights.iter().sum();
-    let doc = serde_json::json!({
-        "$schema": "https://www.speedscope.app/file-format-schema.json",
-        "shared": { "frames": frames.iter().map(|f| serde_json::json!({ "name": f })).collect::<Vec<_>>() },
-        "profiles": [{
+                .collect();
+            samples.push(ids);
+            weights.push(s.samples);
+        }
+        let total: u64 = weights.iter().sum();
+        out.push(serde_json::json!({
             "type": "sampled",
-            "name": name,
+            "name": profile_name,
             "unit": "none",
             "startValue": 0,
             "endValue": total,
             "samples": samples,
             "weights": weights,
-        }],
+        }));
+    }
+    let doc = serde_json::json!({
+        "$schema": "https://www.speedscope.app/file-format-schema.json",
+        "shared": { "frames": frames.iter().map(|f| serde_json::json!({ "name": f })).collect::<Vec<_>>() },
+        "profiles": out,
         "name": name,
         "exporter": concat!("coldstart ", env!("CARGO_PKG_VERSION")),
     });
@@ -189,6 +204,28 @@ mod tests {
             crate::printable("plain é"),
             std::borrow::Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn speedscope_writes_a_profile_per_process_over_one_frame_table() {
+        let parent = stacks("process 1:\"svc\";main;work 3\n");
+        let worker = stacks("process 2:\"py\";<module> (a.py:1);work 2\n");
+        let mut out = Vec::new();
+        speedscope_profiles(
+            &[("svc".into(), parent), ("py".into(), worker)],
+            "both",
+            &mut out,
+        )
+        .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let profiles = doc["profiles"].as_array().unwrap();
+        assert_eq!(profiles.len(), 2);
+        assert_eq!(profiles[0]["name"], "svc");
+        assert_eq!(profiles[1]["endValue"], 2);
+        // `work` is one frame of the shared table, in both.
+        let frames = doc["shared"]["frames"].as_array().unwrap();
+        assert_eq!(frames.iter().filter(|f| f["name"] == "work").count(), 1);
+        assert_eq!(frames.len(), 5);
     }
 
     fn stacks(text: &str) -> Vec<SampledStack> {

@@ -23,7 +23,10 @@
 //!    case whose variable names no working one: no NOT RUN in this run);
 //!    then, unless the tests are filtered, `pystacks`'s own tests again with
 //!    its `native` feature (native frames through the system's libunwind,
-//!    which the provision step installs): one crate, a few seconds.
+//!    which the provision step installs): one crate, a few seconds; then
+//!    the integration tests' `native_stacks` module with theirs (the
+//!    coldstart they run built with its `native` feature: a Rust parent's
+//!    stacks through the command line).
 //!
 //! Exit codes: 0 all green, 1 a check or a test failed, 2 a step could not
 //! run (no python3, pip failed, cargo missing).
@@ -159,6 +162,51 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if !run_step(label, native)? {
         return Ok(failed(
             "the native-frames tests failed (they need the system's libunwind: `apt-get install libunwind-dev`)",
+        ));
+    }
+    // The native stacks of a Rust parent through the command line: the
+    // integration tests' `native_stacks` module, with the coldstart they
+    // run built with its `native` feature.
+    let (label, stacks) = if has_nextest(&root) {
+        (
+            "test: cargo nextest run -p coldstart-tests --features native --profile ci -E 'test(/native_stacks::/)'",
+            cargo(
+                &root,
+                [
+                    "nextest",
+                    "run",
+                    "-p",
+                    "coldstart-tests",
+                    "--features",
+                    "native",
+                    "--profile",
+                    "ci",
+                    "-E",
+                    "test(/native_stacks::/)",
+                ],
+            ),
+        )
+    } else {
+        (
+            "test: cargo test -p coldstart-tests --features native native_stacks::",
+            cargo(
+                &root,
+                [
+                    "test",
+                    "-p",
+                    "coldstart-tests",
+                    "--features",
+                    "native",
+                    "native_stacks::",
+                ],
+            ),
+        )
+    };
+    let mut stacks = stacks;
+    stacks.env(system::PROVISIONED, "1");
+    if !run_step(label, stacks)? {
+        return Ok(failed(
+            "the native-stacks tests failed (`coldstart dump/top/record --native` on a Rust parent)",
         ));
     }
     step("all steps passed");

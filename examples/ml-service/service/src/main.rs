@@ -11,6 +11,13 @@
 //!
 //! `cargo run -p ml-service` serves a fixed list of requests (with one
 //! `hang` among them, to show the replacement) and prints what happened.
+//! `cargo run -p ml-service -- --serve` keeps serving until its stdin
+//! closes: `work` requests (a few hundred milliseconds of CPU in the
+//! worker) to both workers at once, round after round, the service's
+//! tokio threads waiting on the replies, the situation to profile both
+//! halves in (`coldstart dump PID --native`, `coldstart record PID
+//! --native --subprocesses`). It prints `serving: service PID, workers A B`
+//! once both workers are ready.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -99,13 +106,52 @@ fn op(name: &str) -> Request {
     Request::new(name, Object::new())
 }
 
+/// `--serve`: `work` to every worker at once, round after round, until
+/// stdin closes; then the pool is shut down.
+async fn serve_until_stdin_closes(pool: Pool) -> Result<()> {
+    let pids: Vec<String> = pool.slots.iter().map(|w| w.pid().to_string()).collect();
+    println!(
+        "serving: service {}, workers {}",
+        std::process::id(),
+        pids.join(" ")
+    );
+    let closed = tokio::task::spawn_blocking(|| {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    });
+    let [first, second] = &pool.slots[..] else {
+        anyhow::bail!("--serve keeps a pool of two workers busy at once");
+    };
+    let work = || {
+        let mut args = Object::new();
+        args.insert("ms".into(), 300.into());
+        Request::new("work", args)
+    };
+    let mut rounds = 0u64;
+    while !closed.is_finished() {
+        let (a, b) = tokio::join!(
+            first.request(work(), REQUEST_TIMEOUT),
+            second.request(work(), REQUEST_TIMEOUT)
+        );
+        a.context("a work request failed")?;
+        b.context("a work request failed")?;
+        rounds += 1;
+    }
+    println!("stdin closed after {rounds} rounds");
+    pool.shutdown().await
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("the service lives one level below the project root")?
         .to_path_buf();
+    let serve = std::env::args().any(|a| a == "--serve");
     let mut pool = Pool::new(root, POOL).await?;
+    if serve {
+        return serve_until_stdin_closes(pool).await;
+    }
     for req in [op("health"), op("health"), op("hang"), op("health")] {
         let what = req.op().to_owned();
         match pool.serve(req).await {

@@ -11,6 +11,15 @@ def waiting_forever():
         time.sleep(1)
 
 
+def tokenize_batch(ms):
+    """CPU-bound work for about `ms` milliseconds, as a model call is."""
+    deadline = time.monotonic() + ms / 1000.0
+    tokens = 0
+    while time.monotonic() < deadline:
+        tokens += len("the quick brown fox jumps over the lazy dog".split())
+    return tokens
+
+
 def main():
     out = sys.stdout
     out.write(json.dumps({"ready": True, "pid": os.getpid()}) + "\n")
@@ -33,6 +42,9 @@ def main():
         elif op == "hang":
             # A request that never finishes, as a wedged model call would.
             waiting_forever()
+        elif op == "work":
+            tokens = tokenize_batch(float(msg.get("ms", 100)))
+            reply = {"op": "work", "response": {"tokens": tokens}}
         elif op == "load":
             # The only place the model runtime is imported.
             from mlworker.models import load_model

@@ -1,0 +1,180 @@
+//! The executable files mapped into a process, as the unwinder wants them:
+//! each file's address range and load bias from `/proc/PID/maps`, and its
+//! unwind sections (`.eh_frame_hdr`, `.eh_frame`, `.debug_frame`, `.text`,
+//! `.got`) read from the file with goblin, memory-mapped, not copied.
+
+use std::collections::BTreeMap;
+use std::ops::{Deref, Range};
+use std::sync::Arc;
+
+use framehop::x86_64::UnwinderX86_64;
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
+use goblin::elf::Elf;
+use goblin::elf::program_header::PT_LOAD;
+use goblin::elf::section_header::SHT_NOBITS;
+use memmap2::Mmap;
+
+/// A section's bytes inside a memory-mapped file.
+#[derive(Debug, Clone)]
+pub(super) struct Bytes {
+    map: Arc<Mmap>,
+    range: Range<usize>,
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map[self.range.clone()]
+    }
+}
+
+/// One line of `/proc/PID/maps` that maps a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    offset: u64,
+    executable: bool,
+    path: String,
+}
+
+fn parse_maps(maps: &str) -> Vec<Mapping> {
+    maps.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let (start, end) = fields.next()?.split_once('-')?;
+            let perms = fields.next()?;
+            let offset = fields.next()?;
+            let path = fields.nth(2)?;
+            if !path.starts_with('/') {
+                return None;
+            }
+            Some(Mapping {
+                start: u64::from_str_radix(start, 16).ok()?,
+                end: u64::from_str_radix(end, 16).ok()?,
+                offset: u64::from_str_radix(offset, 16).ok()?,
+                executable: perms.contains('x'),
+                path: path.to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// An unwinder that knows every executable file mapped into `pid` now; a
+/// file it cannot read is left out (its frames end the stack there).
+pub(super) fn unwinder(pid: u32) -> UnwinderX86_64<Bytes> {
+    let mut unwinder = UnwinderX86_64::new();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let mut files: BTreeMap<String, Vec<Mapping>> = BTreeMap::new();
+    for m in parse_maps(&maps) {
+        files.entry(m.path.clone()).or_default().push(m);
+    }
+    for (path, maps) in files {
+        if !maps.iter().any(|m| m.executable) {
+            continue;
+        }
+        // Through the process's root, so a container's files are found.
+        let file = std::fs::File::open(format!("/proc/{pid}/root{path}"))
+            .or_else(|_| std::fs::File::open(&path));
+        // SAFETY: the file is mapped read-only; a file changed under the
+        // map (an upgrade while it runs) gives wrong frames, not UB in
+        // this process's own memory safety as far as the bytes are read
+        // as plain data.
+        let Ok(map) = file.and_then(|f| unsafe { Mmap::map(&f) }) else {
+            continue;
+        };
+        if let Some(module) = module(&path, &maps, Arc::new(map)) {
+            unwinder.add_module(module);
+        }
+    }
+    unwinder
+}
+
+fn module(path: &str, maps: &[Mapping], map: Arc<Mmap>) -> Option<Module<Bytes>> {
+    let elf = Elf::parse(&map).ok()?;
+    let first_load = elf.program_headers.iter().find(|h| h.p_type == PT_LOAD)?;
+    let first_map = maps.iter().find(|m| m.offset == 0)?;
+    // The load bias: where the file's first segment sits, less its
+    // address in the file (0 for a shared object or a PIE executable).
+    let base = first_map
+        .start
+        .checked_sub(first_load.p_vaddr & !(first_load.p_align.max(1) - 1))?;
+    let avma = maps.iter().map(|m| m.start).min()?..maps.iter().map(|m| m.end).max()?;
+    let section = |name: &str| {
+        let sh = elf.section_headers.iter().find(|sh| {
+            elf.shdr_strtab.get_at(sh.sh_name) == Some(name) && sh.sh_type != SHT_NOBITS
+        })?;
+        let start = usize::try_from(sh.sh_offset).ok()?;
+        let end = start.checked_add(usize::try_from(sh.sh_size).ok()?)?;
+        (end <= map.len()).then(|| {
+            (
+                sh.sh_addr..sh.sh_addr + sh.sh_size,
+                Bytes {
+                    map: Arc::clone(&map),
+                    range: start..end,
+                },
+            )
+        })
+    };
+    let text = section(".text");
+    let eh_frame = section(".eh_frame");
+    let eh_frame_hdr = section(".eh_frame_hdr");
+    let info = ExplicitModuleSectionInfo {
+        base_svma: 0,
+        text_svma: text.as_ref().map(|(r, _)| r.clone()),
+        text: text.map(|(_, b)| b),
+        got_svma: section(".got").map(|(r, _)| r),
+        eh_frame_svma: eh_frame.as_ref().map(|(r, _)| r.clone()),
+        eh_frame: eh_frame.map(|(_, b)| b),
+        eh_frame_hdr_svma: eh_frame_hdr.as_ref().map(|(r, _)| r.clone()),
+        eh_frame_hdr: eh_frame_hdr.map(|(_, b)| b),
+        debug_frame: section(".debug_frame").map(|(_, b)| b),
+        stubs_svma: None,
+        stub_helper_svma: None,
+        unwind_info: None,
+        text_segment_svma: None,
+        text_segment: None,
+    };
+    Some(Module::new(path.to_owned(), avma, base, info))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_lines_name_their_files_ranges_and_offsets() {
+        let maps = "\
+55d0c0000000-55d0c01ba000 r--p 00000000 00:1f 123 /bin/svc
+55d0c01bb000-55d0c04b5000 r-xp 001ba000 00:1f 123 /bin/svc
+7ffd1000-7ffd2000 rw-p 00000000 00:00 0 [stack]
+7f00aa000000-7f00aa001000 rw-p 00000000 00:00 0
+";
+        let m = parse_maps(maps);
+        assert_eq!(m.len(), 2, "{m:?}");
+        assert_eq!(m[1].offset, 0x1ba000);
+        assert!(m[1].executable && !m[0].executable);
+        assert_eq!(m[0].path, "/bin/svc");
+    }
+
+    #[test]
+    fn this_process_s_own_binary_is_a_module_with_its_unwind_sections() {
+        let me = std::process::id();
+        let maps = std::fs::read_to_string(format!("/proc/{me}/maps")).unwrap();
+        let exe = std::fs::read_link("/proc/self/exe").unwrap();
+        let exe = exe.to_string_lossy();
+        let mine: Vec<Mapping> = parse_maps(&maps)
+            .into_iter()
+            .filter(|m| m.path == exe)
+            .collect();
+        let file = std::fs::File::open(&*exe).unwrap();
+        // SAFETY: read-only map of this test's own executable.
+        let map = Arc::new(unsafe { Mmap::map(&file) }.unwrap());
+        let module = module(&exe, &mine, map).expect("the test binary is a module");
+        // The function this test runs in lies inside it.
+        let here =
+            this_process_s_own_binary_is_a_module_with_its_unwind_sections as *const () as u64;
+        let range = module.avma_range();
+        assert!(range.contains(&here), "{range:x?} {here:x}");
+    }
+}
