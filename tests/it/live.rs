@@ -391,6 +391,27 @@ fn subprocesses_follows_a_forked_child() {
     assert!(!alone.contains("spin_in_the_forked_child"), "{alone}");
 }
 
+/// `coldstart ARGS` on `pid` without the right to read it: exit 2, and
+/// the error says what to allow.
+fn assert_refused_without_ptrace_rights(cwd: &Path, pid: &str, args: &[&str]) {
+    let out = coldstart_without_ptrace_rights(cwd)
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    for words in [
+        format!("the kernel does not let this process read the memory of process {pid}"),
+        "PR_SET_DUMPABLE".to_owned(),
+        "CAP_SYS_PTRACE".to_owned(),
+    ] {
+        assert!(
+            stderr.contains(&words),
+            "{args:?}: {words:?} missing: {stderr}"
+        );
+    }
+}
+
 /// `coldstart` without CAP_SYS_PTRACE: as root here, dropped from the
 /// bounding set before exec, so the new program never gets it.
 fn coldstart_without_ptrace_rights(cwd: &Path) -> Command {
@@ -425,22 +446,7 @@ fn a_process_the_kernel_will_not_let_us_read_gives_the_permission_error() {
         vec!["record", &pid, "--duration", "1", "-o", "x.svg"],
         vec!["top", &pid, "-n", "1"],
     ] {
-        let out = coldstart_without_ptrace_rights(cwd.path())
-            .args(&args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        for words in [
-            format!("the kernel does not let this process read the memory of process {pid}"),
-            "PR_SET_DUMPABLE".to_owned(),
-            "CAP_SYS_PTRACE".to_owned(),
-        ] {
-            assert!(
-                stderr.contains(&words),
-                "{args:?}: {words:?} missing: {stderr}"
-            );
-        }
+        assert_refused_without_ptrace_rights(cwd.path(), &pid, &args);
     }
     // Left alone: not stopped, not traced.
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -642,22 +648,7 @@ mod native_stacks {
             vec!["dump", &pid, "--native"],
             vec!["top", &pid, "--native", "-n", "1"],
         ] {
-            let out = coldstart_without_ptrace_rights(cwd.path())
-                .args(&args)
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-            for words in [
-                format!("the kernel does not let this process read the memory of process {pid}"),
-                "PR_SET_DUMPABLE".to_owned(),
-                "CAP_SYS_PTRACE".to_owned(),
-            ] {
-                assert!(
-                    stderr.contains(&words),
-                    "{args:?}: {words:?} missing: {stderr}"
-                );
-            }
+            super::assert_refused_without_ptrace_rights(cwd.path(), &pid, &args);
         }
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         assert!(status.contains("TracerPid:\t0"), "{status}");

@@ -278,21 +278,29 @@ fn sigkill_of_bench_under_limits_mid_trial_leaves_no_cgroup_and_no_worker() {
     crate::limits::assert_gone(&folders, "the harness was killed");
 }
 
-#[test]
-fn ctrl_c_of_bench_under_limits_leaves_no_cgroup() {
-    if !crate::limits::cgroups_here("cgroups") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("run");
+/// `coldstart bench` of the stand-in worker in `dir`, 1000 trials into
+/// `out` (it runs until signalled), with `flags`.
+fn bench_of_the_standin(
+    dir: &std::path::Path,
+    out: &std::path::Path,
+    flags: &[&str],
+) -> std::process::Child {
     let standin = support::fixtures().join("bench").join("standin.py");
-    let mut child = Command::new(support::coldstart_bin())
-        .current_dir(dir.path())
+    Command::new(support::coldstart_bin())
+        .current_dir(dir)
         .arg("bench")
         .arg("--out")
-        .arg(&out)
-        .args(["--cpus", "1", "--memory", "256M", "--resamples", "2000"])
-        .args(["--warmup", "0", "--trials", "1000", "--"])
+        .arg(out)
+        .args(flags)
+        .args([
+            "--resamples",
+            "2000",
+            "--warmup",
+            "0",
+            "--trials",
+            "1000",
+            "--",
+        ])
         .arg(support::python())
         .arg("-S")
         .arg(&standin)
@@ -300,7 +308,17 @@ fn ctrl_c_of_bench_under_limits_leaves_no_cgroup() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("coldstart bench runs");
+        .expect("coldstart bench runs")
+}
+
+#[test]
+fn ctrl_c_of_bench_under_limits_leaves_no_cgroup() {
+    if !crate::limits::cgroups_here("cgroups") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut child = bench_of_the_standin(dir.path(), &out, &["--cpus", "1", "--memory", "256M"]);
     let _reaper = KillOnDrop(child.id() as i32);
     let folders = spawn::cgroup::harness_folders(child.id());
     wait_for_trials(&mut child, &out.join("trials.jsonl"), 3);
@@ -335,29 +353,7 @@ fn sigterm_sighup_sigint_of_check_say_what_was_cut_short_and_exit_128_plus_the_s
 fn sigterm_of_bench_keeps_the_finished_trials_and_exits_143() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let standin = support::fixtures().join("bench").join("standin.py");
-    let mut child = Command::new(support::coldstart_bin())
-        .current_dir(dir.path())
-        .arg("bench")
-        .arg("--out")
-        .arg(&out)
-        .args([
-            "--resamples",
-            "2000",
-            "--warmup",
-            "0",
-            "--trials",
-            "1000",
-            "--",
-        ])
-        .arg(support::python())
-        .arg("-S")
-        .arg(&standin)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("coldstart bench runs");
+    let mut child = bench_of_the_standin(dir.path(), &out, &[]);
     let _reaper = KillOnDrop(child.id() as i32);
     let log = out.join("trials.jsonl");
     wait_for_trials(&mut child, &log, 3);

@@ -174,22 +174,15 @@ impl Resources {
             user_ms: med(&|r| r.cpu_ns().map(|c| ms(c.0 as f64))),
             sys_ms: med(&|r| r.cpu_ns().map(|c| ms(c.1 as f64))),
             max_rss_bytes: med(&|r| r.max_rss_bytes().map(|b| b as f64)),
-            rss_at_ready_bytes: med(&|r| {
-                r.workers
-                    .iter()
-                    .filter_map(|w| w.rss_at_ready_bytes)
-                    .max()
-                    .map(|b| b as f64)
-            }),
-            cgroup_peak_bytes: med(&|r| {
-                r.workers
-                    .iter()
-                    .filter_map(|w| w.cgroup_peak_bytes)
-                    .max()
-                    .map(|b| b as f64)
-            }),
+            rss_at_ready_bytes: med(&|r| largest(r, |w| w.rss_at_ready_bytes)),
+            cgroup_peak_bytes: med(&|r| largest(r, |w| w.cgroup_peak_bytes)),
         }
     }
+}
+
+/// The largest of a trial's workers' figures `f`, where any has one.
+fn largest(r: &TrialRecord, f: impl Fn(&timeline::WorkerRecord) -> Option<u64>) -> Option<f64> {
+    r.workers.iter().filter_map(f).max().map(|b| b as f64)
 }
 
 /// The harness's cost: the trial loop's wall time against the sum of the
