@@ -598,19 +598,17 @@ mod native_stacks {
             .filter(|f| f.starts_with("process "))
             .collect();
         // The service and each worker: roots side by side.
-        let root_of = |p: &str| format!("process {p}:");
-        assert!(
-            roots.iter().any(|r| r.starts_with(&root_of(&pid))),
-            "{roots:?}"
-        );
-        for w in &workers {
-            assert!(
-                roots
-                    .iter()
-                    .any(|r| r.starts_with(&root_of(&w.to_string()))),
-                "{roots:?}"
-            );
-        }
+        let each_process_a_root = |roots: &[&str]| {
+            let all = std::iter::once(pid.clone()).chain(workers.iter().map(|w| w.to_string()));
+            for p in all {
+                let root = format!("process {p}:");
+                assert!(
+                    roots.iter().any(|r| r.starts_with(&root)),
+                    "{root} in {roots:?}"
+                );
+            }
+        };
+        each_process_a_root(&roots.iter().map(String::as_str).collect::<Vec<_>>());
         assert!(svg.contains("ml_service::"), "the service's own frames");
         assert!(svg.contains("mlworker/__main__.py"), "the workers' frames");
 
@@ -622,18 +620,7 @@ mod native_stacks {
             .iter()
             .filter_map(|p| p["name"].as_str())
             .collect();
-        assert!(
-            names.iter().any(|n| n.starts_with(&root_of(&pid))),
-            "{names:?}"
-        );
-        for w in &workers {
-            assert!(
-                names
-                    .iter()
-                    .any(|n| n.starts_with(&root_of(&w.to_string()))),
-                "{names:?}"
-            );
-        }
+        each_process_a_root(&names);
     }
 
     #[test]
