@@ -126,7 +126,15 @@ fn a_slow_starting_replacement_shows_in_the_latency_of_the_requests_that_wait_fo
     // The people's view says it too.
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("## Pool: one cold start's cost"), "{md}");
-    assert!(String::from_utf8_lossy(&o.stdout).contains("One cold start at 0.40 s"));
+    // The kill is asked for at 0.4 s; a loaded machine wakes the dispatcher
+    // late, and the report says the moment it landed (beside the plan).
+    let at = cost["triggered_at_s"].as_f64().unwrap();
+    assert!((0.4..1.0).contains(&at), "{cost}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains(&format!("One cold start at {at:.2} s")),
+        "{stdout}"
+    );
     assert!(workers(&marker).is_empty(), "{}", support::ps());
 }
 

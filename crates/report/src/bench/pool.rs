@@ -54,7 +54,7 @@ fn side(p: &PoolStats, o: &mut String) {
         let _ = writeln!(o, "Limits: {}.\n", limits.join(", "));
     }
     if let Some(c) = &p.cold_start {
-        let _ = writeln!(o, "{}\n", cost_sentence(c));
+        let _ = writeln!(o, "{}\n", cost_sentence(c, s.replace_at_s));
     }
     let _ = writeln!(
         o,
@@ -103,8 +103,14 @@ fn side(p: &PoolStats, o: &mut String) {
     let _ = writeln!(o);
 }
 
-/// The cold start's cost in one sentence.
-pub fn cost_sentence(c: &ColdStartCost) -> String {
+/// A trigger later than planned by at least this much is said to be late
+/// (a loaded machine wakes the dispatcher late; the windows follow the
+/// trigger as it happened, not as it was planned).
+const LATE_S: f64 = 0.005;
+
+/// The cold start's cost in one sentence; `planned` is when the kill was
+/// asked for (`--replace-at`), said beside the trigger when it landed late.
+pub fn cost_sentence(c: &ColdStartCost, planned: Option<f64>) -> String {
     let opt = |v: Option<f64>| v.map_or("-".to_owned(), fmt_ms);
     let signed = |v: Option<f64>| match v {
         Some(d) if d >= 0.0 => format!("+{}", fmt_ms(d)),
@@ -123,8 +129,15 @@ pub fn cost_sentence(c: &ColdStartCost) -> String {
         ),
         _ => format!("{who} never became ready"),
     };
+    let late = match planned {
+        Some(p) if c.role != Role::Added && c.triggered_at_s - p >= LATE_S => format!(
+            " (planned for {p:.2} s, the kill landed {} late)",
+            fmt_ms((c.triggered_at_s - p) * 1000.0)
+        ),
+        _ => String::new(),
+    };
     format!(
-        "One cold start at {:.2} s: {ready}; p99 latency {} before, {} during the cold start ({}); the whole run's p99 {} ({} over the before window).",
+        "One cold start at {:.2} s{late}: {ready}; p99 latency {} before, {} during the cold start ({}); the whole run's p99 {} ({} over the before window).",
         c.triggered_at_s,
         opt(c.p99_before_ms),
         opt(c.p99_cold_start_ms),
@@ -262,6 +275,26 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("- thin: cold_start: 1 correct replies"), "{md}");
+        assert!(
+            md.contains("One cold start at 1.00 s: the replacement"),
+            "{md}"
+        );
         assert_eq!(markdown(&[]), "");
+    }
+
+    #[test]
+    fn a_kill_that_landed_late_is_said_beside_its_plan() {
+        let mut s = stats();
+        let c = s.cold_start.as_mut().unwrap();
+        c.triggered_at_s = 1.02;
+        let line = cost_sentence(c, Some(1.0));
+        assert!(
+            line.starts_with(
+                "One cold start at 1.02 s (planned for 1.00 s, the kill landed 20.00 ms late): "
+            ),
+            "{line}"
+        );
+        c.triggered_at_s = 1.001;
+        assert!(cost_sentence(c, Some(1.0)).starts_with("One cold start at 1.00 s: "));
     }
 }
