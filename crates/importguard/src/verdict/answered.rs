@@ -33,6 +33,10 @@ pub struct Answered {
     pub pid: u32,
     /// Its command line, as its recorder saw it.
     pub command: Vec<String>,
+    /// Its interpreter (`sys.executable`, after any exec), where recorded:
+    /// the worker's own Python, which a launcher's command does not name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub executable: Option<String>,
     /// The processes between the harness and it, the one the harness
     /// started first: launchers the recorder did not run in (`uv`, `bash`,
     /// `make`), then recorded interpreters that started it.
@@ -106,6 +110,7 @@ pub(super) fn locate(rec: &Recording, answering: &Answering) -> Located {
                 (line.first()?.image.pid == s).then(|| Answered {
                     pid: p,
                     command: line.last().map(|i| i.command.clone()).unwrap_or_default(),
+                    executable: executable(rec, p),
                     through: recorded_between(&line, p),
                 })
             });
@@ -149,9 +154,20 @@ pub(super) fn locate(rec: &Recording, answering: &Answering) -> Located {
         Some(Answered {
             pid: ready,
             command: line.last().map(|i| i.command.clone()).unwrap_or_default(),
+            executable: executable(rec, ready),
             through,
         }),
     )
+}
+
+/// The interpreter of `pid`'s latest recorded image.
+fn executable(rec: &Recording, pid: u32) -> Option<String> {
+    rec.images()
+        .filter_map(|r| r.start.as_ref())
+        .filter(|s| s.pid == pid)
+        .max_by_key(|s| s.exec_gen)?
+        .executable
+        .clone()
 }
 
 fn missing(pid: Option<u32>, reason: MissingReason) -> MissingEvidence {
@@ -269,7 +285,7 @@ mod tests {
 
     /// The Python below `uv` (pid 10, spawned by the harness, pid 1): its
     /// recorder saw uv and the harness above it.
-    const BELOW_UV: &str = r#"{"type":"start","t_ns":10,"pid":11,"ppid":10,"version":2,"gen":0,"how":"root","orig_argv":["python","-m","app.worker"],"ancestors":[[10,"uv"],[1,"coldstart"]]}"#;
+    const BELOW_UV: &str = r#"{"type":"start","t_ns":10,"pid":11,"ppid":10,"version":2,"gen":0,"how":"root","executable":"/app/.venv/bin/python","orig_argv":["python","-m","app.worker"],"ancestors":[[10,"uv"],[1,"coldstart"]]}"#;
 
     fn answering(ready_pid: Option<u32>, spawned: u32) -> Answering {
         Answering {
@@ -291,6 +307,7 @@ mod tests {
             "answered by pid 11 (python), started through uv (pid 10)"
         );
         assert!(a.through.iter().all(|l| !l.recorded));
+        assert_eq!(a.executable.as_deref(), Some("/app/.venv/bin/python"));
         // Without the ancestors (no /proc), the parent pid proves it too.
         let r = rec(&[
             r#"{"type":"start","t_ns":10,"pid":11,"ppid":10,"version":2,"gen":0,"how":"root"}"#,
