@@ -135,6 +135,15 @@ fn an_eager_worker_under_uv_run_fails_with_its_chain() {
         "{text}"
     );
     answered_through(&text, "uv");
+
+    // --suggest reads the files with the Python below uv (the command
+    // names uv) and verifies the cut through uv on a patched copy.
+    let (code, text) = s.under_uv(&["check", "--processes", "1", "--suggest"], &[], "eager");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("suggestion for torch (verified on a patched copy; read by Python 3."),
+        "{text}"
+    );
 }
 
 #[test]
