@@ -16,6 +16,10 @@
 //! [`crate::check_run`] is the whole `check` command as one call. [`cost`](mod@cost) measures
 //! what the check costs beside the worker's own lifecycle (`cargo xtask check-cost`).
 //!
+//! The process judged is the one that answered the protocol: the ready
+//! line's `pid`, below a launcher that forks (`uv run`, a shell) the Python
+//! process the recorder saw there (`importguard::verdict::Answered`).
+//!
 //! A worker that could not be checked wins over a violation: the check is
 //! incomplete, and the report still lists what was seen.
 

@@ -23,7 +23,9 @@
 //! says who it is and who started it; [`RecorderSetup::read`] reads them all
 //! into one [`Recording`] (the first interpreter, with the other images in
 //! [`Recording::children`]) and [`Recording::processes`] gives the process
-//! tree with its parent relations ([`process`]). Imports are seen through two
+//! tree with its parent relations ([`process`]). The first image also names
+//! the processes above it up to the harness ([`Start::ancestors`]): the
+//! launchers (`uv run`, a shell) it was started through. Imports are seen through two
 //! channels ([`Channel`]): a `sys.meta_path` finder placed first, and the
 //! `import` audit event that code cannot remove.
 //!
