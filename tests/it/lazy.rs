@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{coldstart_bin, copy_dir, fixtures, python};
+use crate::support::{coldstart_bin, copy_dir, fixtures, python, uv, uv_project};
 
 /// A copy of the fixture project with its `coldstart.toml`: the stand-ins
 /// on `PYTHONPATH`, the `load` and `format` requests as its model path.
@@ -160,6 +160,41 @@ fn each_costly_import_is_priced_cut_verified_on_the_model_path_and_its_saving_me
         .output()
         .unwrap();
     assert!(applied.status.success(), "{applied:?}");
+}
+
+#[test]
+fn a_worker_started_through_uv_run_is_priced_from_the_python_below_uv() {
+    // The project with its own .venv, its worker started as `uv run
+    // --no-sync --offline python -m lzworker`: uv forks it and stays its
+    // parent, and the pricing reads the Python below it.
+    let uv = uv();
+    let (dir, root) = fixture_project(
+        "project",
+        "lz",
+        &uv,
+        &["run", "--no-sync", "--offline", "python", "-m", "lzworker"],
+        false,
+        "",
+    );
+    // The target's environment: the stand-ins, and uv's cache in the
+    // temporary folder (never the user's).
+    let config = root.join("coldstart.toml");
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    toml.push_str(&format!(
+        "env = {{ PYTHONPATH = {:?}, UV_CACHE_DIR = {:?} }}\n",
+        fixtures().join("lazy/stand-ins").display().to_string(),
+        dir.path().join("uv-cache").display().to_string(),
+    ));
+    std::fs::write(&config, toml).unwrap();
+    uv_project(&root, "lz");
+    let (code, stdout, stderr) = lazy_at(&root, "60", &["--format", "json", "--max-seconds", "10"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let fmt = row(&r, "slowfmt").unwrap_or_else(|| panic!("slowfmt priced: {stdout}"));
+    assert_eq!(fmt["file"], "lzworker/app.py", "{stdout}");
+    assert_eq!(fmt["line"], 8, "{stdout}");
+    assert!(fmt["median_ms"].as_f64().unwrap() >= 60.0, "{stdout}");
+    assert_eq!(fmt["cut"]["kind"], "move into functions", "{stdout}");
 }
 
 #[test]

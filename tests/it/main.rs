@@ -8,6 +8,7 @@ mod diff;
 mod docs;
 mod evidence;
 mod importtime;
+mod launcher;
 mod lazy;
 mod limits;
 mod live;

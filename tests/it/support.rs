@@ -241,6 +241,38 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// The test venv's `uv` (pinned in `tests/requirements.txt`): the
+/// launcher most Python projects start their workers through.
+pub fn uv() -> PathBuf {
+    let uv = venv_python().with_file_name("uv");
+    assert!(
+        uv.exists(),
+        "the test venv has no uv ({}): run `cargo xtask test`, which provisions it from tests/requirements.txt",
+        uv.display()
+    );
+    uv
+}
+
+/// Makes `dir` a project as `uv run` finds it: its own `.venv` (the
+/// default interpreter's, `--without-pip`), and a `pyproject.toml` naming
+/// it `name` where it has none.
+pub fn uv_project(dir: &Path, name: &str) {
+    let pyproject = dir.join("pyproject.toml");
+    if !pyproject.exists() {
+        std::fs::write(
+            &pyproject,
+            format!("[project]\nname = {name:?}\nversion = \"0.1.0\"\ndependencies = []\n"),
+        )
+        .unwrap();
+    }
+    let out = Command::new(python())
+        .args(["-m", "venv", "--without-pip"])
+        .arg(dir.join(".venv"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "python -m venv: {out:?}");
+}
+
 /// The `purelib` site-packages folder of the interpreter `python` (a
 /// venv's `bin/python`: that venv's).
 pub fn site_packages(python: &Path) -> PathBuf {

@@ -40,7 +40,11 @@
 //!        "verdict": { "violations": [...as above, without processes/of/median...],
 //!                     "allowed": [{"module", "pattern", "allowed_by", "reason"}],
 //!                     "lazy": [str], "probed": [str], "recorder": str, "importtime": bool,
-//!                     "notes": [str] } } ],
+//!                     "notes": [str],
+//!                     "answered": {                // only when a launcher stood between (uv run, a shell, make)
+//!                        "pid": int,               // the ready line's pid: the recorded Python process that answered
+//!                        "command": [str],
+//!                        "through": [{"pid": int, "name": str, "recorded": bool}] } } } ],  // the one coldstart started first
 //!     "tree": str (only with --tree) } ] }
 //! ```
 //! Fields are only ever added to this schema; a change in meaning bumps the

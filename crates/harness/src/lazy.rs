@@ -24,7 +24,7 @@ use importguard::verdict::{CostlyImport, Violation, costly_imports, default_min_
 use phases::Phase;
 use suggest::{Cut, Suggester, Suggestion, Verification};
 
-use crate::check::suggest::interpreter;
+use crate::check::suggest::{interpreter, launched_python};
 use crate::check::verify::{in_copy, on_copy};
 use crate::check::{CheckOptions, check_target};
 use crate::error::{Error, Result};
@@ -392,6 +392,9 @@ struct Pricing {
     /// How many of `priced` are the project's bodies' imports (the rest
     /// are roots of the tree, kept only where the evidence names a line).
     bodies: usize,
+    /// The Python below a launcher (`uv run`, a shell) that answered, as
+    /// its evidence names it: what reads the worker's files then.
+    launched: Option<String>,
 }
 
 /// Runs `opts.processes` instrumented processes of `t` and prices every
@@ -464,6 +467,7 @@ fn price(t: &Target, opts: &LazyOptions) -> Result<Pricing> {
         warnings,
         priced,
         bodies,
+        launched: launched_python(&checked).map(str::to_owned),
     })
 }
 
@@ -745,7 +749,7 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
     if pricing.priced.is_empty() {
         return Ok(report);
     }
-    let python = interpreter(t)?;
+    let python = interpreter(t, pricing.launched.as_deref())?;
     let s = Suggester::new(&t.root, &python)
         .map_err(|e| Error::Invalid(format!("could not read the worker's files: {e}")))?
         .with_cwd(&t.cwd);

@@ -110,6 +110,7 @@ fn run_with(python: &OsString, name: &str, args: &[&str], health: usize) -> Run 
         ..Timeline::default()
     };
     let mut child = cmd.spawn().unwrap();
+    let child_pid = child.id();
     let group = Group(child.id() as i32);
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
@@ -166,7 +167,8 @@ fn run_with(python: &OsString, name: &str, args: &[&str], health: usize) -> Run 
             timeline: Some(&timeline),
         },
         &Answering {
-            pid: Some(ready_pid),
+            ready_pid: Some(ready_pid),
+            spawned: Some(child_pid),
             command,
         },
     );

@@ -289,6 +289,37 @@ fn the_same_worker_is_never_slower_and_a_busy_first_party_module_is_caught_with_
 }
 
 #[test]
+fn each_side_started_through_a_shell_is_judged_by_the_python_below_it() {
+    // `bash -c "PYTHON -m app; echo done"`: bash forks each side's worker
+    // and stays its parent, as a launcher does.
+    let r = Repo::new();
+    r.write(
+        "coldstart.toml",
+        &format!(
+            "[[target]]\nname = \"w\"\ncommand = [\"bash\", \"-c\", \"'{}' -m app; echo done\"]\nenv = {{ PYTHONPATH = \"src:stand-ins\" }}\nmax_slowdown = 0.05\n",
+            python().display()
+        ),
+    );
+    r.commit("the worker through a shell");
+    r.write("src/app/model.py", "import torch\n");
+    r.write("src/app/__init__.py", "from . import model\n");
+    let (code, v) = r.diff_json(&["HEAD", "--max-seconds", "5"]);
+    assert_eq!(code, Some(1), "{v:#}");
+    let t = &v["targets"][0];
+    assert_eq!(t["status"], "compared", "{t:#}");
+    let new = &t["imports"]["forbidden_new"][0];
+    assert_eq!(new["module"], "torch", "{t:#}");
+    assert!(
+        new["chain"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "app.model"),
+        "{t:#}"
+    );
+}
+
+#[test]
 fn a_re_exported_stand_in_torch_fails_with_its_chain() {
     let r = Repo::new();
     r.write(

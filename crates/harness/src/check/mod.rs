@@ -16,6 +16,10 @@
 //! [`crate::check_run`] is the whole `check` command as one call. [`cost`](mod@cost) measures
 //! what the check costs beside the worker's own lifecycle (`cargo xtask check-cost`).
 //!
+//! The process judged is the one that answered the protocol: the ready
+//! line's `pid`, below a launcher that forks (`uv run`, a shell) the Python
+//! process the recorder saw there (`importguard::verdict::Answered`).
+//!
 //! A worker that could not be checked wins over a violation: the check is
 //! incomplete, and the report still lists what was seen.
 
@@ -333,7 +337,7 @@ pub(crate) fn instrumented_process(
     let ready_ms = lived.ready_ms();
     // The process that answers the protocol: the ready line's own pid when
     // it gives one (a launcher may exec or fork), else spawn's.
-    let answering_pid = lived.ready.as_ref().and_then(|r| r.pid).or(pid);
+    let ready_pid = lived.ready.as_ref().and_then(|r| r.pid);
     let timeline = lived.timeline;
 
     let mut failed_at_end = false;
@@ -372,13 +376,15 @@ pub(crate) fn instrumented_process(
             timeline: Some(&timeline),
         },
         &Answering {
-            pid: answering_pid.or(pid),
+            ready_pid,
+            spawned: pid,
             command: t.command.clone(),
         },
     );
     let entries = log.as_ref().map_or(0, ImportLog::entry_count);
     // A check that cannot see never passes: the process that answered the
-    // protocol left no evidence (a cleared environment, -I/-E, an exec).
+    // protocol left no evidence (a cleared environment, -I/-E, an exec, a
+    // launcher below which no recorded image wrote the ready line).
     let error = error.or_else(|| verdict.missing.as_ref().map(ToString::to_string));
     let report = ProcessReport {
         index,

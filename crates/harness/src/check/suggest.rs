@@ -52,13 +52,26 @@ pub struct Suggested {
     pub written: Vec<PathBuf>,
 }
 
+/// The Python a launcher started (`uv run`, a shell) for `report`'s
+/// worker, as the evidence of the process that answered names it.
+pub(crate) fn launched_python(report: &TargetReport) -> Option<&str> {
+    report
+        .processes
+        .iter()
+        .find_map(|p| p.verdict.answered.as_ref()?.executable.as_deref())
+}
+
 /// The interpreter that runs `t`'s worker, for reading its files with its
-/// own grammar.
-pub(crate) fn interpreter(t: &Target) -> Result<PathBuf> {
+/// own grammar: the target's program, or when that is a launcher the
+/// Python below it that answered (`launched`, from [`launched_python`]).
+pub(crate) fn interpreter(t: &Target, launched: Option<&str>) -> Result<PathBuf> {
     let program = &t.command[0];
     if !env::looks_like_python(program) {
+        if let Some(exe) = launched {
+            return Ok(PathBuf::from(exe));
+        }
         invalid!(
-            "--suggest reads the worker's files with the worker's own Python, but `{program}` does not look like a Python interpreter; start the worker as `python -m ...` in the target's command"
+            "--suggest reads the worker's files with the worker's own Python, but `{program}` does not look like a Python interpreter and no Python process below it answered the protocol with the recorder's evidence; start the worker as `python -m ...` (or through a launcher such as `uv run python -m ...`) in the target's command"
         );
     }
     let info = env::python_info(program, &t.env, &t.cwd);
@@ -74,7 +87,7 @@ pub(crate) fn interpreter(t: &Target) -> Result<PathBuf> {
 /// Suggests, verifies and (with `fix`) applies a cut for every violation
 /// of `report`, a check of `t`.
 pub fn suggest(t: &Target, report: &TargetReport, fix: bool) -> Result<Suggested> {
-    let python = interpreter(t)?;
+    let python = interpreter(t, launched_python(report))?;
     let s = Suggester::new(&t.root, &python)
         .map_err(|e| Error::Invalid(format!("could not suggest a cut: {e}")))?
         .with_cwd(&t.cwd);

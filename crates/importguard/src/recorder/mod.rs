@@ -23,7 +23,9 @@
 //! says who it is and who started it; [`RecorderSetup::read`] reads them all
 //! into one [`Recording`] (the first interpreter, with the other images in
 //! [`Recording::children`]) and [`Recording::processes`] gives the process
-//! tree with its parent relations ([`process`]). Imports are seen through two
+//! tree with its parent relations ([`process`]). The first image also names
+//! the processes above it up to the harness ([`Start::ancestors`]): the
+//! launchers (`uv run`, a shell) it was started through. Imports are seen through two
 //! channels ([`Channel`]): a `sys.meta_path` finder placed first, and the
 //! `import` audit event that code cannot remove.
 //!
@@ -431,6 +433,43 @@ pub struct Start {
     /// `sys.path` when the bootstrap ran (its string entries).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path: Vec<String>,
+    /// For the first recorded image: the processes above it, its parent
+    /// first, up to and with the first one outside its process group (the
+    /// harness, which starts each worker as a group of its own), read from
+    /// `/proc` at start. Every one before that is a launcher that stood
+    /// between (`uv run`, a shell, `make`); empty where `/proc` is not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ancestors: Vec<Ancestor>,
+}
+
+/// A process above the first recorded image: its pid and its name
+/// (`/proc/PID/comm`, at most 15 bytes). `[pid, "name"]` on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "(u32, String)", into = "(u32, String)")]
+pub struct Ancestor {
+    /// Its pid.
+    pub pid: u32,
+    /// Its name (`uv`, `bash`, `make`, `python3`).
+    pub name: String,
+}
+
+impl From<(u32, String)> for Ancestor {
+    fn from((pid, name): (u32, String)) -> Self {
+        Ancestor { pid, name }
+    }
+}
+
+impl From<Ancestor> for (u32, String) {
+    fn from(a: Ancestor) -> Self {
+        (a.pid, a.name)
+    }
+}
+
+impl Ancestor {
+    /// Whether its name is a Python interpreter's (`python3.12`, `pypy3`).
+    pub fn is_python(&self) -> bool {
+        is_python_name(&self.name)
+    }
 }
 
 impl Start {
@@ -774,7 +813,7 @@ fn base_name(path: &str) -> &str {
 }
 
 /// `python`, `python3`, `python3.11`, `python3.13t`, `pythonw`, `pypy3`.
-fn is_python_name(name: &str) -> bool {
+pub(crate) fn is_python_name(name: &str) -> bool {
     name.strip_prefix("python")
         .or_else(|| name.strip_prefix("pypy"))
         .is_some_and(|rest| {

@@ -551,6 +551,33 @@ mod live {
         assert!(!rec.imports.iter().any(|i| i.name == "fractions"));
     }
 
+    /// A launcher that forks and stays the parent (a shell whose command
+    /// goes on after Python), started as a process group of its own as the
+    /// harness starts a worker: the first image names it, then the process
+    /// outside the group that started it (this test), and no further.
+    #[test]
+    fn the_first_image_names_the_launcher_above_it_up_to_the_group() {
+        use std::os::unix::process::CommandExt as _;
+        let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();
+        let script = format!("'{}' -c 'import colorsys'; true", python().display());
+        let mut cmd = Command::new("bash");
+        cmd.envs(setup.env().iter().map(|(k, v)| (k, v)))
+            .args(["-c", &script])
+            .process_group(0);
+        let child = cmd.spawn().unwrap();
+        let bash = child.id();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let rec = setup.read().unwrap();
+        let start = rec.start.as_ref().expect("the recorder ran");
+        assert_eq!(start.how(), StartHow::Root);
+        assert_eq!(start.ppid, Some(bash));
+        let pids: Vec<u32> = start.ancestors.iter().map(|a| a.pid).collect();
+        assert_eq!(pids, [bash, std::process::id()], "{:?}", start.ancestors);
+        assert_eq!(start.ancestors[0].name, "bash");
+        assert!(!start.ancestors[0].is_python());
+    }
+
     #[test]
     fn isolated_mode_leaves_no_start_record() {
         let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();

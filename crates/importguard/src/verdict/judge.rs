@@ -8,6 +8,7 @@ use crate::importtime::query::in_package;
 use crate::importtime::{ImportLog, NodeId, NodeKind};
 use crate::recorder::{Frame, ImportAttempt, ProcessInfo, Program, Recording, SpawnKind};
 
+use super::answered::{self, Located};
 use super::chain::{import_chain_names, recorded_chain};
 use super::missing::{self, Answering};
 use super::model::{
@@ -32,8 +33,9 @@ pub fn judge(policy: &Policy, ev: &Evidence<'_>) -> ProcessVerdict {
 }
 
 /// Judges one worker's evidence: every image the recorder saw (the worker
-/// and the processes it started), and whether `answering`, the process
-/// that answered the protocol, left any evidence ([`ProcessVerdict::missing`]).
+/// and the processes it started), which process answered the protocol
+/// (`answering`; behind a launcher, [`ProcessVerdict::answered`]) and
+/// whether it left any evidence ([`ProcessVerdict::missing`]).
 ///
 /// The steps: what the recorder and the log can tell (`notes_of`); the
 /// forbidden roots of each recorded image (`recorded_roots`) and of the
@@ -51,7 +53,7 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
     let images: Vec<&Recording> = recording
         .map(|r| r.images().filter(|i| i.ran()).collect())
         .unwrap_or_default();
-    let notes = notes_of(ev, recorder, recording, &images);
+    let mut notes = notes_of(ev, recorder, recording, &images);
 
     let mut allowed: BTreeMap<String, AllowedHit> = BTreeMap::new();
     let mut probed: Vec<String> = Vec::new();
@@ -135,7 +137,23 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
         }
     }
 
-    let missing = missing::find(ev.recording, log.is_some(), answering);
+    let (answered, missing) = match ev.recording.map(|r| answered::locate(r, answering)) {
+        Some(Located::Unproven(m)) => (None, Some(m)),
+        Some(Located::Judge(pid, answered)) => (
+            answered,
+            missing::find(ev.recording, log.is_some(), pid, &answering.command),
+        ),
+        None => (None, None),
+    };
+    // A Python launcher that kept the recorder out (`-I`) ran code no
+    // evidence shows: the worker's are judged, its own are not.
+    for l in answered.iter().flat_map(|a| &a.through) {
+        if !l.recorded && crate::recorder::is_python_name(&l.name) {
+            notes.push(format!(
+                "{l} stood between coldstart and the worker without the import recorder: its own imports are not seen"
+            ));
+        }
+    }
     ProcessVerdict {
         violations,
         allowed: allowed.into_values().collect(),
@@ -145,6 +163,7 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
         importtime: log.is_some(),
         notes,
         processes,
+        answered,
         missing,
     }
 }

@@ -2,13 +2,16 @@
 //! the protocol left any import evidence, and if not, why.
 //!
 //! The harness knows which process answered (the `pid` of the ready line,
-//! else the pid it spawned, and its command line: [`Answering`]). That
-//! process's last image (after any `os.exec*`) must have run the recorder,
-//! or have importtime on with entries in the log. When it has neither,
-//! [`MissingEvidence`] says which evidence is missing and why: an exec into
-//! an environment without the recorder (a launcher that scrubs the
-//! environment), flags that keep `sitecustomize` out (`-I`, `-E`, `-S`), or
-//! a process no recorded image started with the recorder's environment.
+//! else the pid it spawned, and its command line: [`Answering`]; behind a
+//! launcher, the recorded image the ready line names, see
+//! [`Answered`](super::Answered)). That process's last image (after any
+//! `os.exec*`) must have run the recorder, or have importtime on with
+//! entries in the log. When it has neither, [`MissingEvidence`] says which
+//! evidence is missing and why: an exec into an environment without the
+//! recorder (a launcher that scrubs the environment), flags that keep
+//! `sitecustomize` out (`-I`, `-E`, `-S`), a process no recorded image
+//! started with the recorder's environment, or a launcher below which
+//! nothing ties a recorded image to the ready line.
 
 use std::fmt;
 
@@ -17,11 +20,15 @@ use serde::Serialize;
 use crate::recorder::{Frame, ImageId, PythonArgs, Recording, Spawn, SpawnKind};
 
 /// The process that answered the protocol, as the harness knows it.
+/// Neither pid known: the first recorded interpreter answered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Answering {
-    /// The pid that wrote the ready line (its `pid` field), else the pid
-    /// the harness spawned; `None`: the first recorded interpreter.
-    pub pid: Option<u32>,
+    /// The pid that wrote the ready line (its `pid` field), when it gave
+    /// one.
+    pub ready_pid: Option<u32>,
+    /// The pid the harness spawned (a launcher, when the recorder did not
+    /// run in it and ran below it).
+    pub spawned: Option<u32>,
     /// The command the harness ran (its flags explain a recorder that
     /// never ran: `-I`, `-E`, `-S`).
     pub command: Vec<String>,
@@ -80,6 +87,28 @@ pub enum MissingReason {
     /// Nothing recorded says why: the environment was cleared or
     /// `PYTHONPATH` replaced before Python started, or it is not Python.
     Unexplained,
+    /// The harness started a launcher the recorder did not run in, the
+    /// recorder ran below it, and the ready line gave no `pid`: which
+    /// process answered cannot be told.
+    NoReadyPid {
+        /// The launcher's name (`uv`, `bash`).
+        launcher: String,
+        /// Its pid.
+        launcher_pid: u32,
+        /// The pids the recorder ran in.
+        recorded: Vec<u32>,
+    },
+    /// The pid of the ready line is a recorded image whose lineage does
+    /// not lead to the launcher the harness started (a daemon that left
+    /// it, a pid from another pid namespace).
+    NotBelowLauncher {
+        /// The launcher's name.
+        launcher: String,
+        /// Its pid.
+        launcher_pid: u32,
+        /// The parent pid the image's recorder saw at its start.
+        parent: Option<u32>,
+    },
 }
 
 /// The process that answered the protocol left no import evidence: the
@@ -101,6 +130,33 @@ impl fmt::Display for MissingEvidence {
             Some(pid) => format!("pid {pid}, the process that answered the protocol"),
             None => "the process that answered the protocol".to_owned(),
         };
+        match &self.reason {
+            MissingReason::NoReadyPid {
+                launcher,
+                launcher_pid,
+                recorded,
+            } => {
+                let pids: Vec<String> = recorded.iter().map(ToString::to_string).collect();
+                return write!(
+                    f,
+                    "no import evidence from {who}: coldstart started {launcher} (pid {launcher_pid}), which the import recorder did not run in, and the ready line gives no pid to tell which process below it answered (the recorder ran in pid {}); write the worker's own pid in its ready line (\"pid\": os.getpid(), see docs/protocol.md)",
+                    pids.join(", ")
+                );
+            }
+            MissingReason::NotBelowLauncher {
+                launcher,
+                launcher_pid,
+                parent,
+            } => {
+                let parent =
+                    parent.map_or_else(String::new, |p| format!(" (its parent was pid {p})"));
+                return write!(
+                    f,
+                    "no import evidence from {who}: the recorder ran in it, but it is not a process below {launcher} (pid {launcher_pid}), which coldstart started{parent}, so its records cannot be taken for the worker's; keep the worker below the command coldstart starts (no daemonizing), or check the worker's own command directly"
+                );
+            }
+            _ => {}
+        }
         write!(
             f,
             "no import evidence from {who}: the import recorder did not run in it and importtime shows none of its imports"
@@ -152,6 +208,7 @@ impl fmt::Display for MissingEvidence {
             MissingReason::Unexplained => f.write_str(
                 "; its environment was cleared or PYTHONPATH replaced before Python started, or it is not Python: pass the environment through, or add `-X importtime` to the command",
             ),
+            MissingReason::NoReadyPid { .. } | MissingReason::NotBelowLauncher { .. } => Ok(()),
         }
     }
 }
@@ -201,16 +258,18 @@ fn spawn_blocks_recorder(s: &Spawn) -> bool {
         || PythonArgs::parse(&s.argv).is_some_and(|a| a.blocks_recorder())
 }
 
-/// Whether the process that answered left evidence; `recording` is `None`
-/// when no recorder was used (nothing is asked of it then).
+/// Whether the process that answered, `pid` (`None`: the first recorded
+/// image), left evidence; `recording` is `None` when no recorder was used
+/// (nothing is asked of it then).
 pub(super) fn find(
     recording: Option<&Recording>,
     log_has_entries: bool,
-    answering: &Answering,
+    pid: Option<u32>,
+    command: &[String],
 ) -> Option<MissingEvidence> {
     let rec = recording?;
     let images: Vec<&Recording> = rec.images().filter(|r| r.ran()).collect();
-    let pid = answering.pid.or_else(|| rec.image().map(|i| i.pid));
+    let pid = pid.or_else(|| rec.image().map(|i| i.pid));
     let Some(pid) = pid else {
         // The recorder never ran in the first interpreter and the harness
         // does not know the pid: the command line is all there is.
@@ -220,7 +279,7 @@ pub(super) fn find(
         return Some(MissingEvidence {
             pid: None,
             missing: vec![EvidenceKind::Recorder, EvidenceKind::Importtime],
-            reason: from_command(&answering.command),
+            reason: from_command(command),
         });
     };
     let mut own: Vec<&Recording> = images
@@ -266,7 +325,7 @@ pub(super) fn find(
         return Some(MissingEvidence {
             pid: Some(pid),
             missing: vec![EvidenceKind::Recorder, EvidenceKind::Importtime],
-            reason: from_command(&answering.command),
+            reason: from_command(command),
         });
     }
     // The worker ran the recorder, but another process answered: the latest
@@ -303,8 +362,12 @@ pub(super) fn find(
     }
 }
 
+/// Why the command's Python kept the recorder out: its flags, read from
+/// the interpreter the command names, first or after a launcher's own
+/// words (`uv run --no-sync python -I -m app`).
 fn from_command(command: &[String]) -> MissingReason {
-    match PythonArgs::parse(command) {
+    let python = (0..command.len()).find_map(|i| PythonArgs::parse(&command[i..]));
+    match python {
         Some(a) if a.blocks_recorder() => MissingReason::Flags {
             flags: a
                 .recorder_blockers()
@@ -326,17 +389,14 @@ mod tests {
 
     const START: &str = r#"{"type":"start","t_ns":10,"pid":7,"version":2,"gen":0,"how":"root"}"#;
 
-    fn answering(pid: Option<u32>, command: &str) -> Answering {
-        Answering {
-            pid,
-            command: command.split(' ').map(String::from).collect(),
-        }
+    fn cmd(command: &str) -> Vec<String> {
+        command.split(' ').map(String::from).collect()
     }
 
     #[test]
     fn no_recorder_and_no_importtime_says_which_flags_kept_them_out() {
         let none = Recording::default();
-        let m = find(Some(&none), false, &answering(Some(9), "python3 -I w.py")).unwrap();
+        let m = find(Some(&none), false, Some(9), &cmd("python3 -I w.py")).unwrap();
         assert_eq!(
             m.reason,
             MissingReason::Flags {
@@ -348,32 +408,40 @@ mod tests {
             [EvidenceKind::Recorder, EvidenceKind::Importtime]
         );
         assert!(m.to_string().contains("has -I"), "{m}");
-        let m = find(Some(&none), false, &answering(None, "node w.js")).unwrap();
+        // Behind a launcher, the flags of the Python it names.
+        let m = find(
+            Some(&none),
+            false,
+            Some(9),
+            &cmd("uv run --no-sync python -E -m app"),
+        )
+        .unwrap();
+        assert_eq!(
+            m.reason,
+            MissingReason::Flags {
+                flags: vec!["-E".into()]
+            }
+        );
+        let m = find(Some(&none), false, None, &cmd("node w.js")).unwrap();
         assert_eq!(m.reason, MissingReason::Unexplained);
         assert_eq!(
             find(
                 Some(&none),
                 true,
-                &answering(Some(9), "python3 -I -X importtime w.py")
+                Some(9),
+                &cmd("python3 -I -X importtime w.py")
             ),
             None,
             "importtime alone is evidence"
         );
-        assert_eq!(
-            find(None, false, &Answering::default()),
-            None,
-            "no recorder used"
-        );
+        assert_eq!(find(None, false, None, &[]), None, "no recorder used");
     }
 
     #[test]
     fn the_recorded_worker_answering_is_evidence() {
         let r = rec(&[START]);
-        assert_eq!(
-            find(Some(&r), false, &answering(Some(7), "python3 w.py")),
-            None
-        );
-        assert_eq!(find(Some(&r), false, &Answering::default()), None);
+        assert_eq!(find(Some(&r), false, Some(7), &cmd("python3 w.py")), None);
+        assert_eq!(find(Some(&r), false, None, &[]), None);
     }
 
     #[test]
@@ -383,10 +451,7 @@ mod tests {
             r#"{"type":"spawn","t_ns":20,"kind":"exec","argv":["python3","w.py"],"env":{"inherited":false}}"#,
             r#"{"type":"import","name":"json","t_ns":30,"channel":"both"}"#,
         ]);
-        assert_eq!(
-            find(Some(&r), false, &answering(Some(7), "python3 w.py")),
-            None
-        );
+        assert_eq!(find(Some(&r), false, Some(7), &cmd("python3 w.py")), None);
     }
 
     #[test]
@@ -395,11 +460,8 @@ mod tests {
             START,
             r#"{"type":"spawn","t_ns":20,"kind":"exec","argv":["python3","w.py"],"env":{"importtime":true}}"#,
         ]);
-        assert_eq!(
-            find(Some(&r), true, &answering(Some(7), "python3 w.py")),
-            None
-        );
-        let m = find(Some(&r), false, &answering(Some(7), "python3 w.py")).unwrap();
+        assert_eq!(find(Some(&r), true, Some(7), &cmd("python3 w.py")), None);
+        let m = find(Some(&r), false, Some(7), &cmd("python3 w.py")).unwrap();
         assert!(
             matches!(m.reason, MissingReason::ExecWithoutRecorder { .. }),
             "{m:?}"
@@ -409,7 +471,7 @@ mod tests {
             START,
             r#"{"type":"spawn","t_ns":20,"kind":"exec","argv":["python3","-E","w.py"],"env":{"importtime":true,"record":true,"pythonpath":true}}"#,
         ]);
-        let m = find(Some(&r), true, &answering(Some(7), "python3 w.py")).unwrap();
+        let m = find(Some(&r), true, Some(7), &cmd("python3 w.py")).unwrap();
         match &m.reason {
             MissingReason::ExecWithoutRecorder { flags, dropped, .. } => {
                 assert_eq!(flags, &["-E"]);
@@ -425,7 +487,7 @@ mod tests {
             START,
             r#"{"type":"spawn","t_ns":20,"kind":"subprocess","argv":["python3","-I","inner.py"],"env":{"inherited":true,"record":true,"pythonpath":true},"by":{"file":"/app/launch.py","line":4}}"#,
         ]);
-        let m = find(Some(&r), true, &answering(Some(8), "python3 launch.py")).unwrap();
+        let m = find(Some(&r), true, Some(8), &cmd("python3 launch.py")).unwrap();
         assert_eq!(m.pid, Some(8));
         match &m.reason {
             MissingReason::ChildWithoutRecorder {
@@ -441,12 +503,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let m = find(
-            Some(&rec(&[START])),
-            true,
-            &answering(Some(8), "python3 w.py"),
-        )
-        .unwrap();
+        let m = find(Some(&rec(&[START])), true, Some(8), &cmd("python3 w.py")).unwrap();
         assert_eq!(m.reason, MissingReason::Unexplained);
     }
 }

@@ -26,8 +26,14 @@
 //! When the process that answered the protocol left neither
 //! ([`judge_answered`] with the harness's [`Answering`]), the verdict holds
 //! a [`MissingEvidence`] that the caller must turn into an error, never a
-//! pass. Nothing here starts a process or renders for people.
+//! pass. Behind a launcher that forks (`uv run`, a shell that stays the
+//! parent, `make`), the process that answered is the recorded image the
+//! ready line's `pid` names, proved to descend from the process the
+//! harness started ([`Answered`], the processes between in
+//! [`Answered::through`]). Nothing here starts a process or renders for
+//! people.
 
+mod answered;
 mod chain;
 mod judge;
 mod merge;
@@ -38,6 +44,7 @@ mod slowest;
 #[cfg(test)]
 mod tests;
 
+pub use answered::{Answered, Launcher};
 pub use judge::{judge, judge_answered};
 pub use merge::{MergedViolation, merge};
 pub use missing::{Answering, EvidenceKind, MissingEvidence, MissingReason};

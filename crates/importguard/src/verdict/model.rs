@@ -9,6 +9,7 @@ use timeline::{Stage, Timeline};
 use crate::importtime::ImportLog;
 use crate::recorder::{Channel, Frame, ProcessInfo, Recording};
 
+use super::answered::Answered;
 use super::missing::MissingEvidence;
 
 /// How far a forbidden import got.
@@ -156,6 +157,11 @@ pub struct ProcessVerdict {
     /// Every image the recorder saw, the worker first, with how each was
     /// started and by which line.
     pub processes: Vec<ProcessInfo>,
+    /// The process that answered the protocol when it is not the one the
+    /// harness started (a launcher such as `uv run` or a shell stood
+    /// between), with the processes between.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered: Option<Answered>,
     /// The process that answered the protocol left no import evidence: the
     /// check cannot pass (exit 2), whatever `violations` says.
     pub missing: Option<MissingEvidence>,

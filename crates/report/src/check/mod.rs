@@ -55,6 +55,7 @@ const PACKAGES: usize = 8;
 pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
     use std::fmt::Write;
     headline(r, out);
+    answered(r, out);
     process_errors(r, out);
     for v in &r.violations {
         violation(v, cwd, out);
@@ -110,6 +111,17 @@ fn headline(r: &TargetReport, out: &mut String) {
         r.name, r.origin
     );
     let _ = writeln!(out, "      forbidden: {}", r.forbidden.join(", "));
+}
+
+/// Each process whose answer came from below a launcher: which one
+/// answered and what stood between.
+fn answered(r: &TargetReport, out: &mut String) {
+    use std::fmt::Write;
+    for p in &r.processes {
+        if let Some(a) = &p.verdict.answered {
+            let _ = writeln!(out, "      process {}: {a}", p.index);
+        }
+    }
 }
 
 /// Each process that could not be checked, with its error.
@@ -579,6 +591,7 @@ mod tests {
                 importtime: true,
                 notes: vec![],
                 processes: vec![],
+                answered: None,
                 missing: None,
             },
             log: None,

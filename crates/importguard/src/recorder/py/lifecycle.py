@@ -84,6 +84,37 @@ def _rec_lifecycle(records, fail, line_of, gen, audit, audited, audit_written,
     return after_fork, at_exit
 
 
+def _rec_ancestors():
+    """`[[pid, comm], ...]`: the processes above this one, its parent first,
+    up to and with the first one outside its process group (the harness
+    starts each worker as a group of its own, so that one is the harness:
+    every process between is a launcher, `uv run`, a shell, `make`). Read
+    from `/proc`; empty where there is none."""
+    out = []
+    try:
+        group = os.getpgid(0)
+        pid = os.getppid()
+        for _ in range(16):
+            if pid <= 0:
+                break
+            fd = os.open("/proc/%d/stat" % pid, os.O_RDONLY)
+            try:
+                data = os.read(fd, 4096)
+            finally:
+                os.close(fd)
+            # `pid (comm) state ppid pgrp ...`; comm may hold ')' itself.
+            head, _, tail = data.rpartition(b")")
+            comm = head.partition(b"(")[2].decode("utf-8", "replace")
+            fields = tail.split()
+            out.append([pid, comm])
+            if int(fields[2]) != group:
+                break
+            pid = int(fields[1])
+    except Exception:
+        pass
+    return out
+
+
 def _rec_start(me, gen, parent, how, audit, block, forbid, allow):
     """This image's start record."""
     monotonic_ns = _cs_monotonic_ns
@@ -120,4 +151,7 @@ def _rec_start(me, gen, parent, how, audit, block, forbid, allow):
         # what .pth files added): why a module came from where it did.
         "path": [p for p in sys.path if type(p) is str],
     }
+    if how == "root":
+        # The first recorded image: who stands between it and the harness.
+        start["ancestors"] = _rec_ancestors()
     return start

@@ -1,0 +1,187 @@
+//! Workers started through a launcher that forks and stays their parent,
+//! as users start them: `uv run --no-sync --offline python -m app.MODULE`
+//! in a project with its own `.venv`, and `bash -c "cd svc && python -m
+//! app.MODULE; echo done"` (the `; echo done` keeps bash from exec'ing
+//! Python). The project is `tests/fixtures/launcher/svc`, copied to a
+//! temporary folder, with the stand-in torch of
+//! `tests/fixtures/boundary/stand-ins` on `PYTHONPATH`. The check judges the
+//! Python process that wrote the ready line, found below the launcher, and
+//! names the launcher; where no Python below it reported, it stays an error
+//! (exit 2), never a pass.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::support::{code_and_text, coldstart_bin, copy_dir, fixtures, python, uv, uv_project};
+
+/// A copy of the fixture: `svc/` (a uv project with its own `.venv`) in a
+/// temporary folder, beside uv's cache.
+struct Svc {
+    dir: tempfile::TempDir,
+}
+
+impl Svc {
+    fn new() -> Svc {
+        let dir = tempfile::tempdir().unwrap();
+        let svc = dir.path().join("svc");
+        copy_dir(&fixtures().join("launcher/svc"), &svc);
+        uv_project(&svc, "svc");
+        Svc { dir }
+    }
+
+    fn svc(&self) -> PathBuf {
+        self.dir.path().join("svc")
+    }
+
+    /// `coldstart ARGS -- uv run --no-sync --offline python FLAGS -m
+    /// app.MODULE`, from the project's folder.
+    fn under_uv(&self, args: &[&str], flags: &[&str], module: &str) -> (Option<i32>, String) {
+        let mut cmd = self.coldstart(&self.svc(), args);
+        cmd.arg(uv())
+            .args(["run", "--no-sync", "--offline", "python"])
+            .args(flags)
+            .args(["-m", &format!("app.{module}")]);
+        code_and_text(&mut cmd)
+    }
+
+    /// `coldstart ARGS -- bash -c "cd svc && PYTHON FLAGS -m app.MODULE;
+    /// echo done"`, from the folder above the project.
+    fn under_bash(&self, args: &[&str], flags: &str, module: &str) -> (Option<i32>, String) {
+        let mut cmd = self.coldstart(self.dir.path(), args);
+        cmd.args(["bash", "-c"]).arg(format!(
+            "cd svc && '{}' {flags} -m app.{module}; echo done",
+            python().display()
+        ));
+        code_and_text(&mut cmd)
+    }
+
+    /// `coldstart ARGS --` in `cwd`, stand-ins on `PYTHONPATH`, uv's cache
+    /// in the temporary folder and no venv of the caller's active.
+    fn coldstart(&self, cwd: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(coldstart_bin());
+        cmd.args(args)
+            .arg("--")
+            .current_dir(cwd)
+            .env(
+                "PYTHONPATH",
+                fixtures().join("boundary/stand-ins").as_os_str(),
+            )
+            .env("UV_CACHE_DIR", self.dir.path().join("uv-cache"))
+            .env_remove("VIRTUAL_ENV")
+            .stdin(Stdio::null());
+        cmd
+    }
+}
+
+const CHECK: &[&str] = &["check", "--processes", "2"];
+
+/// Each process's line of the text report: answered by the Python below
+/// `launcher`, named with its pid.
+#[track_caller]
+fn answered_through(text: &str, launcher: &str) {
+    for index in 1..=2 {
+        let line = text
+            .lines()
+            .find(|l| {
+                l.trim_start()
+                    .starts_with(&format!("process {index}: answered by pid "))
+            })
+            .unwrap_or_else(|| panic!("no answering process {index}: {text}"));
+        assert!(
+            line.contains(&format!(", started through {launcher} (pid ")),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn a_clean_worker_under_uv_run_passes_answered_by_the_python_below_uv() {
+    let s = Svc::new();
+    let (code, text) = s.under_uv(CHECK, &[], "worker");
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.starts_with("PASS"), "{text}");
+    answered_through(&text, "uv");
+    assert!(text.contains("(python), started through uv"), "{text}");
+
+    // The JSON report: each process's answer, a pid below the one started.
+    let (code, json) = s.under_uv(
+        &["check", "--processes", "2", "--format", "json"],
+        &[],
+        "worker",
+    );
+    assert_eq!(code, Some(0), "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    for p in v["targets"][0]["processes"].as_array().unwrap() {
+        let answered = &p["verdict"]["answered"];
+        let through = answered["through"].as_array().unwrap();
+        assert_eq!(through.len(), 1, "{answered:#}");
+        assert_eq!(through[0]["name"], "uv", "{answered:#}");
+        assert_eq!(through[0]["recorded"], false, "{answered:#}");
+        assert_eq!(through[0]["pid"], p["pid"], "uv is the process started");
+        assert_ne!(answered["pid"], p["pid"], "{answered:#}");
+        assert_eq!(answered["command"][1], "-m", "{answered:#}");
+    }
+}
+
+#[test]
+fn an_eager_worker_under_uv_run_fails_with_its_chain() {
+    let s = Svc::new();
+    let (code, text) = s.under_uv(CHECK, &[], "eager");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("torch loaded, in 2/2 processes"), "{text}");
+    assert!(text.contains("chain: app.model -> torch"), "{text}");
+    assert!(
+        text.contains("torch      imported at app/model.py:3"),
+        "{text}"
+    );
+    answered_through(&text, "uv");
+
+    // --suggest reads the files with the Python below uv (the command
+    // names uv) and verifies the cut through uv on a patched copy.
+    let (code, text) = s.under_uv(&["check", "--processes", "1", "--suggest"], &[], "eager");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("suggestion for torch (verified on a patched copy; read by Python 3."),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_shell_that_stays_the_parent_is_the_launcher_of_a_clean_and_an_eager_worker() {
+    let s = Svc::new();
+    let (code, text) = s.under_bash(CHECK, "", "worker");
+    assert_eq!(code, Some(0), "{text}");
+    answered_through(&text, "bash");
+
+    let (code, text) = s.under_bash(CHECK, "", "eager");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("chain: app.model -> torch"), "{text}");
+    assert!(text.contains("imported at svc/app/model.py:3"), "{text}");
+    answered_through(&text, "bash");
+}
+
+#[test]
+fn below_a_launcher_no_python_that_reported_is_never_a_pass() {
+    let s = Svc::new();
+    // -E: the Python below uv ignores PYTHONPATH, so no recorder and no
+    // importtime in it; the flags are read after uv's own words.
+    let (code, text) = s.under_uv(&["check", "--processes", "1"], &["-E"], "worker");
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("no import evidence from pid"), "{text}");
+    assert!(text.contains("its command line has -E"), "{text}");
+
+    let (code, text) = s.under_bash(&["check", "--processes", "1"], "-E", "worker");
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("no import evidence from pid"), "{text}");
+
+    // The recorder ran below uv, but the ready line gives no pid: nothing
+    // says which process answered.
+    let (code, text) = s.under_uv(&["check", "--processes", "1"], &[], "nopid");
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("coldstart started uv (pid ")
+            && text.contains("the ready line gives no pid")
+            && text.contains("\"pid\": os.getpid()"),
+        "{text}"
+    );
+}
