@@ -205,7 +205,7 @@ fn fix_writes_only_the_safe_cut_and_prices_the_project_again() {
 }
 
 #[test]
-fn on_python_3_15_the_cut_is_a_pep_810_lazy_import_and_on_older_ones_never() {
+fn on_python_3_15_a_pep_810_lazy_import_is_a_second_candidate_verified_on_its_own() {
     let Some(py315) = test_interpreters::required(15, "coldstart lazy on Python 3.15") else {
         return;
     };
