@@ -713,7 +713,8 @@ fn summary(c: &Cut) -> String {
                     1 => fns[0].clone(),
                     n => format!("{} and {}", fns[..n - 1].join(", "), fns[n - 1]),
                 };
-                s = if c.kind == CutKind::MoveIntoBlocks {
+                // A module `__getattr__` cut can move into blocks too.
+                s = if c.functions.iter().any(|f| !f.blocks.is_empty()) {
                     let sites: usize = c.functions.iter().map(|f| f.blocks.len().max(1)).sum();
                     format!(
                         "move `{}` ({at}) into {fns}: the narrowest {} that read{} {names}, so a call that takes another path never imports it",

@@ -367,6 +367,34 @@ const CASES: &[Case] = &[
         ),
     },
     Case {
+        name: "a serving loop: the import goes into the loop's branch, not before the loop",
+        files: &[(
+            "m.py",
+            "import sys\n\nimport torch\n\n\ndef main():\n    for line in sys.stdin:\n        if line == \"health\":\n            print(\"ok\")\n        elif line == \"run\":\n            print(torch.x)\n",
+        )],
+        file: "m.py",
+        line: 3,
+        module: "torch",
+        want: Want::Cut(
+            CutKind::MoveIntoBlocks,
+            "         elif line == \"run\":\n+            import torch\n             print(torch.x)\n",
+        ),
+    },
+    Case {
+        name: "a read in a nested function counts where that function is defined",
+        files: &[(
+            "m.py",
+            "import torch\n\n\ndef handle(op):\n    if op == \"run\":\n        def later():\n            return torch.x\n        return later\n    return None\n",
+        )],
+        file: "m.py",
+        line: 1,
+        module: "torch",
+        want: Want::Cut(
+            CutKind::MoveIntoBlocks,
+            "     if op == \"run\":\n+        import torch\n         def later():\n",
+        ),
+    },
+    Case {
         name: "two branches read it: one import in each",
         files: &[(
             "m.py",
