@@ -166,3 +166,38 @@ fn a_failing_verify_command_rejects_the_cut_with_its_output() {
     assert!(text.contains("cut plugworker/models.py:3"), "{text}");
     assert!(text.contains("passed"), "{text}");
 }
+
+/// `check --suggest` takes its cuts from the one search `lazy` uses: on a
+/// worker that dispatches every request, health included, through one
+/// `handle(req)` (`tests/fixtures/lazy/dispatchproject`, its `reports` a
+/// stand-in module kept out of start-up by the policy), the import moves
+/// into the `if op == "report":` branch, verified with the `report`
+/// request; the top of `handle` stays an unverified candidate.
+#[test]
+fn a_dispatch_workers_import_moves_into_the_branch_that_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dispatchproject");
+    copy_dir(&fixtures().join("lazy/dispatchproject"), &root);
+    std::fs::write(
+        root.join("coldstart.toml"),
+        format!(
+            "[[target]]\nname = \"d\"\ncommand = [\"{}\", \"-m\", \"app.worker\"]\nprocesses = 1\nforbidden = [\"app.reports\"]\nverify = [{{ op = \"report\", data = [1, 2] }}]\n",
+            python().display(),
+        ),
+    )
+    .unwrap();
+    let (code, text) = suggest_in(&root);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("suggestion for app.reports (verified on a patched copy"),
+        "{text}"
+    );
+    assert!(
+        text.contains("cut app/worker.py:9 (move into blocks): move `from app import reports` (app/worker.py:9) into the `if op == \"report\":` block (line 22) of `handle` (line 17)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("app/worker.py:9 (move into functions, 2 lines)"),
+        "{text}"
+    );
+}

@@ -187,6 +187,16 @@ pub struct ProcessReport {
     pub log: Option<ImportLog>,
 }
 
+impl ProcessReport {
+    /// Its failure came only at its end and its start-up evidence is whole
+    /// (`failed_at_end`, with its importtime log): what `lazy` prices
+    /// anyway, and a cut's verification does not hold against the cut when
+    /// the original ends so too.
+    pub fn ended_late(&self) -> bool {
+        self.failed_at_end && self.log.is_some()
+    }
+}
+
 /// The check's exit code: 2 when a worker could not be checked (it wins
 /// over a violation: the check is incomplete), 1 on a violation, else 0.
 pub fn exit_code<'a>(reports: impl IntoIterator<Item = &'a TargetReport>) -> u8 {

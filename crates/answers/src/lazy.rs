@@ -16,7 +16,9 @@
 //!               "cut": {"kind": str, "summary": str, "diff": str} | null,
 //!               "verdict": "safe" | "no_win" | "unsafe" | "no_cut",
 //!               "why": str | null,            // unsafe: the failing step and its output; no_cut: why
-//!               "saving": Comparison | null   // ready, patched copy (B) against the original (A)
+//!               "saving": Comparison | null,  // ready, patched copy (B) against the original (A)
+//!               "alternatives": [ {             // the statement's other cuts, each verified on its
+//!                   "cut": {...}, "verified": bool, "why": str | null } ]  // own copy (omitted when none)
 //!   } ] }
 //! ```
 //! With `--fix`, when cuts were written and priced again:
@@ -98,6 +100,21 @@ pub struct LazyRow {
     /// The ready time of the patched copy (B) against the original (A),
     /// interleaved.
     pub saving: Option<Comparison>,
+    /// The statement's other cuts (another scope, PEP 810 `lazy` on 3.15),
+    /// each verified on its own patched copy; its saving is not measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<LazyAlternative>,
+}
+
+/// Another cut of a row's statement and its own verification.
+#[derive(Debug, Clone, Serialize)]
+pub struct LazyAlternative {
+    /// The cut.
+    pub cut: LazyCut,
+    /// Whether it passed its verification on its own patched copy.
+    pub verified: bool,
+    /// Rejected: the step that failed and its output.
+    pub why: Option<String>,
 }
 
 /// A target's costly imports.

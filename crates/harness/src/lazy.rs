@@ -19,13 +19,13 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use answers::lazy::{LazyCut, LazyReport, LazyRow, LazyVerdict, SCHEMA};
+use answers::lazy::{LazyAlternative, LazyCut, LazyReport, LazyRow, LazyVerdict, SCHEMA};
 use importguard::verdict::{CostlyImport, Violation, costly_imports, default_min_ms, root_imports};
 use phases::Phase;
-use suggest::{Cut, Suggester, Suggestion, Verification};
+use suggest::{Cut, Suggester, Suggestion};
 
 use crate::check::suggest::{interpreter, launched_python};
-use crate::check::verify::{in_copy, on_copy};
+use crate::check::verify::{LateEnd, in_copy, on_copy};
 use crate::check::{CheckOptions, check_target};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
@@ -40,8 +40,13 @@ const OUT_PREFIX: &str = "coldstart-lazy-";
 /// The body of the RSS bootstrap, run after the recorder's shared prelude.
 const RSS_BOOTSTRAP: &str = include_str!("lazy_rss.py");
 
-/// How many cuts of one statement are verified, best first.
+/// How many cuts of one statement are verified, best first (its scopes,
+/// narrowest first, and PEP 810 `lazy` on 3.15).
 const ATTEMPTS: usize = 3;
+
+/// Why a verified cut has no saving: the bench compares only trials that
+/// ran whole on both sides.
+const UNMEASURED: &str = "verified on its patched copy, but its saving was not measured: the timed trials did not complete on both sides (the bench times only trials that end whole; a worker that ends late fails each at its end, as the warnings say)";
 
 /// How many costly imports beneath a row without a safe cut of its own
 /// are tried for a cut further down the chain.
@@ -265,7 +270,22 @@ enum Attempt {
         cut: Cut,
         /// Its patched copy's ready time against the original's.
         saving: Option<phases::compare::Comparison>,
+        /// The other cuts tried, each with its own verification.
+        others: Vec<LazyAlternative>,
     },
+}
+
+/// How a row's search tries its cuts.
+#[derive(Clone, Copy)]
+struct Search<'a> {
+    /// The module whose start-up import the cuts must remove.
+    module: &'a str,
+    /// Whether a worker ending late on the copy fails a cut.
+    late: LateEnd,
+    /// Verify every cut tried, not only up to the first that passes (the
+    /// row's own statement: its other cuts are listed with their own
+    /// verification).
+    each: bool,
 }
 
 impl Attempt {
@@ -276,56 +296,70 @@ impl Attempt {
 }
 
 /// The suggester's search on one violation `v`, kept to the cuts `keep`
-/// takes: each verified on a patched copy judging `module` (ready, health,
-/// the recorder's evidence that `module` is gone from start-up, the
-/// target's model path), best first, and the first that passes measured.
-/// The suggestion is returned too, for what it says of links that cannot
-/// be cut.
+/// takes: each verified on a patched copy judging `search.module` (ready,
+/// health, the recorder's evidence that the module is gone from start-up,
+/// the target's model path), best first (a statement's narrowest scope
+/// first: a cut unsafe at one scope is tried at the next before the row
+/// says unsafe), and the first that passes measured; with `search.each`
+/// the rest are verified too, each on its own copy. The suggestion is
+/// returned too, for what it says of links that cannot be cut.
 fn attempt(
     t: &Target,
     s: &Suggester,
     v: &Violation,
-    module: &str,
+    search: Search<'_>,
     keep: &dyn Fn(&Cut) -> bool,
     opts: &LazyOptions,
     interrupt: &Interrupt,
 ) -> Result<(Attempt, Suggestion)> {
-    let mut sug = s
+    let sug = s
         .suggest(v)
         .map_err(|e| Error::Invalid(format!("could not suggest a cut for {}: {e}", v.module)))?;
-    let mut cuts: Vec<Cut> = sug.cuts().filter(|c| keep(c)).cloned().collect();
-    if cuts.is_empty() {
+    let cuts: Vec<Cut> = sug
+        .cuts()
+        .filter(|c| keep(c))
+        .take(ATTEMPTS)
+        .cloned()
+        .collect();
+    let Some(first) = cuts.first().cloned() else {
         return Ok((Attempt::NoCut, sug));
+    };
+    let judged = judging(t, &[search.module.to_owned()]);
+    let mut passed = None;
+    let mut others = Vec::new();
+    let mut why = Vec::new();
+    for cut in cuts {
+        if passed.is_some() && !search.each {
+            break;
+        }
+        let reason = s
+            .verify_cut(&sug, &cut, |copy| {
+                on_copy(&judged, copy, search.late).map_err(|e| Box::new(e) as suggest::CheckError)
+            })
+            .map_err(|e| Error::Invalid(format!("could not verify a cut: {e}")))?;
+        let said = reason.as_ref().map(rejected);
+        if let Some(w) = &said {
+            why.push(format!("{}:{} ({}): {w}", cut.file, cut.line, cut.kind));
+        }
+        if reason.is_none() && passed.is_none() {
+            passed = Some(cut);
+        } else {
+            others.push(LazyAlternative {
+                cut: lazy_cut(&cut),
+                verified: reason.is_none(),
+                why: said,
+            });
+        }
     }
-    let first = cuts[0].clone();
-    sug.cut = Some(cuts.remove(0));
-    sug.candidates = cuts;
-    let judged = judging(t, &[module.to_owned()]);
-    s.verify(&mut sug, ATTEMPTS, |copy| {
-        on_copy(&judged, copy).map_err(|e| Box::new(e) as suggest::CheckError)
-    })
-    .map_err(|e| Error::Invalid(format!("could not verify a cut: {e}")))?;
-    let out = match (&sug.cut, sug.verification) {
-        (Some(cut), Verification::Verified) => Attempt::Verified {
-            cut: cut.clone(),
-            saving: saving(t, s, cut, opts, interrupt)?,
+    let out = match passed {
+        Some(cut) => Attempt::Verified {
+            saving: saving(t, s, &cut, opts, interrupt)?,
+            cut,
+            others,
         },
-        _ => Attempt::Unsafe {
+        None => Attempt::Unsafe {
             first,
-            why: sug
-                .rejections
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{}:{} ({}): {}",
-                        r.file,
-                        r.line,
-                        r.kind,
-                        rejected(&r.reason)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
+            why: why.join("; "),
         },
     };
     Ok((out, sug))
@@ -338,19 +372,16 @@ fn attempt(
 /// at most [`BELOW`]), each located on its own, its chain's cuts below the row's
 /// module tried as [`attempt`] does. The first safe one, with the module
 /// it defers.
-#[allow(clippy::too_many_arguments)]
 fn below(
-    t: &Target,
-    s: &Suggester,
+    rows: &Rows<'_>,
     module: &str,
     beneath: &[CostlyImport],
     own: Option<(&str, u32)>,
-    opts: &LazyOptions,
-    interrupt: &Interrupt,
     tried: &mut Vec<String>,
 ) -> Result<Option<(Cut, Option<phases::compare::Comparison>, String)>> {
+    let (t, s) = (rows.t, rows.s);
     for inner in beneath.iter().take(BELOW) {
-        if interrupt.is_set() {
+        if rows.interrupt.is_set() {
             break;
         }
         let Some(v) = locate(t, std::slice::from_ref(inner))?.pop().flatten() else {
@@ -360,10 +391,15 @@ fn below(
         let keep = |c: &Cut| {
             at.is_none_or(|i| c.link > i) && own.is_none_or(|(f, l)| !(c.file == f && c.line == l))
         };
-        let (result, _) = attempt(t, s, &v, &inner.module, &keep, opts, interrupt)?;
+        let search = Search {
+            module: &inner.module,
+            late: rows.late,
+            each: false,
+        };
+        let (result, _) = attempt(t, s, &v, search, &keep, rows.opts, rows.interrupt)?;
         let safe = result.is_safe();
         match result {
-            Attempt::Verified { cut, saving } if safe => {
+            Attempt::Verified { cut, saving, .. } if safe => {
                 return Ok(Some((cut, saving, inner.module.clone())));
             }
             Attempt::Verified { cut, .. } => tried.push(format!(
@@ -395,6 +431,9 @@ struct Pricing {
     /// The Python below a launcher (`uv run`, a shell) that answered, as
     /// its evidence names it: what reads the worker's files then.
     launched: Option<String>,
+    /// Whether the original's workers end late (then a late end on a
+    /// patched copy is not the cut's).
+    late: LateEnd,
 }
 
 /// Runs `opts.processes` instrumented processes of `t` and prices every
@@ -408,7 +447,7 @@ fn price(t: &Target, opts: &LazyOptions) -> Result<Pricing> {
     if let Some(e) = checked
         .processes
         .iter()
-        .find(|p| p.error.is_some() && !(p.failed_at_end && p.log.is_some()))
+        .find(|p| p.error.is_some() && !p.ended_late())
         .and_then(|p| p.error.clone())
     {
         return Err(Error::Invalid(format!(
@@ -468,6 +507,7 @@ fn price(t: &Target, opts: &LazyOptions) -> Result<Pricing> {
         priced,
         bodies,
         launched: launched_python(&checked).map(str::to_owned),
+        late: LateEnd::of(&checked.processes),
     })
 }
 
@@ -505,6 +545,8 @@ struct Rows<'a> {
     own_names: Vec<String>,
     /// The MiB each module adds, read in one untimed start-up.
     rss: BTreeMap<String, f64>,
+    /// Whether the original's workers end late.
+    late: LateEnd,
 }
 
 /// What the rows found so far: the safe cuts, and the modules a cut further
@@ -573,6 +615,7 @@ impl Rows<'_> {
             verdict: LazyVerdict::NoCut,
             why: None,
             saving: None,
+            alternatives: Vec::new(),
         };
         if self.interrupt.is_set() {
             // Priced, but its cut is not tried: said, not dropped.
@@ -621,11 +664,16 @@ impl Rows<'_> {
         module: &str,
         found: &mut Found,
     ) -> Result<Option<(String, u32)>> {
+        let search = Search {
+            module,
+            late: self.late,
+            each: true,
+        };
         let (own, sug) = attempt(
             self.t,
             self.s,
             v,
-            module,
+            search,
             &|c| c.module == module,
             self.opts,
             self.interrupt,
@@ -658,9 +706,18 @@ impl Rows<'_> {
                 row.cut = Some(lazy_cut(&first));
                 row.why = Some(why);
             }
-            Attempt::Verified { cut, saving } => {
+            Attempt::Verified {
+                cut,
+                saving,
+                others,
+            } => {
+                if saving.is_none() {
+                    // Verified, but "no win" must not read as measured.
+                    row.why = Some(UNMEASURED.to_owned());
+                }
                 row.cut = Some(lazy_cut(&cut));
                 row.saving = saving;
+                row.alternatives = others;
                 row.verdict = if own_safe {
                     found.safe.push(cut);
                     LazyVerdict::Safe
@@ -683,16 +740,9 @@ impl Rows<'_> {
     ) -> Result<()> {
         let mut tried = Vec::new();
         let own_ref = own_at.as_ref().map(|(f, l)| (f.as_str(), *l));
-        if let Some((cut, saving, inner)) = below(
-            self.t,
-            self.s,
-            module,
-            &self.beneath(&row.cost),
-            own_ref,
-            self.opts,
-            self.interrupt,
-            &mut tried,
-        )? {
+        if let Some((cut, saving, inner)) =
+            below(self, module, &self.beneath(&row.cost), own_ref, &mut tried)?
+        {
             let at = format!("{}:{}", cut.file, cut.line);
             let before = row.why.take().unwrap_or_else(|| match row.verdict {
                 LazyVerdict::NoWin => "gains nothing measurable".to_owned(),
@@ -704,6 +754,8 @@ impl Rows<'_> {
             found.deferred.insert(inner, at);
             row.cut = Some(lazy_cut(&cut));
             row.saving = saving;
+            // The statement's other cuts no longer stand beside the row's.
+            row.alternatives.clear();
             row.verdict = LazyVerdict::Safe;
             found.safe.push(cut);
         } else if !tried.is_empty() {
@@ -770,6 +822,7 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
         located: &located,
         own_names: t.first_party(),
         rss: rss_mib(t, &modules)?,
+        late: pricing.late,
     };
     let mut found = Found::default();
     for (cost, violation) in priced.iter().cloned().zip(located.iter().cloned()) {

@@ -94,6 +94,18 @@ pub fn render(r: &LazyReport, out: &mut String) {
                 why
             );
         }
+        for alt in &row.alternatives {
+            let what = match (&alt.why, alt.verified) {
+                (_, true) => format!("verified too: {}", alt.cut.summary),
+                (Some(why), false) => format!("rejected: {why}"),
+                (None, false) => "rejected".to_owned(),
+            };
+            let _ = writeln!(
+                out,
+                "\n  {} (another cut, {} at {}): {what}",
+                row.cost.module, alt.cut.kind, alt.cut.at
+            );
+        }
     }
     if r.interrupted {
         let _ = writeln!(
@@ -158,6 +170,7 @@ mod tests {
             verdict,
             why: why.map(str::to_owned),
             saving: None,
+            alternatives: Vec::new(),
         }
     }
 
@@ -195,6 +208,58 @@ mod tests {
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["rows"][1]["verdict"], "unsafe");
         assert_eq!(json["rows"][0]["median_ms"], 150.0);
+    }
+
+    #[test]
+    fn a_rows_other_cuts_are_listed_with_their_own_verification() {
+        let mut fmt = row("fmt", LazyVerdict::Safe, None);
+        let mut alt = fmt.cut.clone().unwrap();
+        alt.kind = "lazy import".into();
+        alt.summary = "make `import fmt` (app/main.py:4) a `lazy` import (PEP 810)".into();
+        let mut wide = alt.clone();
+        wide.kind = "move into functions".into();
+        fmt.alternatives = vec![
+            answers::lazy::LazyAlternative {
+                cut: alt,
+                verified: true,
+                why: None,
+            },
+            answers::lazy::LazyAlternative {
+                cut: wide,
+                verified: false,
+                why: Some("start-up still imports it".into()),
+            },
+        ];
+        let r = LazyReport {
+            schema: SCHEMA,
+            target: "w".into(),
+            ready_ms: 400.0,
+            min_ms: 20.0,
+            processes: 3,
+            rows: vec![fmt],
+            written: Vec::new(),
+            not_written: Vec::new(),
+            interrupted: false,
+            warnings: Vec::new(),
+        };
+        let mut text = String::new();
+        render(&r, &mut text);
+        assert!(
+            text.contains(
+                "fmt (another cut, lazy import at app/main.py:4): verified too: make `import fmt`"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("fmt (another cut, move into functions at app/main.py:4): rejected: start-up still imports it"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["rows"][0]["alternatives"][0]["verified"], true);
+        assert_eq!(
+            json["rows"][0]["alternatives"][0]["cut"]["kind"],
+            "lazy import"
+        );
     }
 
     #[test]

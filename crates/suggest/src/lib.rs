@@ -10,7 +10,11 @@
 //! cuts that apply to it:
 //!
 //! - the names it binds are read only inside functions: the import moves
-//!   into those functions ([`CutKind::MoveIntoFunctions`]);
+//!   into the narrowest blocks of those functions that read them, right
+//!   before the first statement there that reads them (the `if op ==
+//!   "report":` branch of a `handle(req)` every request runs through,
+//!   [`CutKind::MoveIntoBlocks`]), and to the top of each of those
+//!   functions ([`CutKind::MoveIntoFunctions`]), narrowest first;
 //! - only in annotations: it goes under `if TYPE_CHECKING:`, with
 //!   `from __future__ import annotations` where annotations are evaluated at
 //!   run time ([`CutKind::TypeChecking`]);
@@ -26,7 +30,9 @@
 //! module-level code calls) makes the link not cuttable, and the
 //! [`Suggestion`] says why ([`Uncuttable`]). Among the cuts, the one with the
 //! fewest changed lines wins, ties going to the link closest to the worker's
-//! own code (the top of the chain); the others are listed. Each cut carries
+//! own code (the top of the chain), then to the narrowest scope and to an
+//! edit every Python takes before `lazy` ([`CutKind`]'s order); the others
+//! are listed. Each cut carries
 //! a unified diff (`a/` and `b/` prefixes, paths relative to the project
 //! root) that `git apply` and `patch -p1` take, touching first-party files
 //! only.
@@ -59,14 +65,23 @@ pub use verify::{PatchedCopy, VerifyOutcome};
 
 use query::{LinkAnswer, LinkRequest, Request};
 
-/// How a cut keeps the module out of start-up.
+/// How a cut keeps the module out of start-up. Ties between cuts of the
+/// same size on the same link go (`rank`): the
+/// narrowest scope first (a block, then the whole function: only the block
+/// leaves the module out of a request whose branch does not read it), and
+/// the edits every Python takes before `lazy` (a SyntaxError before 3.15,
+/// which a project that still supports older interpreters cannot take).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum CutKind {
     /// `lazy import` / `lazy from ... import` (PEP 810, Python 3.15+).
     LazyImport,
-    /// The import moves into the functions that read its names.
+    /// The import moves into the narrowest blocks of the functions that
+    /// read its names, before the first statement of each that reads them
+    /// ([`FunctionSite::blocks`]).
+    MoveIntoBlocks,
+    /// The import moves to the top of the functions that read its names.
     MoveIntoFunctions,
     /// The import goes under `if TYPE_CHECKING:` (names read only in
     /// annotations).
@@ -82,11 +97,12 @@ impl CutKind {
     /// The tie-break among cuts of the same size on the same link.
     fn rank(self) -> u8 {
         match self {
-            CutKind::LazyImport => 0,
+            CutKind::MoveIntoBlocks => 0,
             CutKind::MoveIntoFunctions => 1,
             CutKind::TypeChecking => 2,
             CutKind::DropImport => 3,
-            CutKind::ModuleGetattr => 4,
+            CutKind::LazyImport => 4,
+            CutKind::ModuleGetattr => 5,
         }
     }
 }
@@ -95,6 +111,7 @@ impl fmt::Display for CutKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             CutKind::LazyImport => "lazy import",
+            CutKind::MoveIntoBlocks => "move into blocks",
             CutKind::MoveIntoFunctions => "move into functions",
             CutKind::TypeChecking => "TYPE_CHECKING import",
             CutKind::DropImport => "drop import",
@@ -113,6 +130,21 @@ pub struct FunctionSite {
     /// The lines in it that read the names.
     #[serde(rename = "lines")]
     pub uses: Vec<u32>,
+    /// With [`CutKind::MoveIntoBlocks`]: where in it the import goes (empty:
+    /// at the top of its body).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<BlockSite>,
+}
+
+/// A block of a function an import moves into.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockSite {
+    /// The line (of the original file) the import goes in before: the
+    /// block's first statement that reads the names.
+    pub line: u32,
+    /// The block, in words (``the `if op == "report":` block (line 40)``);
+    /// `None` for the function's own body (after an early return).
+    pub block: Option<String>,
 }
 
 /// A line of a first-party file.
@@ -191,8 +223,21 @@ impl Cut {
         &self.patch.original
     }
 
+    /// Its size for ranking: the lines it changes, where a move into the
+    /// blocks of a function counts that function once (the same import in
+    /// two branches is no bigger a change than one at the function's top,
+    /// so the narrower scope is still tried first).
+    fn size(&self) -> usize {
+        let extra: usize = self
+            .functions
+            .iter()
+            .map(|f| f.blocks.len().saturating_sub(1))
+            .sum();
+        self.lines_changed.saturating_sub(extra)
+    }
+
     fn sort_key(&self) -> (usize, usize, u8) {
-        (self.lines_changed, self.link, self.kind.rank())
+        (self.size(), self.link, self.kind.rank())
     }
 }
 
@@ -622,6 +667,24 @@ fn links_of(v: &Violation) -> Vec<LinkRequest> {
         .collect()
 }
 
+/// A function an import moves into, in words, with the blocks of it when
+/// the import goes there.
+fn function_words(f: &FunctionSite) -> String {
+    let at = format!("`{}` (line {})", f.name, f.line);
+    if f.blocks.is_empty() {
+        return at;
+    }
+    let blocks: Vec<String> = f
+        .blocks
+        .iter()
+        .map(|b| match &b.block {
+            Some(words) => format!("{words} of {at}"),
+            None => format!("{at} before line {}", b.line),
+        })
+        .collect();
+    blocks.join(" and ")
+}
+
 fn quoted(names: &[String]) -> String {
     let q: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     match q.len() {
@@ -642,28 +705,35 @@ fn summary(c: &Cut) -> String {
             if c.names.len() == 1 { "is" } else { "are" },
             if c.names.len() == 1 { "it" } else { "them" },
         ),
-        CutKind::MoveIntoFunctions | CutKind::ModuleGetattr => {
+        CutKind::MoveIntoBlocks | CutKind::MoveIntoFunctions | CutKind::ModuleGetattr => {
             let mut s = String::new();
             if !c.functions.is_empty() {
-                let fns: Vec<String> = c
-                    .functions
-                    .iter()
-                    .map(|f| format!("`{}` (line {})", f.name, f.line))
-                    .collect();
+                let fns: Vec<String> = c.functions.iter().map(function_words).collect();
                 let fns = match fns.len() {
                     1 => fns[0].clone(),
                     n => format!("{} and {}", fns[..n - 1].join(", "), fns[n - 1]),
                 };
-                s = format!(
-                    "move `{}` ({at}) into {fns}, the only {} that read{} {names}",
-                    c.statement,
-                    if c.functions.len() == 1 {
-                        "function"
-                    } else {
-                        "functions"
-                    },
-                    if c.functions.len() == 1 { "s" } else { "" },
-                );
+                // A module `__getattr__` cut can move into blocks too.
+                s = if c.functions.iter().any(|f| !f.blocks.is_empty()) {
+                    let sites: usize = c.functions.iter().map(|f| f.blocks.len().max(1)).sum();
+                    format!(
+                        "move `{}` ({at}) into {fns}: the narrowest {} that read{} {names}, so a call that takes another path never imports it",
+                        c.statement,
+                        if sites == 1 { "block" } else { "blocks" },
+                        if sites == 1 { "s" } else { "" },
+                    )
+                } else {
+                    format!(
+                        "move `{}` ({at}) into {fns}, the only {} that read{} {names}",
+                        c.statement,
+                        if c.functions.len() == 1 {
+                            "function"
+                        } else {
+                            "functions"
+                        },
+                        if c.functions.len() == 1 { "s" } else { "" },
+                    )
+                };
             }
             if c.getattr {
                 let what = if c.file.ends_with("__init__.py") {

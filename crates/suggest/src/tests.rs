@@ -325,6 +325,104 @@ const CASES: &[Case] = &[
         ),
     },
     Case {
+        name: "a dispatch function every request runs: the import goes into the branch that reads it",
+        files: &[(
+            "app/worker.py",
+            "from app import reports\n\n\ndef handle(req):\n    \"\"\"Every request.\"\"\"\n    op = req[\"op\"]\n    if op == \"health\":\n        return \"ok\"\n    if op == \"report\":\n        data = req[\"data\"]\n        return reports.build(data)\n    return None\n",
+        )],
+        file: "app/worker.py",
+        line: 1,
+        module: "app.reports",
+        want: Want::Cut(
+            CutKind::MoveIntoBlocks,
+            "         data = req[\"data\"]\n+        from app import reports\n         return reports.build(data)\n",
+        ),
+    },
+    Case {
+        name: "an `elif` branch takes the import; the `elif` line itself is not a block",
+        files: &[(
+            "m.py",
+            "import torch\n\n\ndef handle(op):\n    if op == \"health\":\n        return 1\n    elif op == \"run\":\n        return torch.x\n",
+        )],
+        file: "m.py",
+        line: 1,
+        module: "torch",
+        want: Want::Cut(
+            CutKind::MoveIntoBlocks,
+            "     elif op == \"run\":\n+        import torch\n         return torch.x\n",
+        ),
+    },
+    Case {
+        name: "after an early return: right before the first statement that reads it",
+        files: &[(
+            "m.py",
+            "import torch\n\n\ndef handle(op):\n    if op == \"health\":\n        return 1\n    return torch.x\n",
+        )],
+        file: "m.py",
+        line: 1,
+        module: "torch",
+        want: Want::Cut(
+            CutKind::MoveIntoBlocks,
+            "         return 1\n+    import torch\n     return torch.x\n",
+        ),
+    },
+    Case {
+        name: "a serving loop: the import goes into the loop's branch, not before the loop",
+        files: &[(
+            "m.py",
+            "import sys\n\nimport torch\n\n\ndef main():\n    for line in sys.stdin:\n        if line == \"health\":\n            print(\"ok\")\n        elif line == \"run\":\n            print(torch.x)\n",
+        )],
+        file: "m.py",
+        line: 3,
+        module: "torch",
+        want: Want::Cut(
+            CutKind::MoveIntoBlocks,
+            "         elif line == \"run\":\n+            import torch\n             print(torch.x)\n",
+        ),
+    },
+    Case {
+        name: "a read in a nested function counts where that function is defined",
+        files: &[(
+            "m.py",
+            "import torch\n\n\ndef handle(op):\n    if op == \"run\":\n        def later():\n            return torch.x\n        return later\n    return None\n",
+        )],
+        file: "m.py",
+        line: 1,
+        module: "torch",
+        want: Want::Cut(
+            CutKind::MoveIntoBlocks,
+            "     if op == \"run\":\n+        import torch\n         def later():\n",
+        ),
+    },
+    Case {
+        name: "two branches read it: one import in each",
+        files: &[(
+            "m.py",
+            "import torch\n\n\ndef handle(op):\n    if op == \"a\":\n        return torch.a\n    else:\n        return torch.b\n",
+        )],
+        file: "m.py",
+        line: 1,
+        module: "torch",
+        want: Want::Cut(
+            CutKind::MoveIntoBlocks,
+            "     if op == \"a\":\n+        import torch\n         return torch.a\n     else:\n+        import torch\n",
+        ),
+    },
+    Case {
+        name: "a one-line branch cannot take a line: the function's top does",
+        files: &[(
+            "m.py",
+            "import torch\n\n\ndef handle(op):\n    if op == \"run\": return torch.x\n    return 1\n",
+        )],
+        file: "m.py",
+        line: 1,
+        module: "torch",
+        want: Want::Cut(
+            CutKind::MoveIntoFunctions,
+            "def handle(op):\n+    import torch\n",
+        ),
+    },
+    Case {
         name: "the only statement of an if block leaves `pass`",
         files: &[(
             "m.py",

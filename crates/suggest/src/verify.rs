@@ -199,19 +199,7 @@ impl Suggester {
         let mut untried = queue.split_off(max_attempts.min(queue.len()));
         let mut queue = queue.into_iter();
         for cut in queue.by_ref() {
-            let copy = self.patched_copy(&cut)?;
-            let outcome = check(copy.root()).map_err(|source| SuggestError::Check { source })?;
-            let reason = match outcome {
-                VerifyOutcome::Checked { violations } => still_there(suggestion, &violations)
-                    .map(|chain| RejectReason::ViolationRemains { chain }),
-                VerifyOutcome::HandshakeFailed { detail } => {
-                    Some(RejectReason::HandshakeFailed { detail })
-                }
-                VerifyOutcome::ModelPathFailed { step, output } => {
-                    Some(RejectReason::ModelPathFailed { step, output })
-                }
-            };
-            match reason {
+            match self.verify_cut(suggestion, &cut, &mut check)? {
                 None => {
                     suggestion.cut = Some(cut);
                     break;
@@ -235,6 +223,33 @@ impl Suggester {
             Verification::Rejected
         };
         Ok(())
+    }
+
+    /// Verifies one cut of `suggestion` on a fresh patched copy, as
+    /// [`Suggester::verify`] does each: `None` when it passed, else why it
+    /// was rejected. For a caller that wants each cut's own verification
+    /// (`lazy` lists the other cuts of a statement with theirs).
+    pub fn verify_cut<F>(
+        &self,
+        suggestion: &Suggestion,
+        cut: &Cut,
+        mut check: F,
+    ) -> Result<Option<RejectReason>, SuggestError>
+    where
+        F: FnMut(&Path) -> Result<VerifyOutcome, CheckError>,
+    {
+        let copy = self.patched_copy(cut)?;
+        let outcome = check(copy.root()).map_err(|source| SuggestError::Check { source })?;
+        Ok(match outcome {
+            VerifyOutcome::Checked { violations } => still_there(suggestion, &violations)
+                .map(|chain| RejectReason::ViolationRemains { chain }),
+            VerifyOutcome::HandshakeFailed { detail } => {
+                Some(RejectReason::HandshakeFailed { detail })
+            }
+            VerifyOutcome::ModelPathFailed { step, output } => {
+                Some(RejectReason::ModelPathFailed { step, output })
+            }
+        })
     }
 
     /// Writes `cut` to the project (`--fix`): only if the file is still

@@ -95,6 +95,8 @@ pub fn suggest(t: &Target, report: &TargetReport, fix: bool) -> Result<Suggested
         suggestions: Vec::new(),
         written: Vec::new(),
     };
+    // The original's own late end is not held against a cut.
+    let late = verify::LateEnd::of(&report.processes);
     for v in &report.violations {
         let mut sug = s.suggest(&v.first).map_err(|e| {
             Error::Invalid(format!(
@@ -103,7 +105,7 @@ pub fn suggest(t: &Target, report: &TargetReport, fix: bool) -> Result<Suggested
             ))
         })?;
         s.verify(&mut sug, ATTEMPTS, |copy| {
-            verify::on_copy(t, copy).map_err(|e| Box::new(e) as suggest::CheckError)
+            verify::on_copy(t, copy, late).map_err(|e| Box::new(e) as suggest::CheckError)
         })
         .map_err(|e| Error::Invalid(format!("could not verify a cut: {e}")))?;
         if sug.cut.is_some() && sug.verification == Verification::Verified {

@@ -5,7 +5,10 @@
 //! `verify` requests, sent after ready on one fresh worker, gets a reply
 //! that is not an error, and its `verify_command`, run in the copy, exits
 //! 0. A cut that fails any step is never offered; the failure names the
-//! step and carries its output.
+//! step and carries its output. A worker whose original already ends late
+//! (its shutdown ack or its exit past the target's timeouts, after a whole
+//! start-up) ends late on the copy too: with [`LateEnd::Original`] that end
+//! is the worker's, not the cut's, and the copy is judged on the rest.
 
 use std::fmt;
 use std::path::Path;
@@ -13,7 +16,7 @@ use std::time::Duration;
 
 use timeline::Stage;
 
-use answers::check::Status;
+use answers::check::{ProcessReport, Status};
 use serde::Serialize;
 use serde_json::Value;
 use spawn::worker_proto::{Reply, Request};
@@ -127,6 +130,37 @@ impl Hooks for SendVerify<'_> {
     }
 }
 
+/// Whether a worker on the copy that fails only at its end (the shutdown
+/// ack or the exit, after a whole start-up and every `verify` request
+/// answered) fails the verification.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LateEnd {
+    /// It does: the original ends in time, so a late end on the copy is
+    /// the cut's doing.
+    Rejects,
+    /// It does not: the original ends late too (its check, or `lazy`'s
+    /// pricing, saw it), so the late end is the worker's own; the copy is
+    /// judged on its start-up and its model path, as the original is priced.
+    Original,
+}
+
+impl LateEnd {
+    /// [`LateEnd::Original`] when any of the original's processes failed
+    /// at its end after a whole start-up, else [`LateEnd::Rejects`].
+    pub fn of(original: &[ProcessReport]) -> LateEnd {
+        if original.iter().any(ProcessReport::ended_late) {
+            LateEnd::Original
+        } else {
+            LateEnd::Rejects
+        }
+    }
+
+    /// Whether a failure at `stage` is forgiven.
+    fn forgives(self, stage: &Stage) -> bool {
+        self == LateEnd::Original && stage.at_end()
+    }
+}
+
 /// The last [`OUTPUT_BYTES`] of `s`, on a character boundary.
 fn tail(s: &str) -> String {
     let s = s.trim();
@@ -164,23 +198,29 @@ pub fn in_copy(t: &Target, copy: &Path) -> Target {
 /// worker reaches ready and answers health and shutdown, and the
 /// recorder's evidence says what start-up imported), then, once no
 /// violation remains, the target's model path ([`model_path`]). What it
-/// saw, for `suggest` to judge the cut by.
-pub fn on_copy(t: &Target, copy: &Path) -> Result<VerifyOutcome> {
+/// saw, for `suggest` to judge the cut by. `late`: whether a worker that
+/// fails only at its end fails the verification.
+pub fn on_copy(t: &Target, copy: &Path, late: LateEnd) -> Result<VerifyOutcome> {
     let moved = in_copy(t, copy);
     // A copy whose worker ran the original's code verified nothing.
     let r = super::check_target_in(&moved, CheckOptions::default(), Some(copy))?;
     if r.status == Status::Error {
-        let why = r
+        // A worker that ended late after a whole start-up was still judged
+        // on it: with the original's own late end, that verdict stands.
+        let forgiven = |p: &ProcessReport| late == LateEnd::Original && p.ended_late();
+        if let Some(why) = r
             .processes
             .iter()
+            .filter(|p| !forgiven(p))
             .find_map(|p| p.error.clone())
-            .unwrap_or_else(|| "a worker could not be checked".to_owned());
-        return Ok(VerifyOutcome::handshake_failed(why));
+        {
+            return Ok(VerifyOutcome::handshake_failed(why));
+        }
     }
     // The model path is only worth running once the violation is gone
     // from start-up: a cut that leaves it is rejected anyway.
     if r.violations.is_empty()
-        && let Some(failed) = model_path(&moved)?
+        && let Some(failed) = model_path(&moved, late)?
     {
         return Ok(VerifyOutcome::model_path_failed(
             failed.part.to_string(),
@@ -195,9 +235,10 @@ pub fn on_copy(t: &Target, copy: &Path) -> Result<VerifyOutcome> {
 /// The model path of `t` (a target already moved into a patched copy):
 /// its `verify` requests on one fresh worker after ready (then shutdown),
 /// then its `verify_command` in its working directory with its
-/// environment. `None` when every step passed (or there is none). An error
-/// only when a step could not be run at all.
-pub fn model_path(t: &Target) -> Result<Option<Failed>> {
+/// environment. `None` when every step passed (or there is none); with
+/// [`LateEnd::Original`], a worker that answered every request and then
+/// ended late passed. An error only when a step could not be run at all.
+pub fn model_path(t: &Target, late: LateEnd) -> Result<Option<Failed>> {
     if !t.verify.is_empty() {
         let mut hooks = SendVerify {
             requests: &t.verify,
@@ -208,7 +249,9 @@ pub fn model_path(t: &Target) -> Result<Option<Failed>> {
         if let Some(failed) = hooks.failed {
             return Ok(Some(failed));
         }
-        if let Err(f) = lived.end {
+        if let Err(f) = lived.end
+            && !late.forgives(&f.stage)
+        {
             return Ok(Some(Failed {
                 part: Part::Lifecycle {
                     stage: f.stage.clone(),

@@ -97,6 +97,7 @@ class Uses(object):
         self.evaluated = evaluated  # annotations of defs and classes run at definition
         self.module = []        # (line, text): read while the module is imported
         self.func = {}          # host def -> [lines]
+        self.func_nodes = {}    # host def -> [the `Name` nodes that read them]
         self.lambdas = []       # lines: read in a lambda outside any def
         self.annotations = []   # (name, line, evaluated)
         self.hosts_qual = {}    # host def -> qualified name
@@ -120,6 +121,7 @@ class Uses(object):
             self.lambdas.append(node.lineno)
         else:
             self.func.setdefault(ctx.host, []).append(node.lineno)
+            self.func_nodes.setdefault(ctx.host, []).append(node)
 
     def annotation(self, expr, ctx, evaluated):
         if expr is None:

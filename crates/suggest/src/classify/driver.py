@@ -143,6 +143,12 @@ def classify_link(link, req, project, version):
         line = shares_a_line(src, stmt)
         if line is not None:
             raise Refuse("the import shares line %d with another statement" % line)
+        # Narrowest first: only there does a request whose branch does not
+        # read the names leave the module unimported; the top of each
+        # function follows, for a model path that needs it imported sooner.
+        narrow = plan_defer(src, stmt, names, uses, project, module, link["module"], narrow=True)
+        if narrow is not None:
+            plans.append(narrow)
         plans.append(plan_defer(src, stmt, names, uses, project, module, link["module"]))
     except Refuse as e:
         out["blocked"].append(str(e))

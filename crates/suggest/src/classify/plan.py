@@ -20,6 +20,130 @@ def body_insert_point(src, fn):
     return first.lineno, indent
 
 
+# ---------------------------------------------------------------- scopes
+# The narrowest blocks of a function that read an import's names: the
+# import goes in right before the first statement of each that reads them,
+# so a request whose branch does not read them never runs it.
+
+
+def statement_in_scope(src, node, host):
+    """The statement of `host`'s own scope that holds `node`: a read inside
+    a nested def, class, lambda or comprehension counts as the statement
+    that holds that nested scope (the import binds in `host`'s scope)."""
+    chain = [node]
+    for a in src.ancestors(node):
+        if a is host:
+            break
+        chain.append(a)
+    start = 0
+    for i, n in enumerate(chain):
+        if isinstance(n, SCOPES + COMPS):
+            start = i
+    for n in chain[start:]:
+        if isinstance(n, ast.stmt):
+            return n
+    return None
+
+
+def block_of(src, stmt):
+    """(the node whose statement list holds `stmt`, that list)."""
+    parent = src.parent.get(stmt)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and any(x is stmt for x in block):
+            return parent, block
+    return None, None
+
+
+def block_path(src, stmt, host):
+    """[(node, its statement list, the statement in it)] from `host`'s body
+    down to the list that holds `stmt`; None when the shape is not one."""
+    path = []
+    s = stmt
+    while True:
+        parent, block = block_of(src, s)
+        if block is None:
+            return None
+        path.append((parent, block, s))
+        if parent is host:
+            path.reverse()
+            return path
+        s = parent
+        while s is not None and not isinstance(s, ast.stmt):
+            s = src.parent.get(s)  # an `except` handler, a `case`
+        if s is None:
+            return None
+
+
+def first_line(stmt):
+    """A statement's first line, its decorators included."""
+    return min([stmt.lineno] + [d.lineno for d in getattr(stmt, "decorator_list", [])])
+
+
+def insertable(src, parent, block, stmt):
+    """Whether an import line can go in right before `stmt` in `block`:
+    `stmt` starts its line (not after `if x:` or `a; b`), and the block is
+    not the `elif` that an `if`'s `orelse` stands for."""
+    line = first_line(stmt)
+    if isinstance(parent, ast.If) and block is parent.orelse \
+            and src.lines[stmt.lineno - 1][stmt.col_offset:].startswith("elif"):
+        return False
+    return len(src.indent_of(line)) == stmt.col_offset
+
+
+def block_words(src, host, parent, block):
+    """The block, in words (the `if op == ...:` block (line N)); None for
+    `host`'s own body."""
+    if parent is host:
+        return None
+    if block is getattr(parent, "body", None):
+        anchor = getattr(parent, "pattern", parent)  # a `case` has no line of its own
+        line = anchor.lineno
+        head = src.lines[line - 1].strip()
+    else:
+        word = "else" if block is getattr(parent, "orelse", None) else "finally"
+        line = block[0].lineno
+        while line > parent.lineno and not src.lines[line - 1].strip().startswith(word):
+            line -= 1
+        head = word + ":"
+    if len(head) > 60:
+        head = head[:57] + "..."
+    return "the `%s` block (line %d)" % (head, line)
+
+
+def narrowest_sites(src, host, reads):
+    """Where in `host` the import goes so that it runs only on the paths that
+    read its names: for each read, the deepest block of `host`'s own scope
+    that holds it and can take a line before the statement holding it; a
+    block inside another one chosen goes. [(line, indent, words)], or None
+    when a read cannot be placed that way."""
+    paths = []
+    for node in reads:
+        s = statement_in_scope(src, node, host)
+        path = block_path(src, s, host) if s is not None else None
+        if not path:
+            return None
+        deepest = [i for i, (p, b, st) in enumerate(path) if insertable(src, p, b, st)]
+        if not deepest:
+            return None
+        paths.append(path[: deepest[-1] + 1])
+    chosen = []
+    for path in paths:
+        block = path[-1][1]
+        covered = any(other[-1][1] is b for other in paths for _, b, _ in path[:-1])
+        if not covered and not any(block is c[1] for c in chosen):
+            chosen.append((path[-1][0], block))
+    sites = []
+    for parent, block in chosen:
+        # the first statement of the block that holds a read
+        first = min((st for path in paths for _, b, st in path if b is block), key=first_line)
+        if not insertable(src, parent, block, first):
+            return None
+        line = first_line(first)
+        sites.append((line, src.indent_of(line), block_words(src, host, parent, block)))
+    return sorted(sites)
+
+
 def future_insert_point(src):
     """(line before which to insert, lines): after the docstring and the
     blank line that follows it, else right before the first statement."""
@@ -102,21 +226,35 @@ def module_binds(src, name):
     return [line for b, line in bound if b == name]
 
 
-def plan_defer(src, stmt, names, uses, project, module, link_module):
-    """Moves the import out of module level: into the functions that read it,
-    under `if TYPE_CHECKING:` for annotations, behind a module `__getattr__`
-    for a package's re-export or names other modules import from here."""
+def plan_defer(src, stmt, names, uses, project, module, link_module, narrow=False):
+    """Moves the import out of module level: into the functions that read it
+    (at the top of each, or with `narrow` into the narrowest blocks of each
+    that read it; None when that is the top of every one), under
+    `if TYPE_CHECKING:` for annotations, behind a module `__getattr__` for a
+    package's re-export or names other modules import from here."""
     hosts = sorted(uses.func, key=lambda h: h.lineno)
     edits = []
     functions = []
+    narrower = False
     for h in hosts:
         line, indent = body_insert_point(src, h)
+        sites = [(line, indent, None)]
+        if narrow:
+            found = narrowest_sites(src, h, uses.func_nodes.get(h, []))
+            if found and [l for l, _, _ in found] != [line]:
+                sites = found
+                narrower = True
         used = sorted(set(n for n in names if any(
             isinstance(x, ast.Name) and x.id == n for x in ast.walk(h))))
         text = statement_text(stmt, set(used) or None)
-        edits.append((line, line, [indent + text]))
+        for at, ind, _ in sites:
+            edits.append((at, at, [ind + text]))
         functions.append({"name": uses.hosts_qual.get(h, h.name), "line": h.lineno,
-                          "lines": sorted(set(uses.func[h]))})
+                          "lines": sorted(set(uses.func[h])),
+                          "blocks": [{"line": at, "block": words}
+                                     for at, _, words in sites] if sites[0][0] != line else []})
+    if narrow and not narrower:
+        return None
     is_init = os.path.basename(src.path) == "__init__.py"
     users = project.users(module, names, real(src.path)) if module else []
     need_getattr = is_init or bool(users)
@@ -164,6 +302,8 @@ def plan_defer(src, stmt, names, uses, project, module, link_module):
                          % (module, ", ".join("`%s`" % n for n in names)))
     if need_getattr:
         kind = "module_getattr"
+    elif narrow:
+        kind = "move_into_blocks"
     elif functions:
         kind = "move_into_functions"
     elif ann_names:

@@ -65,12 +65,20 @@ fn seed_worker_the_loader_import_moves_into_load() {
     let cut = sug.cut.as_ref().unwrap();
     assert_eq!(
         (cut.file.as_str(), cut.line, cut.kind),
-        ("seedworker/loader.py", 3, CutKind::MoveIntoFunctions)
+        ("seedworker/loader.py", 3, CutKind::MoveIntoBlocks)
     );
     assert_eq!(cut.functions.len(), 1);
     assert_eq!(
         (cut.functions[0].name.as_str(), cut.functions[0].line),
         ("load", 8)
+    );
+    // Only a model not loaded yet reads it: the import goes into that
+    // branch, before the line that reads it.
+    let block = &cut.functions[0].blocks[0];
+    assert_eq!(block.line, 11, "{sug}");
+    assert_eq!(
+        block.block.as_deref(),
+        Some("the `if name not in _loaded:` block (line 10)")
     );
     snapshot("seed", &sug);
     // The JSON the check's `--format json` carries.
@@ -95,8 +103,12 @@ fn base_class_link_is_not_cuttable_so_the_service_import_moves() {
     let cut = sug.cut.as_ref().unwrap();
     assert_eq!(
         (cut.file.as_str(), cut.kind),
-        ("bmworker/service.py", CutKind::MoveIntoFunctions)
+        ("bmworker/service.py", CutKind::MoveIntoBlocks)
     );
+    // `load` reads it only when the model is not loaded yet: the import
+    // goes into that branch, `describe`'s read stays at its top.
+    assert_eq!(cut.functions[0].blocks[0].line, 12, "{sug}");
+    assert!(cut.functions[1].blocks.is_empty(), "{sug}");
     let names: Vec<&str> = cut.functions.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(names, ["Service.load", "Service.describe"]);
     let model = sug
