@@ -208,10 +208,11 @@ impl Stop {
 /// A lifecycle that did not end in the exact handshake.
 #[derive(Debug)]
 pub struct Failure {
-    /// The stage it failed in: the worker's error's own, or, for a task
+    /// The stage it failed in: the worker's error's own; for a health
+    /// reply the protocol's rule refused, that health request; for a task
     /// that refused, the stage of the hook that refused ([`Hooks::spawned`]
-    /// start-up, [`Hooks::ready`] ready, [`Hooks::health`] that health
-    /// request, [`Hooks::before_shutdown`] after serve).
+    /// start-up, [`Hooks::ready`] ready, [`Hooks::before_shutdown`] after
+    /// serve).
     pub stage: Stage,
     /// What happened.
     pub cause: Cause,
@@ -222,7 +223,8 @@ pub struct Failure {
 pub enum Cause {
     /// The worker failed (its error holds the record of its end).
     Worker(spawn::Error),
-    /// The task refused to go on; the worker was killed.
+    /// The task refused to go on (a hook's refusal, or a health reply the
+    /// protocol's rule refuses); the worker was killed.
     Refused {
         /// Why, for a person.
         message: String,
@@ -240,7 +242,8 @@ impl Failure {
         }
     }
 
-    /// Whether the task refused (a hook's [`Stop::Refused`]), not the worker.
+    /// Whether the task refused (a hook's [`Stop::Refused`], or a health
+    /// reply that is not `ok`), not the worker failing by itself.
     pub fn refused(&self) -> bool {
         matches!(self.cause, Cause::Refused { .. })
     }
