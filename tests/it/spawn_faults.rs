@@ -28,6 +28,7 @@ fn policy() -> ShutdownPolicy {
         exit_timeout: Duration::from_secs(1),
         grace: Duration::from_millis(300),
         stop: None,
+        tcp_stop: None,
     }
 }
 

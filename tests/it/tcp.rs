@@ -18,6 +18,8 @@ use crate::support::{self, assert_group_gone, trials};
 
 const READY: Duration = Duration::from_secs(30);
 const REQUEST: Duration = Duration::from_secs(15);
+/// The tcp transport's default stop: SIGINT this long after the ack.
+const TCP_STOP_AFTER: Duration = Duration::from_secs(2);
 
 fn policy() -> ShutdownPolicy {
     ShutdownPolicy {
@@ -25,6 +27,7 @@ fn policy() -> ShutdownPolicy {
         exit_timeout: Duration::from_secs(10),
         grace: Duration::from_secs(1),
         stop: None,
+        tcp_stop: None,
     }
 }
 
@@ -483,53 +486,48 @@ fn tcp_serve_keeps_k_requests_in_flight_and_matches_out_of_order_replies_by_id()
     assert_nothing_left(&mark);
 }
 
-/// A daemon shaped like the real system's (`tests/fixtures/workers/
-/// tcp_daemon.py`: its shutdown op only ends the connection, it goes back
-/// to `accept`, it stops on SIGINT and unregisters from its registry
-/// file): `check` ends each worker the way it is built to end (SIGINT
-/// after the shutdown reply, the tcp transport's default stop), passes,
-/// times the exit from the signal, and leaves the registry empty.
-#[test]
-fn tcp_check_stops_a_daemon_with_sigint_and_leaves_its_registry_clean() {
-    let mark = marker("daemon");
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
-    std::fs::write(
-        dir.path().join("coldstart.toml"),
-        format!(
-            "[[target]]\nname = \"daemon\"\ncommand = [{:?}, {:?}, {:?}]\ntransport = \"tcp\"\nenv = {{ DAEMON_STATE_DIR = {:?} }}\n",
-            support::python().display().to_string(),
-            support::fixtures().join("workers/tcp_daemon.py").display().to_string(),
-            mark,
-            state.display().to_string(),
-        ),
-    )
-    .unwrap();
-    let out = std::process::Command::new(support::coldstart_bin())
-        .current_dir(dir.path())
-        .args(["check", "--json"])
-        .env_remove("PYTHONPATH")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let json: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{json:#}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = &json["targets"][0];
-    assert_eq!(t["status"], "pass", "{t:#}");
-    for p in t["processes"].as_array().unwrap() {
-        assert!(p["error"].is_null(), "{p:#}");
-        assert_eq!(p["exit"], "exit code 0", "{p:#}");
+/// The stand-in daemon shaped like the real system's (`tests/fixtures/
+/// workers/tcp_daemon.py`: its shutdown op only ends the connection, it
+/// goes back to `accept`, it stops on SIGINT and unregisters from its
+/// registry file), marked with `mark`.
+fn daemon(mark: &str) -> Vec<String> {
+    vec![
+        support::python().display().to_string(),
+        support::fixtures()
+            .join("workers/tcp_daemon.py")
+            .display()
+            .to_string(),
+        mark.to_owned(),
+    ]
+}
+
+/// `coldstart ARGS` in `dir`, every daemon it starts keeping its state
+/// (registry, stop stamps) in `state`; `argv` after `--` when not empty.
+fn coldstart_daemons(dir: &Path, state: &Path, args: &[&str], argv: &[String]) -> Output {
+    let mut cmd = std::process::Command::new(support::coldstart_bin());
+    cmd.current_dir(dir).args(args);
+    if !argv.is_empty() {
+        cmd.arg("--").args(argv);
     }
-    // Each daemon got its SIGINT from the stop rule: after it had had
-    // `TCP_STOP_AFTER` (2 s) to exit by itself, and long before the exit
-    // timeout (10 s) would have run out. The daemon stamps both moments on
-    // the one monotonic clock.
-    let stopped: Vec<Value> = std::fs::read_dir(&state)
+    support::printed(
+        cmd.env("DAEMON_STATE_DIR", state)
+            .env_remove("PYTHONPATH")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap(),
+    )
+}
+
+/// Every daemon that kept its state in `state` was ended by the stop rule
+/// and unregistered: each got its SIGINT after it had had `after` to exit
+/// by itself (`TCP_STOP_AFTER`, 2 s, the tcp default), and long before the
+/// exit timeout (10 s) would have run out (the daemon stamps both moments
+/// on the one monotonic clock), and the registry is empty. Gives how many
+/// were stopped.
+#[track_caller]
+fn assert_daemons_stopped_by_sigint(state: &Path, after: Duration) -> usize {
+    let least = after;
+    let stopped: Vec<Value> = std::fs::read_dir(state)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| {
@@ -540,13 +538,12 @@ fn tcp_check_stops_a_daemon_with_sigint_and_leaves_its_registry_clean() {
         })
         .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
         .collect();
-    assert_eq!(stopped.len(), t["processes"].as_array().unwrap().len());
     for s in &stopped {
         let after = Duration::from_nanos(
             s["sigint_ns"].as_u64().unwrap() - s["shutdown_ns"].as_u64().expect("a shutdown op"),
         );
         assert!(
-            (Duration::from_secs(2)..Duration::from_secs(10)).contains(&after),
+            (least..Duration::from_secs(10)).contains(&after),
             "SIGINT {after:?} after the shutdown reply"
         );
     }
@@ -554,6 +551,162 @@ fn tcp_check_stops_a_daemon_with_sigint_and_leaves_its_registry_clean() {
         serde_json::from_str(&std::fs::read_to_string(state.join("workers.json")).unwrap())
             .unwrap();
     assert_eq!(registry, serde_json::json!([]), "every worker unregistered");
+    stopped.len()
+}
+
+/// `check` on the daemon as a target that says `transport = "tcp"`, in a
+/// config given by `--config`: each worker is ended the way it is built
+/// to end (SIGINT after the shutdown reply, the tcp transport's default
+/// stop), `check` passes, and the registry is left empty. The target is
+/// labelled with the config file's own name.
+#[test]
+fn tcp_check_stops_a_daemon_with_sigint_and_leaves_its_registry_clean() {
+    let mark = marker("daemon");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    std::fs::write(
+        dir.path().join("daemon.toml"),
+        format!(
+            "[[target]]\nname = \"daemon\"\ncommand = {:?}\ntransport = \"tcp\"\n",
+            daemon(&mark),
+        ),
+    )
+    .unwrap();
+    let out = coldstart_daemons(
+        dir.path(),
+        &state,
+        &["check", "--json", "--config", "daemon.toml"],
+        &[],
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    let t = &json["targets"][0];
+    assert_eq!(t["status"], "pass", "{t:#}");
+    assert_eq!(t["origin"], "daemon.toml", "{t:#}");
+    for p in t["processes"].as_array().unwrap() {
+        assert!(p["error"].is_null(), "{p:#}");
+        assert_eq!(p["exit"], "exit code 0", "{p:#}");
+    }
+    let stopped = assert_daemons_stopped_by_sigint(&state, TCP_STOP_AFTER);
+    assert_eq!(stopped, t["processes"].as_array().unwrap().len());
+    assert_nothing_left(&mark);
+}
+
+/// The same daemon as a bare command after `--`, no config: it is a tcp
+/// worker by its ready line alone, and is stopped as one (SIGINT after
+/// its shutdown reply): `check` passes and the registry is empty.
+#[test]
+fn tcp_check_stops_a_bare_daemon_known_by_its_ready_line() {
+    let mark = marker("bare-check");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let out = coldstart_daemons(dir.path(), &state, &["check", "--json"], &daemon(&mark));
+    let json: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(out.status.code(), Some(0), "{json:#}");
+    let t = &json["targets"][0];
+    assert_eq!(t["status"], "pass", "{t:#}");
+    assert_eq!(t["origin"], "command line", "{t:#}");
+    for p in t["processes"].as_array().unwrap() {
+        assert!(p["error"].is_null(), "{p:#}");
+        assert_eq!(p["exit"], "exit code 0", "{p:#}");
+    }
+    let stopped = assert_daemons_stopped_by_sigint(&state, TCP_STOP_AFTER);
+    assert_eq!(stopped, t["processes"].as_array().unwrap().len());
+    assert_nothing_left(&mark);
+}
+
+/// `bench` on the bare daemon: every trial's worker is stopped by SIGINT
+/// after its shutdown reply, none needs SIGTERM, every trial is measured,
+/// and the registry is empty.
+#[test]
+fn tcp_bench_stops_a_bare_daemon_known_by_its_ready_line() {
+    let mark = marker("bare-bench");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let out = dir.path().join("run");
+    let out_s = out.display().to_string();
+    let o = coldstart_daemons(
+        dir.path(),
+        &state,
+        &["bench", "--out", &out_s, "--warmup", "0", "--trials", "2"],
+        &daemon(&mark),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let recs = trials(&out);
+    assert!(!recs.is_empty());
+    for r in &recs {
+        assert!(r.outcome.is_correct(), "{r:?}");
+        for w in &r.workers {
+            assert_eq!(w.escalation, timeline::Escalation::None, "{w:?}");
+        }
+    }
+    let workers: usize = recs.iter().map(|r| r.workers.len()).sum();
+    assert!(assert_daemons_stopped_by_sigint(&state, TCP_STOP_AFTER) >= workers);
+    assert_nothing_left(&mark);
+}
+
+/// `lazy` on the bare daemon: its instrumented processes are stopped by
+/// SIGINT after their shutdown replies, it runs to its report, and the
+/// registry is empty.
+#[test]
+fn tcp_lazy_stops_a_bare_daemon_known_by_its_ready_line() {
+    let mark = marker("bare-lazy");
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let o = coldstart_daemons(
+        dir.path(),
+        &state,
+        &["lazy", "--format", "json", "--processes", "2"],
+        &daemon(&mark),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(assert_daemons_stopped_by_sigint(&state, TCP_STOP_AFTER) >= 2);
+    assert_nothing_left(&mark);
+}
+
+/// Through `spawn`: the tcp transport's stop (`ShutdownPolicy::tcp_stop`)
+/// follows the transport the worker served over. The daemon started for
+/// the default stdio is a tcp worker by its ready line on stderr, and gets
+/// it after its shutdown reply, with no SIGTERM.
+#[test]
+fn tcp_the_tcp_stop_goes_to_a_worker_known_for_tcp_by_its_ready_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = marker("tcp-stop");
+    let argv = daemon(&mark);
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..]).env("DAEMON_STATE_DIR", dir.path());
+    assert_eq!(cmd.get_transport(), Transport::Stdio);
+    let mut w = Worker::spawn(&cmd).unwrap();
+    w.wait_ready(READY).unwrap();
+    w.request(&Request::health(), REQUEST).unwrap();
+    let policy = ShutdownPolicy {
+        tcp_stop: Some(spawn::Stop {
+            signal: libc::SIGINT,
+            after: Duration::from_millis(300),
+        }),
+        ..policy()
+    };
+    let f = w
+        .shutdown(&policy)
+        .expect("the daemon ends cleanly on SIGINT");
+    let end = &f.timeline.end;
+    assert!(end.stop_sent_ns.is_some(), "SIGINT was sent: {end:?}");
+    assert!(end.term_sent_ns.is_none(), "no SIGTERM: {end:?}");
+    assert_eq!(
+        assert_daemons_stopped_by_sigint(dir.path(), Duration::from_millis(300)),
+        1
+    );
     assert_nothing_left(&mark);
 }
 

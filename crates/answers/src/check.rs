@@ -98,8 +98,8 @@ impl<'a> JsonReport<'a> {
 pub struct TargetReport {
     /// The target's name.
     pub name: String,
-    /// Where it came from (`coldstart.toml`, `command line`, ...).
-    pub origin: &'static str,
+    /// Where it came from (the config file's name, `command line`, ...).
+    pub origin: String,
     /// Its argv (empty for a recorded log).
     pub command: Vec<String>,
     /// The recorded log judged, for `--log`.

@@ -1,10 +1,12 @@
 //! The one drive loop of a worker, from spawn to reaped exit: spawn with
 //! the stack dump armed, wait for the ready line, the health round trips,
 //! shutdown with the target's policy ([`Lifecycle::drive`]). Every task of
-//! the harness goes through it; what a task does between the steps (a
-//! sampler attached at spawn, memory readings at ready, a serve phase
-//! before shutdown, a judgement of each health reply) it does in its
-//! [`Hooks`]. What it gives back ([`Lived`]) holds the worker's own
+//! the harness goes through it, and each health reply is judged there by
+//! the protocol's one rule ([`spawn::worker_proto::Reply::healthy`]): a
+//! reply other than `{"op": "health", "response": {"status": "ok"}}`
+//! refuses the worker, whatever the task. What a task does between the
+//! steps (a sampler attached at spawn, memory readings at ready, a serve
+//! phase before shutdown) it does in its [`Hooks`]. What it gives back ([`Lived`]) holds the worker's own
 //! timeline as `spawn` recorded it, never stamps taken beside it.
 
 use std::time::Duration;
@@ -111,12 +113,13 @@ impl Lifecycle {
             }
             for _ in 0..self.health {
                 let x = w.health().map_err(Failure::worker)?;
-                if let Err(stop) = hooks.health(&x) {
+                // The protocol's one rule for a health reply.
+                if let Err(why) = x.reply.healthy() {
                     let stage = Stage::Request {
                         op: "health".to_owned(),
                         index: w.worker.timeline().requests.len(),
                     };
-                    return Err(stop.end(stage, w.worker));
+                    return Err(Stop::Refused(why.to_string()).end(stage, w.worker));
                 }
             }
             if let Err(stop) = hooks.before_shutdown(&mut w) {
@@ -162,10 +165,6 @@ pub trait Hooks {
     fn ready(&mut self, _worker: &mut Started<'_>) -> Result<(), Stop> {
         Ok(())
     }
-    /// After each health round trip: `Err` when its reply will not do.
-    fn health(&mut self, _exchange: &Exchange) -> Result<(), Stop> {
-        Ok(())
-    }
     /// After the health round trips, before the shutdown (a serve phase,
     /// memory readings).
     fn before_shutdown(&mut self, _worker: &mut Started<'_>) -> Result<(), Stop> {
@@ -209,10 +208,11 @@ impl Stop {
 /// A lifecycle that did not end in the exact handshake.
 #[derive(Debug)]
 pub struct Failure {
-    /// The stage it failed in: the worker's error's own, or, for a task
+    /// The stage it failed in: the worker's error's own; for a health
+    /// reply the protocol's rule refused, that health request; for a task
     /// that refused, the stage of the hook that refused ([`Hooks::spawned`]
-    /// start-up, [`Hooks::ready`] ready, [`Hooks::health`] that health
-    /// request, [`Hooks::before_shutdown`] after serve).
+    /// start-up, [`Hooks::ready`] ready, [`Hooks::before_shutdown`] after
+    /// serve).
     pub stage: Stage,
     /// What happened.
     pub cause: Cause,
@@ -223,7 +223,8 @@ pub struct Failure {
 pub enum Cause {
     /// The worker failed (its error holds the record of its end).
     Worker(spawn::Error),
-    /// The task refused to go on; the worker was killed.
+    /// The task refused to go on (a hook's refusal, or a health reply the
+    /// protocol's rule refuses); the worker was killed.
     Refused {
         /// Why, for a person.
         message: String,
@@ -241,7 +242,8 @@ impl Failure {
         }
     }
 
-    /// Whether the task refused (a hook's [`Stop::Refused`]), not the worker.
+    /// Whether the task refused (a hook's [`Stop::Refused`], or a health
+    /// reply that is not `ok`), not the worker failing by itself.
     pub fn refused(&self) -> bool {
         matches!(self.cause, Cause::Refused { .. })
     }
@@ -389,9 +391,6 @@ mod tests {
         fn ready(&mut self, _: &mut Started<'_>) -> Result<(), Stop> {
             self.refuse("ready")
         }
-        fn health(&mut self, _: &Exchange) -> Result<(), Stop> {
-            self.refuse("health")
-        }
         fn before_shutdown(&mut self, _: &mut Started<'_>) -> Result<(), Stop> {
             self.refuse("before_shutdown")
         }
@@ -415,14 +414,9 @@ mod tests {
 
     #[test]
     fn a_refusing_hook_fails_in_the_stage_of_its_step_and_the_worker_is_reaped() {
-        let health = Stage::Request {
-            op: "health".into(),
-            index: 1,
-        };
         for (step, stage) in [
             ("spawned", Stage::Startup),
             ("ready", Stage::Ready),
-            ("health", health),
             ("before_shutdown", Stage::AfterServe),
         ] {
             let lived = drive("ok", &mut RefuseAt(step));
@@ -432,6 +426,28 @@ mod tests {
             assert_eq!(f.to_string(), format!("refused at {step}"));
             assert!(f.finished().is_some(), "{step}: the worker was reaped");
         }
+    }
+
+    /// One rule for every task: a health reply without `response.status`
+    /// refuses the worker in its health stage, naming the shape that was
+    /// due, with no hook of the task's.
+    #[test]
+    fn a_health_reply_without_status_ok_refuses_the_worker_for_every_task() {
+        let lived = drive("bare-health", &mut Plain);
+        let f = lived
+            .end
+            .expect_err("a health reply without response.status");
+        let health = Stage::Request {
+            op: "health".into(),
+            index: 1,
+        };
+        assert_eq!(f.stage, health);
+        assert!(f.refused());
+        assert_eq!(
+            f.to_string(),
+            r#"health was answered with `{"op":"health","ok":true}`; a worker that can serve answers {"op": "health", "response": {"status": "ok", ...}}"#
+        );
+        assert!(f.finished().is_some(), "the worker was reaped");
     }
 
     #[test]

@@ -8,7 +8,9 @@ use std::path::Path;
 use crate::target::Target;
 
 /// The stand-in: `argv[1]` is `ok`, `exit:N` (exit N after the shutdown
-/// ack), `crash` (exit 3 before the ready line) or `slow:S:T` (sleeps S ms
+/// ack), `crash` (exit 3 before the ready line), `bare-health` (answers
+/// health with `{"op": "health", "ok": true}`, no `response.status`) or
+/// `slow:S:T` (sleeps S ms
 /// before its ready line and T ms before each health reply: a slow start
 /// and a service time, for the pool's dispatcher).
 const SCRIPT: &str = r#"
@@ -26,7 +28,7 @@ for line in sys.stdin:
     op = json.loads(line).get("op")
     if op == "health":
         time.sleep(service_ms / 1000)
-        send({"op": "health", "response": {"status": "ok"}})
+        send({"op": "health", "ok": True} if mode == "bare-health" else {"op": "health", "response": {"status": "ok"}})
     elif op == "shutdown":
         send({"op": "shutdown"})
         break

@@ -18,11 +18,12 @@ pub const TCP_STOP_AFTER: Duration = Duration::from_secs(2);
 pub const DEFAULT_FORBIDDEN: &[&str] = &["torch", "transformers", "stanza"];
 
 /// Where a target came from, for messages and the JSON reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Origin {
-    /// A `[[target]]` of a `coldstart.toml`.
-    ColdstartToml,
+    /// A `[[target]]` of a coldstart config file: the file's name
+    /// (`coldstart.toml`, or the one `--config FILE` named).
+    TomlFile(String),
     /// A `[[tool.coldstart.target]]` of a `pyproject.toml`.
     Pyproject,
     /// The built-in default: the reference worker of the coldstart workspace.
@@ -36,11 +37,12 @@ pub enum Origin {
 }
 
 impl Origin {
-    /// As printed and serialised: `coldstart.toml`, `pyproject.toml`,
-    /// `built-in default`, `command line`, `--module`, `--log`.
-    pub fn as_str(self) -> &'static str {
+    /// As printed and serialised: the config file's name
+    /// (`coldstart.toml`, `tcp.toml`), `pyproject.toml`, `built-in
+    /// default`, `command line`, `--module`, `--log`.
+    pub fn as_str(&self) -> &str {
         match self {
-            Origin::ColdstartToml => "coldstart.toml",
+            Origin::TomlFile(name) => name,
             Origin::Pyproject => "pyproject.toml",
             Origin::BuiltinDefault => "built-in default",
             Origin::CommandLine => "command line",
@@ -120,7 +122,8 @@ pub struct Target {
     pub setup: Vec<String>,
     /// How the worker is ended after its shutdown reply when it does not
     /// exit by itself (a daemon that goes back to `accept`): its stop
-    /// signal. `None`: the transport's default ([`Target::shutdown_policy`]).
+    /// signal. `None`: the default of the transport it served over
+    /// ([`Target::shutdown_policy`]).
     pub stop: Option<spawn::Stop>,
     /// The CPU quota and memory limit each worker runs under, in a cgroup
     /// of its own (config `cpus`, `memory`; bench's `--cpus`, `--memory`).
@@ -247,22 +250,21 @@ impl Target {
 
     /// How long the worker's polite end may take: the shutdown timeout for
     /// the ack and again for the exit, then the grace after SIGTERM; and
-    /// its stop signal: the target's, else for the tcp transport SIGINT
+    /// its stop signal: the target's, else, for a worker that served over
+    /// tcp (its target said so, or its ready line did), SIGINT
     /// [`TCP_STOP_AFTER`] after the ack (a daemon built to outlive its
     /// shutdown reply stops on SIGINT; one that exits by itself never
     /// gets it).
     pub fn shutdown_policy(&self) -> spawn::ShutdownPolicy {
-        let stop = self.stop.or_else(|| {
-            (self.transport == spawn::Transport::Tcp).then_some(spawn::Stop {
-                signal: libc::SIGINT,
-                after: TCP_STOP_AFTER,
-            })
-        });
         spawn::ShutdownPolicy {
             ack_timeout: self.shutdown_timeout,
             exit_timeout: self.shutdown_timeout,
             grace: self.grace,
-            stop,
+            stop: self.stop,
+            tcp_stop: Some(spawn::Stop {
+                signal: libc::SIGINT,
+                after: TCP_STOP_AFTER,
+            }),
         }
     }
 
@@ -404,8 +406,8 @@ mod tests {
     fn origins_print_as_the_reports_name_them() {
         assert_eq!(Origin::BuiltinDefault.to_string(), "built-in default");
         assert_eq!(
-            serde_json::to_string(&Origin::ColdstartToml).unwrap(),
-            "\"coldstart.toml\""
+            serde_json::to_string(&Origin::TomlFile("tcp.toml".to_owned())).unwrap(),
+            "\"tcp.toml\""
         );
     }
 }

@@ -267,7 +267,13 @@ pub fn load(path: &Path) -> Result<Config, Error> {
         return from_table(table, path, Origin::Pyproject);
     }
     let value: toml::Value = read_toml(path)?;
-    from_table(value, path, Origin::ColdstartToml)
+    // Its targets are labelled with the file's own name (`tcp.toml` for
+    // `--config tcp.toml`), never a name it does not have.
+    let name = path.file_name().map_or_else(
+        || CONFIG_FILE.to_owned(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    from_table(value, path, Origin::TomlFile(name))
 }
 
 fn from_table(value: toml::Value, path: &Path, origin: Origin) -> Result<Config, Error> {
@@ -291,7 +297,7 @@ fn from_table(value: toml::Value, path: &Path, origin: Origin) -> Result<Config,
             });
         }
     };
-    let (targets, snapshot, budgets) = match resolve_targets(file, &root, origin) {
+    let (targets, snapshot, budgets) = match resolve_targets(file, &root, &origin) {
         Ok(resolved) => resolved,
         Err(source) => return Err(Error::Invalid { path, source }),
     };
@@ -313,7 +319,7 @@ fn against(root: &Path, p: &Path) -> PathBuf {
 /// Parses a `coldstart.toml` text whose folder is `root` (tests, embedding).
 pub fn parse(text: &str, root: &Path) -> Result<Vec<Target>, Error> {
     let file: File = toml::from_str(text).map_err(|e| Error::Syntax(Box::new(e)))?;
-    Ok(resolve_targets(file, root, Origin::ColdstartToml)?.0)
+    Ok(resolve_targets(file, root, &Origin::TomlFile(CONFIG_FILE.to_owned()))?.0)
 }
 
 /// What `resolve_targets` gives: the targets, the snapshot names, the budgets.
@@ -321,7 +327,7 @@ type Resolved = (Vec<Target>, Vec<String>, BTreeMap<String, Budgets>);
 
 /// The file's targets resolved, with the names of those kept as
 /// snapshots and each one's budgets.
-fn resolve_targets(file: File, root: &Path, origin: Origin) -> Result<Resolved, Problem> {
+fn resolve_targets(file: File, root: &Path, origin: &Origin) -> Result<Resolved, Problem> {
     if file.targets.is_empty() {
         return Err(Problem::NoTargets);
     }
@@ -375,7 +381,7 @@ fn budgets_of(raw: &RawTarget) -> Result<Budgets, Problem> {
 
 /// One target of the file checked, its paths resolved against `root`
 /// and its defaults filled in.
-fn resolve_target(raw: RawTarget, root: &Path, origin: Origin) -> Result<Target, Problem> {
+fn resolve_target(raw: RawTarget, root: &Path, origin: &Origin) -> Result<Target, Problem> {
     let name = raw.name;
     if raw.command.is_empty() {
         return Err(Problem::EmptyCommand(name));
@@ -449,7 +455,7 @@ fn resolve_target(raw: RawTarget, root: &Path, origin: Origin) -> Result<Target,
         setup,
         stop,
         limits,
-        origin,
+        origin: origin.clone(),
         ..base
     })
 }
@@ -664,6 +670,18 @@ ready_timeout = 1.5
             }
         );
         assert_eq!(c.budgets["b"], Budgets::default());
+    }
+
+    #[test]
+    fn a_config_file_labels_its_targets_with_its_own_name() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["tcp.toml", CONFIG_FILE] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, "[[target]]\nname='a'\ncommand=['x']\n").unwrap();
+            let c = load(&path).unwrap();
+            assert_eq!(c.targets[0].origin, Origin::TomlFile(name.to_owned()));
+            assert_eq!(c.targets[0].origin.to_string(), name);
+        }
     }
 
     #[test]

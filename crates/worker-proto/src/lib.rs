@@ -21,7 +21,9 @@
 //!   ```
 //! - Health: `{"op": "health"}` is answered by
 //!   `{"op": "health", "response": {"status": "ok", ...}}`. `status` may be
-//!   `"loading"` while a worker is not yet ready to serve.
+//!   `"loading"` while a worker is not yet ready to serve. After the ready
+//!   line only `"ok"` answers health: [`Reply::healthy`] is the one rule
+//!   every task judges a health reply by.
 //! - Shutdown: `{"op": "shutdown"}` is acknowledged by `{"op": "shutdown"}`,
 //!   then the worker exits 0. EOF on stdin also ends the worker with exit 0.
 //! - Any other op (`capabilities`, `load`, `infer`, ...) is a request too;
@@ -62,12 +64,14 @@
 #![warn(missing_docs)]
 
 mod frame;
+mod health;
 mod message;
 
 pub use frame::{
     Frame, FrameError, FrameReader, Inbound, MAX_LINE_BYTES, RawLine, classify, encode,
     escaped_prefix,
 };
+pub use health::{HEALTHY_REPLY, Unhealthy};
 pub use message::{
     ErrorReply, HealthReply, HealthResponse, HealthStatus, Message, OtherReply, Ready, Reply,
     Request, ShutdownReply,

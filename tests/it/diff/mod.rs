@@ -206,6 +206,46 @@ fn a_third(v: &serde_json::Value) -> u32 {
     ((cpu / 3.0) as u32).max(15)
 }
 
+/// One rule for what answers health, whatever the task: a worker whose
+/// health reply has no `response.status` (`{"op": "health", "ok": true}`),
+/// with a costly first-party import for `lazy` to price, is refused by
+/// `check`, by `bench`'s trials, by `lazy` and by `diff` alike, each
+/// saying what came and the reply that was due.
+#[test]
+fn a_health_reply_without_status_ok_is_refused_alike_by_check_bench_lazy_and_diff() {
+    let r = Repo::empty();
+    r.write_worker();
+    r.write("src/app/heavy.py", &busy(150));
+    r.write(
+        "src/app/__main__.py",
+        "import protokit\nimport app.heavy\n\nprotokit.serve(health_reply={\"op\": \"health\", \"ok\": True})\n",
+    );
+    r.commit("a worker whose health reply has no status");
+    let came = r#"health was answered with `{"op":"health","ok":true}`"#;
+    let due =
+        r#"a worker that can serve answers {"op": "health", "response": {"status": "ok", ...}}"#;
+    let bench_out = r.tmp.join("bench");
+    let bench_out = bench_out.display().to_string();
+    for args in [
+        &["check"][..],
+        &[
+            "bench", "--warmup", "0", "--trials", "2", "--out", &bench_out,
+        ],
+        &["lazy"],
+        &["diff", "HEAD", "--instrumented", "2"],
+    ] {
+        let out = r.diff(args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {text}");
+        assert!(text.contains(came), "{args:?} says what came: {text}");
+        assert!(text.contains(due), "{args:?} names the reply due: {text}");
+    }
+}
+
 #[test]
 fn the_same_worker_is_never_slower_and_a_busy_first_party_module_is_caught_with_its_line() {
     let r = Repo::new();

@@ -122,7 +122,7 @@ pub fn judge_log(path: &Path, forbid: &[String], tree: bool) -> Result<TargetRep
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         ),
-        origin: Origin::Log.as_str(),
+        origin: Origin::Log.to_string(),
         command: Vec::new(),
         limits: None,
         log: Some(path.to_path_buf()),
@@ -202,7 +202,7 @@ pub(crate) fn check_target_in(
     let first_log = processes.iter().find_map(|p| p.log.as_ref());
     Ok(TargetReport {
         name: t.name.clone(),
-        origin: t.origin.as_str(),
+        origin: t.origin.to_string(),
         command: t.command.clone(),
         limits: t.limits.is_set().then_some(t.limits),
         log: None,

@@ -1,37 +1,17 @@
 //! One timed trial: `concurrency` fresh workers, each through the one
 //! [`Lifecycle`](crate::lifecycle::Lifecycle), as its record.
 
-use spawn::worker_proto::Reply;
 use timeline::{Escalation, Outcome, TrialKind, TrialRecord, Usage, WorkerRecord};
 
 use crate::env;
 use crate::interrupt::Interrupt;
-use crate::lifecycle::{Hooks, Stop};
+use crate::lifecycle::Plain;
 use crate::serve;
 use crate::side::Side;
 
-/// A trial's hooks: a health reply other than `ok` fails the worker.
-struct HealthOk;
-
-impl Hooks for HealthOk {
-    fn health(&mut self, x: &spawn::Exchange) -> std::result::Result<(), Stop> {
-        match &x.reply {
-            Reply::Health(h) if h.response.status.is_ok() => Ok(()),
-            Reply::Health(h) => Err(Stop::Refused(format!(
-                "health answered status `{}`, not `ok`, after the ready line",
-                h.response.status.as_str()
-            ))),
-            other => Err(Stop::Refused(format!(
-                "health was answered with `{}`",
-                serde_json::to_string(other).unwrap_or_default()
-            ))),
-        }
-    }
-}
-
 /// One worker's life through the one [`Lifecycle`], as its record.
 fn run_worker(p: &Side, interrupt: &Interrupt) -> WorkerRecord {
-    let lived = p.lifecycle.drive(&p.cmd, &mut HealthOk);
+    let lived = p.lifecycle.drive(&p.cmd, &mut Plain);
     let fin = lived.finished();
     let outcome = match &lived.end {
         Ok(_) => Outcome::Correct,

@@ -522,7 +522,7 @@ mod tests {
     fn target(status: Status) -> TargetReport {
         TargetReport {
             name: "app".into(),
-            origin: "command line",
+            origin: "command line".to_owned(),
             command: vec!["python3".into()],
             log: None,
             forbidden: vec!["torch".into()],

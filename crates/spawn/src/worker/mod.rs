@@ -678,7 +678,10 @@ impl Worker {
         // its exit awaited from there.
         let mut exited = false;
         let mut expected = "the worker to exit after its shutdown ack".to_owned();
-        if let Some(stop) = policy.stop.filter(|_| problem.is_none()) {
+        if let Some(stop) = policy
+            .stop_for(self.served_over())
+            .filter(|_| problem.is_none())
+        {
             exited = self.wait_exit_until(Instant::now() + stop.after.min(policy.exit_timeout));
             if !exited && let Some(at) = self.signal(stop.signal) {
                 self.timeline.end.stop_sent_ns = Some(at);
@@ -746,6 +749,17 @@ impl Worker {
     fn answered(&mut self, pos: usize, read_ns: u64) {
         if let Some((i, _)) = self.pending.remove(pos) {
             self.timeline.requests[i].received_ns = Some(read_ns);
+        }
+    }
+
+    /// The transport the worker served over: tcp once it is connected
+    /// to the address its ready line named (whatever it was started for),
+    /// else stdio.
+    fn served_over(&self) -> Transport {
+        if self.connected {
+            Transport::Tcp
+        } else {
+            Transport::Stdio
         }
     }
 

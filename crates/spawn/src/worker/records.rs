@@ -54,10 +54,26 @@ pub struct ShutdownPolicy {
     /// From SIGTERM to the group to SIGKILL to the group.
     pub grace: Duration,
     /// How a worker built to outlive its shutdown reply is ended (a
-    /// daemon that goes back to `accept`): when it has not exited this
-    /// long after the ack, this signal goes to its group, and the exit is
-    /// awaited (`exit_timeout`) and timed from it. `None`: the ack alone.
+    /// daemon that goes back to `accept`), whatever its transport: when
+    /// it has not exited this long after the ack, this signal goes to its
+    /// group, and the exit is awaited (`exit_timeout`) and timed from it.
+    /// `None`: `tcp_stop` for a worker that served over tcp, else the ack
+    /// alone.
     pub stop: Option<Stop>,
+    /// The stop of a worker that served over tcp when `stop` is `None`:
+    /// one that served over the connection its ready line named, whether
+    /// it was started for tcp or its stderr ready line said so (the
+    /// transport it used, never only the one it was started for).
+    pub tcp_stop: Option<Stop>,
+}
+
+impl ShutdownPolicy {
+    /// The stop that ends a worker which served over `transport`: `stop`,
+    /// else `tcp_stop` over tcp.
+    pub fn stop_for(&self, transport: crate::Transport) -> Option<Stop> {
+        self.stop
+            .or(self.tcp_stop.filter(|_| transport == crate::Transport::Tcp))
+    }
 }
 
 /// The signal that ends a worker after its shutdown reply.
@@ -88,13 +104,14 @@ impl Stop {
 
 impl Default for ShutdownPolicy {
     /// 5 s for the ack, 5 s to exit, 2 s of grace after SIGTERM, no stop
-    /// signal.
+    /// signal (over tcp neither).
     fn default() -> Self {
         ShutdownPolicy {
             ack_timeout: Duration::from_secs(5),
             exit_timeout: Duration::from_secs(5),
             grace: Duration::from_secs(2),
             stop: None,
+            tcp_stop: None,
         }
     }
 }
@@ -155,5 +172,36 @@ impl Confinement {
     /// cgroup at its memory limit.
     pub fn oom_killed(&self) -> bool {
         self.oom_kills > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Transport;
+
+    #[test]
+    fn the_tcp_stop_is_for_a_worker_that_served_over_tcp_and_a_stop_for_any() {
+        let int = Stop {
+            signal: libc::SIGINT,
+            after: Duration::from_secs(2),
+        };
+        let hup = Stop {
+            signal: libc::SIGHUP,
+            after: Duration::from_secs(1),
+        };
+        let tcp_only = ShutdownPolicy {
+            tcp_stop: Some(int),
+            ..ShutdownPolicy::default()
+        };
+        assert_eq!(tcp_only.stop_for(Transport::Tcp), Some(int));
+        assert_eq!(tcp_only.stop_for(Transport::Stdio), None);
+        let any = ShutdownPolicy {
+            stop: Some(hup),
+            ..tcp_only
+        };
+        assert_eq!(any.stop_for(Transport::Tcp), Some(hup));
+        assert_eq!(any.stop_for(Transport::Stdio), Some(hup));
+        assert_eq!(ShutdownPolicy::default().stop_for(Transport::Tcp), None);
     }
 }
