@@ -96,12 +96,14 @@ pub use collapsed::{
     CollapsedStack, FrameTotal, ImportShare, collapsed_text, import_share, is_import_frame,
     is_label_frame, top_frames, write_collapsed,
 };
-pub use dump::{Dump, DumpOptions, ParentWait, ProcessDump, PythonStacks, WorkerState, dump};
+pub use dump::{
+    Dump, DumpOptions, ParentWait, ProcessDump, ProvenWait, PythonStacks, WorkerState, dump,
+};
 pub use error::{Error, PtraceDenial};
 pub use native::{NativeStacks, UNKNOWN_FRAME};
 pub use sampler::{
-    Profile, Sample, SampleWindow, SampledProcess, Sampler, SamplerCost, SamplerOptions,
-    StopHandle, StopReason,
+    Profile, Sample, SampleWindow, SampledProcess, SampledTime, Sampler, SamplerCost,
+    SamplerOptions, StopHandle, StopReason,
 };
 pub use spy::Lines;
 pub use stack::{Frame, ThreadStack, UNREADABLE_NAME};
