@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 
 pub use pystacks::{
     CollapsedStack, Dump, FrameTotal, NATIVE, NATIVE_UNAVAILABLE, NativeStacks, ParentWait,
-    ProvenWait,
-    ProcessDump, ProcessLabel, Profile, PythonStacks, SampleWindow, SampledProcess, SampledTime, Sampler,
-    StopReason, ThreadStack, top_frames,
+    ProcessDump, ProcessLabel, Profile, ProvenWait, PythonStacks, SampleWindow, SampledProcess,
+    SampledTime, Sampler, StopReason, ThreadStack, top_frames,
 };
 
 use crate::error::{Error, Result, invalid};

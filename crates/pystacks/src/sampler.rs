@@ -922,7 +922,9 @@ impl Run {
             };
             let t_ns = monotonic_ns();
             let t0 = Instant::now();
-            let weight_ns = last_read.map_or(period, |at| t0.duration_since(at)).as_nanos() as u64;
+            let weight_ns = last_read
+                .map_or(period, |at| t0.duration_since(at))
+                .as_nanos() as u64;
             *last_read = Some(t0);
             let read = reader.threads(self.options.include_idle);
             self.read_ns += t0.elapsed().as_nanos() as u64;
@@ -1143,7 +1145,12 @@ mod tests {
             weight_ns: 200_000_000,
         };
         let samples = (0..25u64)
-            .flat_map(|i| [sample(i * 200_000_000, true), sample(i * 200_000_000, false)])
+            .flat_map(|i| {
+                [
+                    sample(i * 200_000_000, true),
+                    sample(i * 200_000_000, false),
+                ]
+            })
             .collect();
         let profile = Profile {
             rate_hz: 100,
