@@ -882,6 +882,84 @@ mod native_stacks {
         each_process_a_root(&names);
     }
 
+    /// The case of a worker whose start-up is sampled with `--native`
+    /// (py-spy's unwinding costs milliseconds a read, so the rate is
+    /// lowered): the CPU time printed is the kernel's, within the stated
+    /// tolerance, not the samples over the asked 100 Hz.
+    #[test]
+    fn record_native_of_a_busy_worker_at_the_lowered_rate_prints_the_cpu_time_the_kernel_counts() {
+        let (_tree, _blocked, busy) = Tree::standin(&tag("native-cpu"));
+        let cwd = tempfile::tempdir().unwrap();
+        let args = [
+            "--native",
+            "--duration",
+            "3",
+            "--format",
+            "collapsed",
+            "-o",
+            "busy.txt",
+        ];
+        let (rate, figure, kernel) =
+            super::assert_cpu_figure_agrees_with_the_kernel(cwd.path(), busy, &args);
+        println!(
+            "busy with --native: {rate:.1} Hz used, about {figure:.0} ms printed, {kernel:.0} ms counted by the kernel"
+        );
+    }
+
+    /// A worker in the collector (a stand-in: `gc.collect()` over a large
+    /// structure of cycles), read with `--native`: every sample in
+    /// `gc_collect_main` keeps the Python frames beneath it, and `dump`
+    /// of the shell above it places the worker in its Python function.
+    #[test]
+    fn a_worker_in_the_collector_keeps_its_python_frames_beneath_gc_collect_main() {
+        let mut cmd = Command::new("sh");
+        // `; :` keeps the shell (not Python) as the worker's parent.
+        cmd.args(["-c", "\"$0\" \"$1\" \"$2\"; :"])
+            .arg(support::python())
+            .arg(fixture("gc_worker.py"))
+            .arg(tag("gc"));
+        let mut tree = Tree::start(cmd);
+        let (name, worker) = tree.ready();
+        assert_eq!(name, "gc");
+        let cwd = tempfile::tempdir().unwrap();
+        let out = coldstart(cwd.path())
+            .args(["record", &worker.to_string(), "--native", "--duration", "2"])
+            .args(["--format", "collapsed", "-o", "gc.txt"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let collapsed = std::fs::read_to_string(cwd.path().join("gc.txt")).unwrap();
+        let in_gc: Vec<&str> = collapsed
+            .lines()
+            .filter(|l| l.contains("gc_collect_main"))
+            .collect();
+        assert!(
+            !in_gc.is_empty(),
+            "no sample in the collector:\n{collapsed}"
+        );
+        for line in in_gc {
+            let python = line.find("collect_in_a_loop (gc_worker.py");
+            let gc = line.find("gc_collect_main");
+            assert!(python.is_some() && python < gc, "{line}");
+        }
+        let out = coldstart(cwd.path())
+            .args(["dump", &tree.pid().to_string(), "--native"])
+            .output()
+            .unwrap();
+        let text = stdout_of(&out);
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.contains(&format!(
+                "worker {worker} is busy (1 active thread), in collect_in_a_loop (gc_worker.py:"
+            )),
+            "{text}"
+        );
+    }
+
     #[test]
     fn a_rust_process_the_kernel_will_not_let_us_unwind_gives_the_permission_error() {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_rust-spinner"));

@@ -22,7 +22,9 @@
 //!   "parent_wait": { "pid": int, "threads": int, "idle": int,  // that process's idle threads and
 //!                    "workers": [ { "pid": int, "busy": bool,  // whether each Python process below
 //!                                   "active_threads": int,     // it was busy, and where
-//!                                   "at": frame | null } ],
+//!                                   "at": frame | null,
+//!                                   "in_python": bool } ],      // false: `at` is native, no Python
+//!                                                              // frame on that thread's stack
 //!                    "waits": [ { "thread": int,               // its waits on a worker that were
 //!                                 "name": str | null,          // proven: a thread blocked reading
 //!                                 "fd": int,                   // a pipe that worker writes to
@@ -139,8 +141,13 @@ pub struct WorkerState {
     pub busy: bool,
     /// How many of its threads were active.
     pub active_threads: usize,
-    /// The innermost frame of its first active thread, else of its first.
+    /// The innermost Python frame of its first active thread, else of its
+    /// first (its innermost frame when it has no Python frame).
     pub at: Option<DumpedFrame>,
+    /// Whether `at` is a Python frame: false when that thread's stack held
+    /// native frames only (`--native`; the interpreter outside Python
+    /// code, as in the collection of its objects at exit).
+    pub in_python: bool,
 }
 
 /// A parent in a process's chain.

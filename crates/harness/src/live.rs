@@ -217,6 +217,7 @@ pub fn dump_answer(dumps: &[Dump], failed: &[(u32, Error)]) -> answers::dump::Du
                         busy: s.busy,
                         active_threads: s.active_threads,
                         at: s.at.as_ref().map(frame),
+                        in_python: s.in_python,
                     })
                     .collect(),
                 waits: w

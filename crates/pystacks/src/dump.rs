@@ -166,8 +166,13 @@ pub struct WorkerState {
     /// How many of its threads were active.
     pub active_threads: usize,
     /// The innermost Python frame of its first active thread (busy), else
-    /// of its first thread (where it waits).
+    /// of its first thread (where it waits); its innermost frame when it
+    /// has no Python frame (see [`in_python`](Self::in_python)).
     pub at: Option<Frame>,
+    /// Whether `at` is a Python frame. False when that thread's stack
+    /// held native frames only (`--native`): the interpreter outside
+    /// Python code, as in the collection of its objects at exit.
+    pub in_python: bool,
 }
 
 impl Dump {
@@ -194,19 +199,15 @@ impl Dump {
             .map(|(p, s)| {
                 let active: Vec<&ThreadStack> = s.threads.iter().filter(|t| t.active).collect();
                 let shown = active.first().copied().or(s.threads.first());
+                let python = shown.and_then(|t| t.frames.iter().find(|f| f.line > 0));
                 WorkerState {
                     pid: p.pid,
                     busy: !active.is_empty(),
                     active_threads: active.len(),
                     // The innermost Python frame (a line), under any
                     // native ones `--native` merged in.
-                    at: shown.and_then(|t| {
-                        t.frames
-                            .iter()
-                            .find(|f| f.line > 0)
-                            .or(t.frames.first())
-                            .cloned()
-                    }),
+                    at: python.or(shown.and_then(|t| t.frames.first())).cloned(),
+                    in_python: python.is_some(),
                 }
             })
             .collect();
@@ -235,7 +236,13 @@ impl fmt::Display for ParentWait {
             self.pid, self.idle, self.threads
         )?;
         for w in &self.workers {
-            let at = w.at.as_ref().map_or(String::new(), |f| format!(", in {f}"));
+            let at = match &w.at {
+                Some(f) if w.in_python => format!(", in {f}"),
+                Some(f) => format!(
+                    ", in {f}, no Python frame on its stack (the interpreter outside Python code, as at exit)"
+                ),
+                None => String::new(),
+            };
             if w.busy {
                 writeln!(
                     f,
@@ -681,6 +688,72 @@ mod tests {
                 "Process 10 waits on worker 11: its thread 15 \"spawn-stdout-11\" is blocked reading fd 7, a pipe worker 11 writes to.\n"
             ),
             "{d}"
+        );
+    }
+
+    /// A worker read with `--native` in the collector: the Python function
+    /// beneath `gc_collect_main` is where it is; one with native frames
+    /// only (the interpreter collecting at exit) is said to have no
+    /// Python frame, not to be busy in a function of its own.
+    #[test]
+    fn a_worker_in_the_collector_is_placed_in_its_python_function_or_said_to_have_none() {
+        let worker = |pid: u32, frames: Vec<Frame>| ProcessDump {
+            pid,
+            parent: Some(10),
+            chain: vec![],
+            command: "python3 worker.py".into(),
+            outcome: Ok(PythonStacks {
+                version: "3.11.7".into(),
+                exe: "/usr/bin/python3.11".into(),
+                threads: vec![thread(u64::from(pid), "MainThread", true, frames)],
+            }),
+            native: None,
+        };
+        let gc = frame("gc_collect_main", "libpython3.11.so.1.0", 0);
+        let libc = frame("0x7f0a1b2c524a", "libc.so.6", 0);
+        let d = Dump {
+            processes: vec![
+                ProcessDump {
+                    pid: 10,
+                    parent: None,
+                    chain: vec![],
+                    command: "ml-service".into(),
+                    outcome: Err(Error::NotPython {
+                        pid: 10,
+                        command: "ml-service".into(),
+                        searched_children: false,
+                        detail: String::new(),
+                    }),
+                    native: Some(Ok(NativeStacks {
+                        exe: "/bin/ml-service".into(),
+                        threads: vec![thread(10, "ml-service", false, vec![])],
+                        unwound: false,
+                    })),
+                },
+                worker(
+                    11,
+                    vec![
+                        gc.clone(),
+                        frame("gc_collect", "libpython3.11.so.1.0", 0),
+                        frame("collect_in_a_loop", "gc_worker.py", 12),
+                        frame("<module>", "gc_worker.py", 20),
+                        libc.clone(),
+                    ],
+                ),
+                worker(12, vec![gc, libc]),
+            ],
+            waits: vec![],
+        };
+        let text = d.parent_wait().expect("workers below").to_string();
+        assert!(
+            text.contains(
+                "worker 11 is busy (1 active thread), in collect_in_a_loop (gc_worker.py:12)\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("worker 12 is busy (1 active thread), in gc_collect_main (libpython3.11.so.1.0), no Python frame on its stack"),
+            "{text}"
         );
     }
 
