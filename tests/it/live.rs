@@ -804,7 +804,19 @@ mod native_stacks {
             assert!(text.contains(&format!("Process {w}: ")), "{text}");
         }
         assert!(text.contains("(mlworker/__main__.py:"), "{text}");
-        assert!(text.contains(&format!("While process {pid} ")), "{text}");
+        assert!(
+            text.contains(&format!("Process {pid}'s threads: ")),
+            "{text}"
+        );
+        // Its `spawn-stdout-PID` threads read each worker's output pipe:
+        // a wait on each worker, proven.
+        for w in &workers {
+            assert!(
+                text.contains(&format!("Process {pid} waits on worker {w}: its thread ")),
+                "{text}"
+            );
+        }
+        assert!(!text.contains("While process"), "{text}");
 
         let out = coldstart(cwd.path())
             .args(["dump", &pid, "--native", "--json"])
@@ -826,6 +838,7 @@ mod native_stacks {
             "{main}"
         );
         assert_eq!(doc["parent_wait"]["workers"].as_array().unwrap().len(), 2);
+        assert!(doc["processes"][0]["error"].is_null(), "{doc}");
     }
 
     #[test]
