@@ -67,19 +67,25 @@ impl Tree {
     /// The stand-in parent (`sh standin_parent.sh PYTHON TAG`) and its two
     /// workers: (tree, blocked worker's pid, busy worker's pid).
     fn standin(tag: &str) -> (Tree, u32, u32) {
+        match Tree::two_workers("standin_parent.sh", tag) {
+            (tree, [(a, blocked), (b, busy)]) if a == "blocked" && b == "busy" => {
+                (tree, blocked, busy)
+            }
+            (_, other) => panic!("unexpected ready lines: {other:?}"),
+        }
+    }
+
+    /// `sh SCRIPT PYTHON TAG`, a stand-in parent that starts two workers:
+    /// the tree and the workers' ready lines, (name, pid) by name.
+    fn two_workers(script: &str, tag: &str) -> (Tree, [(String, u32); 2]) {
         let mut cmd = Command::new("sh");
-        cmd.arg(fixture("standin_parent.sh"))
-            .arg(support::python())
-            .arg(tag);
+        cmd.arg(fixture(script)).arg(support::python()).arg(tag);
         let mut tree = Tree::start(cmd);
         let first = tree.ready();
         let second = tree.ready();
         let mut by_name = [first, second];
         by_name.sort();
-        match by_name {
-            [(a, blocked), (b, busy)] if a == "blocked" && b == "busy" => (tree, blocked, busy),
-            other => panic!("unexpected ready lines: {other:?}"),
-        }
+        (tree, by_name)
     }
 
     /// The next `NAME ready PID` line.
@@ -160,8 +166,21 @@ fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_
         parent.contains("; --native unwinds their stacks"),
         "{parent}"
     );
+    // The shell waits for its children (wait4), on no worker's pipe:
+    // the workers' states, and no claim that it waits on them.
+    assert!(!text.contains("While process"), "{text}");
     assert!(
-        text.contains(&format!("While process {} waits", tree.pid())),
+        text.contains(&format!(
+            "Process {}'s threads: 1 of 1 idle; its Python workers:",
+            tree.pid()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "Nothing read shows process {} waiting on a worker",
+            tree.pid()
+        )),
         "{text}"
     );
     let chain = format!("Parent chain: {} (sh ", tree.pid());
@@ -197,7 +216,8 @@ fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_
         "wait_for_the_model_request"
     );
     assert_eq!(of(blocked)["threads"][0]["status"], "idle");
-    assert!(of(tree.pid())["error"].is_string());
+    // Its threads were read: no "not a Python process" error.
+    assert!(of(tree.pid())["error"].is_null(), "{doc}");
     let parent = &of(tree.pid())["native"];
     assert_eq!(parent["unwound"], false, "{parent}");
     assert_eq!(parent["threads"][0]["name"], "sh", "{parent}");
@@ -210,6 +230,7 @@ fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_
         .find(|w| w["pid"] == busy)
         .unwrap_or_else(|| panic!("{busy} missing: {wait}"));
     assert_eq!(busy_worker["busy"], true, "{wait}");
+    assert_eq!(wait["waits"], serde_json::json!([]), "{wait}");
     let busy_names: Vec<&str> = of(busy)["threads"]
         .as_array()
         .unwrap()
@@ -248,6 +269,246 @@ fn match_selects_workers_by_command_line() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("no running process"));
+}
+
+#[test]
+fn dump_says_a_parent_waits_on_a_worker_only_where_it_reads_that_workers_pipe() {
+    let (tree, workers) = Tree::two_workers("pipe_parent.sh", &tag("pipe"));
+    let [(b, blocked), (p, piped)] = workers;
+    assert_eq!((b.as_str(), p.as_str()), ("blocked", "piped"));
+    let cwd = tempfile::tempdir().unwrap();
+    let pid = tree.pid();
+    let out = coldstart(cwd.path())
+        .args(["dump", &pid.to_string()])
+        .output()
+        .unwrap();
+    let text = stdout_of(&out);
+    assert!(out.status.success(), "{text}");
+    println!("{text}");
+    assert!(
+        text.contains(&format!(
+            "Process {pid} waits on worker {piped}: its thread {pid} \"sh\" is blocked reading fd "
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("a pipe worker {piped} writes to.")),
+        "{text}"
+    );
+    assert!(
+        !text.contains(&format!("waits on worker {blocked}")),
+        "{text}"
+    );
+    let out = coldstart(cwd.path())
+        .args(["dump", "--json", &pid.to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let waits = doc["parent_wait"]["waits"].as_array().unwrap();
+    assert_eq!(waits.len(), 1, "{doc}");
+    assert_eq!(waits[0]["worker"], piped, "{doc}");
+    assert_eq!(waits[0]["thread"], pid, "{doc}");
+}
+
+/// A record's error when every thread it read was idle names what it
+/// read: the Python threads of the workers below a shell that is not
+/// Python, not "every Python thread" of the shell.
+#[test]
+fn record_of_an_idle_tree_under_a_parent_that_is_not_python_says_what_it_read() {
+    let (tree, workers) = Tree::two_workers("pipe_parent.sh", &tag("idle-tree"));
+    let [(_, blocked), (_, piped)] = workers;
+    let cwd = tempfile::tempdir().unwrap();
+    let pid = tree.pid();
+    let out = coldstart(cwd.path())
+        .args(["record", &pid.to_string(), "--subprocesses"])
+        .args(["--duration", "1", "--format", "collapsed", "-o", "idle.txt"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        !stderr.contains(&format!("every Python thread of process {pid}")),
+        "{stderr}"
+    );
+    let (lo, hi) = (blocked.min(piped), blocked.max(piped));
+    assert!(
+        stderr.contains(&format!(
+            "no sample was taken: every thread read (the Python threads of processes {lo}, {hi}) was idle"
+        )),
+        "{stderr}"
+    );
+}
+
+/// A process's CPU time so far as the kernel counts it (`utime + stime`
+/// of `/proc/PID/stat`), in ms.
+fn kernel_cpu_ms(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..]
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    ticks * 1000.0 / hz
+}
+
+/// The time the process's threads spent runnable but waiting for a CPU
+/// so far (the second field of each `/proc/PID/task/TID/schedstat`), in
+/// ms: a sampler sees such a thread running (`R`) though it gets no CPU.
+fn run_queue_wait_ms(pid: u32) -> f64 {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .sum::<f64>()
+        / 1e6
+}
+
+/// The number that ends just before `suffix` in `line` (`... (4.9 Hz
+/// used)` with ` Hz used`).
+fn number_before(line: &str, suffix: &str) -> f64 {
+    let head = &line[..line
+        .find(suffix)
+        .unwrap_or_else(|| panic!("no {suffix:?} in {line:?}"))];
+    let number = head.rsplit([' ', '(']).next().unwrap_or_default();
+    number
+        .parse()
+        .unwrap_or_else(|_| panic!("no number before {suffix:?} in {line:?}"))
+}
+
+/// The table's header of `text`: `N samples in R rounds over S s (H Hz
+/// used): C on CPU, about M ms of CPU time[; I idle (not CPU time)]`.
+fn table_header(text: &str) -> &str {
+    text.lines()
+        .find(|l| l.contains(" ms of CPU time"))
+        .unwrap_or_else(|| panic!("no CPU figure:\n{text}"))
+}
+
+/// `coldstart record ARGS` of `pid` beside the kernel's count of its CPU
+/// time: asserts that the figure printed agrees with the kernel's within
+/// the stated tolerance, and returns (rate used, figure, kernel's).
+///
+/// The tolerance: 15% of the kernel's figure, plus two sampling periods
+/// at the rate used (a sample stands for a period), plus the CPU time the
+/// kernel counted outside the sampled window (the command's run less its
+/// sampling, at most), plus, above it only, the time the process's threads
+/// waited runnable for a CPU (a sampler counts a runnable thread as on
+/// CPU: a loaded machine).
+fn assert_cpu_figure_agrees_with_the_kernel(
+    cwd: &Path,
+    pid: u32,
+    args: &[&str],
+) -> (f64, f64, f64) {
+    let (cpu0, wait0) = (kernel_cpu_ms(pid), run_queue_wait_ms(pid));
+    let started = std::time::Instant::now();
+    let out = coldstart(cwd)
+        .args(["record", &pid.to_string()])
+        .args(args)
+        .output()
+        .unwrap();
+    let run_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let (cpu1, wait1) = (kernel_cpu_ms(pid), run_queue_wait_ms(pid));
+    let text = stdout_of(&out);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    let header = table_header(&text);
+    let (rate, figure) = (
+        number_before(header, " Hz used"),
+        number_before(header, " ms of CPU time"),
+    );
+    let sampled_s = number_before(header, " s (");
+    let kernel = cpu1 - cpu0;
+    let outside = (run_ms - sampled_s * 1000.0).max(0.0);
+    let slack = 0.15 * kernel + 2000.0 / rate.max(0.1);
+    let (low, high) = (kernel - slack - outside, kernel + slack + (wait1 - wait0));
+    assert!(
+        figure >= low && figure <= high,
+        "about {figure:.0} ms of CPU printed; the kernel counted {kernel:.0} ms (accepted {low:.0} to {high:.0} ms)\n{text}"
+    );
+    (rate, figure, kernel)
+}
+
+#[test]
+fn record_at_a_low_rate_with_idle_threads_prints_the_cpu_time_the_kernel_counts() {
+    let (_tree, blocked, busy) = Tree::standin(&tag("cpu"));
+    let cwd = tempfile::tempdir().unwrap();
+    // The busy worker: its loop on CPU, its watchdog thread idle (kept
+    // by --idle, and no CPU time).
+    let args = [
+        "--rate",
+        "5",
+        "--idle",
+        "--duration",
+        "3",
+        "--format",
+        "collapsed",
+        "-o",
+        "busy.txt",
+    ];
+    let (rate, figure, kernel) = assert_cpu_figure_agrees_with_the_kernel(cwd.path(), busy, &args);
+    assert!((3.0..=5.5).contains(&rate), "the rate used: {rate}");
+    println!(
+        "busy at --rate 5 --idle: {rate:.1} Hz used, about {figure:.0} ms printed, {kernel:.0} ms counted by the kernel"
+    );
+    // The blocked worker: every thread idle, every sample idle: no CPU.
+    let args = [
+        "--rate",
+        "20",
+        "--idle",
+        "--duration",
+        "1",
+        "--format",
+        "collapsed",
+        "-o",
+        "idle.txt",
+    ];
+    let (rate, figure, kernel) =
+        assert_cpu_figure_agrees_with_the_kernel(cwd.path(), blocked, &args);
+    println!(
+        "idle at --rate 20 --idle: {rate:.1} Hz used, about {figure:.0} ms printed, {kernel:.0} ms counted by the kernel"
+    );
+    assert_eq!(figure, 0.0, "idle samples are no CPU time");
+}
+
+/// `top` at a low rate: its header states the rate used, and the CPU
+/// time of a process busy on one thread is about the refresh's length
+/// (not the samples over the asked rate, nor its idle thread's).
+#[test]
+fn top_at_a_low_rate_states_the_rate_used_and_counts_no_idle_thread() {
+    let (_tree, _blocked, busy) = Tree::standin(&tag("top-rate"));
+    let cwd = tempfile::tempdir().unwrap();
+    let out = coldstart(cwd.path())
+        .args([
+            "top",
+            &busy.to_string(),
+            "-n",
+            "2",
+            "--rate",
+            "10",
+            "--idle",
+        ])
+        .output()
+        .unwrap();
+    let text = stdout_of(&out);
+    assert!(out.status.success(), "{text}");
+    let last = text.rsplit("coldstart top:").next().unwrap_or_default();
+    let header = table_header(last);
+    assert!(header.contains(" idle (not CPU time)"), "{header}");
+    let (rate, figure) = (
+        number_before(header, " Hz used"),
+        number_before(header, " ms of CPU time"),
+    );
+    assert!((5.0..=11.0).contains(&rate), "{header}");
+    // One thread on CPU over the refresh: at most its length (10% and two
+    // periods of slack), never the two threads' samples over the rate.
+    let seconds = number_before(header, " s (");
+    assert!(figure <= seconds * 1000.0 * 1.1 + 2000.0 / rate, "{header}");
 }
 
 /// Every `<title>` of an inferno flame graph as (frame, samples).
@@ -543,7 +804,19 @@ mod native_stacks {
             assert!(text.contains(&format!("Process {w}: ")), "{text}");
         }
         assert!(text.contains("(mlworker/__main__.py:"), "{text}");
-        assert!(text.contains(&format!("While process {pid} ")), "{text}");
+        assert!(
+            text.contains(&format!("Process {pid}'s threads: ")),
+            "{text}"
+        );
+        // Its `spawn-stdout-PID` threads read each worker's output pipe:
+        // a wait on each worker, proven.
+        for w in &workers {
+            assert!(
+                text.contains(&format!("Process {pid} waits on worker {w}: its thread ")),
+                "{text}"
+            );
+        }
+        assert!(!text.contains("While process"), "{text}");
 
         let out = coldstart(cwd.path())
             .args(["dump", &pid, "--native", "--json"])
@@ -565,6 +838,7 @@ mod native_stacks {
             "{main}"
         );
         assert_eq!(doc["parent_wait"]["workers"].as_array().unwrap().len(), 2);
+        assert!(doc["processes"][0]["error"].is_null(), "{doc}");
     }
 
     #[test]
@@ -621,6 +895,84 @@ mod native_stacks {
             .filter_map(|p| p["name"].as_str())
             .collect();
         each_process_a_root(&names);
+    }
+
+    /// The case of a worker whose start-up is sampled with `--native`
+    /// (py-spy's unwinding costs milliseconds a read, so the rate is
+    /// lowered): the CPU time printed is the kernel's, within the stated
+    /// tolerance, not the samples over the asked 100 Hz.
+    #[test]
+    fn record_native_of_a_busy_worker_at_the_lowered_rate_prints_the_cpu_time_the_kernel_counts() {
+        let (_tree, _blocked, busy) = Tree::standin(&tag("native-cpu"));
+        let cwd = tempfile::tempdir().unwrap();
+        let args = [
+            "--native",
+            "--duration",
+            "6",
+            "--format",
+            "collapsed",
+            "-o",
+            "busy.txt",
+        ];
+        let (rate, figure, kernel) =
+            super::assert_cpu_figure_agrees_with_the_kernel(cwd.path(), busy, &args);
+        println!(
+            "busy with --native: {rate:.1} Hz used, about {figure:.0} ms printed, {kernel:.0} ms counted by the kernel"
+        );
+    }
+
+    /// A worker in the collector (a stand-in: `gc.collect()` over a large
+    /// structure of cycles), read with `--native`: every sample in
+    /// `gc_collect_main` keeps the Python frames beneath it, and `dump`
+    /// of the shell above it places the worker in its Python function.
+    #[test]
+    fn a_worker_in_the_collector_keeps_its_python_frames_beneath_gc_collect_main() {
+        let mut cmd = Command::new("sh");
+        // `; :` keeps the shell (not Python) as the worker's parent.
+        cmd.args(["-c", "\"$0\" \"$1\" \"$2\"; :"])
+            .arg(support::python())
+            .arg(fixture("gc_worker.py"))
+            .arg(tag("gc"));
+        let mut tree = Tree::start(cmd);
+        let (name, worker) = tree.ready();
+        assert_eq!(name, "gc");
+        let cwd = tempfile::tempdir().unwrap();
+        let out = coldstart(cwd.path())
+            .args(["record", &worker.to_string(), "--native", "--duration", "2"])
+            .args(["--format", "collapsed", "-o", "gc.txt"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let collapsed = std::fs::read_to_string(cwd.path().join("gc.txt")).unwrap();
+        let in_gc: Vec<&str> = collapsed
+            .lines()
+            .filter(|l| l.contains("gc_collect_main"))
+            .collect();
+        assert!(
+            !in_gc.is_empty(),
+            "no sample in the collector:\n{collapsed}"
+        );
+        for line in in_gc {
+            let python = line.find("collect_in_a_loop (gc_worker.py");
+            let gc = line.find("gc_collect_main");
+            assert!(python.is_some() && python < gc, "{line}");
+        }
+        let out = coldstart(cwd.path())
+            .args(["dump", &tree.pid().to_string(), "--native"])
+            .output()
+            .unwrap();
+        let text = stdout_of(&out);
+        assert!(out.status.success(), "{text}");
+        assert!(
+            text.contains(&format!(
+                "worker {worker} is busy (1 active thread), in collect_in_a_loop (gc_worker.py:"
+            )),
+            "{text}"
+        );
     }
 
     #[test]

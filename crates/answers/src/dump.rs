@@ -13,7 +13,8 @@
 //!                                   "status": "idle" | "active" | "active+gil",
 //!                                   "active": bool, "owns_gil": bool,
 //!                                   "frames": [ { "name", "filename", "short_filename", "line" } ] } ],
-//!                    "error": str | null,           // a process seen but not read (as Python)
+//!                    "error": str | null,           // a process seen but not read (null for the asked-for
+//!                                                   // process that is not Python when `native` was read)
 //!                    "native": { "exe": str, "unwound": bool,   // the asked-for process when it is not
 //!                                "threads": [ thread ],         // Python: its threads (frames with --native,
 //!                                "unknown_frames": int }        // the thread id the kernel's), or
@@ -21,12 +22,20 @@
 //!   "parent_wait": { "pid": int, "threads": int, "idle": int,  // that process's idle threads and
 //!                    "workers": [ { "pid": int, "busy": bool,  // whether each Python process below
 //!                                   "active_threads": int,     // it was busy, and where
-//!                                   "at": frame | null } ] } | null,
+//!                                   "at": frame | null,
+//!                                   "in_python": bool } ],      // false: `at` is native, no Python
+//!                                                              // frame on that thread's stack
+//!                    "waits": [ { "thread": int,               // its waits on a worker that were
+//!                                 "name": str | null,          // proven: a thread blocked reading
+//!                                 "fd": int,                   // a pipe that worker writes to
+//!                                 "worker": int } ] } | null,  // (empty: none was proven)
 //!   "errors": [ { "pid": int, "error": str } ] }    // a process asked for but not reached
 //! ```
 //!
-//! `native` and `parent_wait` were added to `/1` (a schema only gains
-//! fields): a reader of the first fields sees what it saw before.
+//! `native`, `parent_wait` and its `waits` were added to `/1` (a schema
+//! only gains fields): a reader of the first fields sees what it saw
+//! before. The asked-for process that is not Python has `error: null`
+//! when its threads were read (`native`): it was read, as what it is.
 
 use serde::Serialize;
 
@@ -92,7 +101,8 @@ pub enum NativeThreads {
     },
 }
 
-/// Whether each worker was busy while the process above it waited.
+/// The process above the workers beside them, as read: its threads'
+/// states, each worker's, and its waits on a worker that were proven.
 #[derive(Debug, Clone, Serialize)]
 pub struct ParentWait {
     /// The parent.
@@ -103,6 +113,23 @@ pub struct ParentWait {
     pub idle: usize,
     /// Each Python process below it.
     pub workers: Vec<WorkerState>,
+    /// Its waits on a worker that were proven: a thread blocked reading a
+    /// pipe the worker writes to. Empty when none was: an idle parent
+    /// beside a busy worker is no proof it waits for it.
+    pub waits: Vec<ProvenWait>,
+}
+
+/// A proven wait of the parent on one worker.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProvenWait {
+    /// The parent's waiting thread (the kernel's id).
+    pub thread: u32,
+    /// Its name, the kernel's.
+    pub name: Option<String>,
+    /// The file descriptor it is blocked reading.
+    pub fd: i32,
+    /// The worker holding the pipe's write end.
+    pub worker: u32,
 }
 
 /// One worker of a [`ParentWait`].
@@ -114,8 +141,13 @@ pub struct WorkerState {
     pub busy: bool,
     /// How many of its threads were active.
     pub active_threads: usize,
-    /// The innermost frame of its first active thread, else of its first.
+    /// The innermost Python frame of its first active thread, else of its
+    /// first (its innermost frame when it has no Python frame).
     pub at: Option<DumpedFrame>,
+    /// Whether `at` is a Python frame: false when that thread's stack held
+    /// native frames only (`--native`; the interpreter outside Python
+    /// code, as in the collection of its objects at exit).
+    pub in_python: bool,
 }
 
 /// A parent in a process's chain.

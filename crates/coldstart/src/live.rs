@@ -222,7 +222,6 @@ fn top_frame(
     seconds: f64,
     w: &mut dyn Write,
 ) -> Result<()> {
-    let all: u64 = window.stacks.iter().map(|s| s.samples).sum();
     writeln!(
         w,
         "coldstart top: process {}{} - {:.1} s, {} rounds, {} failed reads{}",
@@ -246,7 +245,8 @@ fn top_frame(
         .iter()
         .map(|f| (f.frame.as_str(), f.self_samples, f.total_samples))
         .collect();
-    report::profile::top_table(&rows, all, options.rate_hz(), w)?;
+    let summary = live::sample_summary(&window.time, window.ticks, seconds);
+    report::profile::top_table(&rows, &summary, w)?;
     Ok(())
 }
 
@@ -271,6 +271,7 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
     };
     let out = args
         .output
+        .clone()
         .unwrap_or_else(|| PathBuf::from(format!("coldstart-{}.{ext}", args.pid)));
     let duration = crate::secs(args.duration, "--duration")?;
     let interrupt = crate::signals::interrupt(OnPress::StopOnly)?;
@@ -305,7 +306,6 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
     let rec = recorder
         .finish(&interrupt)
         .with_context(|| format!("could not record process {}", args.pid))?;
-    let p = &rec.profile;
     let mut stdout = std::io::stdout().lock();
     let why = match rec.ended {
         Ended::Duration => "the duration passed".to_owned(),
@@ -313,11 +313,42 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
         Ended::Interrupted => format!("stopped by {}", crate::signals::signal_name(&interrupt)),
         _ => "stopped".to_owned(),
     };
+    print_recording(&args, &options, &rec, &why, &mut stdout)?;
+    let p = &rec.profile;
+    if p.sample_count() == 0 {
+        let read = what_was_read(p, args.pid);
+        if options.idle {
+            bail!(
+                "no sample was taken: {read} exited before the first round; {} was written empty",
+                rec.out.display()
+            );
+        }
+        bail!(
+            "no sample was taken: every thread read ({read}) was idle at each round (--idle counts idle threads) or they exited at once; {} was written empty",
+            rec.out.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `record` says of a finished recording: the samples and the rate
+/// used, the sampler's cost, the processes read natively or not at all,
+/// then the top frames with the CPU time of the samples on CPU.
+fn print_recording(
+    args: &RecordArgs,
+    options: &LiveOptions,
+    rec: &live::Recording,
+    why: &str,
+    stdout: &mut dyn Write,
+) -> Result<()> {
+    let p = &rec.profile;
+    let seconds = p.cost.wall_ns() as f64 / 1e9;
     writeln!(
         stdout,
-        "recorded {} samples over {:.1} s ({why}): {}",
+        "recorded {} samples in {} rounds over {seconds:.1} s, {:.1} Hz used ({why}): {}",
         p.sample_count(),
-        p.cost.wall_ns() as f64 / 1e9,
+        p.ticks,
+        p.rounds_per_second(),
         rec.out.display()
     )?;
     writeln!(
@@ -373,14 +404,41 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
         .iter()
         .map(|f| (f.frame.as_str(), f.self_samples, f.total_samples))
         .collect();
-    let all: u64 = rec.stacks.iter().map(|s| s.samples).sum();
-    report::profile::top_table(&rows, all, options.rate_hz(), &mut stdout)?;
-    if all == 0 {
-        bail!(
-            "no sample was taken: every Python thread of process {} was idle (--idle counts idle threads) or it exited at once; {} was written empty",
-            args.pid,
-            rec.out.display()
-        );
+    let summary = live::sample_summary(&p.time_where(|_| true), p.ticks, seconds);
+    report::profile::top_table(&rows, &summary, stdout)?;
+    Ok(())
+}
+
+/// The threads a recording read, in words: a process read natively (the
+/// Rust service) has its own threads read, a Python process its Python
+/// threads; a process that was neither had none read.
+fn what_was_read(p: &live::Profile, pid: u32) -> String {
+    let pids = |keep: &dyn Fn(&live::SampledProcess) -> bool| -> Vec<String> {
+        p.processes
+            .iter()
+            .filter(|sp| keep(sp))
+            .map(|sp| sp.pid.to_string())
+            .collect()
+    };
+    let native = pids(&|sp| sp.native);
+    let python = pids(&|sp| sp.python_version.is_some());
+    let mut parts = Vec::new();
+    if !native.is_empty() {
+        parts.push(format!(
+            "the native threads of process {}",
+            native.join(", ")
+        ));
     }
-    Ok(ExitCode::SUCCESS)
+    match python.len() {
+        0 => {}
+        1 => parts.push(format!("the Python threads of process {}", python[0])),
+        _ => parts.push(format!(
+            "the Python threads of processes {}",
+            python.join(", ")
+        )),
+    }
+    if parts.is_empty() {
+        return format!("no thread of process {pid} or below it");
+    }
+    parts.join(" and ")
 }

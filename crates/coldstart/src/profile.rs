@@ -114,6 +114,6 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         .iter()
         .map(|f| (f.frame.as_str(), f.self_samples, f.total_samples))
         .collect();
-    report::profile::top_table(&rows, p.sampled, args.rate, &mut stdout)?;
+    report::profile::top_table(&rows, &p.sampled, &mut stdout)?;
     Ok(ExitCode::SUCCESS)
 }

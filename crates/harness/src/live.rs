@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 pub use pystacks::{
     CollapsedStack, Dump, FrameTotal, NATIVE, NATIVE_UNAVAILABLE, NativeStacks, ParentWait,
-    ProcessDump, ProcessLabel, Profile, PythonStacks, SampleWindow, Sampler, StopReason,
-    ThreadStack, top_frames,
+    ProcessDump, ProcessLabel, Profile, ProvenWait, PythonStacks, SampleWindow, SampledProcess,
+    SampledTime, Sampler, StopReason, ThreadStack, top_frames,
 };
 
 use crate::error::{Error, Result, invalid};
@@ -160,6 +160,11 @@ pub fn dump_answer(dumps: &[Dump], failed: &[(u32, Error)]) -> answers::dump::Du
                 s.threads.iter().map(thread).collect(),
                 None,
             ),
+            // A process that is not Python whose threads were read is no
+            // error: it was read, as what it is.
+            Err(pystacks::Error::NotPython { .. }) if matches!(p.native, Some(Ok(_))) => {
+                (None, Vec::new(), None)
+            }
             Err(e) => (None, Vec::new(), Some(e.to_string())),
         };
         let native = p.native.as_ref().map(|n| match n {
@@ -212,6 +217,17 @@ pub fn dump_answer(dumps: &[Dump], failed: &[(u32, Error)]) -> answers::dump::Du
                         busy: s.busy,
                         active_threads: s.active_threads,
                         at: s.at.as_ref().map(frame),
+                        in_python: s.in_python,
+                    })
+                    .collect(),
+                waits: w
+                    .waits
+                    .iter()
+                    .map(|p| answers::dump::ProvenWait {
+                        thread: p.thread,
+                        name: p.name.clone(),
+                        fd: p.fd,
+                        worker: p.worker,
                     })
                     .collect(),
             }),
@@ -222,6 +238,23 @@ pub fn dump_answer(dumps: &[Dump], failed: &[(u32, Error)]) -> answers::dump::Du
                 error: e.to_string(),
             })
             .collect(),
+    }
+}
+
+/// What a table of sampled frames stands for ([`report::profile::top_table`]'s
+/// header): `time`'s samples and CPU time, over `rounds` sampling rounds in
+/// `seconds` (the rate actually used).
+pub fn sample_summary(
+    time: &SampledTime,
+    rounds: u64,
+    seconds: f64,
+) -> report::profile::SampleSummary {
+    report::profile::SampleSummary {
+        samples: time.samples,
+        on_cpu: time.on_cpu,
+        cpu_ms: time.cpu_ns as f64 / 1e6,
+        rounds,
+        seconds,
     }
 }
 

@@ -48,8 +48,9 @@ pub struct Profile {
     /// The frames with the most self samples over every sampled stack
     /// (the whole run, or up to ready), ranked.
     pub top: Vec<FrameTotal>,
-    /// Samples in those stacks.
-    pub sampled: u64,
+    /// What those stacks stand for: their samples, the CPU time of those
+    /// on CPU, the rounds and time they were taken over.
+    pub sampled: report::profile::SampleSummary,
     /// Where the start-up samples (spawn to ready) went.
     pub startup: ImportShare,
     /// Samples taken, and rounds that started late.
@@ -124,7 +125,11 @@ pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<Profile> {
         health: lifecycle.health,
         exit,
         top: pystacks::top_frames(&collapsed, opts.top),
-        sampled: collapsed.iter().map(|s| s.samples).sum(),
+        sampled: crate::live::sample_summary(
+            &sampled.time_where(|s| !opts.until_ready || s.t_ns < ready_ns),
+            sampled.ticks,
+            sampled.cost.wall_ns() as f64 / 1e9,
+        ),
         startup,
         samples: sampled.sample_count(),
         late_ticks: sampled.late_ticks,

@@ -65,6 +65,40 @@ impl DumpOptions {
 pub struct Dump {
     /// One entry per process.
     pub processes: Vec<ProcessDump>,
+    /// The waits of the asked-for process (when it is not Python) on its
+    /// workers that were proven when it was read.
+    pub waits: Vec<ProvenWait>,
+}
+
+/// A wait of the process above the workers on one of them that was read,
+/// not guessed: a thread of it blocked reading a pipe (or named pipe)
+/// whose write end that worker holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProvenWait {
+    /// The waiting thread (the kernel's id).
+    pub thread: u32,
+    /// Its name, the kernel's.
+    pub name: Option<String>,
+    /// The file descriptor it is blocked reading.
+    pub fd: i32,
+    /// The worker that holds the pipe's write end.
+    pub worker: u32,
+}
+
+impl fmt::Display for ProvenWait {
+    /// `thread T "name" is blocked reading fd F, a pipe worker W writes to`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "thread {}", self.thread)?;
+        if let Some(name) = &self.name {
+            write!(f, " \"{name}\"")?;
+        }
+        write!(
+            f,
+            " is blocked reading fd {}, a pipe worker {} writes to",
+            self.fd, self.worker
+        )
+    }
 }
 
 /// One process of a [`Dump`].
@@ -101,8 +135,10 @@ pub struct PythonStacks {
     pub threads: Vec<ThreadStack>,
 }
 
-/// What the workers do while the process above them (not Python) is read:
-/// the pattern of a parent waiting on a busy worker.
+/// The process above the workers (not Python) beside its workers, as
+/// read: its threads' states, each worker's, and the waits on a worker
+/// that were proven. That the parent is idle while a worker is busy is
+/// no proof that it waits for that worker; only [`ParentWait::waits`] is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ParentWait {
@@ -114,6 +150,9 @@ pub struct ParentWait {
     pub idle: usize,
     /// Each Python process below it, in the dump's order.
     pub workers: Vec<WorkerState>,
+    /// Its waits on a worker that were proven (a thread blocked reading a
+    /// pipe the worker writes to); empty when none was.
+    pub waits: Vec<ProvenWait>,
 }
 
 /// One Python process below a [`ParentWait`]'s parent.
@@ -127,8 +166,13 @@ pub struct WorkerState {
     /// How many of its threads were active.
     pub active_threads: usize,
     /// The innermost Python frame of its first active thread (busy), else
-    /// of its first thread (where it waits).
+    /// of its first thread (where it waits); its innermost frame when it
+    /// has no Python frame (see [`in_python`](Self::in_python)).
     pub at: Option<Frame>,
+    /// Whether `at` is a Python frame. False when that thread's stack
+    /// held native frames only (`--native`): the interpreter outside
+    /// Python code, as in the collection of its objects at exit.
+    pub in_python: bool,
 }
 
 impl Dump {
@@ -155,19 +199,15 @@ impl Dump {
             .map(|(p, s)| {
                 let active: Vec<&ThreadStack> = s.threads.iter().filter(|t| t.active).collect();
                 let shown = active.first().copied().or(s.threads.first());
+                let python = shown.and_then(|t| t.frames.iter().find(|f| f.line > 0));
                 WorkerState {
                     pid: p.pid,
                     busy: !active.is_empty(),
                     active_threads: active.len(),
                     // The innermost Python frame (a line), under any
                     // native ones `--native` merged in.
-                    at: shown.and_then(|t| {
-                        t.frames
-                            .iter()
-                            .find(|f| f.line > 0)
-                            .or(t.frames.first())
-                            .cloned()
-                    }),
+                    at: python.or(shown.and_then(|t| t.frames.first())).cloned(),
+                    in_python: python.is_some(),
                 }
             })
             .collect();
@@ -179,26 +219,30 @@ impl Dump {
             threads: parent.threads.len(),
             idle: parent.idle_threads(),
             workers,
+            waits: self.waits.clone(),
         })
     }
 }
 
 impl fmt::Display for ParentWait {
-    /// `While process P waits (I of N threads idle):` (or `runs`), then a
-    /// line per worker: busy or idle, and where.
+    /// `Process P's threads: I of N idle; its Python workers:`, a line per
+    /// worker (busy or idle, and where), then each proven wait of P on a
+    /// worker, or that none was read: an idle parent beside a busy worker
+    /// is not said to wait for it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let verb = if self.idle == self.threads {
-            "waits"
-        } else {
-            "runs"
-        };
         writeln!(
             f,
-            "While process {} {verb} ({} of {} threads idle):",
+            "Process {}'s threads: {} of {} idle; its Python workers:",
             self.pid, self.idle, self.threads
         )?;
         for w in &self.workers {
-            let at = w.at.as_ref().map_or(String::new(), |f| format!(", in {f}"));
+            let at = match &w.at {
+                Some(f) if w.in_python => format!(", in {f}"),
+                Some(f) => format!(
+                    ", in {f}, no Python frame on its stack (the interpreter outside Python code, as at exit)"
+                ),
+                None => String::new(),
+            };
             if w.busy {
                 writeln!(
                     f,
@@ -211,8 +255,49 @@ impl fmt::Display for ParentWait {
                 writeln!(f, "    worker {} is idle{at}", w.pid)?;
             }
         }
+        if self.waits.is_empty() {
+            return writeln!(
+                f,
+                "Nothing read shows process {} waiting on a worker (no thread of it was blocked reading a pipe a worker writes to).",
+                self.pid
+            );
+        }
+        for w in &self.waits {
+            writeln!(
+                f,
+                "Process {} waits on worker {}: its {w}.",
+                self.pid, w.worker
+            )?;
+        }
         Ok(())
     }
+}
+
+/// The waits of `parent` on `workers` that can be proven from `/proc`:
+/// each thread of it blocked reading a pipe whose write end a worker
+/// holds.
+fn proven_waits(parent: u32, workers: &[u32]) -> Vec<ProvenWait> {
+    let mut waits = Vec::new();
+    for task in procfs::tasks(parent).into_iter().filter(|t| t.state != 'R') {
+        let Some(fd) = procfs::blocked_read_fd(parent, task.tid) else {
+            continue;
+        };
+        let Some(pipe) = procfs::pipe_read_end(parent, fd) else {
+            continue;
+        };
+        for &worker in workers {
+            if procfs::writes_to_pipe(worker, pipe) {
+                waits.push(ProvenWait {
+                    thread: task.tid,
+                    name: Some(crate::stack::printable(task.name.clone()))
+                        .filter(|n| !n.is_empty()),
+                    fd,
+                    worker,
+                });
+            }
+        }
+    }
+    waits
 }
 
 /// Reads every thread's Python stack of `pid` and, with
@@ -246,9 +331,9 @@ pub fn dump(pid: u32, options: &DumpOptions) -> Result<Dump, Error> {
         })
         .map_err(Error::Thread)?;
     match rx.recv_timeout(options.timeout) {
-        Ok(processes) => {
+        Ok((processes, waits)) => {
             let _ = reader.join();
-            into_result(subprocesses, options.native, processes)
+            into_result(subprocesses, options.native, processes, waits)
         }
         Err(_) => Err(Error::Timeout {
             pid,
@@ -265,7 +350,7 @@ struct How {
     chains: bool,
 }
 
-fn read_tree(pid: u32, subprocesses: bool, how: How) -> Vec<ProcessDump> {
+fn read_tree(pid: u32, subprocesses: bool, how: How) -> (Vec<ProcessDump>, Vec<ProvenWait>) {
     let mut root = read_one(pid, None, how);
     if matches!(root.outcome, Err(Error::NotPython { .. })) {
         root.native = Some(if how.native {
@@ -280,7 +365,17 @@ fn read_tree(pid: u32, subprocesses: bool, how: How) -> Vec<ProcessDump> {
             out.push(read_one(child, Some(parent), how));
         }
     }
-    out
+    let waits = if out[0].native.is_some() {
+        let workers: Vec<u32> = out[1..]
+            .iter()
+            .filter(|p| p.outcome.is_ok())
+            .map(|p| p.pid)
+            .collect();
+        proven_waits(pid, &workers)
+    } else {
+        Vec::new()
+    };
+    (out, waits)
 }
 
 fn read_one(pid: u32, parent: Option<u32>, how: How) -> ProcessDump {
@@ -338,10 +433,11 @@ fn into_result(
     subprocesses: bool,
     native: bool,
     mut processes: Vec<ProcessDump>,
+    waits: Vec<ProvenWait>,
 ) -> Result<Dump, Error> {
     let parent_unwound = native && matches!(processes[0].native, Some(Ok(_)));
     if parent_unwound || processes.iter().any(|p| p.outcome.is_ok()) {
-        return Ok(Dump { processes });
+        return Ok(Dump { processes, waits });
     }
     if let Some(Err(e)) = processes[0].native.take()
         && native
@@ -458,6 +554,7 @@ mod tests {
                     native: None,
                 },
             ],
+            waits: vec![],
         };
         assert_eq!(
             d.to_string(),
@@ -545,6 +642,7 @@ mod tests {
                 worker(11, true, "tokenize"),
                 worker(13, false, "readline"),
             ],
+            waits: vec![],
         };
         let text = d.to_string();
         assert!(
@@ -557,19 +655,105 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("0 of 4 frames [unknown]"), "{text}");
+        // Idle beside a busy worker, and nothing read proves a wait: the
+        // states alone, no "while it waits".
         assert!(
             text.ends_with(
-                "While process 10 waits (2 of 2 threads idle):\n\
+                "Process 10's threads: 2 of 2 idle; its Python workers:\n\
                  \x20   worker 11 is busy (1 active thread), in tokenize (mlworker/__main__.py:20)\n\
-                 \x20   worker 13 is idle, in readline (mlworker/__main__.py:20)\n"
+                 \x20   worker 13 is idle, in readline (mlworker/__main__.py:20)\n\
+                 Nothing read shows process 10 waiting on a worker (no thread of it was blocked reading a pipe a worker writes to).\n"
             ),
             "{text}"
         );
+        assert!(!text.contains("While"), "{text}");
         let wait = d.parent_wait().expect("a parent above workers");
         assert_eq!((wait.threads, wait.idle), (2, 2));
         assert_eq!(
             wait.workers.iter().map(|w| w.busy).collect::<Vec<_>>(),
             [true, false]
+        );
+        // A proven wait (a thread blocked reading a worker's pipe) is said.
+        let d = Dump {
+            waits: vec![ProvenWait {
+                thread: 15,
+                name: Some("spawn-stdout-11".into()),
+                fd: 7,
+                worker: 11,
+            }],
+            ..d
+        };
+        assert!(
+            d.to_string().ends_with(
+                "Process 10 waits on worker 11: its thread 15 \"spawn-stdout-11\" is blocked reading fd 7, a pipe worker 11 writes to.\n"
+            ),
+            "{d}"
+        );
+    }
+
+    /// A worker read with `--native` in the collector: the Python function
+    /// beneath `gc_collect_main` is where it is; one with native frames
+    /// only (the interpreter collecting at exit) is said to have no
+    /// Python frame, not to be busy in a function of its own.
+    #[test]
+    fn a_worker_in_the_collector_is_placed_in_its_python_function_or_said_to_have_none() {
+        let worker = |pid: u32, frames: Vec<Frame>| ProcessDump {
+            pid,
+            parent: Some(10),
+            chain: vec![],
+            command: "python3 worker.py".into(),
+            outcome: Ok(PythonStacks {
+                version: "3.11.7".into(),
+                exe: "/usr/bin/python3.11".into(),
+                threads: vec![thread(u64::from(pid), "MainThread", true, frames)],
+            }),
+            native: None,
+        };
+        let gc = frame("gc_collect_main", "libpython3.11.so.1.0", 0);
+        let libc = frame("0x7f0a1b2c524a", "libc.so.6", 0);
+        let d = Dump {
+            processes: vec![
+                ProcessDump {
+                    pid: 10,
+                    parent: None,
+                    chain: vec![],
+                    command: "ml-service".into(),
+                    outcome: Err(Error::NotPython {
+                        pid: 10,
+                        command: "ml-service".into(),
+                        searched_children: false,
+                        detail: String::new(),
+                    }),
+                    native: Some(Ok(NativeStacks {
+                        exe: "/bin/ml-service".into(),
+                        threads: vec![thread(10, "ml-service", false, vec![])],
+                        unwound: false,
+                    })),
+                },
+                worker(
+                    11,
+                    vec![
+                        gc.clone(),
+                        frame("gc_collect", "libpython3.11.so.1.0", 0),
+                        frame("collect_in_a_loop", "gc_worker.py", 12),
+                        frame("<module>", "gc_worker.py", 20),
+                        libc.clone(),
+                    ],
+                ),
+                worker(12, vec![gc, libc]),
+            ],
+            waits: vec![],
+        };
+        let text = d.parent_wait().expect("workers below").to_string();
+        assert!(
+            text.contains(
+                "worker 11 is busy (1 active thread), in collect_in_a_loop (gc_worker.py:12)\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("worker 12 is busy (1 active thread), in gc_collect_main (libpython3.11.so.1.0), no Python frame on its stack"),
+            "{text}"
         );
     }
 

@@ -21,7 +21,11 @@
 //!   samples before the ready line. The [`Profile`] aggregates into
 //!   collapsed stacks ([`CollapsedStack`], the lines of `py-spy record
 //!   --function --format raw` that `report::profile::parse_collapsed`
-//!   reads) and states the sampler's own cost ([`SamplerCost`]).
+//!   reads) and states the sampler's own cost ([`SamplerCost`]). Each
+//!   sample carries the interval its read stood for and whether its
+//!   thread was on CPU, so [`SampledTime`] counts CPU time at the rate
+//!   actually used (lowered, or with late rounds) and none from idle
+//!   samples.
 //! - [`import_share`]: how much of a start-up profile was spent inside
 //!   imports (importlib's `_find_and_load` on the stack) and which frames
 //!   took the rest.
@@ -70,8 +74,10 @@
 //!
 //! - The process above the workers, when it is not Python (the Rust
 //!   service): [`dump`] lists its threads with their names and states
-//!   ([`NativeStacks`], [`Dump::parent_wait`]: whether each worker is busy
-//!   while it waits), and with [`DumpOptions::native`] unwinds each
+//!   ([`NativeStacks`], [`Dump::parent_wait`]: each worker's state beside
+//!   the parent's threads, and the parent's waits on a worker only where
+//!   one is proven, a thread blocked reading a pipe that worker writes
+//!   to: [`ProvenWait`]), and with [`DumpOptions::native`] unwinds each
 //!   thread's native stack (remoteprocess, the crate py-spy unwinds with:
 //!   the system's libunwind, symbols and DWARF through addr2line, Rust
 //!   names demangled); [`SamplerOptions::native`] samples it beside its
@@ -96,12 +102,14 @@ pub use collapsed::{
     CollapsedStack, FrameTotal, ImportShare, collapsed_text, import_share, is_import_frame,
     is_label_frame, top_frames, write_collapsed,
 };
-pub use dump::{Dump, DumpOptions, ParentWait, ProcessDump, PythonStacks, WorkerState, dump};
+pub use dump::{
+    Dump, DumpOptions, ParentWait, ProcessDump, ProvenWait, PythonStacks, WorkerState, dump,
+};
 pub use error::{Error, PtraceDenial};
 pub use native::{NativeStacks, UNKNOWN_FRAME};
 pub use sampler::{
-    Profile, Sample, SampleWindow, SampledProcess, Sampler, SamplerCost, SamplerOptions,
-    StopHandle, StopReason,
+    Profile, Sample, SampleWindow, SampledProcess, SampledTime, Sampler, SamplerCost,
+    SamplerOptions, StopHandle, StopReason,
 };
 pub use spy::Lines;
 pub use stack::{Frame, ThreadStack, UNREADABLE_NAME};

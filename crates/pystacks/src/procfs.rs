@@ -70,6 +70,64 @@ pub(crate) fn tasks(pid: u32) -> Vec<Task> {
         .collect()
 }
 
+/// The file descriptor a thread is blocked reading (`read`, `readv`,
+/// `recvfrom` or `recvmsg` in `/proc/PID/task/TID/syscall`), on x86_64;
+/// `None` when it runs, is in another call, or the kernel does not say
+/// (the file needs the right to ptrace the process).
+pub(crate) fn blocked_read_fd(pid: u32, tid: u32) -> Option<i32> {
+    let line = fs::read_to_string(format!("/proc/{pid}/task/{tid}/syscall")).ok()?;
+    blocked_read_fd_of(&line)
+}
+
+/// [`blocked_read_fd`] of one `syscall` line: `NR ARG0 ...`.
+fn blocked_read_fd_of(line: &str) -> Option<i32> {
+    // x86_64's read, readv, recvfrom and recvmsg.
+    const READS: [u64; 4] = [0, 19, 45, 47];
+    if !cfg!(target_arch = "x86_64") {
+        return None;
+    }
+    let mut fields = line.split_whitespace();
+    let nr: u64 = fields.next()?.parse().ok()?;
+    if !READS.contains(&nr) {
+        return None;
+    }
+    let fd = u64::from_str_radix(fields.next()?.strip_prefix("0x")?, 16).ok()?;
+    i32::try_from(fd).ok()
+}
+
+/// A pipe (or named pipe) by its device and inode.
+pub(crate) type PipeId = (u64, u64);
+
+/// The pipe `fd` of `pid` is the read end of (a pipe or a named pipe,
+/// opened for reading).
+pub(crate) fn pipe_read_end(pid: u32, fd: i32) -> Option<PipeId> {
+    let (pipe, mode) = pipe_end(pid, &fd.to_string())?;
+    (mode == libc::O_RDONLY).then_some(pipe)
+}
+
+/// Whether `pid` holds the write end of `pipe`.
+pub(crate) fn writes_to_pipe(pid: u32, pipe: PipeId) -> bool {
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|e| {
+        e.file_name().to_str().and_then(|fd| pipe_end(pid, fd)) == Some((pipe, libc::O_WRONLY))
+    })
+}
+
+/// The pipe `fd` of `pid` is an end of, and its access mode
+/// (`O_RDONLY`, `O_WRONLY`, `O_RDWR`); `None` for anything else.
+fn pipe_end(pid: u32, fd: &str) -> Option<(PipeId, i32)> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let meta = fs::metadata(format!("/proc/{pid}/fd/{fd}")).ok()?;
+    if !meta.file_type().is_fifo() {
+        return None;
+    }
+    let info = fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).ok()?;
+    let flags = i32::from_str_radix(field(&info, "flags:")?, 8).ok()?;
+    Some(((meta.dev(), meta.ino()), flags & libc::O_ACCMODE))
+}
+
 /// The parent pid of a `/proc/PID/stat` line.
 fn ppid_of(stat: &str) -> Option<u32> {
     let after = &stat[stat.rfind(')')? + 1..];
@@ -232,6 +290,49 @@ impl ProcessTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_blocked_read_is_told_from_its_syscall_line() {
+        if !cfg!(target_arch = "x86_64") {
+            return;
+        }
+        assert_eq!(
+            blocked_read_fd_of("0 0x5 0x7ffd3c1e0a90 0x2000 0x0 0x0 0x0 0x7ffd 0x7f\n"),
+            Some(5)
+        );
+        assert_eq!(
+            blocked_read_fd_of("45 0xc 0x1 0x2 0x0 0x0 0x0 0x7ffd 0x7f"),
+            Some(12)
+        );
+        // wait4, epoll_wait: a wait, but on no one file.
+        assert_eq!(
+            blocked_read_fd_of("61 0xffffffffffffffff 0x0 0x0 0x0 0x0 0x0 0x1 0x2"),
+            None
+        );
+        assert_eq!(
+            blocked_read_fd_of("232 0x3 0x1 0x2 0x3 0x0 0x0 0x1 0x2"),
+            None
+        );
+        assert_eq!(blocked_read_fd_of("running"), None);
+        assert_eq!(blocked_read_fd_of("-1 0x7ffd 0x7f"), None);
+    }
+
+    /// `cat` reading a pipe this process writes to: its read end is the
+    /// pipe this process holds the write end of.
+    #[test]
+    fn the_writer_of_a_pipe_a_child_reads_is_found() {
+        let mut cat = std::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("cat runs");
+        let pid = cat.id();
+        let pipe = pipe_read_end(pid, 0).expect("cat's stdin is the read end of a pipe");
+        assert!(writes_to_pipe(std::process::id(), pipe));
+        assert!(!writes_to_pipe(pid, pipe), "cat only reads it");
+        drop(cat.stdin.take());
+        let _ = cat.wait();
+    }
 
     #[test]
     fn stat_fields_survive_odd_command_names() {

@@ -112,6 +112,13 @@ pub struct Sample {
     pub pid: u32,
     /// Index of its stack in [`Profile::stacks`].
     pub stack: u32,
+    /// The thread was on CPU (running, not waiting); an idle thread's
+    /// sample (kept with [`SamplerOptions::include_idle`]) is not CPU time.
+    pub active: bool,
+    /// The time this sample stands for: the interval since the previous
+    /// read of its process (the period actually used, lowered rate and
+    /// late rounds included), the period for a process's first read.
+    pub weight_ns: u64,
 }
 
 /// Why sampling ended.
@@ -215,10 +222,58 @@ pub struct Profile {
     pub adapted_rate_hz: Option<f64>,
 }
 
+/// What a set of samples stands for in time: how many, how many of them
+/// were of threads on CPU, and the CPU time those stand for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct SampledTime {
+    /// Samples (threads seen, summed over rounds).
+    pub samples: u64,
+    /// Those of threads on CPU; the rest were idle (kept with
+    /// [`SamplerOptions::include_idle`]).
+    pub on_cpu: u64,
+    /// The CPU time the samples on CPU stand for: each weighted by the
+    /// interval its read stood for ([`Sample::weight_ns`]), so a lowered
+    /// rate or a late round counts at the rate actually used; idle samples
+    /// count nothing.
+    pub cpu_ns: u64,
+}
+
+impl SampledTime {
+    /// One more sample.
+    fn add(&mut self, active: bool, weight_ns: u64) {
+        self.samples += 1;
+        if active {
+            self.on_cpu += 1;
+            self.cpu_ns += weight_ns;
+        }
+    }
+}
+
 impl Profile {
-    /// How many samples (threads seen active, summed over rounds).
+    /// How many samples (threads seen, summed over rounds; idle ones only
+    /// with [`SamplerOptions::include_idle`]).
     pub fn sample_count(&self) -> u64 {
         self.samples.len() as u64
+    }
+
+    /// The samples `keep` accepts, in time: how many, how many on CPU, and
+    /// the CPU time those stand for at the rate actually used.
+    pub fn time_where(&self, keep: impl Fn(&Sample) -> bool) -> SampledTime {
+        let mut time = SampledTime::default();
+        for s in self.samples.iter().filter(|s| keep(s)) {
+            time.add(s.active, s.weight_ns);
+        }
+        time
+    }
+
+    /// The rate sampling actually ran at: rounds over the wall time (below
+    /// [`rate_hz`](Self::rate_hz) when it was lowered or rounds were late).
+    pub fn rounds_per_second(&self) -> f64 {
+        match self.cost.wall_ns() {
+            0 => 0.0,
+            wall => self.ticks as f64 * 1e9 / wall as f64,
+        }
     }
 
     /// All samples aggregated, stacks in order of first appearance.
@@ -300,6 +355,8 @@ struct Window {
     ticks: u64,
     /// Failed reads since the last take.
     errors: u64,
+    /// The samples since the last take, in time.
+    time: SampledTime,
 }
 
 /// The samples of one stretch of a running [`Sampler`] (a live view's
@@ -313,6 +370,9 @@ pub struct SampleWindow {
     pub ticks: u64,
     /// Reads that failed in the stretch.
     pub errors: u64,
+    /// The stretch's samples in time: how many on CPU, and the CPU time
+    /// they stand for at the rate actually used.
+    pub time: SampledTime,
 }
 
 impl Sampler {
@@ -390,6 +450,7 @@ impl Sampler {
             stacks,
             ticks: std::mem::take(&mut w.ticks),
             errors: std::mem::take(&mut w.errors),
+            time: std::mem::take(&mut w.time),
         }
     }
 
@@ -449,6 +510,9 @@ enum State {
         reader: Reader,
         exe: String,
         labels: Vec<String>,
+        /// When it was last read: its next samples stand for the time
+        /// since.
+        last_read: Option<Instant>,
         /// The interpreter's version; `None` for a native process.
         version: Option<String>,
     },
@@ -575,7 +639,7 @@ impl Run {
             }
             self.ticks += 1;
             let read_before = self.read_ns;
-            self.read_attached();
+            self.read_attached(period);
             if let Some(share) = self.options.max_reading_share.filter(|s| *s > 0.0) {
                 let this_round = (self.read_ns - read_before) as f64;
                 round_ns = if self.ticks == 1 {
@@ -728,6 +792,7 @@ impl Run {
                         exe,
                         reader,
                         labels,
+                        last_read: None,
                     };
                 }
                 Err(e) => {
@@ -837,8 +902,9 @@ impl Run {
     }
 
     /// One round: every attached process read once, its samples also
-    /// counted in the live window.
-    fn read_attached(&mut self) {
+    /// counted in the live window; `period` is the one in force (a first
+    /// read's samples stand for it).
+    fn read_attached(&mut self, period: Duration) {
         let window = Arc::clone(&self.window);
         let mut window = window.lock().unwrap_or_else(|e| e.into_inner());
         window.ticks += 1;
@@ -849,12 +915,17 @@ impl Run {
                 exe,
                 labels,
                 version,
+                last_read,
             } = &mut t.state
             else {
                 continue;
             };
             let t_ns = monotonic_ns();
             let t0 = Instant::now();
+            let weight_ns = last_read
+                .map_or(period, |at| t0.duration_since(at))
+                .as_nanos() as u64;
+            *last_read = Some(t0);
             let read = reader.threads(self.options.include_idle);
             self.read_ns += t0.elapsed().as_nanos() as u64;
             match read {
@@ -872,7 +943,14 @@ impl Run {
                             next
                         });
                         *window.counts.entry(stack).or_default() += 1;
-                        self.samples.push(Sample { t_ns, pid, stack });
+                        window.time.add(thread.active, weight_ns);
+                        self.samples.push(Sample {
+                            t_ns,
+                            pid,
+                            stack,
+                            active: thread.active,
+                            weight_ns,
+                        });
                     }
                 }
                 Err(e) => {
@@ -1033,6 +1111,8 @@ mod tests {
                     t_ns,
                     pid: 1,
                     stack,
+                    active: true,
+                    weight_ns: 10_000_000,
                 })
                 .collect(),
             stacks: vec![vec!["a".into(), "b".into()], vec!["a".into()]],
@@ -1050,5 +1130,49 @@ mod tests {
         let before = profile.collapsed_before(30);
         assert_eq!(crate::collapsed_text(&before), "a;b 1\na 1\n");
         assert_eq!(profile.sample_count(), 4);
+    }
+
+    /// A worker on CPU for 5 s read at a rate lowered to 5 Hz (25 samples
+    /// of 200 ms each) and its idle thread kept with `--idle`: 5000 ms of
+    /// CPU, not 25 samples at the asked 100 Hz (250 ms), nor 50 samples.
+    #[test]
+    fn cpu_time_weighs_each_sample_by_its_interval_and_counts_no_idle_one() {
+        let sample = |t_ns: u64, active: bool| Sample {
+            t_ns,
+            pid: 1,
+            stack: u32::from(!active),
+            active,
+            weight_ns: 200_000_000,
+        };
+        let samples = (0..25u64)
+            .flat_map(|i| {
+                [
+                    sample(i * 200_000_000, true),
+                    sample(i * 200_000_000, false),
+                ]
+            })
+            .collect();
+        let profile = Profile {
+            rate_hz: 100,
+            samples,
+            stacks: vec![vec!["busy".into()], vec!["waits".into()]],
+            ticks: 25,
+            late_ticks: 0,
+            errors: 0,
+            error_examples: vec![],
+            processes: vec![],
+            cost: SamplerCost {
+                started_ns: 0,
+                stopped_ns: 5_000_000_000,
+                ..SamplerCost::default()
+            },
+            stop_reason: StopReason::Deadline,
+            adapted_rate_hz: Some(5.0),
+        };
+        let time = profile.time_where(|_| true);
+        assert_eq!((time.samples, time.on_cpu), (50, 25));
+        assert_eq!(time.cpu_ns, 5_000_000_000);
+        assert!((profile.rounds_per_second() - 5.0).abs() < 1e-9);
+        assert_eq!(profile.time_where(|s| !s.active).cpu_ns, 0);
     }
 }

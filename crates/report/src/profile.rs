@@ -121,19 +121,60 @@ pub fn speedscope_profiles(
     w.write_all(b"\n")
 }
 
-/// The top-frames table as text: `all` samples at `rate_hz`, then each
-/// ranked row (frame, self samples, total samples) with its share of all
-/// samples. The ranking is the sampler's (`pystacks::top_frames`).
+/// What a table of sampled frames stands for: its samples, those of
+/// threads on CPU and the CPU time they stand for, and the rounds and
+/// wall time they were taken over (the rate actually used).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SampleSummary {
+    /// Samples in the table (idle threads' too, when they were kept).
+    pub samples: u64,
+    /// Those of threads on CPU.
+    pub on_cpu: u64,
+    /// The CPU time the samples on CPU stand for, each weighted by the
+    /// interval it was taken at; idle samples count nothing.
+    pub cpu_ms: f64,
+    /// Sampling rounds run.
+    pub rounds: u64,
+    /// The wall time they covered.
+    pub seconds: f64,
+}
+
+impl SampleSummary {
+    /// Rounds per second: the rate actually used.
+    pub fn rate_hz(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.rounds as f64 / self.seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+/// The top-frames table as text: what the samples stand for (the rate
+/// used, the samples on CPU and the CPU time they stand for, the idle
+/// ones apart), then each ranked row (frame, self samples, total samples)
+/// with its share of all samples. The ranking is the sampler's
+/// (`pystacks::top_frames`).
 pub fn top_table(
     rows: &[(&str, u64, u64)],
-    all: u64,
-    rate_hz: u32,
+    summary: &SampleSummary,
     w: &mut dyn Write,
 ) -> io::Result<()> {
+    let all = summary.samples;
+    let idle = all.saturating_sub(summary.on_cpu);
     writeln!(
         w,
-        "{all} samples at {rate_hz} Hz (about {:.0} ms on CPU)",
-        all as f64 * 1000.0 / rate_hz.max(1) as f64
+        "{all} samples in {} rounds over {:.1} s ({:.1} Hz used): {} on CPU, about {:.0} ms of CPU time{}",
+        summary.rounds,
+        summary.seconds,
+        summary.rate_hz(),
+        summary.on_cpu,
+        summary.cpu_ms,
+        if idle > 0 {
+            format!("; {idle} idle (not CPU time)")
+        } else {
+            String::new()
+        }
     )?;
     writeln!(
         w,
@@ -194,6 +235,41 @@ mod tests {
         assert!(
             svg.contains("(torch/_ops.py:491)"),
             "the frame's place is kept"
+        );
+    }
+
+    /// The figures are the summary's (the rate used, the CPU time of the
+    /// samples on CPU), never the samples over an asked rate: 260 idle
+    /// samples over 1 s are no CPU time.
+    #[test]
+    fn the_table_states_the_rate_used_and_counts_no_idle_sample_as_cpu() {
+        let mut out = Vec::new();
+        let summary = SampleSummary {
+            samples: 260,
+            on_cpu: 0,
+            cpu_ms: 0.0,
+            rounds: 100,
+            seconds: 1.0,
+        };
+        top_table(&[("accept (server.py:3)", 260, 260)], &summary, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("260 samples in 100 rounds over 1.0 s (100.0 Hz used): 0 on CPU, about 0 ms of CPU time; 260 idle (not CPU time)\n"),
+            "{text}"
+        );
+        let mut out = Vec::new();
+        let lowered = SampleSummary {
+            samples: 25,
+            on_cpu: 25,
+            cpu_ms: 5000.0,
+            rounds: 25,
+            seconds: 5.0,
+        };
+        top_table(&[], &lowered, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.starts_with("25 samples in 25 rounds over 5.0 s (5.0 Hz used): 25 on CPU, about 5000 ms of CPU time\n"),
+            "{text}"
         );
     }
 
