@@ -431,6 +431,17 @@ fn assert_cpu_figure_agrees_with_the_kernel(
         figure >= low && figure <= high,
         "about {figure:.0} ms of CPU printed; the kernel counted {kernel:.0} ms (accepted {low:.0} to {high:.0} ms)\n{text}"
     );
+    // The kernel's own count over the sampled rounds, printed beside: inside
+    // ours (which spans the whole command), short of it by at most what
+    // ran outside the sampled window, each side within a tick or two.
+    let counted = header
+        .find("; the kernel counted ")
+        .map(|at| number_before(&header[at..], " ms"))
+        .unwrap_or_else(|| panic!("no count of the kernel's in {header:?}"));
+    assert!(
+        counted <= kernel + 20.0 && counted >= kernel - outside - 20.0,
+        "the kernel counted {counted:.0} ms as printed, {kernel:.0} ms around the command (outside the window: {outside:.0} ms)\n{text}"
+    );
     (rate, figure, kernel)
 }
 

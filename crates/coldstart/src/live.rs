@@ -245,7 +245,7 @@ fn top_frame(
         .iter()
         .map(|f| (f.frame.as_str(), f.self_samples, f.total_samples))
         .collect();
-    let summary = live::sample_summary(&window.time, window.ticks, seconds);
+    let summary = live::sample_summary(&window.time, window.ticks, seconds, window.kernel_cpu_ns);
     report::profile::top_table(&rows, &summary, w)?;
     Ok(())
 }
@@ -404,7 +404,7 @@ fn print_recording(
         .iter()
         .map(|f| (f.frame.as_str(), f.self_samples, f.total_samples))
         .collect();
-    let summary = live::sample_summary(&p.time_where(|_| true), p.ticks, seconds);
+    let summary = live::sample_summary(&p.time_where(|_| true), p.ticks, seconds, p.kernel_cpu_ns);
     report::profile::top_table(&rows, &summary, stdout)?;
     Ok(())
 }

@@ -243,11 +243,13 @@ pub fn dump_answer(dumps: &[Dump], failed: &[(u32, Error)]) -> answers::dump::Du
 
 /// What a table of sampled frames stands for ([`report::profile::top_table`]'s
 /// header): `time`'s samples and CPU time, over `rounds` sampling rounds in
-/// `seconds` (the rate actually used).
+/// `seconds` (the rate actually used), beside the CPU time the kernel
+/// counted for the sampled processes over them (`kernel_cpu_ns`).
 pub fn sample_summary(
     time: &SampledTime,
     rounds: u64,
     seconds: f64,
+    kernel_cpu_ns: Option<u64>,
 ) -> report::profile::SampleSummary {
     report::profile::SampleSummary {
         samples: time.samples,
@@ -255,6 +257,7 @@ pub fn sample_summary(
         cpu_ms: time.cpu_ns as f64 / 1e6,
         rounds,
         seconds,
+        kernel_cpu_ms: kernel_cpu_ns.map(|ns| ns as f64 / 1e6),
     }
 }
 

@@ -129,6 +129,8 @@ pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<Profile> {
             &sampled.time_where(|s| !opts.until_ready || s.t_ns < ready_ns),
             sampled.ticks,
             sampled.cost.wall_ns() as f64 / 1e9,
+            // The kernel's count covers the whole run, not a cut at ready.
+            sampled.kernel_cpu_ns.filter(|_| !opts.until_ready),
         ),
         startup,
         samples: sampled.sample_count(),

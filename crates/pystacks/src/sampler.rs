@@ -220,6 +220,13 @@ pub struct Profile {
     /// The lowest rate sampling was slowed to by
     /// [`SamplerOptions::max_reading_share`], if it was.
     pub adapted_rate_hz: Option<f64>,
+    /// The CPU time the kernel counted for the sampled processes from
+    /// each one's first read to its last (`utime + stime`, summed; the
+    /// kernel's ticks are 10 ms at the usual 100 Hz): the measured figure
+    /// beside the one the samples stand for, which on a loaded machine
+    /// also counts a thread's waits for a CPU (a runnable thread looks
+    /// running to the sampler). `None` when no process was read.
+    pub kernel_cpu_ns: Option<u64>,
 }
 
 /// What a set of samples stands for in time: how many, how many of them
@@ -357,6 +364,8 @@ struct Window {
     errors: u64,
     /// The samples since the last take, in time.
     time: SampledTime,
+    /// The kernel's CPU time of the sampled processes since the last take.
+    kernel_cpu_ns: Option<u64>,
 }
 
 /// The samples of one stretch of a running [`Sampler`] (a live view's
@@ -373,6 +382,9 @@ pub struct SampleWindow {
     /// The stretch's samples in time: how many on CPU, and the CPU time
     /// they stand for at the rate actually used.
     pub time: SampledTime,
+    /// The CPU time the kernel counted for the sampled processes over the
+    /// stretch (see [`Profile::kernel_cpu_ns`]).
+    pub kernel_cpu_ns: Option<u64>,
 }
 
 impl Sampler {
@@ -451,6 +463,7 @@ impl Sampler {
             ticks: std::mem::take(&mut w.ticks),
             errors: std::mem::take(&mut w.errors),
             time: std::mem::take(&mut w.time),
+            kernel_cpu_ns: w.kernel_cpu_ns.take(),
         }
     }
 
@@ -495,6 +508,9 @@ struct Tracked {
     parent: Option<u32>,
     command: String,
     state: State,
+    /// The kernel's CPU time of the process at its latest successful read
+    /// (ns): each next read adds what it spent on CPU since.
+    cpu_at_read: Option<u64>,
 }
 
 enum State {
@@ -568,6 +584,7 @@ struct Run {
     tree: procfs::ProcessTree,
     window: Arc<Mutex<Window>>,
     adapted_rate_hz: Option<f64>,
+    kernel_cpu_ns: Option<u64>,
 }
 
 impl Run {
@@ -598,6 +615,7 @@ impl Run {
             tree: procfs::ProcessTree::default(),
             window,
             adapted_rate_hz: None,
+            kernel_cpu_ns: None,
         }
     }
 
@@ -711,6 +729,7 @@ impl Run {
                     last: None,
                     tried: None,
                 },
+                cpu_at_read: None,
             },
         );
     }
@@ -930,6 +949,12 @@ impl Run {
             self.read_ns += t0.elapsed().as_nanos() as u64;
             match read {
                 Ok(threads) => {
+                    if let Some(now) = procfs::cpu_ns(pid) {
+                        let spent = t.cpu_at_read.map_or(0, |was| now.saturating_sub(was));
+                        t.cpu_at_read = Some(now);
+                        *self.kernel_cpu_ns.get_or_insert(0) += spent;
+                        *window.kernel_cpu_ns.get_or_insert(0) += spent;
+                    }
                     for thread in threads {
                         if !(thread.active || self.options.include_idle) {
                             continue;
@@ -1040,6 +1065,7 @@ impl Run {
             cost,
             stop_reason,
             adapted_rate_hz: self.adapted_rate_hz,
+            kernel_cpu_ns: self.kernel_cpu_ns,
         }
     }
 }
@@ -1124,6 +1150,7 @@ mod tests {
             cost: SamplerCost::default(),
             stop_reason: StopReason::Stopped,
             adapted_rate_hz: None,
+            kernel_cpu_ns: None,
         };
         let all = profile.collapsed();
         assert_eq!(crate::collapsed_text(&all), "a;b 3\na 1\n");
@@ -1168,6 +1195,7 @@ mod tests {
             },
             stop_reason: StopReason::Deadline,
             adapted_rate_hz: Some(5.0),
+            kernel_cpu_ns: None,
         };
         let time = profile.time_where(|_| true);
         assert_eq!((time.samples, time.on_cpu), (50, 25));

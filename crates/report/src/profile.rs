@@ -137,6 +137,11 @@ pub struct SampleSummary {
     pub rounds: u64,
     /// The wall time they covered.
     pub seconds: f64,
+    /// The CPU time the kernel counted for the sampled processes over
+    /// those rounds, ms (`None` when it was not read): the measured figure
+    /// beside `cpu_ms`, which also counts a runnable thread's wait for a
+    /// CPU on a loaded machine.
+    pub kernel_cpu_ms: Option<f64>,
 }
 
 impl SampleSummary {
@@ -164,7 +169,7 @@ pub fn top_table(
     let idle = all.saturating_sub(summary.on_cpu);
     writeln!(
         w,
-        "{all} samples in {} rounds over {:.1} s ({:.1} Hz used): {} on CPU, about {:.0} ms of CPU time{}",
+        "{all} samples in {} rounds over {:.1} s ({:.1} Hz used): {} on CPU, about {:.0} ms of CPU time{}{}",
         summary.rounds,
         summary.seconds,
         summary.rate_hz(),
@@ -174,7 +179,10 @@ pub fn top_table(
             format!("; {idle} idle (not CPU time)")
         } else {
             String::new()
-        }
+        },
+        summary
+            .kernel_cpu_ms
+            .map_or(String::new(), |k| format!("; the kernel counted {k:.0} ms"))
     )?;
     writeln!(
         w,
@@ -250,6 +258,7 @@ mod tests {
             cpu_ms: 0.0,
             rounds: 100,
             seconds: 1.0,
+            kernel_cpu_ms: None,
         };
         top_table(&[("accept (server.py:3)", 260, 260)], &summary, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -264,11 +273,12 @@ mod tests {
             cpu_ms: 5000.0,
             rounds: 25,
             seconds: 5.0,
+            kernel_cpu_ms: Some(4210.0),
         };
         top_table(&[], &lowered, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
-            text.starts_with("25 samples in 25 rounds over 5.0 s (5.0 Hz used): 25 on CPU, about 5000 ms of CPU time\n"),
+            text.starts_with("25 samples in 25 rounds over 5.0 s (5.0 Hz used): 25 on CPU, about 5000 ms of CPU time; the kernel counted 4210 ms\n"),
             "{text}"
         );
     }
