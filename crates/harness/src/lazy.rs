@@ -14,7 +14,10 @@
 //! bench's interleaved rounds and sequential stopping rule on ready. The
 //! memory each costly import adds is read in one more untimed start-up
 //! (`lazy_rss.py`, a body on the recorder's prelude: VmRSS before and
-//! after those modules' bodies only).
+//! after those modules' bodies only). Before any cut is tried, a copy of
+//! the project with no cut applied must pass the same verification: a
+//! copy that cannot run at all is the run's error (exit 2), never a table
+//! of cuts called unsafe.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -22,7 +25,7 @@ use std::path::PathBuf;
 use answers::lazy::{LazyCut, LazyReport, LazyRow, LazyVerdict, SCHEMA};
 use importguard::verdict::{CostlyImport, Violation, costly_imports, default_min_ms, root_imports};
 use phases::Phase;
-use suggest::{Cut, Suggester, Suggestion, Verification};
+use suggest::{Cut, Suggester, Suggestion, Verification, VerifyOutcome};
 
 use crate::check::suggest::interpreter;
 use crate::check::verify::{in_copy, on_copy};
@@ -710,6 +713,29 @@ impl Rows<'_> {
     }
 }
 
+/// The control of every verification: a copy of the project with no cut
+/// applied must pass it (start, answer, its model path). When it does
+/// not, the copy cannot run at all (a path it needs that the copy does
+/// not have), every cut would be called unsafe for it, and `lazy` stops
+/// with why instead.
+fn copy_runs(t: &Target, s: &Suggester) -> Result<()> {
+    let copy = s
+        .copy()
+        .map_err(|e| Error::Invalid(format!("could not copy the project: {e}")))?;
+    let why = match on_copy(&judging(t, &[]), copy.root())? {
+        VerifyOutcome::HandshakeFailed { detail } => format!("its worker failed: {detail}"),
+        VerifyOutcome::ModelPathFailed { step, output } => {
+            format!("its model path failed at {step}: {output}")
+        }
+        // Checked: it ran (with no policy, nothing to violate).
+        _ => return Ok(()),
+    };
+    Err(Error::Invalid(format!(
+        "a copy of the project with no cut applied could not run, so no cut can be judged ({why}); each cut is verified on a copy of {} in a temporary folder, with the project's paths moved into it: a file the worker reads by a path relative to the project's parent, or one the copy leaves out, is missing there. Run `coldstart check` to see the worker start as it is",
+        t.root.display()
+    )))
+}
+
 /// `--fix`: writes the safe cuts. A second cut of a file already written
 /// was computed from its old bytes: `apply` refuses it; the report names
 /// it, and the next run offers it anew.
@@ -753,6 +779,7 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
     if priced.is_empty() {
         return Ok(report);
     }
+    copy_runs(t, &s)?;
     // A priced module imported while another priced one is being imported
     // is counted beneath that one in the evidence, not on its own.
     let modules: Vec<String> = priced.iter().map(|c| c.module.clone()).collect();
