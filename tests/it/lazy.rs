@@ -583,7 +583,10 @@ fn monorepo_project() -> (tempfile::TempDir, PathBuf) {
         false,
         "env = { PYTHONPATH = \"../shared\" }\nverify = [{ op = \"load\", model = \"ner\" }, { op = \"format\", text = \"hi\" }]",
     );
-    copy_dir(&fixtures().join("lazy/stand-ins"), &dir.path().join("shared"));
+    copy_dir(
+        &fixtures().join("lazy/stand-ins"),
+        &dir.path().join("shared"),
+    );
     (dir, root)
 }
 
@@ -601,14 +604,7 @@ fn a_shared_folder_beside_the_project_is_imported_by_its_patched_copies() {
 
 #[test]
 fn a_project_whose_copies_cannot_run_exits_2_and_calls_no_cut_unsafe() {
-    let (dir, root) = fixture_project(
-        "project",
-        "lz",
-        python(),
-        &["-m", "lzworker"],
-        true,
-        "",
-    );
+    let (dir, root) = fixture_project("project", "lz", python(), &["-m", "lzworker"], true, "");
     // The worker reads its deployment's settings by a path relative to
     // the project's parent: a copy of the project elsewhere has none.
     std::fs::create_dir_all(dir.path().join("deploy")).unwrap();
@@ -620,7 +616,10 @@ fn a_project_whose_copies_cannot_run_exits_2_and_calls_no_cut_unsafe() {
     .unwrap();
     let (code, stdout, stderr) = lazy(&root, &[]);
     assert_eq!(code, Some(2), "{stdout}\n{stderr}");
-    assert!(!stdout.contains("unsafe") && !stdout.contains("safe"), "{stdout}");
+    assert!(
+        !stdout.contains("unsafe") && !stdout.contains("safe"),
+        "{stdout}"
+    );
     assert!(
         stderr.contains("a copy of the project with no cut applied could not run"),
         "{stderr}"

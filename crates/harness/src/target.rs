@@ -419,7 +419,11 @@ mod tests {
         let shared = repo.path().join("shared");
         for pythonpath in [
             "src:../shared".to_owned(),
-            format!("{}:{}/../shared", service.join("src").display(), service.display()),
+            format!(
+                "{}:{}/../shared",
+                service.join("src").display(),
+                service.display()
+            ),
         ] {
             let mut w = Target::ad_hoc(&service, vec!["python3".into()], "w");
             w.env.insert("PYTHONPATH".into(), pythonpath);

@@ -343,7 +343,13 @@ pub fn github(r: &DiffReport, root: &Path, strict: bool) -> String {
             command(&mut o, "warning", None, &t.name, w);
         }
     }
-    command(&mut o, "notice", None, "coldstart diff", &headline(r, strict));
+    command(
+        &mut o,
+        "notice",
+        None,
+        "coldstart diff",
+        &headline(r, strict),
+    );
     o
 }
 

@@ -49,6 +49,34 @@ fn a_module_budget_without_a_line_is_an_annotation_github_reads() {
     );
 }
 
+#[test]
+fn a_failed_setup_names_the_side_it_failed_in() {
+    // The working tree's setup runs first; each command fails on one side.
+    for (fails_in, side) in [("head", "B"), ("base", "A")] {
+        let r = Repo::empty();
+        r.write_worker();
+        let config = std::fs::read_to_string(r.root.join("coldstart.toml")).unwrap();
+        r.write(
+            "coldstart.toml",
+            &format!(
+                "{config}setup = [\"sh\", \"-c\", \"test \\\"$COLDSTART_SIDE\\\" != {fails_in}\"]\n"
+            ),
+        );
+        r.commit("worker with a setup");
+        let (code, v) = r.diff_json(&["HEAD", "--max-seconds", "3"]);
+        assert_eq!(code, Some(2), "{v:#}");
+        let e = &v["targets"][0]["error"];
+        assert_eq!(e["side"], side, "{v:#}");
+        assert!(
+            e["message"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("failed in the {fails_in} tree")),
+            "{e:#}"
+        );
+    }
+}
+
 /// The worker of [`Repo::write_worker`] importing `sharedlib` from
 /// `../shared` (`src:stand-ins:../shared`), committed with it.
 fn worker_with_shared(r: &Repo, shared: &Path) {

@@ -164,7 +164,10 @@ fn the_jobs_own_reports_do_not_keep_the_extension_out_of_the_base() {
     assert_eq!(out.status.code(), Some(0), "{v:#}");
     assert_eq!(verdict(&v), "faster", "{v:#}");
     let junit = std::fs::read_to_string(r.root.join("diff.xml")).unwrap();
-    assert!(junit.contains("<testcase classname=\"coldstart.diff\""), "{junit}");
+    assert!(
+        junit.contains("<testcase classname=\"coldstart.diff\""),
+        "{junit}"
+    );
     let notes = prepared(&v);
     let carried = notes
         .iter()

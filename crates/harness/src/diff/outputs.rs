@@ -174,7 +174,9 @@ pub fn build_input_changes(top: &Path, commit: &str) -> Result<Changes> {
     };
     let mut c = Changes::default();
     for n in listed(&["diff", "--name-only", "-z", commit, "--"])? {
-        let source = [".py", ".pyi", ".md", ".rst"].iter().any(|x| n.ends_with(x));
+        let source = [".py", ".pyi", ".md", ".rst"]
+            .iter()
+            .any(|x| n.ends_with(x));
         if (!source || is_build_input(&n)) && !is_coldstart_own(&n) {
             c.inputs.push(n);
         }
@@ -396,7 +398,8 @@ pub fn prepare(
 ) -> std::result::Result<Prepared, (Variant, Error)> {
     if !head.setup.is_empty() {
         let head_note = setup_head(head, top).map_err(|e| (Variant::B, e))?;
-        let base_note = setup_base(base, &head.setup, top, tree, commit).map_err(|e| (Variant::A, e))?;
+        let base_note =
+            setup_base(base, &head.setup, top, tree, commit).map_err(|e| (Variant::A, e))?;
         return Ok(Prepared {
             notes: vec![head_note, base_note],
             ..Prepared::default()

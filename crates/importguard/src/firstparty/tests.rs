@@ -133,8 +133,14 @@ fn a_pythonpath_entry_beside_the_project_is_not_under_it() {
         !dirs.iter().any(|d| d.ends_with("shared")),
         "../shared is outside the project: {dirs:?}"
     );
-    assert_eq!(lexical(Path::new("/repo/service/../shared")), Path::new("/repo/shared"));
-    assert_eq!(lexical(Path::new("/repo/./a/b/../c")), Path::new("/repo/a/c"));
+    assert_eq!(
+        lexical(Path::new("/repo/service/../shared")),
+        Path::new("/repo/shared")
+    );
+    assert_eq!(
+        lexical(Path::new("/repo/./a/b/../c")),
+        Path::new("/repo/a/c")
+    );
     assert_eq!(lexical(Path::new("../up/x/..")), Path::new("../up"));
     assert_eq!(lexical(Path::new("/..")), Path::new("/"));
 }
