@@ -386,26 +386,33 @@ fn listed(v: &[PathBuf]) -> String {
 
 /// Prepares both trees of one target: the `setup` (when the target has
 /// one: the working tree's first, then the base's), else the ignored
-/// extension modules carried into the base where that is safe. An error
-/// names the side it is of: `B` for the working tree's setup, `A` for the
-/// base's setup or the carry into its checkout.
+/// extension modules carried into the base where that is safe. Every
+/// error is an [`Error::Side`] that names the side it is of: `B` for the
+/// working tree's setup, `A` for the base's setup or the carry into its
+/// checkout.
 pub fn prepare(
     base: &Target,
     head: &Target,
     top: &Path,
     tree: &Path,
     commit: &str,
-) -> std::result::Result<Prepared, (Variant, Error)> {
+) -> Result<Prepared> {
+    let of = |side: Variant| {
+        move |cause: Error| Error::Side {
+            side,
+            name: head.name.clone(),
+            cause: Box::new(cause),
+        }
+    };
     if !head.setup.is_empty() {
-        let head_note = setup_head(head, top).map_err(|e| (Variant::B, e))?;
-        let base_note =
-            setup_base(base, &head.setup, top, tree, commit).map_err(|e| (Variant::A, e))?;
+        let head_note = setup_head(head, top).map_err(of(Variant::B))?;
+        let base_note = setup_base(base, &head.setup, top, tree, commit).map_err(of(Variant::A))?;
         return Ok(Prepared {
             notes: vec![head_note, base_note],
             ..Prepared::default()
         });
     }
-    carry(top, tree, commit).map_err(|e| (Variant::A, e))
+    carry(top, tree, commit).map_err(of(Variant::A))
 }
 
 /// The ignored extension modules of the working tree at `top` that the
