@@ -731,7 +731,7 @@ fn copy_runs(t: &Target, s: &Suggester) -> Result<()> {
         _ => return Ok(()),
     };
     Err(Error::Invalid(format!(
-        "a copy of the project with no cut applied could not run, so no cut can be judged ({why}); each cut is verified on a copy of {} in a temporary folder, with the project's paths moved into it, so a file the worker reaches outside the project by a path relative to its own files (`__file__`'s `../..`) is missing there: name such a path absolutely (an environment variable in the target's `env`), then run lazy again",
+        "a copy of the project with no cut applied could not run, so no cut can be judged: {why}\n(each cut is verified on a copy of {} in a temporary folder, with the project's paths moved into it; when the worker reaches a file outside the project by a path relative to its own files, `__file__`'s `../..`, name that path absolutely, e.g. in the target's `env`, and run lazy again)",
         t.root.display()
     )))
 }
