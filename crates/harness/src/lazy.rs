@@ -15,9 +15,9 @@
 //! memory each costly import adds is read in one more untimed start-up
 //! (`lazy_rss.py`, a body on the recorder's prelude: VmRSS before and
 //! after those modules' bodies only). Before any cut is tried, a copy of
-//! the project with no cut applied must pass the same verification: a
-//! copy that cannot run at all is the run's error (exit 2), never a table
-//! of cuts called unsafe.
+//! the project with no cut applied must start and run its own code: a
+//! copy that cannot is the run's error (exit 2), never a table of cuts
+//! called unsafe.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -25,11 +25,11 @@ use std::path::PathBuf;
 use answers::lazy::{LazyCut, LazyReport, LazyRow, LazyVerdict, SCHEMA};
 use importguard::verdict::{CostlyImport, Violation, costly_imports, default_min_ms, root_imports};
 use phases::Phase;
-use suggest::{Cut, Suggester, Suggestion, Verification, VerifyOutcome};
+use suggest::{Cut, Suggester, Suggestion, Verification};
 
 use crate::check::suggest::interpreter;
 use crate::check::verify::{in_copy, on_copy};
-use crate::check::{CheckOptions, check_target};
+use crate::check::{CheckOptions, check_target, check_target_in};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::lifecycle::{Lifecycle, Plain};
@@ -405,12 +405,7 @@ fn price(t: &Target, opts: &LazyOptions) -> Result<Pricing> {
     let checked = check_target(&priced_t, CheckOptions::default())?;
     // Pricing needs start-up only: a worker whose end failed (a late
     // exit, a lost ack) after a whole start-up is priced, and said to be.
-    if let Some(e) = checked
-        .processes
-        .iter()
-        .find(|p| p.error.is_some() && !(p.failed_at_end && p.log.is_some()))
-        .and_then(|p| p.error.clone())
-    {
+    if let Some(e) = start_up_error(&checked) {
         return Err(Error::Invalid(format!(
             "the worker could not be run to price its imports: {e}"
         )));
@@ -714,26 +709,34 @@ impl Rows<'_> {
 }
 
 /// The control of every verification: a copy of the project with no cut
-/// applied must pass it (start, answer, its model path). When it does
-/// not, the copy cannot run at all (a path it needs that the copy does
-/// not have), every cut would be called unsafe for it, and `lazy` stops
-/// with why instead.
+/// applied must start and run its own code. When it cannot (a path it
+/// needs that the copy does not have, the original's code imported
+/// through an editable install), every cut would be called unsafe for
+/// it, and `lazy` stops with why instead. A failure only at the worker's
+/// end is left to `check`, as pricing leaves it.
 fn copy_runs(t: &Target, s: &Suggester) -> Result<()> {
     let copy = s
         .copy()
         .map_err(|e| Error::Invalid(format!("could not copy the project: {e}")))?;
-    let why = match on_copy(&judging(t, &[]), copy.root())? {
-        VerifyOutcome::HandshakeFailed { detail } => format!("its worker failed: {detail}"),
-        VerifyOutcome::ModelPathFailed { step, output } => {
-            format!("its model path failed at {step}: {output}")
-        }
-        // Checked: it ran (with no policy, nothing to violate).
-        _ => return Ok(()),
+    let moved = in_copy(&judging(t, &[]), copy.root());
+    let r = check_target_in(&moved, CheckOptions::default(), Some(copy.root()))?;
+    let Some(why) = start_up_error(&r) else {
+        return Ok(());
     };
     Err(Error::Invalid(format!(
         "a copy of the project with no cut applied could not run, so no cut can be judged: {why}\n(each cut is verified on a copy of {} in a temporary folder, with the project's paths moved into it; when the worker reaches a file outside the project by a path relative to its own files, `__file__`'s `../..`, name that path absolutely, e.g. in the target's `env`, and run lazy again)",
         t.root.display()
     )))
+}
+
+/// The first error of a checked worker that failed before its start-up
+/// was whole; a failure only at its end (a late exit, a lost ack) after a
+/// whole start-up leaves what `lazy` reads intact.
+fn start_up_error(r: &answers::check::TargetReport) -> Option<String> {
+    r.processes
+        .iter()
+        .find(|p| p.error.is_some() && !(p.failed_at_end && p.log.is_some()))
+        .and_then(|p| p.error.clone())
 }
 
 /// `--fix`: writes the safe cuts. A second cut of a file already written
