@@ -116,6 +116,32 @@ fn bench_detects_a_fixed_startup_delay() {
 }
 
 #[test]
+fn output_writes_the_runs_renderings_where_a_job_wants_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let md = dir.path().join("ci/summary.md");
+    let json = dir.path().join("bench.json");
+    let o = bench(
+        &out,
+        &[
+            "--warmup",
+            "0",
+            "--trials",
+            "3",
+            "--output",
+            &format!("markdown={}", md.display()),
+            "--output",
+            &format!("json={}", json.display()),
+        ],
+        &standin_argv(&[]),
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+    assert_eq!(read(&md), read(&out.join("summary.md")));
+    assert_eq!(read(&json), read(&out.join("summary.json")));
+}
+
+#[test]
 fn bench_a_against_itself_claims_no_change() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");

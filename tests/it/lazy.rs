@@ -708,3 +708,58 @@ fn on_python_3_15_a_dispatch_workers_lazy_from_is_a_second_verified_candidate() 
         "{rep:#}"
     );
 }
+
+/// The fixture in a monorepo's shape: `project/` beside `shared/` (the
+/// stand-ins, as a shared library folder), the target's `PYTHONPATH`
+/// `../shared`, relative to the project.
+fn monorepo_project() -> (tempfile::TempDir, PathBuf) {
+    let (dir, root) = fixture_project(
+        "project",
+        "lz",
+        python(),
+        &["-m", "lzworker"],
+        false,
+        "env = { PYTHONPATH = \"../shared\" }\nverify = [{ op = \"load\", model = \"ner\" }, { op = \"format\", text = \"hi\" }]",
+    );
+    copy_dir(
+        &fixtures().join("lazy/stand-ins"),
+        &dir.path().join("shared"),
+    );
+    (dir, root)
+}
+
+#[test]
+fn a_shared_folder_beside_the_project_is_imported_by_its_patched_copies() {
+    let (_dir, root) = monorepo_project();
+    let (r, stdout) = lazy_json(&root, "60");
+    let fmt = row(&r, "slowfmt").expect("slowfmt priced");
+    assert_eq!(fmt["verdict"], "safe", "{stdout}");
+    let plug = row(&r, "lzworker.plugins").expect("plugins priced");
+    let why = plug["why"].as_str().unwrap_or("");
+    assert!(why.contains("no plugin registered"), "{why}");
+    assert!(!stdout.contains("ModuleNotFoundError"), "{stdout}");
+}
+
+#[test]
+fn a_project_whose_copies_cannot_run_exits_2_and_calls_no_cut_unsafe() {
+    let (dir, root) = fixture_project("project", "lz", python(), &["-m", "lzworker"], true, "");
+    // The worker reads its deployment's settings by a path relative to
+    // the project's parent: a copy of the project elsewhere has none.
+    std::fs::create_dir_all(dir.path().join("deploy")).unwrap();
+    std::fs::write(dir.path().join("deploy/settings.txt"), "ner\n").unwrap();
+    std::fs::write(
+        root.join("lzworker/__main__.py"),
+        "\"\"\"``python -m lzworker``, with the deployment's settings.\"\"\"\n\nimport os\nimport sys\n\nwith open(os.path.join(os.path.dirname(__file__), \"..\", \"..\", \"deploy\", \"settings.txt\")) as f:\n    f.read()\n\nfrom lzworker import app\n\nsys.exit(app.main())\n",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = lazy(&root, &[]);
+    assert_eq!(code, Some(2), "{stdout}\n{stderr}");
+    assert!(
+        !stdout.contains("unsafe") && !stdout.contains("safe"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("a copy of the project with no cut applied could not run"),
+        "{stderr}"
+    );
+}

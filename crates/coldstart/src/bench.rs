@@ -18,6 +18,19 @@ use timeline::{TrialRecord, Variant};
 
 use settings::Project;
 
+/// A rendering of the run that `--output FORMAT=PATH` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The table printed on stdout.
+    Text,
+    /// `summary.md`: for a job summary or a pull-request comment.
+    Markdown,
+    /// `summary.json`: the run's summary.
+    Json,
+    /// `hyperfine.json`: hyperfine's export format.
+    Hyperfine,
+}
+
 /// The bench's flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -62,6 +75,11 @@ pub struct Args {
     /// Output folder [default: `bench-out/<UTC timestamp>/` under the project root].
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Also write the run's report in FORMAT to PATH (repeatable), e.g.
+    /// `--output markdown=summary.md`: the run's folder holds it too, this
+    /// puts it where a CI job wants it.
+    #[arg(long, value_name = "FORMAT=PATH", value_parser = crate::outputs::parse::<Format>)]
+    output: Vec<crate::outputs::Output<Format>>,
     /// KEY=VALUE set for workers given on the command line (after `--` or
     /// as `--vs 'CMD'`); repeatable. Configured targets use their `env`.
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_kv)]
@@ -320,11 +338,22 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     )?);
     let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
     let run = bench.run(&interrupt, &mut Bar(indicatif::ProgressBar::hidden()))?;
-    print!("{}", report::bench::terminal::render(&run.summary));
-    let serve_text = report::bench::markdown::serve_sections(&run.summary);
-    if !serve_text.is_empty() {
-        print!("\n{serve_text}");
-    }
+    let render = |format: Format| match format {
+        Format::Text => {
+            let mut text = report::bench::terminal::render(&run.summary);
+            let serve_text = report::bench::markdown::serve_sections(&run.summary);
+            if !serve_text.is_empty() {
+                text.push('\n');
+                text.push_str(&serve_text);
+            }
+            text
+        }
+        Format::Markdown => report::bench::markdown::render(&run.summary),
+        Format::Json => report::bench::json(&run.summary),
+        Format::Hyperfine => report::bench::hyperfine::render(&run.summary, &run.records),
+    };
+    print!("{}", render(Format::Text));
+    crate::outputs::write_all(&args.output, render)?;
     if let Some((r, stage, message)) = run.first_failure() {
         eprintln!(
             "\nfirst failure, trial {} ({}, at {stage}):\n{message}",

@@ -23,8 +23,8 @@ The three jobs, each with its one line in CI:
   bench  start-up and shutdown over repeated fresh trials, medians with intervals:
          coldstart bench --out bench && cat bench/summary.md >> \"$GITHUB_STEP_SUMMARY\"
 
-The config is the nearest coldstart.toml, or pyproject.toml with [tool.coldstart], from
-the current folder up; `coldstart init` writes a starter.";
+The config is the nearest coldstart.toml or pyproject.toml with [tool.coldstart], from
+the current folder up (coldstart.toml first in a folder); `coldstart init` writes a starter.";
 
 /// `coldstart [--config FILE] <command>`.
 #[derive(Debug, Parser)]

@@ -43,6 +43,17 @@ pub enum Error {
         /// Why they cannot be set, and what to do.
         cause: spawn::cgroup::CgroupError,
     },
+    /// One side of a comparison could not be prepared: which (`A` or
+    /// `B`), and why.
+    #[error("side {side} ({name}): {cause}")]
+    Side {
+        /// The side.
+        side: timeline::Variant,
+        /// Its target's name.
+        name: String,
+        /// Why.
+        cause: Box<Error>,
+    },
     /// A helper process (an embedded script) failed or hung.
     #[error("{what}: {cause}")]
     Helper {

@@ -14,7 +14,10 @@
 //! bench's interleaved rounds and sequential stopping rule on ready. The
 //! memory each costly import adds is read in one more untimed start-up
 //! (`lazy_rss.py`, a body on the recorder's prelude: VmRSS before and
-//! after those modules' bodies only).
+//! after those modules' bodies only). Before any cut is tried, a copy of
+//! the project with no cut applied must start and run its own code: a
+//! copy that cannot is the run's error (exit 2), never a table of cuts
+//! called unsafe.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -26,7 +29,7 @@ use suggest::{Cut, Suggester, Suggestion};
 
 use crate::check::suggest::{interpreter, launched_python};
 use crate::check::verify::{LateEnd, in_copy, on_copy};
-use crate::check::{CheckOptions, check_target};
+use crate::check::{CheckOptions, check_target, check_target_in};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::lifecycle::{Lifecycle, Plain};
@@ -444,12 +447,7 @@ fn price(t: &Target, opts: &LazyOptions) -> Result<Pricing> {
     let checked = check_target(&priced_t, CheckOptions::default())?;
     // Pricing needs start-up only: a worker whose end failed (a late
     // exit, a lost ack) after a whole start-up is priced, and said to be.
-    if let Some(e) = checked
-        .processes
-        .iter()
-        .find(|p| p.error.is_some() && !p.ended_late())
-        .and_then(|p| p.error.clone())
-    {
+    if let Some(e) = start_up_error(&checked) {
         return Err(Error::Invalid(format!(
             "the worker could not be run to price its imports: {e}"
         )));
@@ -766,6 +764,37 @@ impl Rows<'_> {
     }
 }
 
+/// The control of every verification: a copy of the project with no cut
+/// applied must start and run its own code. When it cannot (a path it
+/// needs that the copy does not have, the original's code imported
+/// through an editable install), every cut would be called unsafe for
+/// it, and `lazy` stops with why instead. A failure only at the worker's
+/// end is left to `check`, as pricing leaves it.
+fn copy_runs(t: &Target, s: &Suggester) -> Result<()> {
+    let copy = s
+        .copy()
+        .map_err(|e| Error::Invalid(format!("could not copy the project: {e}")))?;
+    let moved = in_copy(&judging(t, &[]), copy.root());
+    let r = check_target_in(&moved, CheckOptions::default(), Some(copy.root()))?;
+    let Some(why) = start_up_error(&r) else {
+        return Ok(());
+    };
+    Err(Error::Invalid(format!(
+        "a copy of the project with no cut applied could not run, so no cut can be judged: {why}\n(each cut is verified on a copy of {} in a temporary folder, with the project's paths moved into it; when the worker reaches a file outside the project by a path relative to its own files, `__file__`'s `../..`, name that path absolutely, e.g. in the target's `env`, and run lazy again)",
+        t.root.display()
+    )))
+}
+
+/// The first error of a checked worker that failed before its start-up
+/// was whole; a failure only at its end (a late exit, a lost ack) after a
+/// whole start-up leaves what `lazy` reads intact.
+fn start_up_error(r: &answers::check::TargetReport) -> Option<String> {
+    r.processes
+        .iter()
+        .find(|p| p.error.is_some() && !p.ended_late())
+        .and_then(|p| p.error.clone())
+}
+
 /// `--fix`: writes the safe cuts. A second cut of a file already written
 /// was computed from its old bytes: `apply` refuses it; the report names
 /// it, and the next run offers it anew.
@@ -809,6 +838,7 @@ pub fn lazy(t: &Target, opts: &LazyOptions, interrupt: &Interrupt) -> Result<Laz
     if priced.is_empty() {
         return Ok(report);
     }
+    copy_runs(t, &s)?;
     // A priced module imported while another priced one is being imported
     // is counted beneath that one in the evidence, not on its own.
     let modules: Vec<String> = priced.iter().map(|c| c.module.clone()).collect();

@@ -285,10 +285,14 @@ impl Target {
     /// This target with every project path under `from` moved under `to`
     /// (a copy or another checkout of the same tree): its working
     /// directory, its root (the config's folder), its `py_spy`, every
-    /// `PYTHONPATH` entry (its own or the inherited one), and each argument
-    /// of its command and its `verify_command` that names a path under `from` which exists under `to` (a
-    /// program in an untracked virtualenv that the other tree does not
-    /// have stays where it is). Paths outside `from` are left alone.
+    /// `PYTHONPATH` entry (its own or the inherited one; a relative entry
+    /// is made absolute against the working directory first), and each
+    /// argument of its command and its `verify_command` that names a path
+    /// under `from` which exists under `to` (a program in an untracked
+    /// virtualenv that the other tree does not have stays where it is).
+    /// Paths outside `from` are left where they are: a `../shared` entry
+    /// of a project beside a shared folder names the real `../shared`
+    /// from either tree.
     pub fn moved(&self, from: &Path, to: &Path) -> Target {
         let mut m = self.clone();
         m.cwd = moved_path(&self.cwd, from, to);
@@ -316,7 +320,8 @@ impl Target {
                     if p.as_os_str().is_empty() {
                         p
                     } else {
-                        moved_path(&p, from, to)
+                        let entry = importguard::firstparty::lexical(&self.cwd.join(p));
+                        moved_path(&entry, from, to)
                     }
                 })
                 .collect();
@@ -332,9 +337,12 @@ impl Target {
 }
 
 /// `p` with the prefix `from` replaced by `to`; `p` itself when it is not
-/// under `from`.
+/// under `from`. Whether it is, is told by name once its `.` and `..` are
+/// resolved ([`importguard::firstparty::lexical`]): `from/../shared` is
+/// beside `from`, not under it, and stays where it is.
 pub fn moved_path(p: &Path, from: &Path, to: &Path) -> PathBuf {
-    match p.strip_prefix(from) {
+    let named = importguard::firstparty::lexical(p);
+    match named.strip_prefix(importguard::firstparty::lexical(from)) {
         Ok(rest) if rest.as_os_str().is_empty() => to.to_path_buf(),
         Ok(rest) => to.join(rest),
         Err(_) => p.to_path_buf(),
@@ -400,6 +408,33 @@ mod tests {
             m.env["PYTHONPATH"],
             format!("{}:/opt/lib", t.join("src").display())
         );
+    }
+
+    #[test]
+    fn a_pythonpath_entry_beside_the_project_stays_where_it_is() {
+        // A monorepo: `service/` beside `shared/`, the service's
+        // PYTHONPATH `src:../shared` (relative, as inherited, and absolute
+        // with its `..`, as a config resolves it).
+        let repo = tempfile::tempdir().unwrap();
+        let copy = tempfile::tempdir().unwrap();
+        let service = repo.path().join("service");
+        let shared = repo.path().join("shared");
+        for pythonpath in [
+            "src:../shared".to_owned(),
+            format!(
+                "{}:{}/../shared",
+                service.join("src").display(),
+                service.display()
+            ),
+        ] {
+            let mut w = Target::ad_hoc(&service, vec!["python3".into()], "w");
+            w.env.insert("PYTHONPATH".into(), pythonpath);
+            let m = w.moved(&service, copy.path());
+            assert_eq!(
+                m.env["PYTHONPATH"],
+                format!("{}:{}", copy.path().join("src").display(), shared.display())
+            );
+        }
     }
 
     #[test]

@@ -155,17 +155,45 @@ pub fn top_level_names(dirs: impl IntoIterator<Item = PathBuf>, root: &Path) -> 
 /// The folders whose top-level modules are the project's own when a
 /// command runs in `cwd` with `pythonpath` (the `PYTHONPATH` it gets):
 /// `cwd`, its `src/` (the "src layout"), and the `PYTHONPATH` entries
-/// under `root`.
+/// under `root` (an entry relative to `cwd` is resolved against it, so
+/// `../shared` beside the project is not under it).
 pub fn source_dirs(cwd: &Path, pythonpath: Option<&std::ffi::OsStr>, root: &Path) -> Vec<PathBuf> {
     let mut dirs = vec![cwd.to_path_buf(), cwd.join("src")];
     if let Some(pp) = pythonpath {
         dirs.extend(
             std::env::split_paths(pp)
-                .map(|p| if p.is_absolute() { p } else { cwd.join(p) })
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|p| lexical(&cwd.join(p)))
                 .filter(|p| p.starts_with(root)),
         );
     }
     dirs
+}
+
+/// `p` with its `.` and `..` components resolved by name, without asking
+/// the file system: `/repo/service/../shared` is `/repo/shared`. What
+/// tells whether a path lies under the project (a `..` that leaves it
+/// leaves it, though [`Path::starts_with`] compares names).
+pub fn lexical(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if matches!(
+                    out.components().next_back(),
+                    None | Some(Component::ParentDir)
+                ) {
+                    out.push("..");
+                } else {
+                    out.pop();
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -14,9 +14,8 @@ use importguard::recorder::Frame;
 use phases::stats::SignedRank;
 
 use crate::bench::{answer_lines, fmt_mib, fmt_ms, fmt_ratio, fmt_verdict};
-use importguard::firstparty::is_first_party as first_party;
 
-use crate::check::ci::{esc_data, esc_prop, relative, xml};
+use crate::check::ci::{command, place_of, relative, xml};
 
 fn fmt_change(c: &Option<SignedRank>) -> String {
     match c {
@@ -312,61 +311,44 @@ pub fn github(r: &DiffReport, root: &Path, strict: bool) -> String {
         let problems = t.problems(strict);
         if let Some(i) = &t.imports {
             for f in &i.forbidden_new {
-                let loc = f
-                    .origin
-                    .as_ref()
-                    .filter(|o| first_party(&o.file, root))
-                    .map_or(String::new(), |o| {
-                        format!(
-                            " file={},line={}",
-                            esc_prop(&relative(&o.file, root)),
-                            o.line
-                        )
-                    });
-                let _ = writeln!(
-                    o,
-                    "::error{loc},title={}::{}",
-                    esc_prop(&format!("{}: forbidden module at start-up", t.name)),
-                    esc_data(&format!(
+                command(
+                    &mut o,
+                    "error",
+                    f.origin.as_ref().and_then(|f| place_of(f, root)).as_ref(),
+                    &format!("{}: forbidden module at start-up", t.name),
+                    &format!(
                         "{} is imported at start-up now: {}",
                         f.module,
                         f.chain.join(" -> ")
-                    ))
+                    ),
                 );
             }
         }
         for p in problems.iter().filter(|p| p.kind != "forbidden") {
             let culprit = t.culprit();
-            let loc = culprit
-                .as_ref()
-                .map(|(f, _)| *f)
-                .filter(|f| first_party(&f.file, root))
-                .map_or(String::new(), |f| {
-                    format!(
-                        " file={},line={}",
-                        esc_prop(&relative(&f.file, root)),
-                        f.line
-                    )
-                });
+            let at = culprit.as_ref().and_then(|(f, _)| place_of(f, root));
             let cause = culprit.map_or(String::new(), |(_, why)| format!("; {why}"));
-            let _ = writeln!(
-                o,
-                "::error{loc},title={}::{}",
-                esc_prop(&format!("{}: {}", t.name, p.kind)),
-                esc_data(&format!("{}{cause}", p.message))
+            command(
+                &mut o,
+                "error",
+                at.as_ref(),
+                &format!("{}: {}", t.name, p.kind),
+                &format!("{}{cause}", p.message),
             );
         }
         for n in &t.prepared {
-            let _ = writeln!(o, "::notice title={}::{}", esc_prop(&t.name), esc_data(n));
+            command(&mut o, "notice", None, &t.name, n);
         }
         for w in &t.warnings {
-            let _ = writeln!(o, "::warning title={}::{}", esc_prop(&t.name), esc_data(w));
+            command(&mut o, "warning", None, &t.name, w);
         }
     }
-    let _ = writeln!(
-        o,
-        "::notice title=coldstart diff::{}",
-        esc_data(&headline(r, strict))
+    command(
+        &mut o,
+        "notice",
+        None,
+        "coldstart diff",
+        &headline(r, strict),
     );
     o
 }
@@ -536,6 +518,40 @@ mod tests {
         assert_eq!(j["schema"], SCHEMA);
         assert_eq!(j["exit_code"], 1);
         assert_eq!(j["targets"][0]["problems"][0]["kind"], "forbidden");
+    }
+
+    #[test]
+    fn annotations_without_a_line_keep_githubs_syntax() {
+        // A slowdown with no new package, a module budget with no culprit
+        // line, an inconclusive verdict under --strict, a side that could
+        // not run: each is an `::error` with no file and line.
+        let mut slow = target(Some(cmp(1.12, 1.08, 1.16, Verdict::Slower)), None);
+        slow.budgets.max_modules = Some(1);
+        slow.imports = Some(ImportDiff {
+            modules_b: Some(120),
+            ..ImportDiff::default()
+        });
+        let open = target(Some(cmp(1.03, 0.9, 1.2, Verdict::Inconclusive)), None);
+        let mut broken = target(None, None);
+        broken.status = DiffStatus::Error;
+        broken.error = Some(SideError {
+            side: "B",
+            message: "no ready line".into(),
+        });
+        let mut r = report(slow);
+        r.targets.push(open);
+        r.targets.push(broken);
+        let gh = github(&r, Path::new("/p"), true);
+        let errors = gh.lines().filter(|l| l.starts_with("::error")).count();
+        assert_eq!(errors, 4, "{gh}");
+        for line in gh.lines() {
+            assert!(
+                ["::error title=", "::warning title=", "::notice title="]
+                    .iter()
+                    .any(|k| line.starts_with(k)),
+                "a property list opens with a space: {line}"
+            );
+        }
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The config: the targets a user checks and benchmarks, found where the
 //! user stands:
-//! `--config FILE`, else the nearest `coldstart.toml`, else the nearest
-//! `pyproject.toml` with a `[tool.coldstart]` table, searching from the
-//! current folder up to the filesystem root (the way ruff and uv find
-//! theirs). Both hold the same tables:
+//! `--config FILE`, else the nearest config file of either kind, searching
+//! from the current folder up to the filesystem root (the way ruff finds
+//! its own): in each folder a `coldstart.toml` first, then a
+//! `pyproject.toml` with a `[tool.coldstart]` table (one without it is
+//! passed over). Both hold the same tables:
 //!
 //! ```toml
 //! [[target]]                             # [[tool.coldstart.target]] in pyproject.toml
@@ -208,32 +209,23 @@ fn check_verify(
     Ok(())
 }
 
-/// Finds the config for a user standing in `start`: the nearest
-/// `coldstart.toml`, else the nearest `pyproject.toml` with
-/// `[tool.coldstart]`, from `start` up to the root. `Ok(None)` when there
-/// is none. A folder holding both is an error: the user must pick one.
+/// Finds the config for a user standing in `start`: the nearest config
+/// file of either kind, from `start` up to the root, the way ruff finds
+/// its own. In each folder a `coldstart.toml` comes first (a
+/// `pyproject.toml` beside it is not read), then a `pyproject.toml` with a
+/// `[tool.coldstart]` table; a `pyproject.toml` without one is passed
+/// over. `Ok(None)` when there is none.
 pub fn discover(start: &Path) -> Result<Option<Config>, Error> {
     for dir in start.ancestors() {
         let toml_path = dir.join(CONFIG_FILE);
+        if toml_path.is_file() {
+            return load(&toml_path).map(Some);
+        }
         let py_path = dir.join("pyproject.toml");
-        let has_toml = toml_path.is_file();
-        let py_table = if py_path.is_file() {
-            pyproject_table(&py_path)?
-        } else {
-            None
-        };
-        match (has_toml, py_table) {
-            (true, Some(_)) => {
-                return Err(Error::Both {
-                    toml: toml_path,
-                    pyproject: py_path,
-                });
-            }
-            (true, None) => return load(&toml_path).map(Some),
-            (false, Some(table)) => {
-                return from_table(table, &py_path, Origin::Pyproject).map(Some);
-            }
-            (false, None) => {}
+        if py_path.is_file()
+            && let Some(table) = pyproject_table(&py_path)?
+        {
+            return from_table(table, &py_path, Origin::Pyproject).map(Some);
         }
     }
     Ok(None)
@@ -312,8 +304,9 @@ fn from_table(value: toml::Value, path: &Path, origin: Origin) -> Result<Config,
 
 /// A path from the config, against the folder of the file.
 fn against(root: &Path, p: &Path) -> PathBuf {
-    // `components` drops the `.` of `./run.sh`.
-    root.join(p).components().collect()
+    // `./run.sh` loses its `.`, and `../shared` beside the project is
+    // named as what it is, outside the project.
+    importguard::firstparty::lexical(&root.join(p))
 }
 
 /// Parses a `coldstart.toml` text whose folder is `root` (tests, embedding).
@@ -702,12 +695,56 @@ ready_timeout = 1.5
             c.targets[0].command[0],
             dir.path().join("run.sh").display().to_string()
         );
+    }
+
+    #[test]
+    fn in_one_folder_coldstart_toml_comes_first() {
+        let dir = tempfile::tempdir().unwrap();
         std::fs::write(
-            dir.path().join(CONFIG_FILE),
-            "[[target]]\nname='w'\ncommand=['x']\n",
+            dir.path().join("pyproject.toml"),
+            "[project]\nname='x'\n[[tool.coldstart.target]]\nname='from-pyproject'\ncommand=['x']\n",
         )
         .unwrap();
-        let err = chain(&discover(&deep).unwrap_err());
-        assert!(err.contains("both configure coldstart"), "{err}");
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[[target]]\nname='from-toml'\ncommand=['x']\n",
+        )
+        .unwrap();
+        let c = discover(dir.path()).unwrap().unwrap();
+        assert_eq!(c.path, dir.path().join(CONFIG_FILE));
+        assert_eq!(c.targets[0].name, "from-toml");
+        assert_eq!(
+            c.targets[0].origin,
+            Origin::TomlFile(CONFIG_FILE.to_owned())
+        );
+    }
+
+    #[test]
+    fn the_nearest_file_of_either_kind_wins() {
+        // A monorepo: a coldstart.toml at the top, a service below it
+        // with its own [tool.coldstart].
+        let dir = tempfile::tempdir().unwrap();
+        let service = dir.path().join("services/ner");
+        let deep = service.join("src/ner");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::write(
+            dir.path().join(CONFIG_FILE),
+            "[[target]]\nname='top'\ncommand=['x']\n",
+        )
+        .unwrap();
+        std::fs::write(
+            service.join("pyproject.toml"),
+            "[project]\nname='ner'\n[[tool.coldstart.target]]\nname='ner'\ncommand=['x']\n",
+        )
+        .unwrap();
+        let c = discover(&deep).unwrap().unwrap();
+        assert_eq!(c.root, service);
+        assert_eq!(c.targets[0].name, "ner");
+        // A pyproject.toml without [tool.coldstart] is passed over.
+        std::fs::write(deep.join("pyproject.toml"), "[project]\nname='inner'\n").unwrap();
+        assert_eq!(discover(&deep).unwrap().unwrap().targets[0].name, "ner");
+        std::fs::write(service.join("pyproject.toml"), "[project]\nname='ner'\n").unwrap();
+        let c = discover(&deep).unwrap().unwrap();
+        assert_eq!(c.path, dir.path().join(CONFIG_FILE));
     }
 }

@@ -51,18 +51,6 @@ pub enum Error {
     /// A target is wrong (no path: [`crate::parse`]).
     #[error(transparent)]
     Target(#[from] Problem),
-    /// One folder holds both kinds of config.
-    #[error(
-        "{} and {} both configure coldstart; keep one (move the targets into one file and remove the other table or file)",
-        toml.display(),
-        pyproject.display()
-    )]
-    Both {
-        /// The `coldstart.toml`.
-        toml: PathBuf,
-        /// The `pyproject.toml` with `[tool.coldstart]`.
-        pyproject: PathBuf,
-    },
     /// A `pyproject.toml` given by name has no `[tool.coldstart]`.
     #[error(
         "{} has no [tool.coldstart] table; add [[tool.coldstart.target]] tables, or give a coldstart.toml",

@@ -1,6 +1,7 @@
 //! coldstart's settings: the config found where the user stands
-//! ([`config`]: `--config FILE`, the nearest `coldstart.toml`, the nearest
-//! `pyproject.toml` with `[tool.coldstart]`, resolved into
+//! ([`config`]: `--config FILE`, else the nearest `coldstart.toml` or
+//! `pyproject.toml` with `[tool.coldstart]`, a `coldstart.toml` first in a
+//! folder, resolved into
 //! [`harness::Target`]s) and the [`Project`] a command runs in (its root,
 //! its config, its built-in default, which targets a task runs).
 //!

@@ -64,7 +64,8 @@ impl VerifyOutcome {
     }
 }
 
-/// A temporary copy of the project with one cut applied, removed on drop.
+/// A temporary copy of the project, with one cut applied or none, removed
+/// on drop.
 #[derive(Debug)]
 pub struct PatchedCopy {
     root: PathBuf,
@@ -145,6 +146,21 @@ fn still_there(s: &Suggestion, violations: &[Violation]) -> Option<Vec<String>> 
 impl Suggester {
     /// A temporary copy of the project with `cut` applied.
     pub fn patched_copy(&self, cut: &Cut) -> Result<PatchedCopy, SuggestError> {
+        let copy = self.copy()?;
+        let path = copy.root.join(&cut.file);
+        if std::fs::read(&path).ok().as_deref() != Some(cut.original()) {
+            return Err(SuggestError::Changed {
+                path: self.root.join(&cut.file),
+            });
+        }
+        std::fs::write(&path, cut.patched()).map_err(|e| SuggestError::io("write", &path, e))?;
+        Ok(copy)
+    }
+
+    /// A temporary copy of the project as it is, no cut applied: the
+    /// control that tells a copy which cannot run at all from a cut that
+    /// breaks it.
+    pub fn copy(&self) -> Result<PatchedCopy, SuggestError> {
         // Copies left by a run that was killed are removed first.
         for o in spawn::owned::sweep(COPY_PREFIX) {
             let _ = spawn::owned::remove(&o);
@@ -158,13 +174,6 @@ impl Suggester {
             .unwrap_or_else(|| "project".into());
         let root = dir.path().join(name);
         copy_tree(&self.root, &root)?;
-        let path = root.join(&cut.file);
-        if std::fs::read(&path).ok().as_deref() != Some(cut.original()) {
-            return Err(SuggestError::Changed {
-                path: self.root.join(&cut.file),
-            });
-        }
-        std::fs::write(&path, cut.patched()).map_err(|e| SuggestError::io("write", &path, e))?;
         Ok(PatchedCopy { root, _dir: dir })
     }
 

@@ -192,9 +192,10 @@ fn a_side_that_imports_the_other_trees_module_exits_2_naming_it() {
 
 /// A patched copy is held to the same proof: `lazy` on the editable
 /// service prices `svc.heavy` and verifies its cut on a copy whose own
-/// `src` comes first (safe); with the import roots emptied, the copy's
+/// `src` comes first (safe); with the import roots emptied, every copy's
 /// worker imports the original's package through the editable install,
-/// and the cut is refused for it, not verified.
+/// so no cut can be judged: even the unpatched copy fails the proof, and
+/// `lazy` exits 2 saying so rather than calling the cut unsafe.
 #[test]
 fn lazy_verifies_a_cut_on_the_copys_own_code_under_an_editable_install() {
     let r = service(SETUPTOOLS_PTH);
@@ -237,14 +238,16 @@ fn lazy_verifies_a_cut_on_the_copys_own_code_under_an_editable_install() {
         "coldstart.toml",
         "[[target]]\nname = \"svc\"\ncommand = [\".venv/bin/python\", \"-m\", \"svc.worker\"]\nimport_roots = []\n",
     );
-    let v = lazy(&r);
-    let row = heavy_row(&v);
-    assert_eq!(row["verdict"], "unsafe", "{v:#}");
+    let out = r
+        .command(&["lazy", "--processes", "1", "--min-ms", "50"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        row["why"]
-            .as_str()
-            .unwrap()
-            .contains("outside the tree being measured"),
-        "{row:#}"
+        stderr.contains("a copy of the project with no cut applied could not run")
+            && stderr.contains("outside the tree being measured"),
+        "{stderr}"
     );
+    assert!(out.stdout.is_empty(), "no row is reported");
 }

@@ -10,6 +10,7 @@ use std::io::{BufRead as _, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
+mod ci;
 mod layouts;
 mod outputs;
 

@@ -133,6 +133,54 @@ fn an_ignored_extension_is_carried_into_the_base_when_only_python_differs() {
 }
 
 #[test]
+fn the_jobs_own_reports_do_not_keep_the_extension_out_of_the_base() {
+    let r = service(false);
+    r.write(
+        "src/svc/worker.py",
+        "from svc import _speed, protokit\n\nprotokit.serve()\n",
+    );
+    // A bench earlier in the job left its folder, untracked.
+    for name in ["trials.jsonl", "summary.json", "summary.md", "phases.svg"] {
+        r.write(&format!("bench-out/20261205T070000Z/{name}"), "{}\n");
+    }
+    // `coldstart diff HEAD --format junit > diff.xml`, as the docs show it:
+    // the shell makes diff.xml, untracked, before the diff looks.
+    let json = r.tmp.join("diff.json");
+    let mut cmd = r.command(&[
+        "diff",
+        "HEAD",
+        "--format",
+        "junit",
+        "--instrumented",
+        "2",
+        "--output",
+        &format!("json={}", json.display()),
+    ]);
+    cmd.stdout(std::fs::File::create(r.root.join("diff.xml")).unwrap());
+    let out = cmd.output().unwrap();
+    r.assert_nothing_left();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{v:#}");
+    assert_eq!(verdict(&v), "faster", "{v:#}");
+    let junit = std::fs::read_to_string(r.root.join("diff.xml")).unwrap();
+    assert!(
+        junit.contains("<testcase classname=\"coldstart.diff\""),
+        "{junit}"
+    );
+    let notes = prepared(&v);
+    let carried = notes
+        .iter()
+        .find(|n| n.starts_with("src/svc/_speed.") && n.contains("carried into the base"))
+        .unwrap_or_else(|| panic!("carried: {notes:?}"));
+    // The note names the files it left out of the judgement.
+    assert!(
+        carried.contains("diff.xml") && carried.contains("bench-out/ (4 files)"),
+        "{carried}"
+    );
+}
+
+#[test]
 fn a_changed_extension_is_rebuilt_in_each_tree_by_setup_and_cached() {
     let r = service(true);
     // The fix is in C: the working tree's build skips the busy module.

@@ -170,7 +170,10 @@ pub fn compare_target(
     } else {
         match outputs::prepare(base, head, &opts.trees[1], &opts.trees[0], &opts.commit) {
             Ok(p) => p,
-            Err(e) => return Ok(error(&head.name, budgets, Variant::A, e.to_string())),
+            Err(crate::error::Error::Side { side, cause, .. }) => {
+                return Ok(error(&head.name, budgets, side, cause.to_string()));
+            }
+            Err(other) => return Err(other),
         }
     };
     let mut r = compare_prepared(base, head, budgets, opts, interrupt, progress, &prepared)?;

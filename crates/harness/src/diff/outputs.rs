@@ -13,15 +13,23 @@
 //!   tree;
 //! - without one, every extension module the working tree has and git
 //!   ignores, which the base's checkout lacks, is carried into it when no
-//!   non-Python file differs between the two trees (the build's inputs are
-//!   the same, so the working tree's build is the base's too). When
-//!   non-Python files differ it is not carried: a base that then fails to
-//!   start is told to set `setup` ([`advice`]).
+//!   build input differs between the two trees (the build's inputs are the
+//!   same, so the working tree's build is the base's too): no tracked file
+//!   changed other than Python sources and prose, and no untracked file
+//!   that can be a build's input ([`is_build_input`]: a source of a
+//!   compiled language or a build's description) was added. An untracked
+//!   file that cannot be one (a report the job wrote, `diff.xml`) and
+//!   coldstart's own files (`coldstart.toml`, `.coldstart/`, `bench-out/`)
+//!   are left out, and the note says so. When build
+//!   inputs differ it is not carried: a base that then fails to start is
+//!   told to set `setup` ([`advice`]), with the files that decided it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::git::git_ok as git;
+use timeline::Variant;
+
 use crate::error::{Error, Result};
 use crate::target::Target;
 
@@ -34,10 +42,79 @@ pub struct Prepared {
     /// Lines for the report: each file carried, each setup run or reused.
     pub notes: Vec<String>,
     /// Ignored extension modules of the working tree the base lacks and
-    /// did not get (non-Python files differ and there is no `setup`).
+    /// did not get (build inputs differ and there is no `setup`).
     pub missing: Vec<PathBuf>,
-    /// The non-Python files that differ (at most a few, for messages).
+    /// The build inputs that differ: what kept them from being carried.
     pub changed: Vec<String>,
+}
+
+/// The files that differ between the base's commit and the working tree,
+/// as the carry of build outputs judges them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Tracked files changed other than Python sources and prose, and
+    /// untracked files that can be a build's input: any of them keeps the
+    /// working tree's build out of the base.
+    pub inputs: Vec<String>,
+    /// Untracked files that cannot be a build's input (a report written by
+    /// the job, coldstart's own `bench-out/`): left out of the judgement,
+    /// and named in the note.
+    pub left_out: Vec<String>,
+}
+
+/// coldstart's own files: its config, its snapshots, the bench's default
+/// output folder. Never a build's input, tracked or not.
+fn is_coldstart_own(path: &str) -> bool {
+    // The config's name (`settings::CONFIG_FILE`, a crate above this one).
+    let config = "coldstart.toml";
+    path == config
+        || path.ends_with(&format!("/{config}"))
+        || [".coldstart/", "bench-out/"]
+            .iter()
+            .any(|d| path.starts_with(d) || path.contains(&format!("/{d}")))
+}
+
+/// Names of files that describe a build, whatever their extension.
+const BUILD_FILES: &[&str] = &[
+    "Makefile",
+    "makefile",
+    "GNUmakefile",
+    "CMakeLists.txt",
+    "CMakePresets.json",
+    "meson.build",
+    "meson_options.txt",
+    "meson.options",
+    "BUILD",
+    "BUILD.bazel",
+    "WORKSPACE",
+    "SConstruct",
+    "SConscript",
+    "configure",
+    "setup.py",
+    "build.py",
+    "hatch_build.py",
+];
+
+/// Extensions of the sources of compiled languages and of build
+/// configuration.
+const BUILD_EXTENSIONS: &[&str] = &[
+    "c", "h", "cc", "cpp", "cxx", "c++", "hh", "hpp", "hxx", "inl", "ipp", "m", "mm", "s", "asm",
+    "pyx", "pxd", "pxi", "rs", "go", "zig", "f", "f90", "f95", "f03", "f08", "for", "cu", "cuh",
+    "toml", "cfg", "ini", "in", "cmake", "lock", "def", "ld", "mk", "bzl", "gn",
+];
+
+/// Whether a file (a path relative to the tree) can be an input of a
+/// build of compiled extensions: a source of a compiled language (C, C++,
+/// Cython, Rust, Fortran, CUDA, ...) or a build's description
+/// (`pyproject.toml`, `setup.cfg`, `setup.py`, `Cargo.lock`, `Makefile`,
+/// `CMakeLists.txt`, `meson.build`, ...). Python sources, prose and
+/// reports (`.xml`, `.json`, `.md`, `.svg`, `.jsonl`, ...) are not.
+pub fn is_build_input(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    BUILD_FILES.contains(&name)
+        || name
+            .rsplit_once('.')
+            .is_some_and(|(_, ext)| BUILD_EXTENSIONS.contains(&ext.to_ascii_lowercase().as_str()))
 }
 
 /// Whether a file name is a compiled extension module's.
@@ -83,28 +160,68 @@ pub fn ignored_extensions(tree: &Path) -> Result<Vec<PathBuf>> {
         .collect())
 }
 
-/// The files that differ between `commit` and the working tree at `top`
-/// (tracked changes and untracked files git does not ignore) other than
-/// Python sources and prose (`.py`, `.pyi`, `.md`, `.rst`).
-pub fn non_python_changes(top: &Path, commit: &str) -> Result<Vec<String>> {
-    let mut names: Vec<String> = git(top, &["diff", "--name-only", "-z", commit, "--"])?
-        .split('\0')
-        .map(str::to_owned)
-        .collect();
-    names.extend(
-        git(top, &["ls-files", "-z", "--others", "--exclude-standard"])?
+/// The files that differ between `commit` and the working tree at `top`,
+/// judged for the carry of build outputs ([`Changes`]): tracked changes
+/// other than Python sources and prose (`.py`, `.pyi`, `.md`, `.rst`; a
+/// build's own Python, `setup.py`, counts), and untracked files git does
+/// not ignore, split by [`is_build_input`].
+pub fn build_input_changes(top: &Path, commit: &str) -> Result<Changes> {
+    let listed = |args: &[&str]| -> Result<Vec<String>> {
+        Ok(git(top, args)?
             .split('\0')
-            .map(str::to_owned),
-    );
-    names.retain(|n| {
-        !n.is_empty()
-            && ![".py", ".pyi", ".md", ".rst"]
-                .iter()
-                .any(|x| n.ends_with(x))
-    });
-    names.sort();
-    names.dedup();
-    Ok(names)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .collect())
+    };
+    let mut c = Changes::default();
+    for n in listed(&["diff", "--name-only", "-z", commit, "--"])? {
+        let source = [".py", ".pyi", ".md", ".rst"]
+            .iter()
+            .any(|x| n.ends_with(x));
+        if (!source || is_build_input(&n)) && !is_coldstart_own(&n) {
+            c.inputs.push(n);
+        }
+    }
+    for n in listed(&["ls-files", "-z", "--others", "--exclude-standard"])? {
+        if is_build_input(&n) && !is_coldstart_own(&n) {
+            c.inputs.push(n);
+        } else {
+            c.left_out.push(n);
+        }
+    }
+    c.inputs.sort();
+    c.inputs.dedup();
+    c.left_out.sort();
+    Ok(c)
+}
+
+/// File names for a message: those inside an untracked folder grouped as
+/// `folder/ (N files)`, at most `most` entries, then `...`.
+fn shown(names: &[String], most: usize) -> String {
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    for n in names {
+        let key = match n.split_once('/') {
+            Some((top, _)) => format!("{top}/"),
+            None => n.clone(),
+        };
+        match groups.last_mut() {
+            Some((k, count)) if *k == key => *count += 1,
+            _ => groups.push((key, 1)),
+        }
+    }
+    let mut out: Vec<String> = groups
+        .iter()
+        .take(most)
+        .map(|(k, count)| match count {
+            1 if !k.ends_with('/') => k.clone(),
+            1 => format!("{k} (1 file)"),
+            n => format!("{k} ({n} files)"),
+        })
+        .collect();
+    if groups.len() > most {
+        out.push("...".to_owned());
+    }
+    out.join(", ")
 }
 
 /// The tree id of the working tree at `top` with its untracked files
@@ -186,22 +303,13 @@ fn copy_file(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The target's `setup` in the working tree (`head`, at `top`) and the
-/// base's checkout (`base`, at `tree`, of `commit`), each cached.
-fn setup_both(
-    base: &Target,
-    head: &Target,
-    top: &Path,
-    tree: &Path,
-    commit: &str,
-) -> Result<Vec<String>> {
-    let mut notes = Vec::new();
+/// The target's `setup` in the working tree (`head`, at `top`), skipped
+/// when its hash and its ignored files are as the last successful run
+/// left them; its note.
+fn setup_head(head: &Target, top: &Path) -> Result<String> {
     let argv = head.setup.join("\0");
     let cache = cache_root();
     let shown = crate::target::display_argv(&head.setup);
-
-    // The working tree: skipped when its hash and its ignored files are as
-    // the last successful run left them.
     let head_id = working_tree_id(top)?;
     let head_key = format!(
         "{:016x}",
@@ -209,26 +317,34 @@ fn setup_both(
     );
     let marker = cache.join(format!("{head_key}.head"));
     let outputs_now = ignored_files(top)?;
-    let listed = |v: &[PathBuf]| {
-        v.iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
     if std::fs::read_to_string(&marker).ok().as_deref() == Some(listed(&outputs_now).as_str()) {
-        notes.push(format!(
+        return Ok(format!(
             "setup {shown}: the working tree is unchanged since its last run (tree {}), not run again",
             &head_id[..head_id.len().min(12)]
         ));
-    } else {
-        run_setup(head, "head")?;
-        std::fs::create_dir_all(&cache).map_err(|e| Error::io("create", &cache, e))?;
-        let after = ignored_files(top)?;
-        std::fs::write(&marker, listed(&after)).map_err(|e| Error::io("write", &marker, e))?;
-        notes.push(format!("setup {shown}: run in the working tree"));
     }
+    run_setup(head, "head")?;
+    std::fs::create_dir_all(&cache).map_err(|e| Error::io("create", &cache, e))?;
+    let after = ignored_files(top)?;
+    std::fs::write(&marker, listed(&after)).map_err(|e| Error::io("write", &marker, e))?;
+    Ok(format!("setup {shown}: run in the working tree"))
+}
 
-    // The base: its new ignored files are kept, keyed by its tree.
+/// The target's `setup` in the base's checkout (`base`, at `tree`, of
+/// `commit`): its new ignored files are kept, keyed by its tree and the
+/// command as the working tree's target gives it (`setup`: the base's own
+/// names paths in a checkout that changes each run), and taken from there
+/// the next time; its note.
+fn setup_base(
+    base: &Target,
+    setup: &[String],
+    top: &Path,
+    tree: &Path,
+    commit: &str,
+) -> Result<String> {
+    let argv = setup.join("\0");
+    let cache = cache_root();
+    let shown = crate::target::display_argv(setup);
     let base_id = git(top, &["rev-parse", &format!("{commit}^{{tree}}")])?
         .trim()
         .to_owned();
@@ -242,30 +358,39 @@ fn setup_both(
         for rel in text.lines().filter(|l| !l.is_empty()) {
             copy_file(&kept.join("files").join(rel), &tree.join(rel))?;
         }
-        notes.push(format!(
+        return Ok(format!(
             "setup {shown}: the base's outputs taken from the cache (tree {})",
             &base_id[..base_id.len().min(12)]
         ));
-    } else {
-        let before = ignored_files(tree)?;
-        run_setup(base, "base")?;
-        let new: Vec<PathBuf> = ignored_files(tree)?
-            .into_iter()
-            .filter(|p| !before.contains(p))
-            .collect();
-        let _ = std::fs::remove_dir_all(&kept);
-        for rel in &new {
-            copy_file(&tree.join(rel), &kept.join("files").join(rel))?;
-        }
-        std::fs::write(&list, listed(&new)).map_err(|e| Error::io("write", &list, e))?;
-        notes.push(format!("setup {shown}: run in the base's checkout"));
     }
-    Ok(notes)
+    let before = ignored_files(tree)?;
+    run_setup(base, "base")?;
+    let new: Vec<PathBuf> = ignored_files(tree)?
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    let _ = std::fs::remove_dir_all(&kept);
+    for rel in &new {
+        copy_file(&tree.join(rel), &kept.join("files").join(rel))?;
+    }
+    std::fs::write(&list, listed(&new)).map_err(|e| Error::io("write", &list, e))?;
+    Ok(format!("setup {shown}: run in the base's checkout"))
+}
+
+/// Relative paths, a line each: a cache's list.
+fn listed(v: &[PathBuf]) -> String {
+    v.iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Prepares both trees of one target: the `setup` (when the target has
-/// one), else the ignored extension modules carried into the base where
-/// that is safe.
+/// one: the working tree's first, then the base's), else the ignored
+/// extension modules carried into the base where that is safe. Every
+/// error is an [`Error::Side`] that names the side it is of: `B` for the
+/// working tree's setup, `A` for the base's setup or the carry into its
+/// checkout.
 pub fn prepare(
     base: &Target,
     head: &Target,
@@ -273,11 +398,29 @@ pub fn prepare(
     tree: &Path,
     commit: &str,
 ) -> Result<Prepared> {
-    let mut p = Prepared::default();
+    let of = |side: Variant| {
+        move |cause: Error| Error::Side {
+            side,
+            name: head.name.clone(),
+            cause: Box::new(cause),
+        }
+    };
     if !head.setup.is_empty() {
-        p.notes = setup_both(base, head, top, tree, commit)?;
-        return Ok(p);
+        let head_note = setup_head(head, top).map_err(of(Variant::B))?;
+        let base_note = setup_base(base, &head.setup, top, tree, commit).map_err(of(Variant::A))?;
+        return Ok(Prepared {
+            notes: vec![head_note, base_note],
+            ..Prepared::default()
+        });
     }
+    carry(top, tree, commit).map_err(of(Variant::A))
+}
+
+/// The ignored extension modules of the working tree at `top` that the
+/// base's checkout at `tree` lacks, carried into it when no build input
+/// differs ([`build_input_changes`]).
+fn carry(top: &Path, tree: &Path, commit: &str) -> Result<Prepared> {
+    let mut p = Prepared::default();
     let lacking: Vec<PathBuf> = ignored_extensions(top)?
         .into_iter()
         .filter(|rel| !tree.join(rel).exists())
@@ -285,15 +428,24 @@ pub fn prepare(
     if lacking.is_empty() {
         return Ok(p);
     }
-    p.changed = non_python_changes(top, commit)?;
-    if !p.changed.is_empty() {
+    let changes = build_input_changes(top, commit)?;
+    if !changes.inputs.is_empty() {
+        p.changed = changes.inputs;
         p.missing = lacking;
         return Ok(p);
     }
+    let left_out = if changes.left_out.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (untracked files that are no build's input left out: {})",
+            shown(&changes.left_out, 5)
+        )
+    };
     for rel in &lacking {
         copy_file(&top.join(rel), &tree.join(rel))?;
         p.notes.push(format!(
-            "{} carried into the base's checkout: a build output git ignores, and no non-Python file differs between the trees",
+            "{} carried into the base's checkout: a build output git ignores, and no build input differs between the trees{left_out}",
             rel.display()
         ));
     }
@@ -307,14 +459,10 @@ pub fn advice(p: &Prepared) -> Option<String> {
         return None;
     }
     let names: Vec<String> = p.missing.iter().map(|m| m.display().to_string()).collect();
-    let mut changed: Vec<&str> = p.changed.iter().map(String::as_str).take(5).collect();
-    if p.changed.len() > 5 {
-        changed.push("...");
-    }
     Some(format!(
-        "the base's checkout lacks {} (built in the working tree, ignored by git), and it was not carried over because non-Python files differ between the trees ({}); set the target's `setup` to the command that builds it (run in each tree with COLDSTART_SIDE=base|head, e.g. setup = [\"maturin\", \"develop\"])",
+        "the base's checkout lacks {} (built in the working tree, ignored by git), and it was not carried over because files that can be a build's input differ between the trees ({}); set the target's `setup` to the command that builds it (run in each tree with COLDSTART_SIDE=base|head, e.g. setup = [\"maturin\", \"develop\"])",
         names.join(", "),
-        changed.join(", ")
+        shown(&p.changed, 5)
     ))
 }
 
@@ -335,6 +483,46 @@ mod tests {
         for no in ["core.py", "soap.txt", "module.sox"] {
             assert!(!is_extension(no), "{no}");
         }
+    }
+
+    #[test]
+    fn build_inputs_are_told_from_reports() {
+        for yes in [
+            "src/svc/_speed.c",
+            "src/lib.rs",
+            "pyproject.toml",
+            "setup.cfg",
+            "setup.py",
+            "native/CMakeLists.txt",
+            "Cargo.lock",
+            "ext/fast.pyx",
+            "MANIFEST.in",
+        ] {
+            assert!(is_build_input(yes), "{yes}");
+        }
+        for no in [
+            "diff.xml",
+            "bench-out/20261205T071100Z/summary.json",
+            "bench-out/20261205T071100Z/trials.jsonl",
+            "bench-out/20261205T071100Z/phases.svg",
+            "summary.md",
+            "src/svc/worker.py",
+        ] {
+            assert!(!is_build_input(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn files_in_a_folder_are_shown_as_the_folder() {
+        let names: Vec<String> = [
+            "bench-out/a/summary.json",
+            "bench-out/a/trials.jsonl",
+            "diff.xml",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(shown(&names, 5), "bench-out/ (2 files), diff.xml");
+        assert_eq!(shown(&names, 1), "bench-out/ (2 files), ...");
     }
 
     #[test]

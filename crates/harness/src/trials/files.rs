@@ -32,13 +32,8 @@ pub(super) fn write_outputs(
     records: &[TrialRecord],
     requests: &[RequestRecord],
 ) -> Result<Vec<MissingFile>> {
-    let mut json = serde_json::to_string_pretty(summary).map_err(|cause| Error::Json {
-        context: "the summary did not serialise".to_owned(),
-        cause,
-    })?;
-    json.push('\n');
     let files = [
-        ("summary.json", json),
+        ("summary.json", report::bench::json(summary)),
         ("summary.md", report::bench::markdown::render(summary)),
         (
             "hyperfine.json",

@@ -158,9 +158,25 @@ impl Bench {
         }
         opts.validate()?;
         serve::validate(&opts.serve, &a)?;
-        let mut sides = vec![Side::new(Variant::A, a, opts.health, opts.concurrency)?];
+        // With two sides, an error names the side it is of.
+        let compared = b.is_some();
+        let side = |variant: Variant, t: Target| {
+            let name = t.name.clone();
+            Side::new(variant, t, opts.health, opts.concurrency).map_err(|cause| {
+                if compared {
+                    Error::Side {
+                        side: variant,
+                        name,
+                        cause: Box::new(cause),
+                    }
+                } else {
+                    cause
+                }
+            })
+        };
+        let mut sides = vec![side(Variant::A, a)?];
         if let Some(b) = b {
-            sides.push(Side::new(Variant::B, b, opts.health, opts.concurrency)?);
+            sides.push(side(Variant::B, b)?);
         }
         Ok(Bench { sides, opts })
     }

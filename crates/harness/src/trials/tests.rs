@@ -49,6 +49,7 @@ fn bad_options_and_importtime_are_refused_before_anything_runs() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("importtime"), "{err}");
+    assert!(err.starts_with("side B (a): "), "names the side: {err}");
     assert!(!out.exists(), "no folder is made for a refused run");
 }
 

@@ -122,3 +122,25 @@ fn top_level_names_skip_installed_and_environment_folders() {
         ["app", "svc", "venv", "worker"]
     );
 }
+
+#[test]
+fn a_pythonpath_entry_beside_the_project_is_not_under_it() {
+    // A monorepo: the service's PYTHONPATH is `src:../shared`.
+    let root = Path::new("/repo/service");
+    let dirs = source_dirs(root, Some(std::ffi::OsStr::new("src:../shared")), root);
+    assert!(dirs.contains(&root.join("src")), "{dirs:?}");
+    assert!(
+        !dirs.iter().any(|d| d.ends_with("shared")),
+        "../shared is outside the project: {dirs:?}"
+    );
+    assert_eq!(
+        lexical(Path::new("/repo/service/../shared")),
+        Path::new("/repo/shared")
+    );
+    assert_eq!(
+        lexical(Path::new("/repo/./a/b/../c")),
+        Path::new("/repo/a/c")
+    );
+    assert_eq!(lexical(Path::new("../up/x/..")), Path::new("../up"));
+    assert_eq!(lexical(Path::new("/..")), Path::new("/"));
+}

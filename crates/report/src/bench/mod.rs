@@ -1,6 +1,6 @@
 //! Renderers for `cargo xtask bench` and `cargo xtask compare`: the
-//! terminal table, `summary.md`, a hyperfine-compatible `hyperfine.json`,
-//! and `phases.svg` (a hand-written strip plot of every trial); [`serve`]
+//! terminal table, `summary.json` ([`json`]), `summary.md`, a
+//! hyperfine-compatible `hyperfine.json`, and `phases.svg` (a hand-written strip plot of every trial); [`serve`]
 //! adds the serve phase and memory view sections and panels, [`pool`] the
 //! pool run's section.
 //!
@@ -19,6 +19,14 @@ pub mod terminal;
 pub use answers::words::{
     fmt_level, fmt_mib, fmt_ms, fmt_pct, fmt_ratio, fmt_verdict, verdict_sentence,
 };
+
+/// `summary.json`: the run's summary as JSON, pretty, ending in a line
+/// break.
+pub fn json(s: &phases::summary::RunSummary) -> String {
+    let mut text = serde_json::to_string_pretty(s).expect("a summary is plain data");
+    text.push('\n');
+    text
+}
 
 /// The lines that say what an A/B run's answer rests on and why it
 /// stopped (empty without two variants).

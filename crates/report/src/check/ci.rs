@@ -45,16 +45,31 @@ pub(crate) fn esc_prop(s: &str) -> String {
 }
 
 /// Where an annotation goes: a file relative to the project root, a line.
-type Place = (String, u32);
+pub(crate) type Place = (String, u32);
 
-fn at(place: Option<&Place>) -> String {
-    match place {
-        Some((file, line)) => format!(" file={},line={line}", esc_prop(file)),
-        None => String::new(),
+/// Writes one workflow command line, `::KIND file=F,line=L,title=T::MESSAGE`,
+/// or `::KIND title=T::MESSAGE` when it has no place: the only way the
+/// reports write one, so every annotation keeps GitHub's syntax (a
+/// property list opens with a space, its items are split by commas).
+pub(crate) fn command(
+    out: &mut String,
+    kind: &str,
+    place: Option<&Place>,
+    title: &str,
+    message: &str,
+) {
+    let mut props: Vec<String> = Vec::with_capacity(3);
+    if let Some((file, line)) = place {
+        props.push(format!("file={}", esc_prop(file)));
+        props.push(format!("line={line}"));
     }
+    props.push(format!("title={}", esc_prop(title)));
+    let _ = writeln!(out, "::{kind} {}::{}", props.join(","), esc_data(message));
 }
 
-fn place_of(frame: &Frame, root: &Path) -> Option<Place> {
+/// Where an annotation on `frame` goes: its file relative to `root` and
+/// its line, when the line is first-party.
+pub(crate) fn place_of(frame: &Frame, root: &Path) -> Option<Place> {
     first_party(&frame.file, root).then(|| (relative(&frame.file, root), frame.line))
 }
 
@@ -138,30 +153,30 @@ fn suggested(r: &TargetReport, module: &str) -> String {
 pub fn github(r: &TargetReport, root: &Path, out: &mut String) {
     for p in &r.processes {
         if let Some(err) = &p.error {
-            let _ = writeln!(
+            command(
                 out,
-                "::error title={}::{}",
-                esc_prop(&format!(
+                "error",
+                None,
+                &format!(
                     "coldstart: {} process {} could not be checked",
                     r.name, p.index
-                )),
-                esc_data(err)
+                ),
+                err,
             );
         }
     }
     for v in &r.violations {
         let x = &v.first;
         let error_at = error_place(r, x, root);
-        let _ = writeln!(
+        command(
             out,
-            "::error{}{}title={}::{}",
-            at(error_at.as_ref()),
-            if error_at.is_none() { " " } else { "," },
-            esc_prop(&format!(
+            "error",
+            error_at.as_ref(),
+            &format!(
                 "coldstart: {} {} at start-up of {}",
                 x.module, x.status, r.name
-            )),
-            esc_data(&(story(v, root) + &suggested(r, &x.module)))
+            ),
+            &(story(v, root) + &suggested(r, &x.module)),
         );
         let mut noted = vec![error_at];
         for (m, f) in x.chain.iter().zip(&x.chain_lines) {
@@ -169,15 +184,12 @@ pub fn github(r: &TargetReport, root: &Path, out: &mut String) {
                 && !noted.contains(&Some(place.clone()))
             {
                 noted.push(Some(place.clone()));
-                let _ = writeln!(
+                command(
                     out,
-                    "::notice{},title={}::{}",
-                    at(Some(&place)),
-                    esc_prop(&format!("coldstart: link of the chain to {}", x.module)),
-                    esc_data(&format!(
-                        "imports {m} here, on the chain {}",
-                        x.chain.join(" -> ")
-                    ))
+                    "notice",
+                    Some(&place),
+                    &format!("coldstart: link of the chain to {}", x.module),
+                    &format!("imports {m} here, on the chain {}", x.chain.join(" -> ")),
                 );
             }
         }
