@@ -70,56 +70,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
 
     if args.skip_lint {
         step("check: skipped (--skip-lint)");
-    } else {
-        let fmt = cargo(&root, ["fmt", "--all", "--check"]);
-        if !run_step("check: cargo fmt --all --check", fmt)? {
-            return Ok(failed(
-                "cargo fmt found unformatted code: run `cargo fmt --all`",
-            ));
-        }
-        let clippy = cargo(
-            &root,
-            [
-                "clippy",
-                "--workspace",
-                "--all-targets",
-                "--",
-                "-D",
-                "warnings",
-            ],
-        );
-        if !run_step(
-            "check: cargo clippy --workspace --all-targets -- -D warnings",
-            clippy,
-        )? {
-            return Ok(failed(
-                "clippy found warnings: fix them, they are errors here",
-            ));
-        }
-        // The crates are embedded by other projects: their documentation
-        // must build without a broken or private link.
-        let mut doc = cargo(&root, ["doc", "--no-deps", "--workspace"]);
-        doc.env("RUSTDOCFLAGS", "-D warnings");
-        if !run_step(
-            "check: RUSTDOCFLAGS='-D warnings' cargo doc --no-deps --workspace",
-            doc,
-        )? {
-            return Ok(failed(
-                "rustdoc found warnings (a broken or private link, bad HTML): fix them, they are errors here",
-            ));
-        }
+    } else if let Some(code) = lint(&root)? {
+        return Ok(code);
     }
 
-    let (label, mut test) = if has_nextest(&root) {
-        let cmd = cargo(&root, ["nextest", "run", "--workspace", "--profile", "ci"]);
-        ("test: cargo nextest run --workspace --profile ci", cmd)
-    } else {
-        let cmd = cargo(&root, ["test", "--workspace"]);
-        (
-            "test: cargo test --workspace (cargo-nextest is not installed)",
-            cmd,
-        )
-    };
+    let nextest = has_nextest(&root);
+    let (label, mut test) = runner(&root, nextest, &["--workspace"], None);
     test.args(&args.runner_args);
     // A test that needs a Debian package of `system`, or an interpreter,
     // fails when it is missing here, instead of saying NOT RUN (the rule of
@@ -128,7 +84,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(python) = &python315 {
         test.env(test_interpreters::var(interpreters::MINOR), python);
     }
-    let label = with_args(label, &args.runner_args);
+    let label = with_args(&label, &args.runner_args);
     if !run_step(&label, test)? {
         return Ok(failed("tests failed"));
     }
@@ -136,30 +92,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
         step("all steps passed (the native-frames run is left out when the tests are filtered)");
         return Ok(ExitCode::SUCCESS);
     }
-    let (label, native) = if has_nextest(&root) {
-        (
-            "test: cargo nextest run -p pystacks --features native --profile ci",
-            cargo(
-                &root,
-                [
-                    "nextest",
-                    "run",
-                    "-p",
-                    "pystacks",
-                    "--features",
-                    "native",
-                    "--profile",
-                    "ci",
-                ],
-            ),
-        )
-    } else {
-        (
-            "test: cargo test -p pystacks --features native",
-            cargo(&root, ["test", "-p", "pystacks", "--features", "native"]),
-        )
-    };
-    if !run_step(label, native)? {
+    let (label, native) = runner(
+        &root,
+        nextest,
+        &["-p", "pystacks", "--features", "native"],
+        None,
+    );
+    if !run_step(&label, native)? {
         return Ok(failed(
             "the native-frames tests failed (they need the system's libunwind: `apt-get install libunwind-dev`)",
         ));
@@ -167,50 +106,93 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // The native stacks of a Rust parent through the command line: the
     // integration tests' `native_stacks` module, with the coldstart they
     // run built with its `native` feature.
-    let (label, stacks) = if has_nextest(&root) {
-        (
-            "test: cargo nextest run -p coldstart-tests --features native --profile ci -E 'test(/native_stacks::/)'",
-            cargo(
-                &root,
-                [
-                    "nextest",
-                    "run",
-                    "-p",
-                    "coldstart-tests",
-                    "--features",
-                    "native",
-                    "--profile",
-                    "ci",
-                    "-E",
-                    "test(/native_stacks::/)",
-                ],
-            ),
-        )
-    } else {
-        (
-            "test: cargo test -p coldstart-tests --features native native_stacks::",
-            cargo(
-                &root,
-                [
-                    "test",
-                    "-p",
-                    "coldstart-tests",
-                    "--features",
-                    "native",
-                    "native_stacks::",
-                ],
-            ),
-        )
-    };
-    let mut stacks = stacks;
+    let (label, mut stacks) = runner(
+        &root,
+        nextest,
+        &["-p", "coldstart-tests", "--features", "native"],
+        Some(("test(/native_stacks::/)", "native_stacks::")),
+    );
     stacks.env(system::PROVISIONED, "1");
-    if !run_step(label, stacks)? {
+    if !run_step(&label, stacks)? {
         return Ok(failed(
             "the native-stacks tests failed (`coldstart dump/top/record --native` on a Rust parent)",
         ));
     }
     step("all steps passed");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The lint steps: `cargo fmt --check`, clippy with warnings as errors,
+/// rustdoc with warnings as errors; `Some(code)` when one failed.
+fn lint(root: &Path) -> Result<Option<ExitCode>> {
+    let fmt = cargo(root, ["fmt", "--all", "--check"]);
+    if !run_step("check: cargo fmt --all --check", fmt)? {
+        return Ok(Some(failed(
+            "cargo fmt found unformatted code: run `cargo fmt --all`",
+        )));
+    }
+    let clippy = [
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ];
+    if !run_step(
+        "check: cargo clippy --workspace --all-targets -- -D warnings",
+        cargo(root, clippy),
+    )? {
+        return Ok(Some(failed(
+            "clippy found warnings: fix them, they are errors here",
+        )));
+    }
+    // The crates are embedded by other projects: their documentation
+    // must build without a broken or private link.
+    let mut doc = cargo(root, ["doc", "--no-deps", "--workspace"]);
+    doc.env("RUSTDOCFLAGS", "-D warnings");
+    if !run_step(
+        "check: RUSTDOCFLAGS='-D warnings' cargo doc --no-deps --workspace",
+        doc,
+    )? {
+        return Ok(Some(failed(
+            "rustdoc found warnings (a broken or private link, bad HTML): fix them, they are errors here",
+        )));
+    }
+    Ok(None)
+}
+
+/// The test runner over `args` (`--workspace`, or a package and its
+/// features), with its label: `cargo nextest run ARGS --profile ci` where
+/// cargo-nextest is installed (`nextest`), else `cargo test ARGS`; a
+/// `filter` is (nextest's `-E` expression, `cargo test`'s name filter).
+fn runner(
+    root: &Path,
+    nextest: bool,
+    args: &[&str],
+    filter: Option<(&str, &str)>,
+) -> (String, Command) {
+    let mut argv: Vec<&str> = Vec::new();
+    let mut label = String::from("test: cargo ");
+    if nextest {
+        argv.extend(["nextest", "run"]);
+        argv.extend(args);
+        argv.extend(["--profile", "ci"]);
+        label.push_str(&argv.join(" "));
+        if let Some((expr, _)) = filter {
+            argv.extend(["-E", expr]);
+            let _ = write!(label, " -E '{expr}'");
+        }
+    } else {
+        argv.push("test");
+        argv.extend(args);
+        argv.extend(filter.map(|(_, name)| name));
+        label.push_str(&argv.join(" "));
+        if args == ["--workspace"] {
+            label.push_str(" (cargo-nextest is not installed)");
+        }
+    }
+    (label, cargo(root, &argv))
 }
 
 fn failed(what: &str) -> ExitCode {
@@ -249,6 +231,27 @@ fn has_nextest(root: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_runner_is_labelled_as_it_runs() {
+        let root = Path::new(".");
+        let (label, _) = runner(root, true, &["--workspace"], None);
+        assert_eq!(label, "test: cargo nextest run --workspace --profile ci");
+        let filter = Some(("test(/native_stacks::/)", "native_stacks::"));
+        let (label, cmd) = runner(root, true, &["-p", "coldstart-tests"], filter);
+        assert_eq!(
+            label,
+            "test: cargo nextest run -p coldstart-tests --profile ci -E 'test(/native_stacks::/)'"
+        );
+        assert_eq!(cmd.get_args().last().unwrap(), "test(/native_stacks::/)");
+        let (label, _) = runner(root, false, &["-p", "pystacks"], filter);
+        assert_eq!(label, "test: cargo test -p pystacks native_stacks::");
+        let (label, _) = runner(root, false, &["--workspace"], None);
+        assert_eq!(
+            label,
+            "test: cargo test --workspace (cargo-nextest is not installed)"
+        );
+    }
 
     #[test]
     fn runner_args_are_shown_in_the_step() {

@@ -8,9 +8,9 @@ use crate::importtime::query::in_package;
 use crate::importtime::{ImportLog, NodeId, NodeKind};
 use crate::recorder::{Frame, ImportAttempt, ProcessInfo, Program, Recording, SpawnKind};
 
-use super::answered::{self, Located};
+use super::answered::{self, Answered, Located};
 use super::chain::{import_chain_names, recorded_chain};
-use super::missing::{self, Answering};
+use super::missing::{self, Answering, MissingEvidence};
 use super::model::{
     AllowedHit, ChainSource, Evidence, ImportStatus, LazyUse, ProcessVerdict, RecorderState,
     Violation,
@@ -137,23 +137,7 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
         }
     }
 
-    let (answered, missing) = match ev.recording.map(|r| answered::locate(r, answering)) {
-        Some(Located::Unproven(m)) => (None, Some(m)),
-        Some(Located::Judge(pid, answered)) => (
-            answered,
-            missing::find(ev.recording, log.is_some(), pid, &answering.command),
-        ),
-        None => (None, None),
-    };
-    // A Python launcher that kept the recorder out (`-I`) ran code no
-    // evidence shows: the worker's are judged, its own are not.
-    for l in answered.iter().flat_map(|a| &a.through) {
-        if !l.recorded && crate::recorder::is_python_name(&l.name) {
-            notes.push(format!(
-                "{l} stood between coldstart and the worker without the import recorder: its own imports are not seen"
-            ));
-        }
-    }
+    let (answered, missing) = answering_of(ev, answering, log.is_some(), &mut notes);
     ProcessVerdict {
         violations,
         allowed: allowed.into_values().collect(),
@@ -166,6 +150,36 @@ pub fn judge_answered(policy: &Policy, ev: &Evidence<'_>, answering: &Answering)
         answered,
         missing,
     }
+}
+
+/// Which process answered the protocol and whether it left evidence: the
+/// one the harness started, or the Python below a launcher that wrote the
+/// ready line ([`answered::locate`]); a Python launcher that kept the
+/// recorder out is said in `notes`.
+fn answering_of(
+    ev: &Evidence<'_>,
+    answering: &Answering,
+    has_log: bool,
+    notes: &mut Vec<String>,
+) -> (Option<Answered>, Option<MissingEvidence>) {
+    let (answered, missing) = match ev.recording.map(|r| answered::locate(r, answering)) {
+        Some(Located::Unproven(m)) => (None, Some(m)),
+        Some(Located::Judge(pid, answered)) => (
+            answered,
+            missing::find(ev.recording, has_log, pid, &answering.command),
+        ),
+        None => (None, None),
+    };
+    // A Python launcher that kept the recorder out (`-I`) ran code no
+    // evidence shows: the worker's are judged, its own are not.
+    for l in answered.iter().flat_map(|a| &a.through) {
+        if !l.recorded && crate::recorder::is_python_name(&l.name) {
+            notes.push(format!(
+                "{l} stood between coldstart and the worker without the import recorder: its own imports are not seen"
+            ));
+        }
+    }
+    (answered, missing)
 }
 
 /// The process `img` is, among those the recorder listed.
