@@ -578,18 +578,31 @@ fn tcp_check_stops_a_daemon_with_sigint_and_leaves_its_registry_clean() {
         &["check", "--json", "--config", "daemon.toml"],
         &[],
     );
+    assert_check_passed_and_daemons_stopped(&out, "daemon.toml", &state, &mark);
+}
+
+/// `check --json`'s output `out` passed, its target from `origin`, every
+/// process exited 0 with no error, each daemon was stopped by SIGINT after
+/// its shutdown reply (its registry in `state` empty), and no process
+/// marked `mark` is left.
+fn assert_check_passed_and_daemons_stopped(
+    out: &std::process::Output,
+    origin: &str,
+    state: &Path,
+    mark: &str,
+) {
     let json: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
     assert_eq!(out.status.code(), Some(0), "{json:#}");
     let t = &json["targets"][0];
     assert_eq!(t["status"], "pass", "{t:#}");
-    assert_eq!(t["origin"], "daemon.toml", "{t:#}");
+    assert_eq!(t["origin"], origin, "{t:#}");
     for p in t["processes"].as_array().unwrap() {
         assert!(p["error"].is_null(), "{p:#}");
         assert_eq!(p["exit"], "exit code 0", "{p:#}");
     }
-    let stopped = assert_daemons_stopped_by_sigint(&state, TCP_STOP_AFTER);
+    let stopped = assert_daemons_stopped_by_sigint(state, TCP_STOP_AFTER);
     assert_eq!(stopped, t["processes"].as_array().unwrap().len());
-    assert_nothing_left(&mark);
+    assert_nothing_left(mark);
 }
 
 /// The same daemon as a bare command after `--`, no config: it is a tcp
@@ -601,18 +614,7 @@ fn tcp_check_stops_a_bare_daemon_known_by_its_ready_line() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let out = coldstart_daemons(dir.path(), &state, &["check", "--json"], &daemon(&mark));
-    let json: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
-    assert_eq!(out.status.code(), Some(0), "{json:#}");
-    let t = &json["targets"][0];
-    assert_eq!(t["status"], "pass", "{t:#}");
-    assert_eq!(t["origin"], "command line", "{t:#}");
-    for p in t["processes"].as_array().unwrap() {
-        assert!(p["error"].is_null(), "{p:#}");
-        assert_eq!(p["exit"], "exit code 0", "{p:#}");
-    }
-    let stopped = assert_daemons_stopped_by_sigint(&state, TCP_STOP_AFTER);
-    assert_eq!(stopped, t["processes"].as_array().unwrap().len());
-    assert_nothing_left(&mark);
+    assert_check_passed_and_daemons_stopped(&out, "command line", &state, &mark);
 }
 
 /// `bench` on the bare daemon: every trial's worker is stopped by SIGINT
