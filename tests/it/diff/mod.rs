@@ -14,7 +14,9 @@ mod ci;
 mod layouts;
 mod outputs;
 
-use crate::support::{coldstart_bin, fixtures, git, printed, python, worker_dir};
+use crate::support::{
+    coldstart_bin, fixtures, git, printed, python, site_packages, uv, uv_project, worker_dir,
+};
 
 /// A user's repository (kept alive by the temp dir).
 struct Repo {
@@ -358,6 +360,54 @@ fn each_side_started_through_a_shell_is_judged_by_the_python_below_it() {
             .any(|c| c == "app.model"),
         "{t:#}"
     );
+}
+
+/// A uv project as users run it: `uv run --no-sync --offline python -m
+/// app`, its `.venv` ignored by git and holding a package the worker
+/// imports at start-up (`thirdparty`, a stand-in installed only there).
+/// The base's fresh checkout has no `.venv`: without the working tree's
+/// linked into it, `uv run` there makes an empty one and the base fails
+/// on `import thirdparty`. Linked, both sides run with the one
+/// environment, the new torch is found with its chain, the report says
+/// what was linked, and the environment is intact after the base's
+/// checkout is removed.
+#[test]
+fn a_uv_projects_base_runs_with_the_projects_own_environment() {
+    let r = Repo::new();
+    r.write(".gitignore", "__pycache__/\n.venv/\n");
+    uv_project(&r.root, "svc");
+    let venv_site = site_packages(&r.root.join(".venv/bin/python"));
+    std::fs::write(venv_site.join("thirdparty.py"), "VERSION = 1\n").unwrap();
+    r.write("src/app/__main__.py", &format!("import thirdparty\n{MAIN}"));
+    r.write(
+        "coldstart.toml",
+        &format!(
+            "[[target]]\nname = \"w\"\ncommand = [\"{}\", \"run\", \"--no-sync\", \"--offline\", \"python\", \"-m\", \"app\"]\nenv = {{ PYTHONPATH = \"src:stand-ins\" }}\nmax_slowdown = 0.05\n",
+            uv().display()
+        ),
+    );
+    r.commit("the worker as a uv project");
+    r.write("src/app/model.py", "import torch\n");
+    r.write("src/app/__init__.py", "from . import model\n");
+    let (code, v) = r.diff_json(&["HEAD", "--max-seconds", "5"]);
+    let t = &v["targets"][0];
+    assert_eq!(t["status"], "compared", "{t:#}");
+    assert_eq!(code, Some(1), "{v:#}");
+    assert_eq!(t["imports"]["forbidden_new"][0]["module"], "torch", "{t:#}");
+    let notes: Vec<&str> = t["prepared"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with(".venv linked into the base's checkout")),
+        "{notes:?}"
+    );
+    assert!(r.root.join(".venv/pyvenv.cfg").is_file());
+    assert!(venv_site.join("thirdparty.py").is_file());
 }
 
 #[test]

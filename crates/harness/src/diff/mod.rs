@@ -19,6 +19,7 @@
 //! [`Target::moved`], the mapping `check --suggest` uses for its patched
 //! copy.
 
+pub mod environment;
 pub mod git;
 mod imports;
 pub mod outputs;

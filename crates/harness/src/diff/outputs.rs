@@ -387,7 +387,9 @@ fn listed(v: &[PathBuf]) -> String {
 
 /// Prepares both trees of one target: the `setup` (when the target has
 /// one: the working tree's first, then the base's), else the ignored
-/// extension modules carried into the base where that is safe. Every
+/// extension modules carried into the base where that is safe and the
+/// project's virtual environments linked into it
+/// ([`super::environment`]). Every
 /// error is an [`Error::Side`] that names the side it is of: `B` for the
 /// working tree's setup, `A` for the base's setup or the carry into its
 /// checkout.
@@ -413,7 +415,11 @@ pub fn prepare(
             ..Prepared::default()
         });
     }
-    carry(top, tree, commit).map_err(of(Variant::A))
+    let mut prepared = carry(top, tree, commit).map_err(of(Variant::A))?;
+    let envs = super::environment::lacking(top, tree, &head.cwd);
+    let linked = super::environment::link(top, tree, &envs).map_err(of(Variant::A))?;
+    prepared.notes.extend(linked);
+    Ok(prepared)
 }
 
 /// The ignored extension modules of the working tree at `top` that the
