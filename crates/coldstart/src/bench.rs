@@ -34,10 +34,9 @@ pub enum Format {
 /// The bench's flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A target from the config (default: its only target, or the
-    /// built-in reference worker in the coldstart workspace).
-    #[arg(long)]
-    target: Option<String>,
+    /// Which worker: `--target NAME` or `-- CMD...`.
+    #[command(flatten)]
+    target: crate::args::TargetArgs,
     /// A second worker to compare with, interleaved A B / B A: a target name,
     /// or a command line in quotes ('python3 -m myworker').
     #[arg(long, value_name = "TARGET|'CMD'")]
@@ -104,9 +103,6 @@ pub struct Args {
     /// targets' own `memory`. (The memory view is --memory-view.)
     #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
     memory: Option<u64>,
-    /// The worker command, instead of a target.
-    #[arg(last = true, value_name = "CMD")]
-    command: Vec<String>,
     /// After the trials: a serve phase (--requests, --rate, --duration,
     /// --request) and a memory view (--memory-view), each on a fresh worker.
     #[command(flatten)]
@@ -281,10 +277,7 @@ impl Progress for Bar {
 
 /// Runs the bench.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
-    let a = with_env(
-        project.one_target(args.target.as_deref(), &args.command)?,
-        &args.env,
-    );
+    let a = with_env(args.target.one_target(project)?, &args.env);
     let a = with_limits(a, &args);
     let b = match &args.vs {
         Some(vs) => Some(with_limits(pick_vs(project, vs, &args.env)?, &args)),
