@@ -59,7 +59,7 @@ pub struct Args {
     strict: bool,
     /// Allowed slowdown for every target (0.05 or 5%), instead of each
     /// target's `max_slowdown` [default: 5%].
-    #[arg(long, value_parser = crate::bench::parse_share)]
+    #[arg(long, value_parser = crate::args::parse_share)]
     max_slowdown: Option<f64>,
     /// The most interleaved rounds before the run stops undecided.
     #[arg(long, value_name = "N")]
