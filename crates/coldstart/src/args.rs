@@ -124,6 +124,24 @@ mod tests {
     }
 
     #[test]
+    fn json_is_format_json_under_either_spelling() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            output: TextOrJsonArgs,
+        }
+        let format = |argv: &[&str]| Cli::try_parse_from(argv).map(|c| c.output.format());
+        assert_eq!(format(&["x"]).unwrap(), TextOrJson::Text);
+        assert_eq!(format(&["x", "--json"]).unwrap(), TextOrJson::Json);
+        assert_eq!(
+            format(&["x", "--format", "json"]).unwrap(),
+            TextOrJson::Json
+        );
+        assert!(format(&["x", "--json", "--format", "text"]).is_err());
+    }
+
+    #[test]
     fn the_statistics_defaults_are_the_resamplings() {
         use clap::Parser;
         #[derive(Parser)]

@@ -16,6 +16,8 @@ use harness::trials::load_run;
 use phases::summary::{RunSummary, compare_runs};
 use timeline::Variant;
 
+use crate::args::TextOrJson;
+
 /// The comparison's flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -29,9 +31,10 @@ pub struct Args {
     /// --noise-threshold, --resamples, --seed.
     #[command(flatten)]
     stats: crate::args::StatsArgs,
-    /// Print the comparison as JSON instead of a table.
-    #[arg(long)]
-    json: bool,
+    /// `--format text` (a table) or `--format json` (`--json` is kept as
+    /// an alias).
+    #[command(flatten)]
+    output: crate::args::TextOrJsonArgs,
     /// Exit 1 when B's ready or total time is slower.
     #[arg(long)]
     fail_if_slower: bool,
@@ -70,7 +73,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let boot = args.stats.resampling();
     let phases = compare_runs(&ra, &rb, args.variant, &boot, args.stats.noise_threshold)
         .context("could not compare the runs")?;
-    if args.json {
+    if args.output.format() == TextOrJson::Json {
         let answer = answers::compare::CompareJson::new(&args.a, &args.b, args.variant, &phases);
         println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {
