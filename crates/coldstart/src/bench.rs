@@ -357,8 +357,6 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn command_lines_split_like_a_shell() {
         let s = |x: &str| shlex::split(x).unwrap();
