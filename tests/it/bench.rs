@@ -314,18 +314,29 @@ fn compare_of_saved_runs_gives_the_verdicts() {
             .status
             .success()
     );
-    let compare = |a: &Path, b: &Path| {
-        let o = support::xtask()
+    let run = |a: &Path, b: &Path, json: &[&str], threshold: &str| {
+        support::xtask()
             .arg("compare")
             .arg(a)
             .arg(b)
-            .args(["--json", "--resamples", "2000", "--fail-if-slower"])
+            .args(json)
+            .args(["--resamples", "2000", "--fail-if-slower"])
+            .args(["--noise-threshold", threshold])
             .output()
-            .unwrap();
+            .unwrap()
+    };
+    let compare = |a: &Path, b: &Path| {
+        let o = run(a, b, &["--format", "json"], "2%");
         let v: Value = serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
         (o.status.code(), v)
     };
+    // `--json` is the old spelling of `--format json`, and a share is
+    // `2%` or `0.02` as in bench: the same answer, byte for byte.
+    let old = run(&fast, &slow, &["--json"], "0.02");
+    let new = run(&fast, &slow, &["--format", "json"], "2%");
+    assert_eq!(old.stdout, new.stdout);
+    assert_eq!(old.status.code(), new.status.code());
     let (code, v) = compare(&fast, &slow);
     assert_eq!(v["schema"], "coldstart.compare/1");
     assert_eq!(v["unpaired"], true);

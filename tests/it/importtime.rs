@@ -501,6 +501,7 @@ fn cli_formats_on_a_fixture() {
 
     let json: serde_json::Value =
         serde_json::from_str(&stdout_of(&[log, "--format", "json"])).unwrap();
+    assert_eq!(json["schema"], "coldstart.importtime/1");
     let roots = json["sessions"][0]["roots"].as_array().unwrap();
     assert_eq!(roots[0]["name"], "_frozen_importlib_external");
     assert_eq!(roots[0]["cumulative_us"], 1305);

@@ -197,7 +197,7 @@ fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_
 
     // The same as JSON.
     let out = coldstart(cwd.path())
-        .args(["dump", "--json", &tree.pid().to_string()])
+        .args(["dump", "--format", "json", &tree.pid().to_string()])
         .output()
         .unwrap();
     assert!(out.status.success());

@@ -1,4 +1,4 @@
-//! `coldstart dump --json`'s answer: the Python stacks of every thread of
+//! `coldstart dump --format json`'s answer: the Python stacks of every thread of
 //! each process read, with its parent chain, and the processes that could
 //! not be read. `harness::live::dump_answer` fills it from the readings.
 //!

@@ -1,7 +1,8 @@
 //! answers: every answer coldstart gives, as data.
 //!
 //! What it owns: the types of each answer a command prints or writes
-//! ([`check`], [`diff`], [`lazy`], [`dump`], [`compare`], [`bench`](mod@bench)'s exit rule), the schema id
+//! ([`check`], [`diff`], [`lazy`], [`dump`], [`compare`], [`importtime`]'s
+//! schema, [`bench`](mod@bench)'s exit rule), the schema id
 //! each JSON carries (all `coldstart.<answer>/<version>`; the bench
 //! summary's is [`BENCH_SUMMARY_SCHEMA`]), the rules that turn an answer
 //! into an exit code, the budgets a diff is held to, and the words an
@@ -24,6 +25,7 @@ pub mod check;
 pub mod compare;
 pub mod diff;
 pub mod dump;
+pub mod importtime;
 pub mod lazy;
 pub mod words;
 

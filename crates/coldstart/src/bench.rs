@@ -12,7 +12,6 @@ use anyhow::{Result, bail};
 use harness::serve::{PoolOptions, ServeOptions};
 use harness::trials::{self, Bench, BenchOptions, Progress};
 use harness::{OnPress, Target};
-use phases::stats::Resampling;
 use timeline::TrialKind;
 use timeline::{TrialRecord, Variant};
 
@@ -34,10 +33,9 @@ pub enum Format {
 /// The bench's flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A target from the config (default: its only target, or the
-    /// built-in reference worker in the coldstart workspace).
-    #[arg(long)]
-    target: Option<String>,
+    /// Which worker: `--target NAME` or `-- CMD...`.
+    #[command(flatten)]
+    target: crate::args::TargetArgs,
     /// A second worker to compare with, interleaved A B / B A: a target name,
     /// or a command line in quotes ('python3 -m myworker').
     #[arg(long, value_name = "TARGET|'CMD'")]
@@ -58,7 +56,7 @@ pub struct Args {
     /// Run until the 95% CI half-width of the median ready time is within
     /// this share of the median (0.02 or 2%), between --min-trials and
     /// --max-trials.
-    #[arg(long, value_parser = parse_share)]
+    #[arg(long, value_parser = crate::args::parse_share)]
     precision: Option<f64>,
     /// Fewest measured trials per variant with --precision.
     #[arg(long, default_value_t = 5)]
@@ -84,15 +82,9 @@ pub struct Args {
     /// as `--vs 'CMD'`); repeatable. Configured targets use their `env`.
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_kv)]
     env: Vec<(String, String)>,
-    /// Changes within this share are not claimed (0.02 or 2%).
-    #[arg(long, default_value = "0.02", value_parser = parse_share)]
-    noise_threshold: f64,
-    /// Resampling resamples for every confidence interval.
-    #[arg(long, default_value_t = 10_000)]
-    resamples: usize,
-    /// Resampling seed (ChaCha8): the same records and seed give the same intervals.
-    #[arg(long, default_value_t = 0x5eed)]
-    seed: u64,
+    /// --noise-threshold, --resamples, --seed.
+    #[command(flatten)]
+    stats: crate::args::StatsArgs,
     /// Each worker in a cgroup of its own with this CPU quota, in CPUs
     /// (0.5: half of one), as `docker run --cpus` or a pod's CPU limit
     /// sets it; both sides, over the targets' own `cpus`.
@@ -104,9 +96,6 @@ pub struct Args {
     /// targets' own `memory`. (The memory view is --memory-view.)
     #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
     memory: Option<u64>,
-    /// The worker command, instead of a target.
-    #[arg(last = true, value_name = "CMD")]
-    command: Vec<String>,
     /// After the trials: a serve phase (--requests, --rate, --duration,
     /// --request) and a memory view (--memory-view), each on a fresh worker.
     #[command(flatten)]
@@ -177,20 +166,6 @@ pub struct ServeArgs {
         conflicts_with = "replace_at"
     )]
     scale_at_depth: Option<usize>,
-}
-
-/// A share written as `0.02` or `2%`.
-pub(crate) fn parse_share(s: &str) -> Result<f64, String> {
-    let (num, scale) = match s.strip_suffix('%') {
-        Some(n) => (n, 100.0),
-        None => (s, 1.0),
-    };
-    match num.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v / scale < 1.0 => Ok(v / scale),
-        _ => Err(format!(
-            "`{s}` is not a share between 0 and 1: write 0.02 or 2%"
-        )),
-    }
 }
 
 fn parse_cpus(s: &str) -> Result<f64, String> {
@@ -281,10 +256,7 @@ impl Progress for Bar {
 
 /// Runs the bench.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
-    let a = with_env(
-        project.one_target(args.target.as_deref(), &args.command)?,
-        &args.env,
-    );
+    let a = with_env(args.target.one_target(project)?, &args.env);
     let a = with_limits(a, &args);
     let b = match &args.vs {
         Some(vs) => Some(with_limits(pick_vs(project, vs, &args.env)?, &args)),
@@ -299,18 +271,14 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         max_trials: args.max_trials,
         health: args.health,
         concurrency: args.concurrency,
-        noise_threshold: args.noise_threshold,
+        noise_threshold: args.stats.noise_threshold,
         // With --vs and no fixed count: rounds until the question is answered.
         sequential: Some(phases::sequential::StopRule::with_budgets(
-            args.noise_threshold,
+            args.stats.noise_threshold,
             args.max_rounds,
             args.max_seconds,
         )),
-        bootstrap: Resampling {
-            resamples: args.resamples,
-            seed: args.seed,
-            level: 0.95,
-        },
+        bootstrap: args.stats.resampling(),
         serve: ServeOptions {
             requests: args.serve.requests,
             rate: args.serve.rate,
@@ -389,17 +357,6 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn shares_parse_as_fractions_or_percentages() {
-        assert_eq!(parse_share("0.02"), Ok(0.02));
-        assert_eq!(parse_share("2%"), Ok(0.02));
-        assert!(parse_share("0").is_err());
-        assert!(parse_share("150%").is_err());
-        assert!(parse_share("fast").is_err());
-    }
-
     #[test]
     fn command_lines_split_like_a_shell() {
         let s = |x: &str| shlex::split(x).unwrap();

@@ -36,9 +36,9 @@ pub enum Format {
 /// The check's flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Check only this target of the config (`refworker` in the coldstart workspace without one).
-    #[arg(long, value_name = "NAME")]
-    target: Option<String>,
+    /// Which worker: `--target NAME` or `-- CMD...`.
+    #[command(flatten)]
+    target: crate::args::TargetArgs,
     /// Forbidden package prefixes, comma separated (replaces the target's;
     /// default torch,transformers,stanza).
     #[arg(long, value_name = "A,B", value_delimiter = ',')]
@@ -95,9 +95,6 @@ pub struct Args {
     /// only if the violations are gone).
     #[arg(long, requires = "suggest")]
     fix: bool,
-    /// The worker command to check, with the default policy.
-    #[arg(last = true, value_name = "CMD")]
-    command: Vec<String>,
 }
 
 /// A check cut short by a signal: the reports of the targets it finished
@@ -144,7 +141,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     };
     let format = if args.json { Format::Json } else { args.format };
     let outcome = if let Some(log) = &args.log {
-        if !args.command.is_empty() || args.module.is_some() {
+        if !args.target.command.is_empty() || args.module.is_some() {
             bail!("--log judges a recorded log alone: give no command and no --module");
         }
         let report = check::judge_log(&project.cwd.join(log), &args.forbid, args.tree)?;
@@ -249,23 +246,23 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
 
 /// The configured targets this check ran, for their snapshots.
 fn targets_for_snapshot(args: &Args, project: &Project) -> Result<Vec<harness::Target>> {
-    if args.module.is_some() || !args.command.is_empty() {
+    if args.module.is_some() || !args.target.command.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(project.targets(args.target.as_deref(), &[])?)
+    Ok(project.targets(args.target.target.as_deref(), &[])?)
 }
 
 /// The targets to check, with the command line's overrides applied.
 fn targets(args: &Args, project: &Project) -> Result<Vec<harness::Target>> {
     let mut targets = match &args.module {
         Some(pkg) => {
-            if !args.command.is_empty() {
+            if !args.target.command.is_empty() {
                 bail!("give either --module or a command after `--`, not both");
             }
             // --module runs in the caller's folder, like `python -c` would.
             vec![check::module_target(pkg, &args.python, &project.cwd)?]
         }
-        None => project.targets(args.target.as_deref(), &args.command)?,
+        None => args.target.targets(project)?,
     };
     let ready = crate::secs(args.ready_timeout, "--ready-timeout")?;
     let request = crate::secs(args.request_timeout, "--request-timeout")?;

@@ -97,4 +97,29 @@ mod tests {
         assert!(check < diff && diff < bench, "{help}");
         assert!(help.contains("completions"), "{help}");
     }
+
+    /// `--target` and the trailing command are one declaration: every
+    /// subcommand that selects a worker describes them in the same words.
+    #[test]
+    fn every_subcommand_that_selects_a_target_spells_it_the_same() {
+        let cli = Cli::command();
+        let mut spellings = Vec::new();
+        for name in ["check", "bench", "diff", "snapshot", "lazy", "profile"] {
+            let sub = cli.find_subcommand(name).expect(name);
+            let arg = |id: &str| {
+                let a = sub.get_arguments().find(|a| a.get_id() == id);
+                let a = a.unwrap_or_else(|| panic!("{name} has no {id}"));
+                (a.get_help().map(ToString::to_string), a.is_last_set())
+            };
+            spellings.push((name, arg("target"), arg("command")));
+        }
+        for (name, target, command) in &spellings[1..] {
+            assert_eq!(
+                (target, command),
+                (&spellings[0].1, &spellings[0].2),
+                "{name}"
+            );
+        }
+        assert!(spellings[0].2.1, "the command comes after `--`");
+    }
 }

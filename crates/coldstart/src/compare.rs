@@ -13,9 +13,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use harness::trials::load_run;
-use phases::stats::Resampling;
 use phases::summary::{RunSummary, compare_runs};
 use timeline::Variant;
+
+use crate::args::TextOrJson;
 
 /// The comparison's flags.
 #[derive(Debug, clap::Args)]
@@ -27,18 +28,13 @@ pub struct Args {
     /// Which variant of each run to take (A, or B of a `--vs` run).
     #[arg(long, default_value = "A", value_parser = parse_variant)]
     variant: Variant,
-    /// Changes within this share are not claimed.
-    #[arg(long, default_value_t = phases::compare::DEFAULT_NOISE_THRESHOLD)]
-    noise_threshold: f64,
-    /// Resampling resamples.
-    #[arg(long, default_value_t = 10_000)]
-    resamples: usize,
-    /// Resampling seed (ChaCha8).
-    #[arg(long, default_value_t = 0x5eed)]
-    seed: u64,
-    /// Print the comparison as JSON instead of a table.
-    #[arg(long)]
-    json: bool,
+    /// --noise-threshold, --resamples, --seed.
+    #[command(flatten)]
+    stats: crate::args::StatsArgs,
+    /// `--format text` (a table) or `--format json` (`--json` is kept as
+    /// an alias).
+    #[command(flatten)]
+    output: crate::args::TextOrJsonArgs,
     /// Exit 1 when B's ready or total time is slower.
     #[arg(long)]
     fail_if_slower: bool,
@@ -74,14 +70,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
         eprintln!("warning: {w}");
     }
     let (sa, ra, sb, rb) = (a.summary, a.records, b.summary, b.records);
-    let boot = Resampling {
-        resamples: args.resamples,
-        seed: args.seed,
-        level: 0.95,
-    };
-    let phases = compare_runs(&ra, &rb, args.variant, &boot, args.noise_threshold)
+    let boot = args.stats.resampling();
+    let phases = compare_runs(&ra, &rb, args.variant, &boot, args.stats.noise_threshold)
         .context("could not compare the runs")?;
-    if args.json {
+    if args.output.format() == TextOrJson::Json {
         let answer = answers::compare::CompareJson::new(&args.a, &args.b, args.variant, &phases);
         println!("{}", serde_json::to_string_pretty(&answer)?);
     } else {

@@ -43,9 +43,9 @@ pub struct Args {
     /// The git revision to compare with (e.g. `origin/main`) [default: the
     /// merge base of HEAD with its upstream branch, else HEAD].
     rev: Option<String>,
-    /// Compare only this target of the config.
-    #[arg(long, value_name = "NAME")]
-    target: Option<String>,
+    /// Which worker: `--target NAME` or `-- CMD...`.
+    #[command(flatten)]
+    target: crate::args::TargetArgs,
     /// How the report is printed.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -59,7 +59,7 @@ pub struct Args {
     strict: bool,
     /// Allowed slowdown for every target (0.05 or 5%), instead of each
     /// target's `max_slowdown` [default: 5%].
-    #[arg(long, value_parser = crate::bench::parse_share)]
+    #[arg(long, value_parser = crate::args::parse_share)]
     max_slowdown: Option<f64>,
     /// The most interleaved rounds before the run stops undecided.
     #[arg(long, value_name = "N")]
@@ -74,14 +74,11 @@ pub struct Args {
     /// system's temporary folder, kept and named in the report].
     #[arg(long)]
     out: Option<PathBuf>,
-    /// The worker command, instead of a target.
-    #[arg(last = true, value_name = "CMD")]
-    command: Vec<String>,
 }
 
 /// Runs the diff.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
-    let targets = project.targets(args.target.as_deref(), &args.command)?;
+    let targets = args.target.targets(project)?;
     if args.instrumented == 0 {
         bail!("--instrumented must be at least 1");
     }

@@ -27,9 +27,9 @@ pub enum Format {
 /// The flags of `lazy`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The target of the config (one is needed when it has several).
-    #[arg(long, value_name = "NAME")]
-    target: Option<String>,
+    /// Which worker: `--target NAME` or `-- CMD...`.
+    #[command(flatten)]
+    target: crate::args::TargetArgs,
     /// The least cost, ms, of an import to list (default: 5% of the ready
     /// time or 20 ms, whichever is larger).
     #[arg(long, value_name = "MS")]
@@ -49,15 +49,12 @@ pub struct Args {
     /// How to print the report.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    /// The worker command, with the default policy.
-    #[arg(last = true, value_name = "CMD")]
-    command: Vec<String>,
 }
 
 /// Runs `lazy`: flags in, one harness call (two with `--fix`: the project
 /// priced again after the cuts are written), a rendering out.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
-    let t = project.one_target(args.target.as_deref(), &args.command)?;
+    let t = args.target.one_target(project)?;
     let opts = LazyOptions {
         processes: args.processes,
         min_ms: args.min_ms,

@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+pub mod args;
 pub mod bench;
 pub mod check;
 pub mod cli;

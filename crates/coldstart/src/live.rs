@@ -39,9 +39,9 @@ pub struct DumpArgs {
     /// expression (what `pgrep -f` is for).
     #[arg(long = "match", value_name = "PATTERN")]
     pattern: Option<String>,
-    /// JSON instead of text.
-    #[arg(long)]
-    json: bool,
+    /// `--format text` or `--format json` (`--json` is kept as an alias).
+    #[command(flatten)]
+    output: crate::args::TextOrJsonArgs,
     /// Seconds a dump may take before it is abandoned.
     #[arg(long, default_value_t = 10.0)]
     timeout: f64,
@@ -143,7 +143,7 @@ pub fn dump(args: DumpArgs) -> Result<ExitCode> {
         }
     }
     let mut stdout = std::io::stdout().lock();
-    if args.json {
+    if args.output.format() == crate::args::TextOrJson::Json {
         let doc = live::dump_answer(&dumps, &failed);
         serde_json::to_writer_pretty(&mut stdout, &doc)?;
         writeln!(stdout)?;

@@ -14,9 +14,9 @@ use settings::Project;
 /// The profile's flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// A target from the config (default: its only target, or the built-in reference worker).
-    #[arg(long)]
-    target: Option<String>,
+    /// Which worker: `--target NAME` or `-- CMD...`.
+    #[command(flatten)]
+    target: crate::args::TargetArgs,
     /// Where to write `profile.txt` (collapsed stacks), `profile.svg` and
     /// `profile.speedscope.json` (default: `bench-out/profile-<time>/`).
     #[arg(long, short = 'o')]
@@ -39,14 +39,11 @@ pub struct Args {
     /// Seconds to wait for the ready line (default: the target's).
     #[arg(long)]
     ready_timeout: Option<f64>,
-    /// The worker command to profile instead of a configured target.
-    #[arg(last = true)]
-    command: Vec<String>,
 }
 
 /// Runs the profile.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
-    let mut target = project.one_target(args.target.as_deref(), &args.command)?;
+    let mut target = args.target.one_target(project)?;
     if let Some(d) = crate::secs(args.ready_timeout, "--ready-timeout")? {
         target.ready_timeout = d;
     }

@@ -17,9 +17,9 @@ use settings::Project;
 /// The snapshot's flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only this target of the config.
-    #[arg(long, value_name = "NAME")]
-    target: Option<String>,
+    /// Which worker: `--target NAME` or `-- CMD...`.
+    #[command(flatten)]
+    target: crate::args::TargetArgs,
     /// Compare with the stored trees instead of writing them: exit 1 and
     /// print a diff when one drifted.
     #[arg(long, conflicts_with = "accept")]
@@ -27,14 +27,11 @@ pub struct Args {
     /// Take the new trees (and remove pending `.snap.new` files).
     #[arg(long)]
     accept: bool,
-    /// The worker command to snapshot instead of a configured target.
-    #[arg(last = true, value_name = "CMD")]
-    command: Vec<String>,
 }
 
 /// Runs the snapshot: one `harness::snapshot::review`, its lines printed.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
-    let targets = project.targets(args.target.as_deref(), &args.command)?;
+    let targets = args.target.targets(project)?;
     let mode = if args.check { Mode::Check } else { Mode::Write };
     let reviewed = snapshot::review(&project.root, &targets, mode)?;
     for r in &reviewed {

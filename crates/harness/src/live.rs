@@ -128,7 +128,7 @@ pub fn dump(pid: u32, options: &LiveOptions, timeout: Duration) -> Result<Dump> 
     .map_err(Error::Stacks)
 }
 
-/// `coldstart dump --json`'s answer ([`answers::dump`]): every process of
+/// `coldstart dump --format json`'s answer ([`answers::dump`]): every process of
 /// `dumps`, and each pid of `failed` with what went wrong.
 pub fn dump_answer(dumps: &[Dump], failed: &[(u32, Error)]) -> answers::dump::DumpJson {
     use answers::dump::{

@@ -16,26 +16,23 @@ use super::project_root;
 /// `probe-check`'s flags.
 #[derive(Debug, clap::Args)]
 pub struct ProbeArgs {
-    /// A target from the workspace's config (default: the reference worker).
-    #[arg(long)]
-    target: Option<String>,
+    /// Which worker: `--target NAME` or `-- CMD...` (default: the reference worker).
+    #[command(flatten)]
+    target: coldstart::args::TargetArgs,
     /// Warm-up rounds, left out of the figures.
     #[arg(long, default_value_t = 1)]
     warmup: usize,
     /// Measured rounds: one bench trial and one probe trial each.
     #[arg(long, default_value_t = 20)]
     trials: usize,
-    /// The worker command, instead of a target.
-    #[arg(last = true, value_name = "CMD")]
-    command: Vec<String>,
 }
 
 /// `check-cost`'s flags.
 #[derive(Debug, clap::Args)]
 pub struct CostArgs {
-    /// A target from the workspace's config (default: the reference worker).
-    #[arg(long)]
-    target: Option<String>,
+    /// Which worker: `--target NAME` or `-- CMD...` (default: the reference worker).
+    #[command(flatten)]
+    target: coldstart::args::TargetArgs,
     /// Interleaved rounds, after one warm-up of each.
     #[arg(long, default_value_t = 21)]
     rounds: usize,
@@ -45,16 +42,13 @@ pub struct CostArgs {
     /// Make forbidden imports fail with an ImportError, as `check --block`.
     #[arg(long)]
     block: bool,
-    /// The worker command, instead of a target.
-    #[arg(last = true, value_name = "CMD")]
-    command: Vec<String>,
 }
 
 /// Bench against the probe: exit 0 when the ratio's whole interval lies
 /// within the band, 1 when it lies outside, 2 when it cannot tell.
 pub fn probe_check(args: ProbeArgs) -> Result<ExitCode> {
     let project = Project::workspace(&project_root())?;
-    let target = project.one_target(args.target.as_deref(), &args.command)?;
+    let target = args.target.one_target(&project)?;
     let interrupt = coldstart::signals::interrupt(OnPress::FinishThenKill)?;
     let check = harness::probe_check::probe_check(target, args.warmup, args.trials, &interrupt)?;
     print!("{}", check.render());
@@ -68,7 +62,7 @@ pub fn probe_check(args: ProbeArgs) -> Result<ExitCode> {
 /// The check's cost: medians, ratios and the physical floor, printed.
 pub fn check_cost(args: CostArgs) -> Result<ExitCode> {
     let project = Project::workspace(&project_root())?;
-    let mut target = project.one_target(args.target.as_deref(), &args.command)?;
+    let mut target = args.target.one_target(&project)?;
     match args.processes {
         Some(0) => bail!("--processes must be at least 1"),
         Some(n) => target.processes = n,

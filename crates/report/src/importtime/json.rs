@@ -22,7 +22,7 @@ enum Step {
     Close,
 }
 
-/// The view as JSON: `{"encoding", "lines", "sessions": [{"index",
+/// The view as JSON ([`answers::importtime`]): `{"schema", "encoding", "lines", "sessions": [{"index",
 /// "header_line", "roots": [node]}], "warnings": [...]}` where a node is
 /// `{"name", "self_us", "cumulative_us", "line", "children": [node]}` plus
 /// `"cached": "known" | "ambiguous"` for cached lines.
@@ -36,7 +36,8 @@ fn write_tree<W: Write>(log: &ImportLog, view: &View, w: &mut W) -> io::Result<(
     let encoding = serde_json::to_string(&log.encoding()).map_err(io::Error::other)?;
     write!(
         w,
-        "{{\"encoding\":{encoding},\"lines\":{},\"sessions\":[",
+        "{{\"schema\":\"{}\",\"encoding\":{encoding},\"lines\":{},\"sessions\":[",
+        answers::importtime::SCHEMA,
         log.line_count()
     )?;
     let mut stack: Vec<Step> = Vec::new();

@@ -1,0 +1,164 @@
+//! The argument groups several subcommands share, each declared once and
+//! flattened (`#[command(flatten)]`) into every subcommand that takes it:
+//! which target to run ([`TargetArgs`]), how intervals and verdicts are
+//! computed ([`StatsArgs`]), and text or JSON output ([`TextOrJsonArgs`]).
+//! One spelling and one parser per flag: a share is `0.02` or `2%`
+//! everywhere ([`parse_share`]).
+
+use harness::Target;
+use phases::stats::Resampling;
+use settings::Project;
+
+/// `--target NAME` and the worker command after `--`: which worker a task
+/// runs.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TargetArgs {
+    /// A target of the config, by name [default: every target where the
+    /// command takes several, else the config's only one; the built-in
+    /// reference worker in the coldstart workspace without a config].
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
+    /// The worker command, instead of a configured target.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+impl TargetArgs {
+    /// The targets these flags select in `project` (see [`Project::targets`]).
+    pub fn targets(&self, project: &Project) -> Result<Vec<Target>, settings::Error> {
+        project.targets(self.target.as_deref(), &self.command)
+    }
+
+    /// The one target these flags select in `project` (see
+    /// [`Project::one_target`]).
+    pub fn one_target(&self, project: &Project) -> Result<Target, settings::Error> {
+        project.one_target(self.target.as_deref(), &self.command)
+    }
+}
+
+/// The statistics flags: the noise threshold below which a change is not
+/// claimed, and the bootstrap's resamples and seed. The defaults are
+/// [`Resampling::default`]'s and [`phases::compare::DEFAULT_NOISE_THRESHOLD`].
+#[derive(Debug, Clone, clap::Args)]
+pub struct StatsArgs {
+    /// Changes within this share are not claimed (0.02 or 2%).
+    #[arg(long, value_name = "SHARE", value_parser = parse_share,
+          default_value_t = phases::compare::DEFAULT_NOISE_THRESHOLD)]
+    pub noise_threshold: f64,
+    /// Bootstrap resamples for every confidence interval.
+    #[arg(long, value_name = "N", default_value_t = Resampling::default().resamples)]
+    pub resamples: usize,
+    /// Bootstrap seed (ChaCha8): the same records and seed give the same intervals.
+    #[arg(long, value_name = "N", default_value_t = Resampling::default().seed)]
+    pub seed: u64,
+}
+
+impl StatsArgs {
+    /// The bootstrap these flags ask for, at the default confidence level.
+    pub fn resampling(&self) -> Resampling {
+        Resampling {
+            resamples: self.resamples,
+            seed: self.seed,
+            ..Resampling::default()
+        }
+    }
+}
+
+/// How a report that is text or JSON is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TextOrJson {
+    /// For people.
+    Text,
+    /// The machine-readable answer, with its schema id.
+    Json,
+}
+
+/// `--format text|json`, and `--json`: a hidden alias of `--format json`
+/// kept for scripts written before `--format`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TextOrJsonArgs {
+    /// How the report is printed.
+    #[arg(long, value_enum, default_value_t = TextOrJson::Text)]
+    pub format: TextOrJson,
+    /// The same as `--format json` (kept for old scripts).
+    #[arg(long, hide = true, conflicts_with = "format")]
+    pub json: bool,
+}
+
+impl TextOrJsonArgs {
+    /// The format asked for, `--json` read as `--format json`.
+    pub fn format(&self) -> TextOrJson {
+        if self.json {
+            TextOrJson::Json
+        } else {
+            self.format
+        }
+    }
+}
+
+/// A share written as `0.02` or `2%`: above 0, below 1.
+pub fn parse_share(s: &str) -> Result<f64, String> {
+    let (num, scale) = match s.strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (s, 1.0),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v / scale < 1.0 => Ok(v / scale),
+        _ => Err(format!(
+            "`{s}` is not a share between 0 and 1: write 0.02 or 2%"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_parse_as_fractions_or_percentages() {
+        assert_eq!(parse_share("0.02"), Ok(0.02));
+        assert_eq!(parse_share("2%"), Ok(0.02));
+        assert!(parse_share("0").is_err());
+        assert!(parse_share("150%").is_err());
+        assert!(parse_share("fast").is_err());
+    }
+
+    #[test]
+    fn json_is_format_json_under_either_spelling() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            output: TextOrJsonArgs,
+        }
+        let format = |argv: &[&str]| Cli::try_parse_from(argv).map(|c| c.output.format());
+        assert_eq!(format(&["x"]).unwrap(), TextOrJson::Text);
+        assert_eq!(format(&["x", "--json"]).unwrap(), TextOrJson::Json);
+        assert_eq!(
+            format(&["x", "--format", "json"]).unwrap(),
+            TextOrJson::Json
+        );
+        assert!(format(&["x", "--json", "--format", "text"]).is_err());
+    }
+
+    #[test]
+    fn the_statistics_defaults_are_the_resamplings() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            stats: StatsArgs,
+        }
+        let stats = Cli::parse_from(["x"]).stats;
+        let d = Resampling::default();
+        let r = stats.resampling();
+        assert_eq!(
+            (r.resamples, r.seed, r.level),
+            (d.resamples, d.seed, d.level)
+        );
+        assert_eq!(
+            stats.noise_threshold,
+            phases::compare::DEFAULT_NOISE_THRESHOLD
+        );
+    }
+}
