@@ -2,7 +2,8 @@
 //! `README.md`, `CONTRIBUTING.md`, `ARCHITECTURE.md` and `docs/*.md`
 //! resolves (the file exists; an anchor is a heading's or an `id`'s), and
 //! no sample output in them carries one machine's absolute paths (a home
-//! folder, the temporary folder, the workspace's own place).
+//! folder, the temporary folder, the workspace's own place), and every
+//! code path in ARCHITECTURE.md's Names table names an item in the source.
 
 use std::path::{Path, PathBuf};
 
