@@ -2,7 +2,8 @@
 //! `README.md`, `CONTRIBUTING.md`, `ARCHITECTURE.md` and `docs/*.md`
 //! resolves (the file exists; an anchor is a heading's or an `id`'s), and
 //! no sample output in them carries one machine's absolute paths (a home
-//! folder, the temporary folder, the workspace's own place).
+//! folder, the temporary folder, the workspace's own place), and every
+//! code path in ARCHITECTURE.md's Names table names an item in the source.
 
 use std::path::{Path, PathBuf};
 
@@ -193,4 +194,129 @@ fn the_guide_lists_every_command_and_the_readme_stays_short() {
 
 fn rel(p: &Path) -> String {
     p.strip_prefix(root()).unwrap_or(p).display().to_string()
+}
+
+/// The rows of ARCHITECTURE.md's `## Names` table.
+fn names_table(architecture: &str) -> String {
+    architecture
+        .split("\n## Names\n")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a `## Names` section")
+        .split("\n## ")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The path-like code names (`a::b::C`, `answers::{check, diff}` spread
+/// into one path each) in backticks in `text`.
+fn code_paths(text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for (i, quoted) in text.split('`').enumerate() {
+        if i % 2 == 0
+            || !quoted.contains("::")
+            || quoted.contains(['/', ' ', '(']) && !quoted.contains('{')
+        {
+            continue;
+        }
+        let (head, tails) = match quoted.split_once("::{") {
+            Some((head, rest)) => (
+                head,
+                rest.trim_end_matches('}')
+                    .split(',')
+                    .map(str::trim)
+                    .collect(),
+            ),
+            None => ("", vec![quoted]),
+        };
+        for tail in tails {
+            let path = if head.is_empty() {
+                tail.to_owned()
+            } else {
+                format!("{head}::{tail}")
+            };
+            out.push(path.split("::").map(str::to_owned).collect());
+        }
+    }
+    out
+}
+
+/// Whether some `.rs` file under `dir` declares an item called `name`
+/// (`struct`, `enum`, `fn`, `trait`, `type`, `mod`, `const`, `static`).
+fn declares(dir: &Path, name: &str) -> bool {
+    const KINDS: &[&str] = &[
+        "struct", "enum", "fn", "trait", "type", "mod", "const", "static",
+    ];
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.map(|e| e.unwrap().path()).any(|p| {
+        if p.is_dir() {
+            return declares(&p, name);
+        }
+        if p.extension().is_none_or(|x| x != "rs") {
+            return false;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        KINDS.iter().any(|kind| {
+            let decl = format!("{kind} {name}");
+            text.match_indices(&decl).any(|(i, _)| {
+                let before = text[..i].chars().next_back();
+                let after = text[i + decl.len()..].chars().next();
+                before.is_none_or(|c| !c.is_alphanumeric() && c != '_')
+                    && after.is_none_or(|c| !c.is_alphanumeric() && c != '_')
+            })
+        })
+    })
+}
+
+/// The code paths in `table` that do not resolve: a path whose first
+/// segment is a workspace crate must have each later segment declared in
+/// that crate's `src/`; any other (`Timeline::stage_at`) in some crate's.
+fn unresolved(table: &str) -> Vec<String> {
+    let crates = root().join("crates");
+    let mut missing = Vec::new();
+    for path in code_paths(table) {
+        let krate = crates.join(path[0].replace('_', "-")).join("src");
+        let (dir, names) = if krate.is_dir() {
+            (krate, &path[1..])
+        } else {
+            (crates.clone(), &path[..])
+        };
+        if let Some(n) = names.iter().find(|n| !declares(&dir, n)) {
+            missing.push(format!("`{}` (no `{n}` in {})", path.join("::"), rel(&dir)));
+        }
+    }
+    missing
+}
+
+#[test]
+fn every_code_name_in_the_architecture_names_table_exists() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let table = names_table(&text);
+    assert!(code_paths(&table).len() > 30, "names were read:\n{table}");
+    let missing = unresolved(&table);
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's Names table names code that does not exist:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn a_made_up_name_in_the_names_table_is_caught() {
+    let table = "| `phases::stats::Resampling` | real | `phases::stats` |\n\
+                 | `phases::stats::Bootstrap` | gone | `answers::{check, nosuch}` |\n\
+                 | `Timeline::moment_of` | gone | `timeline` |";
+    assert_eq!(
+        unresolved(table),
+        [
+            "`phases::stats::Bootstrap` (no `Bootstrap` in crates/phases/src)",
+            "`answers::nosuch` (no `nosuch` in crates/answers/src)",
+            "`Timeline::moment_of` (no `moment_of` in crates)",
+        ]
+    );
 }

@@ -51,8 +51,9 @@
 //! the exit codes of the other commands (the `coldstart` crate); the
 //! check's data model (`answers::check`); parsing importtime and judging
 //! imports (`importguard`); statistics (`phases`); rendering (`report`);
-//! one process's mechanics (`spawn`). Nothing here prints to stdout; a few
-//! progress lines go to stderr.
+//! one process's mechanics (`spawn`). Nothing here prints: progress is
+//! announced to the caller's [`trials::Progress`], which the command line
+//! renders.
 
 #![warn(missing_docs)]
 

@@ -68,7 +68,10 @@ fn imports_text(i: &ImportDiff, root: &Path, out: &mut String) {
     }
     let counts = |v: &[PackageCount]| {
         v.iter()
-            .map(|p| format!("{} ({} modules)", p.package, p.modules))
+            .map(|p| {
+                let s = crate::plural(p.modules, "s");
+                format!("{} ({} module{s})", p.package, p.modules)
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -460,6 +463,37 @@ mod tests {
             },
             targets: vec![t],
         }
+    }
+
+    #[test]
+    fn package_counts_say_module_for_one_and_modules_for_more() {
+        let imports = ImportDiff {
+            added_packages: vec![
+                PackageCount {
+                    package: "torch".into(),
+                    modules: 1,
+                },
+                PackageCount {
+                    package: "numpy".into(),
+                    modules: 2,
+                },
+            ],
+            removed_packages: vec![PackageCount {
+                package: "six".into(),
+                modules: 1,
+            }],
+            ..ImportDiff::default()
+        };
+        let r = report(target(None, Some(imports)));
+        let out = text(&r, Path::new("/p"), false);
+        assert!(
+            out.contains("third-party added: torch (1 module), numpy (2 modules)\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("third-party removed: six (1 module)\n"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -14,6 +14,12 @@ pub mod importtime;
 pub mod lazy;
 pub mod profile;
 
+/// `suffix` when `n` is not one: `process` and `processes`, `module` and
+/// `modules`.
+pub(crate) fn plural(n: usize, suffix: &'static str) -> &'static str {
+    if n == 1 { "" } else { suffix }
+}
+
 /// `s` with every control character (a NUL a profiler read from a target, an
 /// escape sequence in a module name) replaced by U+FFFD, so that no SVG, text
 /// report or annotation carries one. Line breaks are kept only where the

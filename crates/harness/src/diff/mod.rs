@@ -350,6 +350,23 @@ fn time_diff(run: &BenchRun) -> TimeDiff {
     }
 }
 
+/// The warning of an inconclusive CPU comparison: what the run could have
+/// detected, and what it does to the exit code. The warning is written
+/// once for every output, `--strict` or not, so it states the rule for
+/// both: only `--strict` fails a diff on an inconclusive comparison.
+fn inconclusive_warning(c: &phases::compare::Comparison) -> String {
+    format!(
+        "inconclusive: {}; it fails the diff only under --strict",
+        c.detectable().map_or_else(
+            || "the run could not bound the change".to_owned(),
+            |d| format!(
+                "this run could have detected a change of {} or more",
+                report::bench::fmt_pct(d)
+            )
+        )
+    )
+}
+
 /// The warnings of a time comparison: CPU and wall time disagree, the
 /// verdict is inconclusive, the rounds were interrupted.
 fn time_warnings(time: &TimeDiff, interrupted: bool) -> Vec<String> {
@@ -362,19 +379,50 @@ fn time_warnings(time: &TimeDiff, interrupted: bool) -> Vec<String> {
         .as_ref()
         .filter(|c| c.verdict == phases::compare::Verdict::Inconclusive)
     {
-        warnings.push(format!(
-            "inconclusive: {}; this exits 0 (--strict fails it)",
-            c.detectable().map_or_else(
-                || "the run could not bound the change".to_owned(),
-                |d| format!(
-                    "this run could have detected a change of {} or more",
-                    report::bench::fmt_pct(d)
-                )
-            )
-        ));
+        warnings.push(inconclusive_warning(c));
     }
     if interrupted {
         warnings.push("interrupted: the comparison covers the rounds run so far".to_owned());
     }
     warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use phases::compare::{Comparison, Method, Verdict};
+    use phases::stats::Interval;
+
+    use super::inconclusive_warning;
+
+    /// An inconclusive CPU comparison of 20 paired rounds, its interval
+    /// straddling the 2% band.
+    fn inconclusive() -> Comparison {
+        Comparison {
+            ratio: 1.01,
+            ci: Interval {
+                lo: 0.97,
+                hi: 1.05,
+                level: 0.95,
+            },
+            verdict: Verdict::Inconclusive,
+            threshold: 0.02,
+            paired: true,
+            n_a: 20,
+            n_b: 20,
+            method: Method::default(),
+            unsettled: None,
+        }
+    }
+
+    #[test]
+    fn the_inconclusive_warning_is_true_with_and_without_strict() {
+        let w = inconclusive_warning(&inconclusive());
+        // The same line is printed under --strict, which exits 1 on it.
+        assert!(!w.contains("exits 0"), "{w}");
+        assert!(w.ends_with("it fails the diff only under --strict"), "{w}");
+        assert!(
+            w.starts_with("inconclusive: this run could have detected a change of "),
+            "{w}"
+        );
+    }
 }

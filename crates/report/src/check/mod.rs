@@ -15,6 +15,8 @@ use answers::check::{
     CheckCost, RECORDER_BUDGET, Status, TargetReport, budget_verdict, cost_floor, recorder_cost,
 };
 use importguard::importtime::ImportLog;
+
+use crate::plural;
 use importguard::verdict::{MergedViolation, Violation};
 
 // The unit tests below build reports and hold the renderers to the model's rules.
@@ -65,11 +67,6 @@ pub fn render(r: &TargetReport, cwd: &Path, out: &mut String) {
     slowest(r, out);
     import_tree(r, out);
     let _ = writeln!(out);
-}
-
-/// `suffix` when `n` is not one: `process` and `processes`.
-fn plural(n: usize, suffix: &'static str) -> &'static str {
-    if n == 1 { "" } else { suffix }
 }
 
 /// The verdict line and the forbidden modules.
