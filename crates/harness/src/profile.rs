@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use pystacks::{CollapsedStack, FrameTotal, ImportShare, Sampler, SamplerOptions};
 
 use crate::error::{Error, Result, invalid};
-use crate::lifecycle::{Hooks, Lifecycle, Started, Stop};
+use crate::lifecycle::{Hooks, Lifecycle, Started, Halt};
 use crate::target::Target;
 
 /// How to profile.
@@ -152,17 +152,17 @@ struct Sampling {
 }
 
 impl Hooks for Sampling {
-    fn spawned(&mut self, pid: u32) -> std::result::Result<(), Stop> {
+    fn spawned(&mut self, pid: u32) -> std::result::Result<(), Halt> {
         let options = SamplerOptions {
             rate_hz: self.rate,
             ..SamplerOptions::default()
         };
-        let sampler = Sampler::start(pid, options).map_err(|e| Stop::Refused(e.to_string()))?;
+        let sampler = Sampler::start(pid, options).map_err(|e| Halt::Refused(e.to_string()))?;
         self.sampler = Some(sampler);
         Ok(())
     }
 
-    fn ready(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Stop> {
+    fn ready(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Halt> {
         self.ready_ns = w.ready.read_at_ns;
         if self.until_ready
             && let Some(s) = &self.sampler

@@ -26,7 +26,7 @@ use timeline::Variant;
 
 use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;
-use crate::lifecycle::{Hooks, Lifecycle, Started, Stop};
+use crate::lifecycle::{Hooks, Lifecycle, Started, Halt};
 use crate::target::{Origin, Target};
 
 /// What runs after the timed trials: a serve phase (`requests`, or `rate`
@@ -570,12 +570,12 @@ struct Serving<'a> {
 }
 
 impl Hooks for Serving<'_> {
-    fn before_shutdown(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Stop> {
+    fn before_shutdown(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Halt> {
         let stop = self.stop;
         let mut served = serve(&mut w.worker, self.variant, self.plan, &|| stop.is_set());
         let error = served.error.take();
         self.served = Some(served);
-        error.map_or(Ok(()), |e| Err(Stop::Ended(e)))
+        error.map_or(Ok(()), |e| Err(Halt::Ended(e)))
     }
 }
 
