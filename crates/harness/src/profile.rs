@@ -36,9 +36,10 @@ pub struct ProfileOptions {
     pub top: usize,
 }
 
-/// A finished profile, its files written.
+/// A finished `profile` run, its files written (`pystacks::Profile` is
+/// what a sampler read).
 #[derive(Debug)]
-pub struct Profile {
+pub struct FinishedProfile {
     /// Spawn to ready, ms.
     pub ready_ms: f64,
     /// Health round trips made.
@@ -73,7 +74,7 @@ pub const NATIVE_UNAVAILABLE: &str = "native (C) frames are not read by `profile
 
 /// Profiles `target`'s start-up (and, unless `until_ready`, its health and
 /// shutdown).
-pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<Profile> {
+pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<FinishedProfile> {
     if opts.rate == 0 {
         invalid!("--rate must be at least 1 sample per second");
     }
@@ -120,7 +121,7 @@ pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<Profile> {
     write_with(&speedscope, |w| {
         report::profile::speedscope(&stacks, &title, w)
     })?;
-    Ok(Profile {
+    Ok(FinishedProfile {
         ready_ms,
         health: lifecycle.health,
         exit,
