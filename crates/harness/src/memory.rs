@@ -19,7 +19,7 @@ use timeline::Variant;
 
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::lifecycle::{Cause, Hooks, Lifecycle, Started, Halt};
+use crate::lifecycle::{Cause, Halt, Hooks, Lifecycle, Started};
 use crate::serve::{Plan, clip, serve, short_error};
 use crate::side::Side;
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use pystacks::{CollapsedStack, FrameTotal, ImportShare, Sampler, SamplerOptions};
 
 use crate::error::{Error, Result, invalid};
-use crate::lifecycle::{Hooks, Lifecycle, Started, Halt};
+use crate::lifecycle::{Halt, Hooks, Lifecycle, Started};
 use crate::target::Target;
 
 /// How to profile.

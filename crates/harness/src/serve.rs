@@ -26,7 +26,7 @@ use timeline::Variant;
 
 use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;
-use crate::lifecycle::{Hooks, Lifecycle, Started, Halt};
+use crate::lifecycle::{Halt, Hooks, Lifecycle, Started};
 use crate::target::{Origin, Target};
 
 /// What runs after the timed trials: a serve phase (`requests`, or `rate`

@@ -100,7 +100,9 @@ impl OfferedLoad {
     pub fn offset_ns(&self, index: usize) -> Option<u64> {
         match *self {
             OfferedLoad::Closed { .. } => None,
-            OfferedLoad::Open { rate_per_s, .. } => Some((index as f64 * 1e9 / rate_per_s).round() as u64),
+            OfferedLoad::Open { rate_per_s, .. } => {
+                Some((index as f64 * 1e9 / rate_per_s).round() as u64)
+            }
         }
     }
 

@@ -24,7 +24,7 @@ use suggest::VerifyOutcome;
 
 use super::CheckOptions;
 use crate::error::Result;
-use crate::lifecycle::{Hooks, Lifecycle, Started, Halt};
+use crate::lifecycle::{Halt, Hooks, Lifecycle, Started};
 use crate::target::Target;
 
 /// How long the user's own command may run before it is killed: a bound on

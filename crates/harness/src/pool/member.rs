@@ -9,7 +9,7 @@ use std::sync::mpsc::{Receiver, Sender};
 
 use phases::serve::RequestOutcome;
 
-use crate::lifecycle::{Hooks, Lifecycle, Started, Halt};
+use crate::lifecycle::{Halt, Hooks, Lifecycle, Started};
 use crate::serve::{self, Plan};
 
 /// What a member tells the dispatcher.

@@ -264,7 +264,13 @@ fn an_interrupt_while_the_pool_starts_stops_it_and_says_so() {
         workers: 2,
         ..PoolOptions::default()
     };
-    let run = run(dir.path(), "slow:0:1", OfferedLoad::open(50.0, 2.0), &opts, &stop);
+    let run = run(
+        dir.path(),
+        "slow:0:1",
+        OfferedLoad::open(50.0, 2.0),
+        &opts,
+        &stop,
+    );
     let e = run.unwrap_err().to_string();
     assert!(
         e.contains("interrupted while the pool's workers started"),
