@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 pub use pystacks::{
     CollapsedStack, Dump, FrameTotal, NATIVE, NATIVE_UNAVAILABLE, NativeStacks, ParentWait,
     ProcessDump, ProcessLabel, Profile, ProvenWait, PythonStacks, SampleWindow, SampledProcess,
-    SampledTime, Sampler, StopReason, ThreadStack, top_frames,
+    SampledTime, Sampler, SamplingEnd, ThreadStack, top_frames,
 };
 
 use crate::error::{Error, Result, invalid};
@@ -359,8 +359,8 @@ impl StackRecorder {
         let profile = self.sampler.stop();
         let ended = match profile.stop_reason {
             _ if interrupt.is_set() => Ended::Interrupted,
-            StopReason::Deadline => Ended::Duration,
-            StopReason::Exited => Ended::Exited,
+            SamplingEnd::Deadline => Ended::Duration,
+            SamplingEnd::Exited => Ended::Exited,
             _ => Ended::Interrupted,
         };
         let stacks = profile.collapsed();
