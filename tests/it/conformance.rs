@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use serde_json::{Value, json};
 use timeline::monotonic_ns;
 use worker_proto::{
-    Frame, FrameReader, HealthStatus, Inbound, Message, Ready, Reply, Request, encode,
+    FrameReader, HealthStatus, Inbound, Message, Ready, Reply, Request, TimedLine, encode,
 };
 
 use crate::support;
@@ -73,7 +73,7 @@ impl Worker {
 
     /// The next stdout line, which must be a protocol message.
     #[track_caller]
-    fn recv_frame(&mut self) -> (Message, Frame) {
+    fn recv_frame(&mut self) -> (Message, TimedLine) {
         let frame = self
             .stdout
             .next_frame()

@@ -4,7 +4,8 @@
 //! root as the project and the reference worker as the built-in default; plus the workspace-only tasks: `test`
 //! (provision, lint, the whole suite), `bench-parser`, `probe-check` and
 //! `check-cost` (the tool measured against itself), `dist` (the wheel) and
-//! `modcycles` (no module cycle inside a crate). Everything else
+//! `modcycles` (no module cycle inside a crate), `dupnames` (no public
+//! type name twice in a crate). Everything else
 //! lives in the library crates (`coldstart` for the CLI, `harness` for
 //! orchestration). Keep its dependency list short: it is built on every
 //! call.
@@ -46,6 +47,8 @@ enum Task {
     Dist(tasks::dist::Args),
     /// Find module cycles inside the workspace's crates (exit 1 on one).
     Modcycles(tasks::modcycles::Args),
+    /// Find public type names declared twice in one crate (exit 1 on one).
+    Dupnames(tasks::dupnames::Args),
     /// Provision the test environment, then run fmt, clippy and the whole test suite.
     Test(tasks::test::Args),
 }
@@ -61,6 +64,7 @@ fn main() -> ExitCode {
         Task::CheckCost(args) => tasks::self_check::check_cost(args),
         Task::Dist(args) => tasks::dist::run(args),
         Task::Modcycles(args) => tasks::modcycles::run(args),
+        Task::Dupnames(args) => tasks::dupnames::run(args),
         Task::Test(args) => tasks::test::run(args),
     })
 }

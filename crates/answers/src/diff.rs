@@ -30,7 +30,7 @@
 
 use std::path::PathBuf;
 
-use importguard::recorder::Frame;
+use importguard::recorder::CallSite;
 use phases::compare::{Comparison, Verdict};
 use phases::stats::SignedRank;
 use phases::summary::RunSummary;
@@ -189,7 +189,7 @@ pub struct PackageTime {
     /// signed-rank interval), paired by round.
     pub change: Option<SignedRank>,
     /// For a package new at B: the first-party line that imports it.
-    pub imported_at: Option<Frame>,
+    pub imported_at: Option<CallSite>,
     /// ... and the chain from the worker to it.
     pub chain: Vec<String>,
 }
@@ -200,7 +200,7 @@ pub struct ModuleLine {
     /// The module.
     pub module: String,
     /// The line that imports it, when the recorder saw it.
-    pub imported_at: Option<Frame>,
+    pub imported_at: Option<CallSite>,
 }
 
 /// A forbidden module that appeared or vanished, with the check's chain.
@@ -211,7 +211,7 @@ pub struct ForbiddenChange {
     /// The chain from the worker to it.
     pub chain: Vec<String>,
     /// The first-party line that started the chain.
-    pub origin: Option<Frame>,
+    pub origin: Option<CallSite>,
     /// Its cumulative import time, µs.
     pub cumulative_us: Option<i64>,
 }
@@ -373,7 +373,7 @@ impl TargetDiff {
     /// Where a slowdown is annotated, and what is there: the line that
     /// imports the costliest new package, else the line that imports the
     /// first new first-party module.
-    pub fn culprit(&self) -> Option<(&Frame, String)> {
+    pub fn culprit(&self) -> Option<(&CallSite, String)> {
         if let Some(p) = self.costliest_new() {
             return p.imported_at.as_ref().map(|f| {
                 (

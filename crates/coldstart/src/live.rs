@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use harness::OnPress;
-use harness::live::{self, Ended, Format, LiveOptions, RecordOptions};
+use harness::live::{self, Format, LiveOptions, RecordOptions, SamplingEnd};
 
 /// How to read, shared by the three commands.
 #[derive(Debug, clap::Args)]
@@ -308,9 +308,9 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
         .with_context(|| format!("could not record process {}", args.pid))?;
     let mut stdout = std::io::stdout().lock();
     let why = match rec.ended {
-        Ended::Duration => "the duration passed".to_owned(),
-        Ended::Exited => "the process exited".to_owned(),
-        Ended::Interrupted => format!("stopped by {}", crate::signals::signal_name(&interrupt)),
+        SamplingEnd::Deadline => "the duration passed".to_owned(),
+        SamplingEnd::Exited => "the process exited".to_owned(),
+        SamplingEnd::Stopped => format!("stopped by {}", crate::signals::signal_name(&interrupt)),
         _ => "stopped".to_owned(),
     };
     print_recording(&args, &options, &rec, &why, &mut stdout)?;
@@ -337,7 +337,7 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
 fn print_recording(
     args: &RecordArgs,
     options: &LiveOptions,
-    rec: &live::Recording,
+    rec: &live::StackRecording,
     why: &str,
     stdout: &mut dyn Write,
 ) -> Result<()> {

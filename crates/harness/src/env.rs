@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use phases::run::{Load, Pressure, PythonInfo, Tool};
+use phases::run::{MachineLoad, Pressure, PythonInfo, Tool};
 
 /// The embedded interpreter query, run with `-I -B` (uv style).
 const PYINFO: &str = include_str!("pyinfo.py");
@@ -59,8 +59,8 @@ pub fn kernel() -> Option<String> {
 }
 
 /// Load average and CPU pressure now.
-pub fn load() -> Load {
-    Load {
+pub fn load() -> MachineLoad {
+    MachineLoad {
         loadavg: read("/proc/loadavg").and_then(|s| parse_loadavg(&s)),
         pressure: read("/proc/pressure/cpu").and_then(|s| parse_pressure(&s)),
     }

@@ -119,7 +119,7 @@ impl Lifecycle {
                         op: "health".to_owned(),
                         index: w.worker.timeline().requests.len(),
                     };
-                    return Err(Stop::Refused(why.to_string()).end(stage, w.worker));
+                    return Err(Halt::Refused(why.to_string()).end(stage, w.worker));
                 }
             }
             if let Err(stop) = hooks.before_shutdown(&mut w) {
@@ -157,17 +157,17 @@ impl Lifecycle {
 pub trait Hooks {
     /// Right after the process started, before its ready line (a sampler
     /// attaches to `pid` here).
-    fn spawned(&mut self, _pid: u32) -> Result<(), Stop> {
+    fn spawned(&mut self, _pid: u32) -> Result<(), Halt> {
         Ok(())
     }
     /// Right after the ready line, before the health round trips (a memory
     /// reading at ready, a sampler stopped at ready).
-    fn ready(&mut self, _worker: &mut Started<'_>) -> Result<(), Stop> {
+    fn ready(&mut self, _worker: &mut Started<'_>) -> Result<(), Halt> {
         Ok(())
     }
     /// After the health round trips, before the shutdown (a serve phase,
     /// memory readings).
-    fn before_shutdown(&mut self, _worker: &mut Started<'_>) -> Result<(), Stop> {
+    fn before_shutdown(&mut self, _worker: &mut Started<'_>) -> Result<(), Halt> {
         Ok(())
     }
 }
@@ -178,9 +178,10 @@ pub struct Plain;
 
 impl Hooks for Plain {}
 
-/// Why a hook ends a lifecycle early.
+/// Why a hook ends a lifecycle early: the worker ended under it, or the
+/// hook refused to go on (`spawn::Stop` is the signal that ends a worker).
 #[derive(Debug)]
-pub enum Stop {
+pub enum Halt {
     /// The worker ended while the hook used it (its error; it is gone).
     Ended(spawn::Error),
     /// The task will not go on: the worker is killed and reaped, and the
@@ -188,13 +189,13 @@ pub enum Stop {
     Refused(String),
 }
 
-impl Stop {
+impl Halt {
     /// The failure this stop makes of the lifecycle, in `stage` (the
     /// worker's own stage when it ended): a refusal kills the worker.
     fn end(self, stage: Stage, worker: Worker) -> Failure {
         match self {
-            Stop::Ended(e) => Failure::worker(e),
-            Stop::Refused(message) => Failure {
+            Halt::Ended(e) => Failure::worker(e),
+            Halt::Refused(message) => Failure {
                 stage,
                 cause: Cause::Refused {
                     message,
@@ -242,7 +243,7 @@ impl Failure {
         }
     }
 
-    /// Whether the task refused (a hook's [`Stop::Refused`], or a health
+    /// Whether the task refused (a hook's [`Halt::Refused`], or a health
     /// reply that is not `ok`), not the worker failing by itself.
     pub fn refused(&self) -> bool {
         matches!(self.cause, Cause::Refused { .. })
@@ -385,21 +386,21 @@ mod tests {
     struct RefuseAt(&'static str);
 
     impl Hooks for RefuseAt {
-        fn spawned(&mut self, _: u32) -> Result<(), Stop> {
+        fn spawned(&mut self, _: u32) -> Result<(), Halt> {
             self.refuse("spawned")
         }
-        fn ready(&mut self, _: &mut Started<'_>) -> Result<(), Stop> {
+        fn ready(&mut self, _: &mut Started<'_>) -> Result<(), Halt> {
             self.refuse("ready")
         }
-        fn before_shutdown(&mut self, _: &mut Started<'_>) -> Result<(), Stop> {
+        fn before_shutdown(&mut self, _: &mut Started<'_>) -> Result<(), Halt> {
             self.refuse("before_shutdown")
         }
     }
 
     impl RefuseAt {
-        fn refuse(&self, step: &str) -> Result<(), Stop> {
+        fn refuse(&self, step: &str) -> Result<(), Halt> {
             if self.0 == step {
-                Err(Stop::Refused(format!("refused at {step}")))
+                Err(Halt::Refused(format!("refused at {step}")))
             } else {
                 Ok(())
             }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 pub use pystacks::{
     CollapsedStack, Dump, FrameTotal, NATIVE, NATIVE_UNAVAILABLE, NativeStacks, ParentWait,
     ProcessDump, ProcessLabel, Profile, ProvenWait, PythonStacks, SampleWindow, SampledProcess,
-    SampledTime, Sampler, StopReason, ThreadStack, top_frames,
+    SampledTime, Sampler, SamplingEnd, ThreadStack, top_frames,
 };
 
 use crate::error::{Error, Result, invalid};
@@ -292,27 +292,17 @@ pub struct RecordOptions {
     pub out: PathBuf,
 }
 
-/// Why a recording ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Ended {
-    /// The duration passed.
-    Duration,
-    /// Every sampled process exited.
-    Exited,
-    /// A signal (Ctrl-C, SIGTERM, SIGHUP) asked to stop.
-    Interrupted,
-}
-
 /// A finished recording, its file written.
 #[derive(Debug)]
-pub struct Recording {
+pub struct StackRecording {
     /// What was sampled.
     pub profile: Profile,
     /// The aggregated stacks written.
     pub stacks: Vec<CollapsedStack>,
-    /// Why it ended.
-    pub ended: Ended,
+    /// Why it ended: [`SamplingEnd::Stopped`] when a signal (Ctrl-C,
+    /// SIGTERM, SIGHUP) asked to stop, even if the duration passed or the
+    /// processes exited meanwhile.
+    pub ended: SamplingEnd,
     /// The file.
     pub out: PathBuf,
 }
@@ -347,7 +337,7 @@ impl StackRecorder {
     /// Samples until the duration ends, the processes exit, or
     /// `interrupt` is pressed, then writes what was sampled in the asked
     /// format, in every one of those cases.
-    pub fn finish(mut self, interrupt: &Interrupt) -> Result<Recording> {
+    pub fn finish(mut self, interrupt: &Interrupt) -> Result<StackRecording> {
         // The interrupt token has no waiting call: looked at a few times a
         // second; the sampler's own deadline and exit detection do the rest.
         let poll = Duration::from_millis(50);
@@ -357,11 +347,10 @@ impl StackRecorder {
             std::thread::sleep(next.saturating_duration_since(Instant::now()));
         }
         let profile = self.sampler.stop();
-        let ended = match profile.stop_reason {
-            _ if interrupt.is_set() => Ended::Interrupted,
-            StopReason::Deadline => Ended::Duration,
-            StopReason::Exited => Ended::Exited,
-            _ => Ended::Interrupted,
+        let ended = if interrupt.is_set() {
+            SamplingEnd::Stopped
+        } else {
+            profile.stop_reason
         };
         let stacks = profile.collapsed();
         let title = format!("{} (pid {})", command_of(&profile, self.pid), self.pid);
@@ -381,7 +370,7 @@ impl StackRecorder {
             Format::Collapsed => pystacks::write_collapsed(&stacks, file),
         };
         written.map_err(|e| Error::io("write", &self.out, e))?;
-        Ok(Recording {
+        Ok(StackRecording {
             profile,
             stacks,
             ended,
@@ -391,7 +380,7 @@ impl StackRecorder {
 }
 
 /// [`StackRecorder::start`] then [`StackRecorder::finish`].
-pub fn record(pid: u32, options: &RecordOptions, interrupt: &Interrupt) -> Result<Recording> {
+pub fn record(pid: u32, options: &RecordOptions, interrupt: &Interrupt) -> Result<StackRecording> {
     StackRecorder::start(pid, options)?.finish(interrupt)
 }
 

@@ -19,7 +19,7 @@ use timeline::Variant;
 
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::lifecycle::{Cause, Hooks, Lifecycle, Started, Stop};
+use crate::lifecycle::{Cause, Halt, Hooks, Lifecycle, Started};
 use crate::serve::{Plan, clip, serve, short_error};
 use crate::side::Side;
 
@@ -178,7 +178,7 @@ impl<'a> Readings<'a> {
     /// worker is never. A resend interrupts the read; the bootstrap answers
     /// each number once, so a resend never takes a second reading (nor
     /// resets the peak twice).
-    fn snapshot(&mut self, pid: u32, at: Stage) -> std::result::Result<Option<Value>, Stop> {
+    fn snapshot(&mut self, pid: u32, at: Stage) -> std::result::Result<Option<Value>, Halt> {
         self.seq += 1;
         let sig = if at == Stage::Ready {
             Signal::USR1 // with the allocation sites
@@ -190,7 +190,7 @@ impl<'a> Readings<'a> {
         std::fs::write(&tmp, self.seq.to_string())
             .and_then(|()| std::fs::rename(&tmp, &want))
             .map_err(|e| {
-                Stop::Refused(format!(
+                Halt::Refused(format!(
                     "could not ask the worker for its {} memory reading: {}: {e}",
                     at.brief(),
                     want.display()
@@ -203,7 +203,7 @@ impl<'a> Readings<'a> {
             // line and is still held by its handle), so its pid is its own.
             let sent = Pid::from_raw(pid as i32).map(|p| kill_process(p, sig));
             if !matches!(sent, Some(Ok(()))) {
-                return Err(Stop::Refused(format!(
+                return Err(Halt::Refused(format!(
                     "could not signal the worker for its {} memory reading: {}",
                     at.brief(),
                     sent.and_then(std::result::Result::err)
@@ -223,19 +223,19 @@ impl<'a> Readings<'a> {
 }
 
 impl Hooks for Readings<'_> {
-    fn ready(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Stop> {
+    fn ready(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Halt> {
         let start = read_records(self.record)
             .into_iter()
             .find(|r| r.get("type").and_then(Value::as_str) == Some("start"));
         let Some(start) = start else {
-            return Err(Stop::Refused(format!(
+            return Err(Halt::Refused(format!(
                 "the memory bootstrap did not run in the worker (started with -S, -I or -E, or PYTHONPATH replaced?), so there is no memory view; worker stderr: {}",
                 clip(w.worker.stderr_tail().trim())
             )));
         };
         let version = start.get("version").and_then(Value::as_u64).unwrap_or(0) as u32;
         if let Err(e) = check_format(version) {
-            return Err(Stop::Refused(format!(
+            return Err(Halt::Refused(format!(
                 "the memory bootstrap's records are not the harness's format: {e}"
             )));
         }
@@ -243,7 +243,7 @@ impl Hooks for Readings<'_> {
         // from a file: the bootstrap must be running in that very process.
         let pid = w.worker.pid();
         if start.get("pid").and_then(Value::as_u64) != Some(u64::from(pid)) {
-            return Err(Stop::Refused(format!(
+            return Err(Halt::Refused(format!(
                 "the memory bootstrap runs in pid {}, not in the worker that was started (pid {pid}): the command starts Python in a child process (a launcher or wrapper), so it cannot be signalled for readings; run the interpreter directly; worker stderr: {}",
                 start
                     .get("pid")
@@ -270,7 +270,7 @@ impl Hooks for Readings<'_> {
         Ok(())
     }
 
-    fn before_shutdown(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Stop> {
+    fn before_shutdown(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Halt> {
         let Some(plan) = self.plan else {
             return Ok(());
         };
@@ -278,7 +278,7 @@ impl Hooks for Readings<'_> {
         let served = serve(&mut w.worker, self.variant, plan, &|| stop.is_set());
         if let Some(e) = served.error {
             self.serve_ended = true;
-            return Err(Stop::Ended(e));
+            return Err(Halt::Ended(e));
         }
         match self.snapshot(w.worker.pid(), Stage::AfterServe)? {
             Some(rec) => self.points.push(point(Stage::AfterServe, &rec)),

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use pystacks::{CollapsedStack, FrameTotal, ImportShare, Sampler, SamplerOptions};
 
 use crate::error::{Error, Result, invalid};
-use crate::lifecycle::{Hooks, Lifecycle, Started, Stop};
+use crate::lifecycle::{Halt, Hooks, Lifecycle, Started};
 use crate::target::Target;
 
 /// How to profile.
@@ -36,9 +36,10 @@ pub struct ProfileOptions {
     pub top: usize,
 }
 
-/// A finished profile, its files written.
+/// A finished `profile` run, its files written (`pystacks::Profile` is
+/// what a sampler read).
 #[derive(Debug)]
-pub struct Profile {
+pub struct FinishedProfile {
     /// Spawn to ready, ms.
     pub ready_ms: f64,
     /// Health round trips made.
@@ -73,7 +74,7 @@ pub const NATIVE_UNAVAILABLE: &str = "native (C) frames are not read by `profile
 
 /// Profiles `target`'s start-up (and, unless `until_ready`, its health and
 /// shutdown).
-pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<Profile> {
+pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<FinishedProfile> {
     if opts.rate == 0 {
         invalid!("--rate must be at least 1 sample per second");
     }
@@ -120,7 +121,7 @@ pub fn profile(target: &Target, opts: &ProfileOptions) -> Result<Profile> {
     write_with(&speedscope, |w| {
         report::profile::speedscope(&stacks, &title, w)
     })?;
-    Ok(Profile {
+    Ok(FinishedProfile {
         ready_ms,
         health: lifecycle.health,
         exit,
@@ -152,17 +153,17 @@ struct Sampling {
 }
 
 impl Hooks for Sampling {
-    fn spawned(&mut self, pid: u32) -> std::result::Result<(), Stop> {
+    fn spawned(&mut self, pid: u32) -> std::result::Result<(), Halt> {
         let options = SamplerOptions {
             rate_hz: self.rate,
             ..SamplerOptions::default()
         };
-        let sampler = Sampler::start(pid, options).map_err(|e| Stop::Refused(e.to_string()))?;
+        let sampler = Sampler::start(pid, options).map_err(|e| Halt::Refused(e.to_string()))?;
         self.sampler = Some(sampler);
         Ok(())
     }
 
-    fn ready(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Stop> {
+    fn ready(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Halt> {
         self.ready_ns = w.ready.read_at_ns;
         if self.until_ready
             && let Some(s) = &self.sampler

@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use phases::jsonl;
-use phases::serve::{Load, RequestOutcome, RequestRecord, ServeStats};
+use phases::serve::{OfferedLoad, RequestOutcome, RequestRecord, ServeStats};
 use phases::stats::Resampling;
 use serde_json::{Map, Value};
 use spawn::worker_proto::{Reply, Request};
@@ -26,7 +26,7 @@ use timeline::Variant;
 
 use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;
-use crate::lifecycle::{Hooks, Lifecycle, Started, Stop};
+use crate::lifecycle::{Halt, Hooks, Lifecycle, Started};
 use crate::target::{Origin, Target};
 
 /// What runs after the timed trials: a serve phase (`requests`, or `rate`
@@ -56,7 +56,7 @@ pub struct ServeOptions {
 
 impl ServeOptions {
     /// The load asked for; `None` without --requests or --rate.
-    pub fn load(&self) -> Result<Option<Load>> {
+    pub fn load(&self) -> Result<Option<OfferedLoad>> {
         match (self.in_flight, self.rate, self.requests) {
             (Some(0), ..) => invalid!("--in-flight must be at least 1"),
             (Some(_), Some(_), _) => invalid!(
@@ -68,7 +68,7 @@ impl ServeOptions {
         match (self.rate, self.requests) {
             (None, None) => Ok(None),
             (None, Some(0)) | (Some(_), Some(0)) => invalid!("--requests must be at least 1"),
-            (None, Some(n)) => Ok(Some(Load::Closed {
+            (None, Some(n)) => Ok(Some(OfferedLoad::Closed {
                 requests: n,
                 in_flight: self.in_flight.unwrap_or(1),
             })),
@@ -84,8 +84,8 @@ impl ServeOptions {
                     }
                     (None, None) => 10.0,
                 };
-                let mut load = Load::open(r, duration);
-                if let (Some(n), Load::Open { requests, .. }) = (n, &mut load) {
+                let mut load = OfferedLoad::open(r, duration);
+                if let (Some(n), OfferedLoad::Open { requests, .. }) = (n, &mut load) {
                     *requests = n;
                 }
                 Ok(Some(load))
@@ -123,13 +123,13 @@ pub struct PoolOptions {
 impl PoolOptions {
     /// Refuses a pool that cannot run under `load` (the serve options'
     /// load): every error says what to change.
-    pub fn check(&self, load: Option<Load>) -> Result<()> {
+    pub fn check(&self, load: Option<OfferedLoad>) -> Result<()> {
         if self.workers == 0 {
             invalid!("--pool must be at least 1 worker");
         }
         let duration = match load {
-            Some(Load::Open { duration_s, .. }) => duration_s,
-            Some(Load::Closed { .. }) => invalid!(
+            Some(OfferedLoad::Open { duration_s, .. }) => duration_s,
+            Some(OfferedLoad::Closed { .. }) => invalid!(
                 "--pool serves an open loop: add --rate R (with --duration S or --requests N); a closed loop waits on the replies it would measure"
             ),
             None => invalid!("--pool needs a load: add --rate R and --duration S"),
@@ -185,7 +185,7 @@ impl PoolOptions {
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// Closed or open loop, and how many requests.
-    pub load: Load,
+    pub load: OfferedLoad,
     /// The request's op.
     pub op: String,
     /// The request's fields besides `op` (no `id`).
@@ -200,7 +200,7 @@ pub struct Plan {
 
 impl Plan {
     /// The request from --request, else the target's, else a default.
-    pub fn new(load: Load, request: Option<&str>, target: &Target) -> Result<Plan> {
+    pub fn new(load: OfferedLoad, request: Option<&str>, target: &Target) -> Result<Plan> {
         let reference = target.origin == Origin::BuiltinDefault;
         let mut object = match (request, &target.request) {
             (Some(text), _) => match serde_json::from_str::<Value>(text) {
@@ -384,7 +384,7 @@ pub fn serve(
     let mut records: Vec<RequestRecord> = Vec::with_capacity(n);
     let mut pending: VecDeque<usize> = VecDeque::new();
     let start = spawn::monotonic_ns();
-    if let Load::Open { .. } = plan.load {
+    if let OfferedLoad::Open { .. } = plan.load {
         for i in 0..n {
             let offset = plan.load.offset_ns(i).unwrap_or(0);
             records.push(RequestRecord::scheduled(variant, i, start + offset));
@@ -395,13 +395,13 @@ pub fn serve(
     loop {
         if !stopped && stop() {
             stopped = true;
-            if let Load::Open { .. } = plan.load {
+            if let OfferedLoad::Open { .. } = plan.load {
                 records.truncate(next);
             }
         }
         match plan.load {
-            Load::Closed { .. } if stopped => {}
-            Load::Closed { in_flight, .. } => {
+            OfferedLoad::Closed { .. } if stopped => {}
+            OfferedLoad::Closed { in_flight, .. } => {
                 if next == n && pending.is_empty() {
                     break;
                 }
@@ -414,7 +414,7 @@ pub fn serve(
                     ));
                 }
             }
-            Load::Open { .. } => {
+            OfferedLoad::Open { .. } => {
                 let now = spawn::monotonic_ns();
                 if next < records.len() && pending.is_empty() && records[next].scheduled_at_ns > now
                 {
@@ -570,12 +570,12 @@ struct Serving<'a> {
 }
 
 impl Hooks for Serving<'_> {
-    fn before_shutdown(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Stop> {
+    fn before_shutdown(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Halt> {
         let stop = self.stop;
         let mut served = serve(&mut w.worker, self.variant, self.plan, &|| stop.is_set());
         let error = served.error.take();
         self.served = Some(served);
-        error.map_or(Ok(()), |e| Err(Stop::Ended(e)))
+        error.map_or(Ok(()), |e| Err(Halt::Ended(e)))
     }
 }
 
@@ -624,7 +624,7 @@ mod tests {
         };
         assert_eq!(
             k(Some(8), None, 3).load().unwrap(),
-            Some(Load::Closed {
+            Some(OfferedLoad::Closed {
                 requests: 8,
                 in_flight: 3
             })
@@ -644,22 +644,22 @@ mod tests {
         assert_eq!(args(None, None, None).load().unwrap(), None);
         assert_eq!(
             args(Some(5), None, None).load().unwrap(),
-            Some(Load::Closed {
+            Some(OfferedLoad::Closed {
                 requests: 5,
                 in_flight: 1
             })
         );
         assert_eq!(
             args(None, Some(20.0), Some(2.0)).load().unwrap(),
-            Some(Load::open(20.0, 2.0))
+            Some(OfferedLoad::open(20.0, 2.0))
         );
         assert_eq!(
             args(Some(30), Some(10.0), None).load().unwrap(),
-            Some(Load::open(10.0, 3.0))
+            Some(OfferedLoad::open(10.0, 3.0))
         );
         assert_eq!(
             args(None, Some(3.0), None).load().unwrap(),
-            Some(Load::open(3.0, 10.0))
+            Some(OfferedLoad::open(3.0, 10.0))
         );
         assert!(args(Some(0), None, None).load().is_err());
         assert!(args(None, Some(0.0), None).load().is_err());
@@ -669,7 +669,7 @@ mod tests {
     #[test]
     fn the_reference_worker_serves_infer_and_must_echo() {
         let plan = Plan::new(
-            Load::Closed {
+            OfferedLoad::Closed {
                 requests: 1,
                 in_flight: 1,
             },
@@ -709,7 +709,7 @@ mod tests {
     #[test]
     fn a_request_from_the_command_line() {
         let plan = Plan::new(
-            Load::Closed {
+            OfferedLoad::Closed {
                 requests: 1,
                 in_flight: 1,
             },
@@ -731,7 +731,7 @@ mod tests {
         for bad in ["[1]", "{}", r#"{"op": "shutdown"}"#, "nope"] {
             assert!(
                 Plan::new(
-                    Load::Closed {
+                    OfferedLoad::Closed {
                         requests: 1,
                         in_flight: 1
                     },

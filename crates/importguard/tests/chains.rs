@@ -146,7 +146,7 @@ fn torch_of(python: &OsString, shape: &Shape) -> (Violation, Vec<String>, Vec<Li
         .iter()
         .find(|a| a.name == "torch")
         .unwrap();
-    let rel = |f: &importguard::recorder::Frame| {
+    let rel = |f: &importguard::recorder::CallSite| {
         let p = Path::new(&f.file);
         (
             p.strip_prefix(&dir).unwrap_or(p).display().to_string(),

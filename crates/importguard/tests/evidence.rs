@@ -184,7 +184,7 @@ fn run(name: &str, args: &[&str], health: usize) -> Run {
 }
 
 #[track_caller]
-fn at(frame: Option<&importguard::recorder::Frame>, name: &str, marker: &str) {
+fn at(frame: Option<&importguard::recorder::CallSite>, name: &str, marker: &str) {
     let f = frame.unwrap_or_else(|| panic!("no line, expected {name} [{marker}]"));
     assert!(f.file.ends_with(name), "{f} is not in {name}");
     assert_eq!(f.line, line(name, marker), "{f} is not {name} [{marker}]");

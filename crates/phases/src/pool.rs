@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use timeline::Variant;
 
 use crate::ms;
-use crate::serve::{LatencyStats, Load, RequestOutcome, RequestRecord, latency_stats};
+use crate::serve::{LatencyStats, OfferedLoad, RequestOutcome, RequestRecord, latency_stats};
 use crate::stats::{self, Resampling, StatsError};
 
 /// Where a request's scheduled arrival falls against the cold start.
@@ -237,7 +237,7 @@ pub struct PoolSetup {
     /// Workers in the pool before the cold start.
     pub workers: usize,
     /// The open loop offered to the pool.
-    pub load: Load,
+    pub load: OfferedLoad,
     /// The request as sent (without its `id`).
     pub request: serde_json::Value,
     /// When one worker is killed and replaced, seconds from the load's start.
@@ -536,7 +536,7 @@ mod tests {
         PoolSetup {
             variant: Variant::A,
             workers: 2,
-            load: Load::open(100.0, 3.0),
+            load: OfferedLoad::open(100.0, 3.0),
             request: serde_json::json!({"op": "infer"}),
             replace_at_s: Some(1.0),
             max_wait_ms: None,

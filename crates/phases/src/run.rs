@@ -37,7 +37,7 @@ pub struct Pressure {
 
 /// The machine at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Load {
+pub struct MachineLoad {
     /// 1, 5 and 15 minute load averages.
     pub loadavg: Option<[f64; 3]>,
     /// CPU pressure from `/proc/pressure/cpu`; absent where the kernel does not expose it.
@@ -121,9 +121,9 @@ pub struct Environment {
     /// The kernel release (`/proc/sys/kernel/osrelease`).
     pub kernel: Option<String>,
     /// Load and CPU pressure when the run started.
-    pub at_start: Load,
+    pub at_start: MachineLoad,
     /// Load and CPU pressure when the run ended.
-    pub at_end: Load,
+    pub at_end: MachineLoad,
     /// Every benchmarked command, A first.
     pub targets: Vec<TargetInfo>,
 }

@@ -54,7 +54,7 @@ fn is_one(n: &usize) -> bool {
 /// How requests were offered.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]
-pub enum Load {
+pub enum OfferedLoad {
     /// `requests` requests, `in_flight` at a time (one by default): each
     /// is sent when a reply frees its place.
     Closed {
@@ -77,11 +77,11 @@ pub enum Load {
     },
 }
 
-impl Load {
+impl OfferedLoad {
     /// An open loop at `rate_per_s` for `duration_s`.
-    pub fn open(rate_per_s: f64, duration_s: f64) -> Load {
+    pub fn open(rate_per_s: f64, duration_s: f64) -> OfferedLoad {
         let requests = ((rate_per_s * duration_s).floor() as usize).max(1);
-        Load::Open {
+        OfferedLoad::Open {
             rate_per_s,
             duration_s,
             requests,
@@ -91,7 +91,7 @@ impl Load {
     /// How many requests the load offers.
     pub fn requests(&self) -> usize {
         match *self {
-            Load::Closed { requests, .. } | Load::Open { requests, .. } => requests,
+            OfferedLoad::Closed { requests, .. } | OfferedLoad::Open { requests, .. } => requests,
         }
     }
 
@@ -99,23 +99,25 @@ impl Load {
     /// loop); `None` for a closed loop, where it depends on the replies.
     pub fn offset_ns(&self, index: usize) -> Option<u64> {
         match *self {
-            Load::Closed { .. } => None,
-            Load::Open { rate_per_s, .. } => Some((index as f64 * 1e9 / rate_per_s).round() as u64),
+            OfferedLoad::Closed { .. } => None,
+            OfferedLoad::Open { rate_per_s, .. } => {
+                Some((index as f64 * 1e9 / rate_per_s).round() as u64)
+            }
         }
     }
 
     /// `closed, 200 requests` or `open, 50/s for 10 s (500 requests)`.
     pub fn describe(&self) -> String {
         match *self {
-            Load::Closed {
+            OfferedLoad::Closed {
                 requests,
                 in_flight: 1,
             } => format!("closed loop, {requests} requests, one in flight"),
-            Load::Closed {
+            OfferedLoad::Closed {
                 requests,
                 in_flight,
             } => format!("closed loop, {requests} requests, {in_flight} in flight"),
-            Load::Open {
+            OfferedLoad::Open {
                 rate_per_s,
                 duration_s,
                 requests,
@@ -283,7 +285,7 @@ pub struct ServeStats {
     /// The variant (A or B) whose worker served.
     pub variant: Variant,
     /// How requests were offered: closed or open loop and how many.
-    pub load: Load,
+    pub load: OfferedLoad,
     /// The request as sent (without its per-request `id`).
     pub request: serde_json::Value,
     /// Requests scheduled (the load's request count).
@@ -441,7 +443,7 @@ impl ServeStats {
     /// index order).
     pub fn of(
         variant: Variant,
-        load: Load,
+        load: OfferedLoad,
         request: serde_json::Value,
         records: &[RequestRecord],
         ended_early: Option<String>,
@@ -478,7 +480,7 @@ impl ServeStats {
             (Some(s), Some(l)) => l.saturating_sub(s),
             _ => 0,
         };
-        if let Load::Open { duration_s, .. } = load {
+        if let OfferedLoad::Open { duration_s, .. } = load {
             window_ns = window_ns.max((duration_s * 1e9) as u64);
         }
         let window_s = window_ns as f64 / 1e9;
@@ -513,8 +515,8 @@ impl ServeStats {
                 0.0
             },
             offered_per_s: match load {
-                Load::Open { rate_per_s, .. } => Some(rate_per_s),
-                Load::Closed { .. } => None,
+                OfferedLoad::Open { rate_per_s, .. } => Some(rate_per_s),
+                OfferedLoad::Closed { .. } => None,
             },
             latency_ms: latency_stats(&latencies, boot)?,
             trend: trend(&latencies),
@@ -530,7 +532,7 @@ impl ServeStats {
     /// Warnings a reader should see next to the figures.
     pub fn warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
-        if let (Load::Open { rate_per_s, .. }, Some(t)) = (self.load, self.trend)
+        if let (OfferedLoad::Open { rate_per_s, .. }, Some(t)) = (self.load, self.trend)
             && t.growth().is_some_and(|g| g > 2.0)
             && t.last_third_median_ms - t.first_third_median_ms > 1.0
         {
@@ -639,7 +641,7 @@ mod tests {
         rs.push(never);
         let s = ServeStats::of(
             Variant::A,
-            Load::Closed {
+            OfferedLoad::Closed {
                 requests: 22,
                 in_flight: 1,
             },
@@ -668,7 +670,7 @@ mod tests {
 
     #[test]
     fn open_loop_window_is_at_least_the_offered_duration() {
-        let load = Load::open(10.0, 1.0);
+        let load = OfferedLoad::open(10.0, 1.0);
         assert_eq!(load.requests(), 10);
         assert_eq!(load.offset_ns(3), Some(300_000_000));
         let rs: Vec<_> = (0..10)
@@ -695,7 +697,7 @@ mod tests {
 
     #[test]
     fn a_growing_queue_shows_in_the_trend_and_warns() {
-        let load = Load::open(100.0, 0.3);
+        let load = OfferedLoad::open(100.0, 0.3);
         // Service of 20 ms at 10 ms intervals: request i waits 10 i ms.
         let rs: Vec<_> = (0..30u64)
             .map(|i| {
@@ -781,7 +783,7 @@ mod tests {
             "{line}"
         );
         assert_eq!(serde_json::from_str::<RequestRecord>(&line).unwrap(), r);
-        let load = serde_json::to_string(&Load::open(5.0, 2.0)).unwrap();
+        let load = serde_json::to_string(&OfferedLoad::open(5.0, 2.0)).unwrap();
         assert_eq!(
             load,
             r#"{"mode":"open","rate_per_s":5.0,"duration_s":2.0,"requests":10}"#

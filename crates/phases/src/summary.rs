@@ -490,7 +490,7 @@ pub fn compare_runs(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::run::{Load, Tool};
+    use crate::run::{MachineLoad, Tool};
     use timeline::{ExitStatus, Marks, Outcome, RoundTrip, Usage, WorkerRecord};
 
     pub(crate) fn trial(
@@ -547,11 +547,11 @@ pub(crate) mod tests {
             cpu_model: None,
             cpu_count: 2,
             kernel: None,
-            at_start: Load {
+            at_start: MachineLoad {
                 loadavg: None,
                 pressure: None,
             },
-            at_end: Load {
+            at_end: MachineLoad {
                 loadavg: None,
                 pressure: None,
             },

@@ -109,7 +109,7 @@ pub use error::{Error, PtraceDenial};
 pub use native::{NativeStacks, UNKNOWN_FRAME};
 pub use sampler::{
     Profile, Sample, SampleWindow, SampledProcess, SampledTime, Sampler, SamplerCost,
-    SamplerOptions, StopHandle, StopReason,
+    SamplerOptions, SamplingEnd, StopHandle,
 };
 pub use spy::Lines;
 pub use stack::{Frame, ThreadStack, UNREADABLE_NAME};

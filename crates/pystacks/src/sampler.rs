@@ -124,7 +124,7 @@ pub struct Sample {
 /// Why sampling ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum StopReason {
+pub enum SamplingEnd {
     /// [`Sampler::stop`] or a [`StopHandle`].
     Stopped,
     /// [`SamplerOptions::deadline`] passed.
@@ -216,7 +216,7 @@ pub struct Profile {
     /// What sampling cost.
     pub cost: SamplerCost,
     /// Why it ended.
-    pub stop_reason: StopReason,
+    pub stop_reason: SamplingEnd,
     /// The lowest rate sampling was slowed to by
     /// [`SamplerOptions::max_reading_share`], if it was.
     pub adapted_rate_hz: Option<f64>,
@@ -650,7 +650,7 @@ impl Run {
                     Some(Err(e)) => {
                         let _ = tx.send(Err(e));
                         attached = None;
-                        break 'rounds StopReason::Exited;
+                        break 'rounds SamplingEnd::Exited;
                     }
                     None => {}
                 }
@@ -677,12 +677,12 @@ impl Run {
                 }
             }
             if self.all_gone() {
-                break StopReason::Exited;
+                break SamplingEnd::Exited;
             }
             if let Some(deadline) = self.options.deadline
                 && start.elapsed() >= deadline
             {
-                break StopReason::Deadline;
+                break SamplingEnd::Deadline;
             }
             next_tick += period;
             let now = Instant::now();
@@ -696,7 +696,7 @@ impl Run {
                 wait = wait.min(deadline.saturating_sub(start.elapsed()));
             }
             if self.stop.sleep(wait) {
-                break StopReason::Stopped;
+                break SamplingEnd::Stopped;
             }
         };
         if let Some(tx) = attached {
@@ -1018,7 +1018,7 @@ impl Run {
         !live && (!self.options.subprocesses || procfs::is_gone(self.root))
     }
 
-    fn finish(self, cost: SamplerCost, stop_reason: StopReason) -> Profile {
+    fn finish(self, cost: SamplerCost, stop_reason: SamplingEnd) -> Profile {
         let mut tracked = self.tracked;
         let processes = self
             .order
@@ -1148,7 +1148,7 @@ mod tests {
             error_examples: vec![],
             processes: vec![],
             cost: SamplerCost::default(),
-            stop_reason: StopReason::Stopped,
+            stop_reason: SamplingEnd::Stopped,
             adapted_rate_hz: None,
             kernel_cpu_ns: None,
         };
@@ -1193,7 +1193,7 @@ mod tests {
                 stopped_ns: 5_000_000_000,
                 ..SamplerCost::default()
             },
-            stop_reason: StopReason::Deadline,
+            stop_reason: SamplingEnd::Deadline,
             adapted_rate_hz: Some(5.0),
             kernel_cpu_ns: None,
         };

@@ -3,7 +3,7 @@
 mod common;
 
 use common::Py;
-use pystacks::{Sampler, SamplerOptions, StopReason, import_share, top_frames};
+use pystacks::{Sampler, SamplerOptions, SamplingEnd, import_share, top_frames};
 
 #[test]
 fn the_function_a_script_spends_its_time_in_is_the_widest_frame() {
@@ -22,7 +22,7 @@ fn the_function_a_script_spends_its_time_in_is_the_widest_frame() {
     let after = timeline::monotonic_ns();
     assert_eq!(py.finish(), Some(0), "our wait saw our child's exit");
 
-    assert_eq!(profile.stop_reason, StopReason::Exited);
+    assert_eq!(profile.stop_reason, SamplingEnd::Exited);
     assert!(profile.sample_count() >= 20, "{profile:#?}");
     assert!(
         profile
@@ -174,7 +174,7 @@ fn a_stop_handle_ends_sampling_from_another_thread_and_leaves_the_process_runnin
         .join()
         .expect("stopper");
     let profile = sampler.wait();
-    assert_eq!(profile.stop_reason, StopReason::Stopped);
+    assert_eq!(profile.stop_reason, SamplingEnd::Stopped);
     let (state, tracer) = common::state_and_tracer(py.pid());
     assert_eq!(tracer, 0, "still traced after the sampler stopped");
     assert!(state == 'R' || state == 'S', "state {state}");
@@ -191,7 +191,7 @@ fn a_deadline_ends_sampling() {
     let sampler = Sampler::start(py.pid(), options).expect("start");
     py.send("go");
     let profile = sampler.wait();
-    assert_eq!(profile.stop_reason, StopReason::Deadline);
+    assert_eq!(profile.stop_reason, SamplingEnd::Deadline);
     assert!(profile.cost.wall_ns() >= 300_000_000);
     assert!(profile.ticks >= 1);
     drop(py);
@@ -218,7 +218,7 @@ fn a_python_child_started_after_the_sampler_is_sampled_under_its_parent() {
         Some(7),
         "the parent's wait saw its child's exit"
     );
-    assert_eq!(profile.stop_reason, StopReason::Exited);
+    assert_eq!(profile.stop_reason, SamplingEnd::Exited);
 
     let parent = py_pid(&profile);
     let child = profile

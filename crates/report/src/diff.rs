@@ -10,7 +10,7 @@ use answers::diff::{
     DiffJson, DiffReport, DiffStatus, ImportDiff, PackageCount, PackageTime, TimeDiff, exit_code,
     fmt_opt_ms, headline, short,
 };
-use importguard::recorder::Frame;
+use importguard::recorder::CallSite;
 use phases::stats::SignedRank;
 
 use crate::bench::{answer_lines, fmt_mib, fmt_ms, fmt_ratio, fmt_verdict};
@@ -30,7 +30,7 @@ fn fmt_change(c: &Option<SignedRank>) -> String {
     }
 }
 
-fn at(f: &Frame, root: &Path) -> String {
+fn at(f: &CallSite, root: &Path) -> String {
     format!("{}:{}", relative(&f.file, root), f.line)
 }
 
@@ -522,7 +522,7 @@ mod tests {
             forbidden_new: vec![ForbiddenChange {
                 module: "torch".into(),
                 chain: vec!["w".into(), "w.model".into(), "torch".into()],
-                origin: Some(Frame {
+                origin: Some(CallSite {
                     file: "/p/w/__init__.py".into(),
                     line: 3,
                     func: "<module>".into(),

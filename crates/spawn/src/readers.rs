@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
-use worker_proto::{Frame, FrameReader, Inbound, MAX_LINE_BYTES, Message, RawLine};
+use worker_proto::{FrameReader, Inbound, MAX_LINE_BYTES, Message, RawLine, TimedLine};
 
 use crate::monotonic_ns;
 
@@ -37,7 +37,7 @@ pub(crate) enum Source {
 /// What the reader threads report, on the worker's one event channel.
 #[derive(Debug)]
 pub(crate) enum Event {
-    Frame(Source, Frame),
+    Frame(Source, TimedLine),
     Eof(Source),
     Failed(Source, io::Error),
     /// Sent by the waiter once the leader is reaped: if no EOF follows
@@ -309,7 +309,7 @@ fn drain_stderr<R: Read>(
                 hit
             });
             if let Some(line) = line {
-                let frame = Frame {
+                let frame = TimedLine {
                     line: RawLine::Line(line),
                     read_at_ns: Some(read_at_ns),
                 };

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use importguard::recorder::Frame;
+use importguard::recorder::CallSite;
 use importguard::verdict::{ChainSource, ImportStatus, Violation};
 
 use super::*;
@@ -23,7 +23,7 @@ fn violation(root: &Path, file: &str, line: u32, module: &str) -> Violation {
         chain_parent_of: vec![None; 2],
         chain_source: ChainSource::Importtime,
         chain_lines: vec![
-            Some(Frame {
+            Some(CallSite {
                 file: root.join(file).display().to_string(),
                 line,
                 func: "<module>".into(),

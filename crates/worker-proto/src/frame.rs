@@ -180,7 +180,7 @@ impl RawLine {
 /// A line and, when the reader has a clock, the clock's reading taken right
 /// after the `read` that delivered the line's last byte.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame {
+pub struct TimedLine {
     /// The line as cut from the stream.
     pub line: RawLine,
     /// The reader's clock (nanoseconds) right after the `read` that delivered
@@ -298,7 +298,7 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// The next line, or `None` at the end of the stream.
-    pub fn next_frame(&mut self) -> io::Result<Option<Frame>> {
+    pub fn next_frame(&mut self) -> io::Result<Option<TimedLine>> {
         let mut scanned = 0;
         loop {
             let pending = &self.buf[self.start..];
@@ -335,7 +335,7 @@ impl<R: Read> FrameReader<R> {
 
     /// The pending bytes are already longer than the cap: keep a prefix,
     /// drop everything up to and including the next `\n`.
-    fn skip_long_line(&mut self) -> io::Result<Frame> {
+    fn skip_long_line(&mut self) -> io::Result<TimedLine> {
         let pending = &self.buf[self.start..];
         let prefix = keep_prefix(pending);
         let mut len = pending.len();
@@ -355,8 +355,8 @@ impl<R: Read> FrameReader<R> {
         }
     }
 
-    fn frame(&self, line: RawLine) -> Frame {
-        Frame {
+    fn frame(&self, line: RawLine) -> TimedLine {
+        TimedLine {
             line,
             read_at_ns: self.last_read_at,
         }
@@ -364,7 +364,7 @@ impl<R: Read> FrameReader<R> {
 }
 
 impl<R: Read> Iterator for FrameReader<R> {
-    type Item = io::Result<Frame>;
+    type Item = io::Result<TimedLine>;
 
     fn next(&mut self) -> Option<Self::Item> {
         self.next_frame().transpose()

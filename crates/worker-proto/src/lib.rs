@@ -68,7 +68,7 @@ mod health;
 mod message;
 
 pub use frame::{
-    Frame, FrameError, FrameReader, Inbound, MAX_LINE_BYTES, RawLine, classify, encode,
+    FrameError, FrameReader, Inbound, MAX_LINE_BYTES, RawLine, TimedLine, classify, encode,
     escaped_prefix,
 };
 pub use health::{HEALTHY_REPLY, Unhealthy};

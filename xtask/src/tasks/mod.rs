@@ -2,6 +2,7 @@
 
 pub mod bench_parser;
 pub mod dist;
+pub mod dupnames;
 pub mod interpreters;
 pub mod modcycles;
 pub mod self_check;

@@ -1,5 +1,6 @@
 //! `cargo xtask modcycles`: no module cycle inside any crate of the
-//! workspace (`cargo xtask test` runs it with fmt and clippy).
+//! workspace (`cargo xtask test` runs it in its lint step, with
+//! `dupnames`, fmt and clippy).
 //!
 //! A module is a file `NAME.rs` or a folder `NAME/` (with `mod.rs` or
 //! `NAME.rs` beside it); `lib.rs`, `main.rs` and `mod.rs` belong to their
@@ -31,19 +32,27 @@ pub struct Args {
 /// Prints every cycle; exit 1 when there is one.
 pub fn run(args: Args) -> Result<ExitCode> {
     let root = args.root.unwrap_or_else(project_root);
-    let cycles = workspace_cycles(&root)?;
+    Ok(if check(&root)? {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Prints every cycle of the crates under `root` and, when there is one,
+/// what to do; `Ok(false)` when there is one.
+pub fn check(root: &Path) -> Result<bool> {
+    let cycles = workspace_cycles(root)?;
     for c in &cycles {
         println!("{c}");
     }
-    if cycles.is_empty() {
-        Ok(ExitCode::SUCCESS)
-    } else {
+    if !cycles.is_empty() {
         eprintln!(
             "error: {} module cycle(s): a module must not import a module that imports it back; move what both need below them",
             cycles.len()
         );
-        Ok(ExitCode::from(1))
     }
+    Ok(cycles.is_empty())
 }
 
 /// A module's path inside its crate: `["check", "bench"]` for
@@ -71,7 +80,9 @@ pub fn workspace_cycles(root: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
-fn find_crates(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+/// Every folder under `dir` (itself included) with a `Cargo.toml` and a
+/// `src/`, `target/` and hidden folders skipped.
+pub(super) fn find_crates(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     if dir.join("Cargo.toml").is_file() && dir.join("src").is_dir() {
         out.push(dir.to_path_buf());
     }
@@ -89,7 +100,8 @@ fn find_crates(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+/// Every `.rs` file under `dir`.
+pub(super) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         let entry = entry.with_context(|| format!("cannot list {}", dir.display()))?;
         let path = entry.path();
@@ -252,6 +264,16 @@ fn strongly_connected(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<Str
 /// The text without `//` and `/* */` comments, cut at the first
 /// `#[cfg(test)]`.
 fn strip(text: &str) -> String {
+    let mut out = strip_comments(text);
+    if let Some(cut) = out.find("#[cfg(test)]") {
+        out.truncate(cut);
+    }
+    out
+}
+
+/// The text without `//` and `/* */` comments (the newlines of a block
+/// comment kept, so lines keep their numbers).
+pub(super) fn strip_comments(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     loop {
@@ -271,23 +293,23 @@ fn strip(text: &str) -> String {
         rest = if is_line {
             rest[at..].find('\n').map_or("", |e| &rest[at + e..])
         } else {
-            rest[at + 2..]
+            let end = rest[at + 2..]
                 .find("*/")
-                .map_or("", |e| &rest[at + 2 + e + 2..])
+                .map_or(rest.len(), |e| at + 2 + e + 2);
+            out.extend(rest[at..end].chars().filter(|&c| c == '\n'));
+            &rest[end..]
         };
-    }
-    if let Some(cut) = out.find("#[cfg(test)]") {
-        out.truncate(cut);
     }
     out
 }
 
-fn is_ident(c: char) -> bool {
+/// A character of an identifier.
+pub(super) fn is_ident(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
 /// Does a word start at byte `at` (nothing of an identifier just before)?
-fn word_starts(text: &str, at: usize) -> bool {
+pub(super) fn word_starts(text: &str, at: usize) -> bool {
     !text[..at].chars().next_back().is_some_and(is_ident)
 }
 
@@ -356,7 +378,7 @@ fn without_renames(tree: &str) -> String {
 }
 
 /// `a::{b, c::{d, e}}` -> `[a::b, a::c::d, a::c::e]`.
-fn expand(tree: &str) -> Vec<String> {
+pub(super) fn expand(tree: &str) -> Vec<String> {
     let tree: String = tree.chars().filter(|c| !c.is_whitespace()).collect();
     let (Some(open), true) = (tree.find('{'), tree.ends_with('}')) else {
         return vec![tree];

@@ -13,7 +13,8 @@
 //!    a failure there is a warning here, and the PEP 810 cases fail); then
 //!    the Debian packages of [`super::system`] (zsh and fish, whose
 //!    completions are run for real), with `apt-get` when missing;
-//! 2. check: `cargo fmt --all --check`, then
+//! 2. check: `cargo xtask modcycles` and `cargo xtask dupnames` (in
+//!    process, no build), then `cargo fmt --all --check`, then
 //!    `cargo clippy --workspace --all-targets -- -D warnings`, then
 //!    `cargo doc --no-deps --workspace` with rustdoc's warnings as errors;
 //! 3. test: `cargo nextest run --workspace --profile ci` where cargo-nextest
@@ -122,9 +123,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The lint steps: `cargo fmt --check`, clippy with warnings as errors,
-/// rustdoc with warnings as errors; `Some(code)` when one failed.
+/// The lint steps: `modcycles`, `dupnames`, `cargo fmt --check`, clippy
+/// with warnings as errors, rustdoc with warnings as errors; `Some(code)`
+/// when one failed.
 fn lint(root: &Path) -> Result<Option<ExitCode>> {
+    step("check: cargo xtask modcycles");
+    if !super::modcycles::check(root)? {
+        return Ok(Some(ExitCode::from(1)));
+    }
+    step("check: cargo xtask dupnames");
+    if !super::dupnames::check(root)? {
+        return Ok(Some(ExitCode::from(1)));
+    }
     let fmt = cargo(root, ["fmt", "--all", "--check"]);
     if !run_step("check: cargo fmt --all --check", fmt)? {
         return Ok(Some(failed(

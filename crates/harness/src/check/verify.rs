@@ -24,7 +24,7 @@ use suggest::VerifyOutcome;
 
 use super::CheckOptions;
 use crate::error::Result;
-use crate::lifecycle::{Hooks, Lifecycle, Started, Stop};
+use crate::lifecycle::{Halt, Hooks, Lifecycle, Started};
 use crate::target::Target;
 
 /// How long the user's own command may run before it is killed: a bound on
@@ -93,7 +93,7 @@ struct SendVerify<'a> {
 }
 
 impl Hooks for SendVerify<'_> {
-    fn before_shutdown(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Stop> {
+    fn before_shutdown(&mut self, w: &mut Started<'_>) -> std::result::Result<(), Halt> {
         for (i, req) in self.requests.iter().enumerate() {
             let op = req
                 .get("op")
@@ -114,7 +114,7 @@ impl Hooks for SendVerify<'_> {
                             part,
                             output: tail(&output),
                         });
-                        return Err(Stop::Refused("a verify request got an error reply".into()));
+                        return Err(Halt::Refused("a verify request got an error reply".into()));
                     }
                 }
                 Err(e) => {
@@ -122,7 +122,7 @@ impl Hooks for SendVerify<'_> {
                         part,
                         output: tail(&e.to_string()),
                     });
-                    return Err(Stop::Ended(e));
+                    return Err(Halt::Ended(e));
                 }
             }
         }

@@ -9,7 +9,7 @@ use answers::diff::{ForbiddenChange, ImportDiff, ModuleLine, PackageCount, Packa
 use importguard::firstparty;
 use importguard::importtime::top_level;
 use importguard::importtime::{NodeId, NodeKind, stdlib};
-use importguard::recorder::Frame;
+use importguard::recorder::CallSite;
 use importguard::verdict::{self, MergedViolation, Policy};
 
 use crate::check::{Instrumented, instrumented_process, policy_of};
@@ -284,7 +284,7 @@ fn present(s: &SideImports, p: &str) -> bool {
 
 /// The line that brought module `m` into B's start-up, when it was
 /// looked for and found.
-fn line_of(lines: &BTreeMap<String, MergedViolation>, m: &str) -> Option<Frame> {
+fn line_of(lines: &BTreeMap<String, MergedViolation>, m: &str) -> Option<CallSite> {
     lines
         .get(m)
         .and_then(|v| v.first.origin.clone().or_else(|| v.first.importer.clone()))

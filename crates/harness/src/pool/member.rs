@@ -9,7 +9,7 @@ use std::sync::mpsc::{Receiver, Sender};
 
 use phases::serve::RequestOutcome;
 
-use crate::lifecycle::{Hooks, Lifecycle, Started, Stop};
+use crate::lifecycle::{Halt, Hooks, Lifecycle, Started};
 use crate::serve::{self, Plan};
 
 /// What a member tells the dispatcher.
@@ -107,7 +107,7 @@ impl Member<'_> {
 }
 
 impl Hooks for Member<'_> {
-    fn spawned(&mut self, pid: u32) -> Result<(), Stop> {
+    fn spawned(&mut self, pid: u32) -> Result<(), Halt> {
         let _ = self.notes.send(Note::Spawned {
             slot: self.slot,
             pid,
@@ -115,7 +115,7 @@ impl Hooks for Member<'_> {
         Ok(())
     }
 
-    fn ready(&mut self, w: &mut Started<'_>) -> Result<(), Stop> {
+    fn ready(&mut self, w: &mut Started<'_>) -> Result<(), Halt> {
         let _ = self.notes.send(Note::Ready {
             slot: self.slot,
             spawned_at_ns: w.worker.spawned_at_ns(),
@@ -126,14 +126,14 @@ impl Hooks for Member<'_> {
 
     /// One request at a time, as the dispatcher hands them; returns when
     /// the dispatcher closes the channel, or with the worker's end.
-    fn before_shutdown(&mut self, w: &mut Started<'_>) -> Result<(), Stop> {
+    fn before_shutdown(&mut self, w: &mut Started<'_>) -> Result<(), Halt> {
         while let Ok(index) = self.jobs.recv() {
             let sent = match w.worker.send(&self.plan.request(index)) {
                 Ok(at) => at,
                 Err(e) => {
                     let reason = format!("could not be written: {}", serve::short_error(&e));
                     self.done(index, None, None, RequestOutcome::Lost { reason }, true);
-                    return Err(Stop::Ended(e));
+                    return Err(Halt::Ended(e));
                 }
             };
             match w.worker.recv(self.plan.timeout) {
@@ -143,7 +143,7 @@ impl Hooks for Member<'_> {
                 }
                 Err(e) => {
                     self.done(index, Some(sent), None, serve::outcome_of(&e), true);
-                    return Err(Stop::Ended(e));
+                    return Err(Halt::Ended(e));
                 }
             }
         }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use phases::jsonl;
 use phases::pool::{PoolRequest, PoolStats, Role, Window};
-use phases::serve::{Load, RequestOutcome};
+use phases::serve::{OfferedLoad, RequestOutcome};
 use phases::stats::Resampling;
 use timeline::Variant;
 
@@ -29,7 +29,7 @@ fn boot() -> Resampling {
 fn run(
     dir: &Path,
     mode: &str,
-    load: Load,
+    load: OfferedLoad,
     opts: &PoolOptions,
     stop: &Interrupt,
 ) -> Result<PoolRun> {
@@ -69,7 +69,7 @@ fn every_request_is_accounted_for_across_the_kill_and_the_replacement() {
     let run = run(
         dir.path(),
         "slow:0:5",
-        Load::open(100.0, 0.5),
+        OfferedLoad::open(100.0, 0.5),
         &opts,
         &Interrupt::new(),
     )
@@ -153,7 +153,7 @@ fn the_queue_s_limits_reject_and_count_and_nothing_waits_past_them() {
     let run = run(
         dir.path(),
         "slow:0:40",
-        Load::open(100.0, 0.4),
+        OfferedLoad::open(100.0, 0.4),
         &opts,
         &Interrupt::new(),
     )
@@ -204,7 +204,7 @@ fn a_queue_past_the_depth_adds_one_worker_and_the_window_runs_to_its_ready_line(
     let run = run(
         dir.path(),
         "slow:150:20",
-        Load::open(100.0, 0.6),
+        OfferedLoad::open(100.0, 0.6),
         &opts,
         &Interrupt::new(),
     )
@@ -245,7 +245,7 @@ fn a_pool_that_cannot_start_says_which_worker() {
     let e = run(
         dir.path(),
         "crash",
-        Load::open(10.0, 1.0),
+        OfferedLoad::open(10.0, 1.0),
         &opts,
         &Interrupt::new(),
     )
@@ -264,7 +264,13 @@ fn an_interrupt_while_the_pool_starts_stops_it_and_says_so() {
         workers: 2,
         ..PoolOptions::default()
     };
-    let run = run(dir.path(), "slow:0:1", Load::open(50.0, 2.0), &opts, &stop);
+    let run = run(
+        dir.path(),
+        "slow:0:1",
+        OfferedLoad::open(50.0, 2.0),
+        &opts,
+        &stop,
+    );
     let e = run.unwrap_err().to_string();
     assert!(
         e.contains("interrupted while the pool's workers started"),
@@ -274,7 +280,7 @@ fn an_interrupt_while_the_pool_starts_stops_it_and_says_so() {
 
 #[test]
 fn flags_that_cannot_make_a_pool_are_refused_with_what_to_change() {
-    let open = Some(Load::open(10.0, 2.0));
+    let open = Some(OfferedLoad::open(10.0, 2.0));
     let pool = |workers, replace_at, max_wait_ms, queue_cap| PoolOptions {
         workers,
         replace_at,
@@ -285,7 +291,7 @@ fn flags_that_cannot_make_a_pool_are_refused_with_what_to_change() {
     let e = |o: PoolOptions, load| o.check(load).unwrap_err().to_string();
     assert!(e(pool(0, None, None, None), open).contains("at least 1"));
     assert!(e(pool(2, None, None, None), None).contains("--rate R"));
-    let closed = Some(Load::Closed {
+    let closed = Some(OfferedLoad::Closed {
         requests: 5,
         in_flight: 1,
     });

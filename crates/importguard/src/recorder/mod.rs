@@ -312,9 +312,10 @@ impl RecorderSetup {
     }
 }
 
-/// A source position the bootstrap saw on the stack.
+/// A source position the bootstrap saw on the stack: a call site (file,
+/// line, function). `pystacks::Frame` is a frame of a sampled stack.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Frame {
+pub struct CallSite {
     /// The code's file name as Python has it (`<string>` for `-c`).
     pub file: String,
     /// 1-based line.
@@ -324,7 +325,7 @@ pub struct Frame {
     pub func: String,
 }
 
-impl std::fmt::Display for Frame {
+impl std::fmt::Display for CallSite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}:{}", self.file, self.line)
     }
@@ -426,7 +427,7 @@ pub struct Start {
     /// For a forked child: the line that called fork (the worker's where
     /// known).
     #[serde(default)]
-    pub by: Option<Frame>,
+    pub by: Option<CallSite>,
     /// For a forked child: the thread that forked, when not the main one.
     #[serde(default)]
     pub thread: Option<u64>,
@@ -566,12 +567,12 @@ pub struct ImportAttempt {
     /// imports carry no frame since format 2 (their lines, where a chain
     /// needs them, are in the forbidden record's `stack_by`).
     #[serde(default)]
-    pub by: Option<Frame>,
+    pub by: Option<CallSite>,
     /// For a forbidden name: the first frame outside the import machinery,
     /// the standard library and the forbidden packages' own code (the
     /// first-party line that started it), when it is not `by` itself.
     #[serde(default)]
-    pub first_party: Option<Frame>,
+    pub first_party: Option<CallSite>,
     /// For a forbidden name: how many modules' top-level code was running
     /// (the import nesting, the length of `stack`); `None` for other names,
     /// whose stack the recorder does not walk to the top (it costs every
@@ -592,7 +593,7 @@ pub struct ImportAttempt {
     /// links. Empty in records that predate it; `None` where no frame was
     /// above (the interpreter's own start of `__main__`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub stack_by: Vec<Option<Frame>>,
+    pub stack_by: Vec<Option<CallSite>>,
     /// Set when the attempt came from a thread other than the main one.
     #[serde(default)]
     pub thread: Option<u64>,
@@ -610,7 +611,7 @@ pub struct ImportAttempt {
     /// For a reified module: the line that declared it lazy (the
     /// `find_spec` behind a LazyLoader, or the `lazy import` statement).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub declared: Option<Frame>,
+    pub declared: Option<CallSite>,
     /// Set by the finder on an attempt the audit hook also wrote itself
     /// (at this time); the reader merges the two into one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -633,7 +634,7 @@ fn is_false(b: &bool) -> bool {
 impl ImportAttempt {
     /// The first-party frame that started this import: `first_party` if the
     /// bootstrap saw a distinct one, else `by`.
-    pub fn origin(&self) -> Option<&Frame> {
+    pub fn origin(&self) -> Option<&CallSite> {
         self.first_party.as_ref().or(self.by.as_ref())
     }
 }
@@ -719,7 +720,7 @@ pub struct Spawn {
     /// machinery and the standard library, else the first outside the
     /// machinery.
     #[serde(default)]
-    pub by: Option<Frame>,
+    pub by: Option<CallSite>,
     /// Set when not started from the main thread.
     #[serde(default)]
     pub thread: Option<u64>,

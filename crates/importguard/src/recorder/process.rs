@@ -16,7 +16,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Frame, Recording, Spawn, SpawnKind, StartHow};
+use super::{CallSite, Recording, Spawn, SpawnKind, StartHow};
 
 /// One interpreter image: a pid and its exec generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -68,7 +68,7 @@ pub struct ProcessInfo {
     /// How it was started, where a spawn record says so.
     pub spawn_kind: Option<SpawnKind>,
     /// The line that started it (the worker's own line where known).
-    pub started_at: Option<Frame>,
+    pub started_at: Option<CallSite>,
     /// When its recorder started (`monotonic_ns`).
     pub started_t_ns: u64,
 }

@@ -591,9 +591,9 @@ mod props {
     use super::*;
     use proptest::prelude::*;
 
-    fn frame() -> impl Strategy<Value = Option<Frame>> {
+    fn frame() -> impl Strategy<Value = Option<CallSite>> {
         proptest::option::of(
-            ("[ -~]{0,20}", 1u32..5000, "[a-z_<>]{1,10}").prop_map(|(file, line, func)| Frame {
+            ("[ -~]{0,20}", 1u32..5000, "[a-z_<>]{1,10}").prop_map(|(file, line, func)| CallSite {
                 file,
                 line,
                 func,

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::importtime::query::in_package;
 use crate::importtime::{ImportLog, NodeId, NodeKind};
-use crate::recorder::{Frame, ImportAttempt, ProcessInfo, Program, Recording, SpawnKind};
+use crate::recorder::{CallSite, ImportAttempt, ProcessInfo, Program, Recording, SpawnKind};
 
 use super::answered::{self, Answered, Located};
 use super::chain::{import_chain_names, recorded_chain};
@@ -271,7 +271,7 @@ fn notes_of(
 /// Who imported each module, for a chain's lines: the worker's own images
 /// first, then the children's.
 struct ChainLines<'a> {
-    imported_by: HashMap<&'a str, &'a Frame>,
+    imported_by: HashMap<&'a str, &'a CallSite>,
 }
 
 impl<'a> ChainLines<'a> {
@@ -284,7 +284,7 @@ impl<'a> ChainLines<'a> {
     }
 
     /// The line behind each link of `chain`.
-    fn of(&self, chain: &[String]) -> Vec<Option<Frame>> {
+    fn of(&self, chain: &[String]) -> Vec<Option<CallSite>> {
         chain
             .iter()
             .map(|m| self.imported_by.get(m.as_str()).map(|f| (*f).clone()))
@@ -293,7 +293,7 @@ impl<'a> ChainLines<'a> {
 
     /// In a child image, its own records first: the same module may have
     /// been imported from another line in the worker.
-    fn in_image(&self, img: &Recording, chain: &[String]) -> Vec<Option<Frame>> {
+    fn in_image(&self, img: &Recording, chain: &[String]) -> Vec<Option<CallSite>> {
         let mut own = HashMap::new();
         importers(img, &mut own);
         chain
@@ -572,7 +572,7 @@ fn pattern_of(policy: &Policy, name: &str) -> String {
 /// a forbidden name's record, which holds the importing line of every
 /// module that was executing at that moment (the worker's other imports
 /// carry no frame of their own).
-fn importers<'a>(img: &'a Recording, out: &mut HashMap<&'a str, &'a Frame>) {
+fn importers<'a>(img: &'a Recording, out: &mut HashMap<&'a str, &'a CallSite>) {
     for a in img.imports.iter().filter(|a| !a.probe) {
         if let Some(by) = &a.by {
             out.entry(a.name.as_str()).or_insert(by);

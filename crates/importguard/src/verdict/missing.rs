@@ -17,7 +17,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::recorder::{Frame, ImageId, PythonArgs, Recording, Spawn, SpawnKind};
+use crate::recorder::{CallSite, ImageId, PythonArgs, Recording, Spawn, SpawnKind};
 
 /// The process that answered the protocol, as the harness knows it.
 /// Neither pid known: the first recorded interpreter answered.
@@ -54,7 +54,7 @@ pub enum MissingReason {
         /// The image that exec'd.
         from: ImageId,
         /// The line that called exec.
-        at: Option<Frame>,
+        at: Option<CallSite>,
         /// The new image's command line.
         command: Vec<String>,
         /// Variables the new environment dropped (`COLDSTART_RECORD`,
@@ -71,7 +71,7 @@ pub enum MissingReason {
         /// How.
         kind: SpawnKind,
         /// The line that started it.
-        at: Option<Frame>,
+        at: Option<CallSite>,
         /// Its command line.
         command: Vec<String>,
         /// Variables its environment dropped.

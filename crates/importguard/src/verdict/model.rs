@@ -7,7 +7,7 @@ use serde::Serialize;
 use timeline::{Stage, Timeline};
 
 use crate::importtime::ImportLog;
-use crate::recorder::{Channel, Frame, ProcessInfo, Recording};
+use crate::recorder::{CallSite, Channel, ProcessInfo, Recording};
 
 use super::answered::Answered;
 use super::missing::MissingEvidence;
@@ -70,11 +70,11 @@ pub struct Violation {
     /// For each module of the chain, the line that imported it (recorder;
     /// `None` where it has no record), so a re-export in a package
     /// `__init__.py` shows as the line it is.
-    pub chain_lines: Vec<Option<Frame>>,
+    pub chain_lines: Vec<Option<CallSite>>,
     /// The first-party source line that started it (recorder).
-    pub origin: Option<Frame>,
+    pub origin: Option<CallSite>,
     /// The line that asked for the module itself (recorder).
-    pub importer: Option<Frame>,
+    pub importer: Option<CallSite>,
     /// The protocol stage it happened in (recorder stamp placed on the
     /// harness's timeline); serialized under its first name, `phase`, as
     /// `{"phase": "startup"}` or `{"phase": "request", "op", "index"}`.
@@ -106,9 +106,9 @@ pub struct Violation {
 pub struct LazyUse {
     /// The line that declared it lazy (the `find_spec` behind a LazyLoader,
     /// or the `lazy import` statement), when the recorder saw it.
-    pub declared: Option<Frame>,
+    pub declared: Option<CallSite>,
     /// The line whose access ran its body.
-    pub made_real_at: Option<Frame>,
+    pub made_real_at: Option<CallSite>,
 }
 
 /// A module the allow list let through.

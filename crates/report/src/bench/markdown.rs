@@ -1,7 +1,7 @@
 //! `summary.md`: the run for people who read it in a pull request.
 
 use phases::phase::PhaseSummary;
-use phases::run::{Load, TargetInfo};
+use phases::run::{MachineLoad, TargetInfo};
 use phases::summary::RunSummary;
 
 use phases::compare::Comparison;
@@ -32,7 +32,7 @@ fn table(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-fn load(l: &Load) -> String {
+fn load(l: &MachineLoad) -> String {
     let avg = l.loadavg.map_or("n/a".to_owned(), |a| {
         format!("{:.2} {:.2} {:.2}", a[0], a[1], a[2])
     });

@@ -316,7 +316,7 @@ pub(crate) mod fixture {
             cpu_model: Some("Test CPU".into()),
             cpu_count: 2,
             kernel: Some("6.1.0".into()),
-            at_start: Load {
+            at_start: MachineLoad {
                 loadavg: Some([0.5, 0.4, 0.3]),
                 pressure: Some(Pressure {
                     some_avg10: 1.0,
@@ -324,7 +324,7 @@ pub(crate) mod fixture {
                     some_total_us: 0,
                 }),
             },
-            at_end: Load {
+            at_end: MachineLoad {
                 loadavg: Some([0.7, 0.5, 0.3]),
                 pressure: Some(Pressure {
                     some_avg10: 2.0,

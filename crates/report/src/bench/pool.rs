@@ -192,7 +192,7 @@ fn window_row(w: &WindowStats, o: &mut String) {
 mod tests {
     use super::*;
     use phases::pool::{PoolRequest, PoolSetup, PoolWorker, Window, assign_windows};
-    use phases::serve::{Load, RequestOutcome};
+    use phases::serve::{OfferedLoad, RequestOutcome};
     use phases::stats::Resampling;
     use timeline::Variant;
 
@@ -234,7 +234,7 @@ mod tests {
         let setup = PoolSetup {
             variant: Variant::A,
             workers: 2,
-            load: Load::open(10.0, 3.0),
+            load: OfferedLoad::open(10.0, 3.0),
             request: serde_json::json!({"op": "infer"}),
             replace_at_s: Some(1.0),
             max_wait_ms: Some(500.0),

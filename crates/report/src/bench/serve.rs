@@ -468,12 +468,12 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 mod tests {
     use super::*;
     use phases::memory::MemoryPoint;
-    use phases::serve::Load;
+    use phases::serve::OfferedLoad;
     use phases::stats::Resampling;
     use timeline::Stage;
 
     fn stats_and_records() -> (Vec<ServeStats>, Vec<RequestRecord>) {
-        let load = Load::open(10.0, 1.0);
+        let load = OfferedLoad::open(10.0, 1.0);
         let records: Vec<_> = (0..10u64)
             .map(|i| {
                 let at = i * 100_000_000;

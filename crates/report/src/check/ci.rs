@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use importguard::recorder::Frame;
+use importguard::recorder::CallSite;
 use importguard::verdict::MergedViolation;
 
 use super::{Status, TargetReport};
@@ -69,7 +69,7 @@ pub(crate) fn command(
 
 /// Where an annotation on `frame` goes: its file relative to `root` and
 /// its line, when the line is first-party.
-pub(crate) fn place_of(frame: &Frame, root: &Path) -> Option<Place> {
+pub(crate) fn place_of(frame: &CallSite, root: &Path) -> Option<Place> {
     first_party(&frame.file, root).then(|| (relative(&frame.file, root), frame.line))
 }
 

@@ -238,7 +238,7 @@ fn circumstances(x: &Violation, cwd: &Path, out: &mut String) {
         let _ = writeln!(out, "    seen by: the audit hook only ({why})");
     }
     if let Some(l) = &x.lazy {
-        let at = |f: &Option<importguard::recorder::Frame>| {
+        let at = |f: &Option<importguard::recorder::CallSite>| {
             f.as_ref().map_or_else(
                 || "unknown".to_owned(),
                 |f| format!("{}:{}", show_path(&f.file, cwd), f.line),
@@ -643,18 +643,18 @@ mod tests {
             chain_source: verdict::ChainSource::Importtime,
             chain_lines: vec![
                 None,
-                Some(importguard::recorder::Frame {
+                Some(importguard::recorder::CallSite {
                     file: "/src/app/__init__.py".into(),
                     line: 1,
                     func: "<module>".into(),
                 }),
-                Some(importguard::recorder::Frame {
+                Some(importguard::recorder::CallSite {
                     file: "/src/app/model.py".into(),
                     line: 3,
                     func: "<module>".into(),
                 }),
             ],
-            origin: Some(importguard::recorder::Frame {
+            origin: Some(importguard::recorder::CallSite {
                 file: "/src/app/model.py".into(),
                 line: 3,
                 func: "<module>".into(),

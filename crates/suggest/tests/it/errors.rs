@@ -6,7 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use importguard::recorder::Frame;
+use importguard::recorder::CallSite;
 use importguard::verdict::{ChainSource, ImportStatus, Violation};
 use suggest::{RejectReason, SuggestError, Suggester, Verification};
 
@@ -27,15 +27,15 @@ fn stand_in_interpreter(dir: &Path, stdout: &str, stderr: &str, code: i32) -> Pa
     path
 }
 
-fn frame(file: &str, line: u32) -> Option<Frame> {
-    Some(Frame {
+fn frame(file: &str, line: u32) -> Option<CallSite> {
+    Some(CallSite {
         file: file.to_owned(),
         line,
         func: "<module>".to_owned(),
     })
 }
 
-fn hand_made(chain: &[&str], lines: Vec<Option<Frame>>) -> Violation {
+fn hand_made(chain: &[&str], lines: Vec<Option<CallSite>>) -> Violation {
     Violation {
         module: "torch".into(),
         pattern: "torch".into(),
