@@ -36,27 +36,17 @@ pub struct Args {
 /// Prints every duplicate; exit 1 when there is one.
 pub fn run(args: Args) -> Result<ExitCode> {
     let root = args.root.unwrap_or_else(project_root);
-    Ok(if check(&root)? {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(super::steps::exit_of(check(&root)?))
 }
 
 /// Prints every duplicate name of the crates under `root/crates` and, when
 /// there is one, what to do; `Ok(false)` when there is one.
 pub fn check(root: &Path) -> Result<bool> {
     let found = workspace_duplicates(root)?;
-    for d in &found {
-        println!("{d}");
-    }
-    if !found.is_empty() {
-        eprintln!(
-            "error: {} public type name(s) used twice in one crate: one concept, one name; rename one of each pair (and ARCHITECTURE.md's Names table)",
-            found.len()
-        );
-    }
-    Ok(found.is_empty())
+    Ok(super::steps::report_findings(
+        &found,
+        "public type name(s) used twice in one crate: one concept, one name; rename one of each pair (and ARCHITECTURE.md's Names table)",
+    ))
 }
 
 /// Names a crate may declare in several modules: `crates/coldstart` has

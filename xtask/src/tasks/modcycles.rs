@@ -32,27 +32,17 @@ pub struct Args {
 /// Prints every cycle; exit 1 when there is one.
 pub fn run(args: Args) -> Result<ExitCode> {
     let root = args.root.unwrap_or_else(project_root);
-    Ok(if check(&root)? {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(super::steps::exit_of(check(&root)?))
 }
 
 /// Prints every cycle of the crates under `root` and, when there is one,
 /// what to do; `Ok(false)` when there is one.
 pub fn check(root: &Path) -> Result<bool> {
     let cycles = workspace_cycles(root)?;
-    for c in &cycles {
-        println!("{c}");
-    }
-    if !cycles.is_empty() {
-        eprintln!(
-            "error: {} module cycle(s): a module must not import a module that imports it back; move what both need below them",
-            cycles.len()
-        );
-    }
-    Ok(cycles.is_empty())
+    Ok(super::steps::report_findings(
+        &cycles,
+        "module cycle(s): a module must not import a module that imports it back; move what both need below them",
+    ))
 }
 
 /// A module's path inside its crate: `["check", "bench"]` for

@@ -1,7 +1,8 @@
 //! How a task shows its steps: each printed as it starts (`==> ...` on
 //! stderr), its command run with inherited streams and its failure said.
 
-use std::process::{Command, Stdio};
+use std::fmt::Display;
+use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{Context, Result};
 
@@ -22,4 +23,25 @@ pub fn run_step(label: &str, mut cmd: Command) -> Result<bool> {
         eprintln!("==> {label}: failed ({status})");
     }
     Ok(status.success())
+}
+
+/// A self-check's findings printed one a line, then, when there are any,
+/// `error: N {what}` on stderr; `true` when there are none.
+pub fn report_findings<T: Display>(found: &[T], what: &str) -> bool {
+    for f in found {
+        println!("{f}");
+    }
+    if !found.is_empty() {
+        eprintln!("error: {} {what}", found.len());
+    }
+    found.is_empty()
+}
+
+/// A self-check's exit: 0 when it passed, 1 when it found something.
+pub fn exit_of(passed: bool) -> ExitCode {
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
