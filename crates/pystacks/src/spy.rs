@@ -101,6 +101,7 @@ impl Spy {
                     (true, Some(running)) => (Some(u64::from(pid)), t.active && running),
                     _ => (t.os_thread_id, t.active),
                 };
+                let active = active && !waits_natively(&t.frames);
                 (t, os_thread_id, active)
             })
             .map(|(t, os_thread_id, active)| ThreadStack {
@@ -128,5 +129,67 @@ impl Spy {
                     .collect(),
             })
             .collect())
+    }
+}
+
+/// Whether a stack read with `native` is in a wait at its innermost native
+/// frames (`read (libc.so.6)` under a thread blocked on a pipe, a futex
+/// under a condition variable). The kernel can call such a thread running
+/// for a moment: stopping the process to unwind it (the read before this
+/// one, or another tool's) restarts its system call, and on a loaded
+/// machine the restarted thread waits in the run queue. Such a thread is
+/// idle, as `py-spy` itself judges `select` calls. Without `native` a
+/// stack has no native frames and nothing is judged here.
+fn waits_natively(frames: &[py_spy::Frame]) -> bool {
+    let native: Vec<Frame> = frames
+        .iter()
+        .take_while(|f| f.module.is_some())
+        .map(|f| Frame::from_read(f.name.clone(), String::new(), String::new(), 0))
+        .collect();
+    crate::native::waits(&native)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(name: &str, module: Option<&str>) -> py_spy::Frame {
+        py_spy::Frame {
+            name: name.to_owned(),
+            filename: module.map_or("gc_worker.py", |m| m).to_owned(),
+            module: module.map(str::to_owned),
+            short_filename: None,
+            line: if module.is_some() { 0 } else { 12 },
+            locals: None,
+            is_entry: true,
+            is_shim_entry: false,
+        }
+    }
+
+    #[test]
+    fn a_thread_blocked_in_a_native_read_is_idle_whatever_the_kernel_said() {
+        let blocked = [
+            frame("read", Some("/usr/lib/libc.so.6")),
+            frame("exit_when_stdin_closes", None),
+        ];
+        assert!(waits_natively(&blocked));
+        let futex = [
+            frame("__futex_abstimed_wait_common", Some("/usr/lib/libc.so.6")),
+            frame("take_gil", Some("/usr/lib/libpython3.11.so.1.0")),
+            frame("collect_in_a_loop", None),
+        ];
+        assert!(waits_natively(&futex));
+    }
+
+    #[test]
+    fn a_thread_computing_or_without_native_frames_is_judged_by_the_kernel() {
+        let collecting = [
+            frame("gc_collect_main", Some("/usr/lib/libpython3.11.so.1.0")),
+            frame("collect_in_a_loop", None),
+        ];
+        assert!(!waits_natively(&collecting));
+        // A Python function named like a wait is not a native wait.
+        assert!(!waits_natively(&[frame("read", None)]));
+        assert!(!waits_natively(&[]));
     }
 }

@@ -139,7 +139,7 @@ fn thread(task: &procfs::Task, frames: Vec<Frame>) -> ThreadStack {
 }
 
 /// Whether a stack, innermost first, is in a wait.
-fn waits(frames: &[Frame]) -> bool {
+pub(crate) fn waits(frames: &[Frame]) -> bool {
     frames
         .iter()
         .take(WAIT_DEPTH)
