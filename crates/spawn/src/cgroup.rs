@@ -832,18 +832,17 @@ mod tests {
         assert!(e.to_string().contains("holds processes"), "{e}");
     }
 
-    /// The limits, when this machine lets this process make cgroups; else
-    /// one NOT RUN line (cgroups are the host's to give: nothing the
-    /// suite can provision).
+    /// The limits, when this machine lets this process make cgroups,
+    /// through the rule of `test_interpreters::or_not_run`: under `cargo
+    /// xtask test` (run as root on a cgroup v2 host, as CI is) a refusal
+    /// fails `case`; elsewhere one NOT RUN line.
     fn usable(limits: Limits, case: &str) -> Option<Limits> {
         let _serial = crate::serial();
-        match probe(&limits) {
-            Ok(_) => Some(limits),
-            Err(e) => {
-                println!("NOT RUN: {case}: {e}");
-                None
-            }
-        }
+        let probed = probe(&limits);
+        let why = probed.as_ref().err().map(ToString::to_string);
+        test_interpreters::or_not_run(probed.ok().map(|_| limits), case, || {
+            why.unwrap_or_default()
+        })
     }
 
     fn python_worker(body: &str, limits: Limits) -> crate::Command {
