@@ -43,7 +43,7 @@ use rows::{Found, Rows};
 pub struct LazyOptions {
     /// Instrumented processes to price over.
     pub processes: usize,
-    /// The least cost listed, ms (default: [`default_min_ms`] of ready).
+    /// The least cost listed, ms (default: [`default_min_ms`](importguard::verdict::default_min_ms) of ready).
     pub min_ms: Option<f64>,
     /// Write the safe cuts to the project.
     pub fix: bool,

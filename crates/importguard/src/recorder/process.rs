@@ -16,24 +16,14 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::{CallSite, Recording, Spawn, SpawnKind, StartHow};
+use super::{CallSite, ImageId, Recording, Spawn, SpawnKind, StartHow};
 
-/// One interpreter image: a pid and its exec generation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct ImageId {
-    /// The process.
-    pub pid: u32,
-    /// 0 for a new process, +1 per `os.exec*`.
-    pub exec_gen: u32,
-}
-
-impl fmt::Display for ImageId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.exec_gen == 0 {
-            write!(f, "pid {}", self.pid)
-        } else {
-            write!(f, "pid {} after exec #{}", self.pid, self.exec_gen)
-        }
+impl Recording {
+    /// The process tree: one [`ProcessInfo`] per image that ran the
+    /// recorder (this one first, then the children in start order), with
+    /// the image that started it and the line that did.
+    pub fn processes(&self) -> Vec<ProcessInfo> {
+        tree(self)
     }
 }
 
