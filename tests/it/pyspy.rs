@@ -48,6 +48,20 @@ fn profile_shows_the_function_that_burns_cpu_at_startup() {
         first_row.contains("burn_cpu_in_startup") || first_row.contains("monotonic"),
         "the top frame should be the burner or its clock call: {stdout}"
     );
+    // The rate printed is the one used, the same as the table's, with the
+    // one asked beside it (a lowered rate must not read as the asked one).
+    let used = |line: &str| -> Option<String> {
+        let at = line.find(" Hz used")?;
+        let start = line[..at].rfind([' ', '('])? + 1;
+        Some(line[start..at].to_owned())
+    };
+    let sampler = stdout.lines().find(|l| l.starts_with("sampler: ")).unwrap();
+    assert!(sampler.contains("Hz used (250 Hz asked)"), "{stdout}");
+    let table = stdout
+        .lines()
+        .find(|l| l.contains(" rounds over "))
+        .unwrap();
+    assert_eq!(used(sampler), used(table), "{stdout}");
     let svg = std::fs::read_to_string(out.path().join("profile.svg")).unwrap();
     assert!(svg.contains("burn_cpu_in_startup"));
     crate::support::assert_well_formed_svg(&svg);

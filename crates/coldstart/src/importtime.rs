@@ -83,7 +83,42 @@ const WARNINGS_SHOWN: usize = 20;
 
 /// Renders the log.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let (log, source) = match (&args.log, args.command.is_empty()) {
+    let (log, source) = read_log(&args)?;
+    if !log.is_importtime() {
+        eprintln!(
+            "error: {source} is not an importtime log: none of its {} lines is an `import time:` header or entry; \
+             produce one with `python -X importtime ...` or PYTHONPROFILEIMPORTTIME=1",
+            log.line_count()
+        );
+        return Ok(ExitCode::from(2));
+    }
+    print_warnings(&log, &source, args.all_warnings);
+    let view = View::new(&log, session(&args, &log)?, args.focus.as_deref())
+        .with_min_ms(args.min_ms)
+        .with_max_depth(args.depth);
+    if let Some(pkg) = &args.focus
+        && view.roots.is_empty()
+    {
+        bail!(
+            "no module of package `{pkg}` in this log; check the name (matching is exact per dotted part)"
+        );
+    }
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(path) => {
+            Box::new(File::create(path).with_context(|| format!("creating {}", path.display()))?)
+        }
+        None => Box::new(std::io::stdout().lock()),
+    };
+    // The renderers buffer their own output (in optimised code).
+    render(&args, &log, &view, &source, &mut out).context("writing the output")?;
+    out.flush().context("writing the output")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The log and what to call it: a file, stdin, or the stderr of the
+/// command after `--` (run with `PYTHONPROFILEIMPORTTIME=1`).
+fn read_log(args: &Args) -> anyhow::Result<(ImportLog, String)> {
+    Ok(match (&args.log, args.command.is_empty()) {
         (Some(_), false) => bail!("give either a log file or a command after `--`, not both"),
         (None, true) => bail!(
             "give a log file, `-` for stdin, or a command after `--` (for example `-- python3 -c 'import json'`)"
@@ -103,69 +138,54 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             (ran.log, args.command.join(" "))
         }
-    };
-    if !log.is_importtime() {
-        eprintln!(
-            "error: {source} is not an importtime log: none of its {} lines is an `import time:` header or entry; \
-             produce one with `python -X importtime ...` or PYTHONPROFILEIMPORTTIME=1",
-            log.line_count()
-        );
-        return Ok(ExitCode::from(2));
-    }
-    print_warnings(&log, &source, args.all_warnings);
+    })
+}
 
-    let session = match args.session.as_str() {
-        "all" => None,
-        s => {
-            let n: usize = s
-                .parse()
-                .with_context(|| format!("--session takes a number or `all`, not `{s}`"))?;
-            if n >= log.sessions().len() {
-                bail!(
-                    "session {n} does not exist: the log has {} session(s), numbered from 0",
-                    log.sessions().len()
-                );
-            }
-            Some(n)
-        }
-    };
-    let view = View::new(&log, session, args.focus.as_deref())
-        .with_min_ms(args.min_ms)
-        .with_max_depth(args.depth);
-    if let Some(pkg) = &args.focus
-        && view.roots.is_empty()
-    {
+/// `--session`: `None` for all, else a session the log has.
+fn session(args: &Args, log: &ImportLog) -> anyhow::Result<Option<usize>> {
+    let s = args.session.as_str();
+    if s == "all" {
+        return Ok(None);
+    }
+    let n: usize = s
+        .parse()
+        .with_context(|| format!("--session takes a number or `all`, not `{s}`"))?;
+    if n >= log.sessions().len() {
         bail!(
-            "no module of package `{pkg}` in this log; check the name (matching is exact per dotted part)"
+            "session {n} does not exist: the log has {} session(s), numbered from 0",
+            log.sessions().len()
         );
     }
+    Ok(Some(n))
+}
 
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => {
-            Box::new(File::create(path).with_context(|| format!("creating {}", path.display()))?)
-        }
-        None => Box::new(std::io::stdout().lock()),
-    };
-    // The renderers buffer their own output (in optimised code).
-    let w = &mut out;
+/// The view written in `args.format`.
+fn render(
+    args: &Args,
+    log: &ImportLog,
+    view: &View,
+    source: &str,
+    w: &mut dyn Write,
+) -> std::io::Result<()> {
     let title = format!("importtime: {source}");
     match args.format {
-        Format::Tree => report::importtime::tree_text(&log, &view, w),
-        Format::Top => report::importtime::top_table(&log, &view, args.top, w),
-        Format::Json => report::importtime::json_tree(&log, &view, w),
-        Format::Collapsed => report::importtime::collapsed(&log, &view, w),
-        Format::Svg => report::importtime::flamegraph_svg(&log, &view, &title, w),
-        Format::Speedscope => report::importtime::speedscope(&log, &view, &title, w),
+        Format::Tree => report::importtime::tree_text(log, view, w),
+        Format::Top => report::importtime::top_table(log, view, args.top, w),
+        Format::Json => report::importtime::json_tree(log, view, w),
+        Format::Collapsed => report::importtime::collapsed(log, view, w),
+        Format::Svg => report::importtime::flamegraph_svg(log, view, &title, w),
+        Format::Speedscope => report::importtime::speedscope(log, view, &title, w),
         Format::Snapshot => {
+            let expanded = |part: &str| args.expand.iter().any(|e| e == part);
             let opts = SnapshotOptions {
                 first_party: if args.first_party.is_empty() {
                     own_packages()
                 } else {
                     args.first_party.clone()
                 },
-                collapse_startup: !args.expand.iter().any(|e| e == "startup"),
-                collapse_stdlib: !args.expand.iter().any(|e| e == "stdlib"),
-                collapse_third_party: !args.expand.iter().any(|e| e == "third-party"),
+                collapse_startup: !expanded("startup"),
+                collapse_stdlib: !expanded("stdlib"),
+                collapse_third_party: !expanded("third-party"),
                 times: if args.bucket_times {
                     SnapshotTimes::Bucketed
                 } else {
@@ -173,12 +193,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 },
                 ..SnapshotOptions::default()
             };
-            report::importtime::snapshot(&log, &view, &opts, w)
+            report::importtime::snapshot(log, view, &opts, w)
         }
     }
-    .context("writing the output")?;
-    w.flush().context("writing the output")?;
-    Ok(ExitCode::SUCCESS)
 }
 
 /// The first-party top-level names of the project in the current folder,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use harness::profile::ProfileOptions;
+use harness::profile::{FinishedProfile, ProfileOptions};
 
 use settings::Project;
 
@@ -69,6 +69,18 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             top: args.top,
         },
     )?;
+    print_profile(&target, args.rate, &p)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What the profile wrote and found, on stdout: the files, the rate used
+/// (beside the one asked: the sampler lowers it for a large process), the
+/// share of start-up inside imports, and the top frames.
+fn print_profile(
+    target: &harness::target::Target,
+    asked_hz: u32,
+    p: &FinishedProfile,
+) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     writeln!(
         stdout,
@@ -86,9 +98,9 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     writeln!(stdout, "stacks:      {}", p.raw.display())?;
     writeln!(
         stdout,
-        "sampler: {} samples at {} Hz, {} late rounds, {:.1}% of the sampled time spent reading the worker",
+        "sampler: {} samples at {:.1} Hz used ({asked_hz} Hz asked), {} late rounds, {:.1}% of the sampled time spent reading the worker",
         p.samples,
-        args.rate,
+        p.sampled.rate_hz(),
         p.late_ticks,
         p.reading_share * 100.0
     )?;
@@ -112,5 +124,5 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         .map(|f| (f.frame.as_str(), f.self_samples, f.total_samples))
         .collect();
     report::profile::top_table(&rows, &p.sampled, &mut stdout)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
