@@ -3,7 +3,7 @@
 //! resolves (the file exists; an anchor is a heading's or an `id`'s), and
 //! no sample output in them carries one machine's absolute paths (a home
 //! folder, the temporary folder, the workspace's own place), and every
-//! code path in ARCHITECTURE.md's Names table names an item in the source.
+//! code path in ARCHITECTURE.md names an item in the source.
 
 use std::path::{Path, PathBuf};
 
@@ -303,6 +303,25 @@ fn every_code_name_in_the_architecture_names_table_exists() {
         missing.is_empty(),
         "ARCHITECTURE.md's Names table names code that does not exist:\n{}",
         missing.join("\n")
+    );
+}
+
+/// The whole map, not only its table: every `a::b` path it cites is code
+/// that exists, and it stays short enough to read in ten minutes.
+#[test]
+fn every_code_path_in_the_architecture_exists_and_the_map_stays_short() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    assert!(code_paths(&text).len() > 50, "paths were read:\n{text}");
+    let missing = unresolved(&text);
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names code that does not exist:\n{}",
+        missing.join("\n")
+    );
+    let lines = text.lines().count();
+    assert!(
+        lines <= 270,
+        "ARCHITECTURE.md is {lines} lines: keep it a map (about 250)"
     );
 }
 
