@@ -4,23 +4,19 @@
 //! time. The Ctrl-C test waits by watching trials.jsonl grow, not by
 //! sleeping a fixed time.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
 use serde_json::Value;
 
 use crate::support::{self, lines_in, signal_and_wait, trials, wait_for_trials};
 
-fn standin() -> PathBuf {
-    support::fixtures().join("bench").join("standin.py")
-}
-
 /// The stand-in's argv: the real interpreter (no shim), `-S` to start fast.
 fn standin_argv(extra: &[&str]) -> Vec<String> {
     let mut v = vec![
         support::python().display().to_string(),
         "-S".to_owned(),
-        standin().display().to_string(),
+        support::standin("bench").display().to_string(),
     ];
     v.extend(extra.iter().map(|s| s.to_string()));
     v
@@ -471,9 +467,8 @@ fn a_full_disk_at_the_end_prints_the_results_and_leaves_each_file_whole_or_absen
     use std::os::unix::process::CommandExt as _;
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let mut cmd = std::process::Command::new(support::coldstart_bin());
-    cmd.current_dir(dir.path())
-        .arg("bench")
+    let mut cmd = crate::support::coldstart(dir.path());
+    cmd.arg("bench")
         .arg("--out")
         .arg(&out)
         .args(QUICK)

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{coldstart_bin, copy_dir, fixtures, python, uv, uv_project};
+use crate::support::{copy_dir, fixtures, python, uv, uv_project};
 
 /// A copy of the fixture project with its `coldstart.toml`: the stand-ins
 /// on `PYTHONPATH`, the `load` and `format` requests as its model path.
@@ -70,7 +70,7 @@ fn lazy(root: &Path, extra: &[&str]) -> (Option<i32>, String, String) {
 
 /// [`lazy`] with `--min-ms MIN_MS`.
 fn lazy_at(root: &Path, min_ms: &str, extra: &[&str]) -> (Option<i32>, String, String) {
-    let out = std::process::Command::new(coldstart_bin())
+    let out = crate::support::coldstart(root)
         .args([
             "lazy",
             "--processes",
@@ -81,7 +81,6 @@ fn lazy_at(root: &Path, min_ms: &str, extra: &[&str]) -> (Option<i32>, String, S
             "40",
         ])
         .args(extra)
-        .current_dir(root)
         .env_remove("PYTHONPATH")
         .output()
         .unwrap();
@@ -275,7 +274,7 @@ fn the_real_transformers_is_priced_as_one_import_and_its_cut_verified() {
         false,
         r#"verify = [{ op = "version" }]"#,
     );
-    let out = std::process::Command::new(coldstart_bin())
+    let out = crate::support::coldstart(&root)
         .args([
             "lazy",
             "--processes",
@@ -286,7 +285,6 @@ fn the_real_transformers_is_priced_as_one_import_and_its_cut_verified() {
             "10",
         ])
         .args(["--format", "json"])
-        .current_dir(&root)
         .env_remove("PYTHONPATH")
         .output()
         .unwrap();
@@ -382,16 +380,15 @@ fn a_costly_import_inside_another_says_the_outer_cut_defers_it() {
 /// and leaves no copy of the project in the temporary folder.
 #[test]
 fn ctrl_c_stops_after_the_current_trial_writes_nothing_and_leaves_no_copy() {
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     use std::time::{Duration, Instant};
 
     let (_dir, root) = project();
     let app = root.join("lzworker/app.py");
     let before = std::fs::read_to_string(&app).unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let child = Command::new(coldstart_bin())
+    let child = crate::support::coldstart(&root)
         .args(["lazy", "--processes", "2", "--min-ms", "60", "--fix"])
-        .current_dir(&root)
         .env_remove("PYTHONPATH")
         .env("TMPDIR", tmp.path())
         .stdin(Stdio::null())
@@ -520,9 +517,8 @@ fn when_the_outermost_cut_fails_lazy_cuts_further_down_the_chain_and_fix_passes_
         "forbidden = [\"heavyml\"]\nverify = [{ op = \"load\", task = \"utseg\" }]",
     );
     let check = |root: &Path| {
-        std::process::Command::new(coldstart_bin())
+        crate::support::coldstart(root)
             .args(["check", "--format", "json"])
-            .current_dir(root)
             .env_remove("PYTHONPATH")
             .output()
             .unwrap()

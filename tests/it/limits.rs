@@ -8,7 +8,7 @@
 //! fails under `cargo xtask test` (which runs where cgroups are given).
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::support;
 
@@ -29,7 +29,7 @@ pub(crate) fn cgroups_here(case: &str) -> bool {
 }
 
 fn standin(extra: &str) -> String {
-    let script = support::fixtures().join("bench").join("standin.py");
+    let script = support::standin("bench");
     format!(
         "[\"{}\", \"-S\", \"{}\"{extra}]",
         support::python().display(),
@@ -39,10 +39,8 @@ fn standin(extra: &str) -> String {
 
 /// Runs coldstart in `dir` to its end: its pid, exit code, stdout and stderr.
 fn coldstart(dir: &Path, args: &[&str]) -> (u32, Option<i32>, String, String) {
-    let child = Command::new(support::coldstart_bin())
-        .current_dir(dir)
+    let child = support::coldstart(dir)
         .args(args)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -127,8 +127,8 @@ impl Drop for Tree {
 
 /// The installed `coldstart`, run from a fresh folder outside the workspace.
 fn coldstart(cwd: &Path) -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::new(support::coldstart_bin());
-    cmd.current_dir(cwd).timeout(LINE_TIMEOUT);
+    let mut cmd = assert_cmd::Command::from_std(support::coldstart(cwd));
+    cmd.timeout(LINE_TIMEOUT);
     cmd
 }
 
@@ -576,10 +576,9 @@ fn record_for_two_seconds_writes_a_flame_graph_whose_widest_frame_is_the_loop() 
 fn record_stopped_by_sigterm_writes_what_it_sampled() {
     let (_tree, _blocked, busy) = Tree::standin(&tag("sigterm"));
     let cwd = tempfile::tempdir().unwrap();
-    let mut rec = Command::new(support::coldstart_bin())
+    let mut rec = crate::support::coldstart(cwd.path())
         .args(["record", &busy.to_string(), "--format", "collapsed", "-o"])
         .arg("busy.txt")
-        .current_dir(cwd.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -687,8 +686,7 @@ fn assert_refused_without_ptrace_rights(cwd: &Path, pid: &str, args: &[&str]) {
 /// `coldstart` without CAP_SYS_PTRACE: as root here, dropped from the
 /// bounding set before exec, so the new program never gets it.
 fn coldstart_without_ptrace_rights(cwd: &Path) -> Command {
-    let mut cmd = Command::new(support::coldstart_bin());
-    cmd.current_dir(cwd);
+    let mut cmd = support::coldstart(cwd);
     // SAFETY: only prctl(2), async-signal-safe, between fork and exec.
     unsafe {
         cmd.pre_exec(|| {

@@ -6,8 +6,8 @@
 //! service never shorter than asked), with margins a loaded machine cannot
 //! cross.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Stdio;
 use std::time::Duration;
 
 use phases::pool::{PoolRequest, Window};
@@ -18,10 +18,6 @@ use crate::support::{
     self, KillOnDrop, assert_group_gone, lines_in, running_with, signal_and_wait,
 };
 
-fn standin() -> PathBuf {
-    support::fixtures().join("serve").join("standin.py")
-}
-
 /// The stand-in's argv with the real interpreter, `marker` as an `-X`
 /// option (ignored by Python, seen in every worker's command line).
 fn argv(marker: &str, extra: &[&str]) -> Vec<String> {
@@ -29,7 +25,7 @@ fn argv(marker: &str, extra: &[&str]) -> Vec<String> {
         support::python().display().to_string(),
         "-X".to_owned(),
         marker.to_owned(),
-        standin().display().to_string(),
+        support::standin("serve").display().to_string(),
     ];
     v.extend(extra.iter().map(|s| s.to_string()));
     v
@@ -143,42 +139,41 @@ fn a_slow_starting_replacement_shows_in_the_latency_of_the_requests_that_wait_fo
 /// ready, the dispatcher runs); the three workers' pids.
 fn pool_running(dir: &Path, marker: &str) -> (std::process::Child, KillOnDrop, Vec<u32>) {
     let served = dir.join("served");
-    let mut cmd = Command::new(support::coldstart_bin());
-    cmd.current_dir(dir)
-        .args([
-            "bench",
-            "--warmup",
-            "0",
-            "--trials",
-            "1",
-            "--resamples",
-            "200",
-        ])
-        .args([
-            "--pool",
-            "3",
-            "--rate",
-            "100",
-            "--duration",
-            "60",
-            "--replace-at",
-            "30",
-        ])
-        .arg("--out")
-        .arg(dir.join("run"))
-        .arg("--")
-        .args(argv(
-            marker,
-            &[
-                "--service-ms",
-                "5",
-                "--served-file",
-                &served.display().to_string(),
-            ],
-        ))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = crate::support::coldstart(dir);
+    cmd.args([
+        "bench",
+        "--warmup",
+        "0",
+        "--trials",
+        "1",
+        "--resamples",
+        "200",
+    ])
+    .args([
+        "--pool",
+        "3",
+        "--rate",
+        "100",
+        "--duration",
+        "60",
+        "--replace-at",
+        "30",
+    ])
+    .arg("--out")
+    .arg(dir.join("run"))
+    .arg("--")
+    .args(argv(
+        marker,
+        &[
+            "--service-ms",
+            "5",
+            "--served-file",
+            &served.display().to_string(),
+        ],
+    ))
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let mut harness = cmd.spawn().expect("coldstart runs");
     let reaper = KillOnDrop(harness.id() as i32);
     let up = support::wait_while_running(

@@ -4,7 +4,7 @@
 //! sleeps at least its length, a fixed error pattern, a known number of
 //! bytes kept), with margins a loaded machine cannot cross.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use phases::serve::RequestRecord;
 use serde_json::Value;
@@ -14,16 +14,12 @@ use crate::support;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-fn standin() -> PathBuf {
-    support::fixtures().join("serve").join("standin.py")
-}
-
 /// The stand-in's argv with the real interpreter (no shim). `site` stays
 /// on: the memory view's bootstrap is a `sitecustomize`.
 fn argv(extra: &[&str]) -> Vec<String> {
     let mut v = vec![
         support::python().display().to_string(),
-        standin().display().to_string(),
+        support::standin("serve").display().to_string(),
     ];
     v.extend(extra.iter().map(|s| s.to_string()));
     v

@@ -211,9 +211,8 @@ fn killed_harness_leaves_nothing(cmd: Command, workers: usize) {
 }
 
 fn check_of_hanging_workers(dir: &std::path::Path) -> Command {
-    let mut cmd = Command::new(support::coldstart_bin());
-    cmd.current_dir(dir)
-        .args(["check", "--processes", "3", "--ready-timeout", "600", "--"])
+    let mut cmd = crate::support::coldstart(dir);
+    cmd.args(["check", "--processes", "3", "--ready-timeout", "600", "--"])
         .arg(support::python())
         .arg(hang_fixture());
     cmd
@@ -228,9 +227,8 @@ fn sigkill_of_check_mid_run_leaves_no_worker_group_alive() {
 #[test]
 fn sigkill_of_bench_mid_trial_leaves_no_worker_group_alive() {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(support::coldstart_bin());
-    cmd.current_dir(dir.path())
-        .arg("bench")
+    let mut cmd = crate::support::coldstart(dir.path());
+    cmd.arg("bench")
         .arg("--out")
         .arg(dir.path().join("run"))
         .args(["--warmup", "0", "--trials", "3", "--"])
@@ -245,9 +243,8 @@ fn sigkill_of_bench_under_limits_mid_trial_leaves_no_cgroup_and_no_worker() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(support::coldstart_bin());
-    cmd.current_dir(dir.path())
-        .arg("bench")
+    let mut cmd = crate::support::coldstart(dir.path());
+    cmd.arg("bench")
         .arg("--out")
         .arg(dir.path().join("run"))
         .args(["--cpus", "1", "--memory", "256M"])
@@ -286,8 +283,7 @@ fn bench_of_the_standin(
     flags: &[&str],
 ) -> std::process::Child {
     let standin = support::fixtures().join("bench").join("standin.py");
-    Command::new(support::coldstart_bin())
-        .current_dir(dir)
+    crate::support::coldstart(dir)
         .arg("bench")
         .arg("--out")
         .arg(out)

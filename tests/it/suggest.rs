@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use crate::support::{code_and_text, coldstart_bin, copy_dir, fixtures, printed, python, xtask};
+use crate::support::{code_and_text, copy_dir, fixtures, printed, python, xtask};
 
 fn run(dir: &Path, extra: &[&str]) -> Output {
     let suggest = fixtures().join("suggest");
@@ -101,9 +101,8 @@ fn plugin_project(extra: &str) -> (tempfile::TempDir, std::path::PathBuf) {
 
 fn suggest_in(root: &Path) -> (Option<i32>, String) {
     code_and_text(
-        std::process::Command::new(coldstart_bin())
+        crate::support::coldstart(root)
             .args(["check", "--suggest"])
-            .current_dir(root)
             .env_remove("PYTHONPATH"),
     )
 }

@@ -81,6 +81,21 @@ pub fn xtask_bin() -> &'static Path {
     BIN.get_or_init(|| built("xtask", "xtask"))
 }
 
+/// `coldstart` as a user runs it: the installed-style binary, from `dir`,
+/// stdin closed. The one runner of the tool: a topic's helpers add their
+/// arguments and environment to it.
+pub fn coldstart(dir: &Path) -> Command {
+    let mut cmd = Command::new(coldstart_bin());
+    cmd.current_dir(dir).stdin(Stdio::null());
+    cmd
+}
+
+/// The stand-in worker of a topic: `tests/fixtures/<topic>/standin.py`
+/// (each says what it simulates).
+pub fn standin(topic: &str) -> PathBuf {
+    fixtures().join(topic).join("standin.py")
+}
+
 /// Path of the installed-style `coldstart` binary, built on first use into
 /// this run's target dir; with this crate's `native` feature (the tests of
 /// native stacks, a step of their own in `cargo xtask test`), built with

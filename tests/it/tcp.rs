@@ -268,13 +268,11 @@ fn tcp_stdout_is_not_the_protocol_and_a_closed_stdout_does_not_end_the_wait() {
 
 fn coldstart(dir: &Path, args: &[&str], argv: &[String]) -> Output {
     support::printed(
-        std::process::Command::new(support::coldstart_bin())
-            .current_dir(dir)
+        support::coldstart(dir)
             .args(args)
             .arg("--")
             .args(argv)
             .env("PYTHONPATH", support::worker_dir())
-            .stdin(std::process::Stdio::null())
             .output()
             .unwrap(),
     )
@@ -504,15 +502,14 @@ fn daemon(mark: &str) -> Vec<String> {
 /// `coldstart ARGS` in `dir`, every daemon it starts keeping its state
 /// (registry, stop stamps) in `state`; `argv` after `--` when not empty.
 fn coldstart_daemons(dir: &Path, state: &Path, args: &[&str], argv: &[String]) -> Output {
-    let mut cmd = std::process::Command::new(support::coldstart_bin());
-    cmd.current_dir(dir).args(args);
+    let mut cmd = support::coldstart(dir);
+    cmd.args(args);
     if !argv.is_empty() {
         cmd.arg("--").args(argv);
     }
     support::printed(
         cmd.env("DAEMON_STATE_DIR", state)
             .env_remove("PYTHONPATH")
-            .stdin(std::process::Stdio::null())
             .output()
             .unwrap(),
     )

@@ -46,11 +46,9 @@ fn project() -> UserProject {
 fn coldstart(dir: &Path, args: &[&str]) -> Output {
     eprintln!("$ cd {} && coldstart {}", dir.display(), args.join(" "));
     printed(
-        std::process::Command::new(coldstart_bin())
+        crate::support::coldstart(dir)
             .args(args)
-            .current_dir(dir)
             .env_remove("PYTHONPATH")
-            .stdin(std::process::Stdio::null())
             .output()
             .expect("coldstart runs"),
     )
