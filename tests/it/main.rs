@@ -7,6 +7,7 @@ mod conformance;
 mod diff;
 mod docs;
 mod evidence;
+mod help;
 mod importtime;
 mod launcher;
 mod lazy;

@@ -429,3 +429,51 @@ impl Drop for KillOnDrop {
         unsafe { libc::kill(self.0, libc::SIGKILL) };
     }
 }
+
+/// The one redaction of a whole output before it is compared or
+/// snapshotted: what changes from run to run or machine to machine becomes
+/// a placeholder, everything else stays as printed. The workspace's place
+/// becomes `[ROOT]`, a path in the temporary folder `[TMP]`, a pid (three
+/// digits or more after `pid`, `process`, `worker`) `[PID]`, a loopback
+/// port `[PORT]`, a duration `[DURATION]`, a size `[SIZE]`. The rules, in
+/// the order applied: one list for [`redact`] and [`redactions`].
+pub fn redaction_rules() -> Vec<(String, &'static str)> {
+    let root = regex::escape(&root().display().to_string());
+    let tmp = std::env::temp_dir().display().to_string();
+    let tmp = regex::escape(tmp.trim_end_matches('/'));
+    vec![
+        (root, "[ROOT]"),
+        (format!(r#"{tmp}/[^\s:'"]+"#), "[TMP]"),
+        (r"\b(pid|process|worker|PID) \d{3,}\b".into(), "$1 [PID]"),
+        (r"\b(127\.0\.0\.1|localhost):\d+\b".into(), "$1:[PORT]"),
+        (
+            r"\b\d+(\.\d+)?(e[-+]?\d+)? ?(ns|µs|us|ms|s|min)\b".into(),
+            "[DURATION]",
+        ),
+        (
+            r"\b\d+(\.\d+)? ?(B|KiB|MiB|GiB|kB|KB|MB|GB)\b".into(),
+            "[SIZE]",
+        ),
+    ]
+}
+
+/// `text` through [`redaction_rules`].
+pub fn redact(text: &str) -> String {
+    let mut out = text.to_owned();
+    for (pattern, replacement) in redaction_rules() {
+        let re = regex::Regex::new(&pattern).expect("a redaction rule is a regex");
+        out = re.replace_all(&out, replacement).into_owned();
+    }
+    out
+}
+
+/// insta's settings with [`redaction_rules`] as its filters: bind a
+/// snapshot of a whole output to it,
+/// `support::redactions().bind(|| insta::assert_snapshot!(text))`.
+pub fn redactions() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    for (pattern, replacement) in redaction_rules() {
+        settings.add_filter(&pattern, replacement);
+    }
+    settings
+}

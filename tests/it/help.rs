@@ -1,0 +1,60 @@
+//! Every command's help, whole, as a snapshot through the one redaction
+//! (`support::redactions`): a flag spelled two ways, a default changed or a
+//! command added shows here as a diff to review (`cargo insta review`),
+//! never as a fragment that still matches.
+
+use crate::support;
+
+/// `coldstart ARGS`, its stdout; it must succeed.
+fn help(args: &[&str]) -> String {
+    let dir = support::root();
+    let out = support::printed(support::coldstart(dir).args(args).output().unwrap());
+    assert!(out.status.success(), "coldstart {args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The subcommands the top-level help lists under `Commands:`.
+fn subcommands(top: &str) -> Vec<String> {
+    top.split("Commands:\n")
+        .nth(1)
+        .expect("the help lists its commands")
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_commands_help_is_snapshotted_whole() {
+    let top = help(&["--help"]);
+    let commands = subcommands(&top);
+    assert!(commands.len() >= 13, "{commands:?} from\n{top}");
+    support::redactions().bind(|| {
+        insta::assert_snapshot!("help", top);
+        for command in &commands {
+            insta::assert_snapshot!(format!("help_{command}"), help(&[command, "--help"]));
+        }
+    });
+}
+
+#[test]
+fn the_redaction_replaces_what_varies_and_keeps_the_rest() {
+    let root = support::root().display().to_string();
+    let tmp = std::env::temp_dir().join("coldstart-diff-1234/out.json");
+    let text = format!(
+        "ready 12.5 ms, exit after 1.2 s; 3 processes, pid 48213 on 127.0.0.1:39001\n\
+         peak 45.1 MiB at {root}/tests/fixtures/a.py:3 and {}\n\
+         process 1 of 2, 15 modules, torch (1 module)\n",
+        tmp.display()
+    );
+    let redacted = support::redact(&text);
+    assert_eq!(
+        redacted,
+        "ready [DURATION], exit after [DURATION]; 3 processes, pid [PID] on 127.0.0.1:[PORT]\n\
+         peak [SIZE] at [ROOT]/tests/fixtures/a.py:3 and [TMP]\n\
+         process 1 of 2, 15 modules, torch (1 module)\n"
+    );
+}
