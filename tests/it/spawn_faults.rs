@@ -19,10 +19,29 @@ use worker_proto::{
 
 use crate::support::{self, assert_group_gone, ps};
 
-const READY: Duration = Duration::from_secs(2);
-const REQUEST: Duration = Duration::from_secs(2);
+/// The bound of a ready line or a reply that must come: a bound only fires
+/// on a fault, so one a loaded 2-core machine can miss would fail a
+/// well-behaved worker. A hang is ended by nextest's slow-timeout.
+const READY: Duration = Duration::from_secs(60);
+/// See [`READY`].
+const REQUEST: Duration = Duration::from_secs(60);
+/// The bound of a ready line that must not come (a hang): the case waits
+/// for it to fire, so it is short; only its lower side is asserted.
+const HANG: Duration = Duration::from_secs(2);
 
+/// The policy of an end that must be graceful: bounds as generous as
+/// [`READY`]'s, so only a fault escalates.
 fn policy() -> ShutdownPolicy {
+    ShutdownPolicy {
+        ack_timeout: READY,
+        exit_timeout: READY,
+        ..fault_policy()
+    }
+}
+
+/// The policy of an end that must escalate: short bounds the case waits
+/// for (only their lower side is asserted: `not_before`).
+fn fault_policy() -> ShutdownPolicy {
     ShutdownPolicy {
         ack_timeout: Duration::from_secs(1),
         exit_timeout: Duration::from_secs(1),
@@ -245,10 +264,10 @@ fn spawn_faults_hang_before_ready_times_out_and_runs_the_hook() {
         Some(format!("stack dump of {p}"))
     });
     let started = Instant::now();
-    let err = w.wait_ready(READY).unwrap_err();
-    not_before(started, READY);
+    let err = w.wait_ready(HANG).unwrap_err();
+    not_before(started, HANG);
     assert!(
-        matches!(err.kind, ErrorKind::Timeout { after } if after == READY),
+        matches!(err.kind, ErrorKind::Timeout { after } if after == HANG),
         "{err}"
     );
     assert_eq!(err.stage, Stage::Startup);
@@ -398,7 +417,7 @@ fn spawn_faults_ignores_the_shutdown_op_escalates_to_sigterm() {
     let pid = w.pid();
     w.wait_ready(READY).unwrap();
     w.request(&Request::health(), REQUEST).unwrap();
-    let p = policy();
+    let p = fault_policy();
     let started = Instant::now();
     let err = w.shutdown(&p).unwrap_err();
     not_before(started, p.ack_timeout);
@@ -431,7 +450,7 @@ fn spawn_faults_ignores_sigterm_escalates_to_sigkill() {
     let mut w = start("ignores_sigterm.py");
     let pid = w.pid();
     w.wait_ready(READY).unwrap();
-    let p = policy();
+    let p = fault_policy();
     let started = Instant::now();
     let err = w.shutdown(&p).unwrap_err();
     not_before(started, p.exit_timeout + p.grace);
