@@ -132,9 +132,7 @@ fn coldstart(cwd: &Path) -> assert_cmd::Command {
     cmd
 }
 
-fn stdout_of(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use support::stdout as stdout_of;
 
 #[test]
 fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_chain() {

@@ -208,6 +208,11 @@ pub fn signal_and_wait(child: &mut Child, sig: i32) -> (Option<i32>, String, Str
     (status.code(), out, err)
 }
 
+/// A run's stdout as text (lossy).
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Runs `cmd` (stdin closed) to its end: its exit code and its stdout then
 /// stderr as one text, both printed.
 pub fn code_and_text(cmd: &mut Command) -> (Option<i32>, String) {

@@ -54,9 +54,7 @@ fn coldstart(dir: &Path, args: &[&str]) -> Output {
     )
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use crate::support::stdout;
 
 /// Drops the eager re-export: the fix of the system this fixture mirrors.
 fn fix(root: &Path) {
