@@ -6,7 +6,7 @@
 //! tool could not do its job; 128 + the signal when SIGINT (130), SIGTERM
 //! (143) or SIGHUP (129) cut it short.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use answers::check::JsonReport;
@@ -131,6 +131,44 @@ fn interrupted(
 
 /// Runs the check: flags in, one harness call, a rendering out.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
+    let format = if args.json { Format::Json } else { args.format };
+    let outcome = match checked(&args, project, format)? {
+        Ok(outcome) => outcome,
+        Err(interrupted) => return Ok(interrupted),
+    };
+    print_notes(&outcome);
+    let render = |format: Format| render(format, &outcome, &project.root);
+    print!("{}", render(format));
+    crate::outputs::write_all(&args.output, render)?;
+    if format == Format::Text {
+        print_suggestions(&outcome, args.fix);
+    }
+    Ok(ExitCode::from(outcome.exit_code()))
+}
+
+/// The check itself: a recorded log judged (`--log`), or the targets run
+/// through `harness::check_run::run`; `Err` with the exit code when a
+/// signal cut it short (what it finished is printed then).
+fn checked(
+    args: &Args,
+    project: &Project,
+    format: Format,
+) -> Result<std::result::Result<CheckRun, ExitCode>> {
+    if let Some(log) = &args.log {
+        if !args.target.command.is_empty() || args.module.is_some() {
+            bail!("--log judges a recorded log alone: give no command and no --module");
+        }
+        let report = check::judge_log(&project.cwd.join(log), &args.forbid, args.tree)?;
+        return Ok(Ok(CheckRun {
+            checked: vec![Checked {
+                report,
+                root: project.cwd.clone(),
+                suggestions: Vec::new(),
+                written: Vec::new(),
+            }],
+            ..CheckRun::default()
+        }));
+    }
     let opts = RunOptions {
         check: CheckOptions {
             block: args.block,
@@ -139,42 +177,28 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         suggest: args.suggest,
         fix: args.fix,
     };
-    let format = if args.json { Format::Json } else { args.format };
-    let outcome = if let Some(log) = &args.log {
-        if !args.target.command.is_empty() || args.module.is_some() {
-            bail!("--log judges a recorded log alone: give no command and no --module");
-        }
-        let report = check::judge_log(&project.cwd.join(log), &args.forbid, args.tree)?;
-        CheckRun {
-            checked: vec![Checked {
-                report,
-                root: project.cwd.clone(),
-                suggestions: Vec::new(),
-                written: Vec::new(),
-            }],
-            ..CheckRun::default()
-        }
-    } else {
-        let targets = targets(&args, project)?;
-        // Targets with `snapshot = true`: their start-up tree must not drift.
-        let gated: Vec<harness::Target> = match &project.config {
-            Some(config) => targets_for_snapshot(&args, project)?
-                .into_iter()
-                .filter(|t| config.snapshot.contains(&t.name))
-                .collect(),
-            None => Vec::new(),
-        };
-        // SIGINT, SIGTERM or SIGHUP kills every worker at once; the check
-        // then shows the targets it finished, says which one it cut short,
-        // and exits 128 + the signal's number without a verdict.
-        let interrupt = crate::signals::interrupt(OnPress::KillNow).unwrap_or_default();
-        let outcome = harness::check_run::run(&targets, opts, &gated, &project.root, &interrupt)?;
-        if let Some(cut) = &outcome.interrupted {
-            return interrupted(&interrupt, &outcome.checked, cut, format);
-        }
-        outcome
+    let targets = targets(args, project)?;
+    // Targets with `snapshot = true`: their start-up tree must not drift.
+    let gated: Vec<harness::Target> = match &project.config {
+        Some(config) => targets_for_snapshot(args, project)?
+            .into_iter()
+            .filter(|t| config.snapshot.contains(&t.name))
+            .collect(),
+        None => Vec::new(),
     };
+    // SIGINT, SIGTERM or SIGHUP kills every worker at once; the check
+    // then shows the targets it finished, says which one it cut short,
+    // and exits 128 + the signal's number without a verdict.
+    let interrupt = crate::signals::interrupt(OnPress::KillNow).unwrap_or_default();
+    let outcome = harness::check_run::run(&targets, opts, &gated, &project.root, &interrupt)?;
+    if let Some(cut) = &outcome.interrupted {
+        return Ok(Err(interrupted(&interrupt, &outcome.checked, cut, format)?));
+    }
+    Ok(Ok(outcome))
+}
 
+/// On stderr: the files `--fix` wrote and each gated snapshot's drift.
+fn print_notes(outcome: &CheckRun) {
     for c in &outcome.checked {
         for f in &c.written {
             eprintln!("wrote {}", f.display());
@@ -195,53 +219,52 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             ),
         }
     }
-    let code = outcome.exit_code();
-    let reports = outcome.reports();
-    let render = |format: Format| -> String {
-        let mut text = String::new();
-        match format {
-            Format::Json => {
-                text = serde_json::to_string_pretty(&JsonReport::new(&reports))
-                    .expect("the check's report serialises");
-                text.push('\n');
-            }
-            Format::Text => {
-                for c in &outcome.checked {
-                    report::check::render(&c.report, &c.root, &mut text);
-                }
-            }
-            Format::Github => {
-                for c in &outcome.checked {
-                    ci::github(&c.report, &c.root, &mut text);
-                }
-            }
-            Format::Junit => {
-                let root = outcome.checked.first().map_or(&project.root, |c| &c.root);
-                text = ci::junit(&reports, root);
+}
+
+/// The check's report in `format`.
+fn render(format: Format, outcome: &CheckRun, project_root: &Path) -> String {
+    let mut text = String::new();
+    match format {
+        Format::Json => {
+            text = serde_json::to_string_pretty(&JsonReport::new(&outcome.reports()))
+                .expect("the check's report serialises");
+            text.push('\n');
+        }
+        Format::Text => {
+            for c in &outcome.checked {
+                report::check::render(&c.report, &c.root, &mut text);
             }
         }
-        text
-    };
-    print!("{}", render(format));
-    crate::outputs::write_all(&args.output, render)?;
-    if format == Format::Text {
-        // The suggestions, then the verified cuts as one patch that `git apply` takes.
-        let mut patch = String::new();
-        for c in &outcome.checked {
-            for sug in &c.suggestions {
-                print!("\n{sug}");
-                if let Some(cut) = sug.cut.as_ref().filter(|_| !args.fix) {
-                    patch.push_str(&cut.diff);
-                }
+        Format::Github => {
+            for c in &outcome.checked {
+                ci::github(&c.report, &c.root, &mut text);
             }
         }
-        if !patch.is_empty() {
-            print!(
-                "\nthe patch (from the project root: `git apply` or `patch -p1`; `--fix` writes it):\n{patch}"
-            );
+        Format::Junit => {
+            let root = outcome.checked.first().map_or(project_root, |c| &c.root);
+            text = ci::junit(&outcome.reports(), root);
         }
     }
-    Ok(ExitCode::from(code))
+    text
+}
+
+/// After the text report: the suggestions, then the verified cuts as one
+/// patch that `git apply` takes (not when `--fix` wrote them).
+fn print_suggestions(outcome: &CheckRun, fix: bool) {
+    let mut patch = String::new();
+    for c in &outcome.checked {
+        for sug in &c.suggestions {
+            print!("\n{sug}");
+            if let Some(cut) = sug.cut.as_ref().filter(|_| !fix) {
+                patch.push_str(&cut.diff);
+            }
+        }
+    }
+    if !patch.is_empty() {
+        print!(
+            "\nthe patch (from the project root: `git apply` or `patch -p1`; `--fix` writes it):\n{patch}"
+        );
+    }
 }
 
 /// The configured targets this check ran, for their snapshots.
