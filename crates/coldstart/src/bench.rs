@@ -263,7 +263,26 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         None => None,
     };
     let started_ms = harness::env::unix_ms();
-    let opts = BenchOptions {
+    // Every flag is checked before the output folder is made.
+    let bench = Bench::new(a, b, options(&args, project))?;
+    let bench = bench.write_to(trials::out_dir(
+        &project.root,
+        args.out.as_deref(),
+        started_ms,
+    )?);
+    let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
+    let run = bench.run(&interrupt, &mut Bar(indicatif::ProgressBar::hidden()))?;
+    let render = |format: Format| render(format, &run);
+    print!("{}", render(Format::Text));
+    crate::outputs::write_all(&args.output, render)?;
+    print_end(&run, &interrupt);
+    Ok(ExitCode::from(run.exit_code()))
+}
+
+/// The bench's options from its flags (the output folder is set apart,
+/// once every flag is checked).
+fn options(args: &Args, project: &Project) -> BenchOptions {
+    BenchOptions {
         warmup: args.warmup,
         trials: args.trials,
         precision: args.precision,
@@ -283,7 +302,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
             requests: args.serve.requests,
             rate: args.serve.rate,
             duration: args.serve.duration,
-            request: args.serve.request,
+            request: args.serve.request.clone(),
             in_flight: args.serve.in_flight,
             memory: args.serve.memory_view,
             pool: args.serve.pool.map(|workers| PoolOptions {
@@ -296,17 +315,12 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         },
         out: PathBuf::new(),
         root: project.root.clone(),
-    };
-    // Every flag is checked before the output folder is made.
-    let bench = Bench::new(a, b, opts)?;
-    let bench = bench.write_to(trials::out_dir(
-        &project.root,
-        args.out.as_deref(),
-        started_ms,
-    )?);
-    let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
-    let run = bench.run(&interrupt, &mut Bar(indicatif::ProgressBar::hidden()))?;
-    let render = |format: Format| match format {
+    }
+}
+
+/// The run's report in `format`.
+fn render(format: Format, run: &trials::BenchRun) -> String {
+    match format {
         Format::Text => {
             let mut text = report::bench::terminal::render(&run.summary);
             let serve_text = report::bench::markdown::serve_sections(&run.summary);
@@ -319,9 +333,12 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         Format::Markdown => report::bench::markdown::render(&run.summary),
         Format::Json => report::bench::json(&run.summary),
         Format::Hyperfine => report::bench::hyperfine::render(&run.summary, &run.records),
-    };
-    print!("{}", render(Format::Text));
-    crate::outputs::write_all(&args.output, render)?;
+    }
+}
+
+/// After the report: the first failure, where the files went, any that
+/// could not be written, and an interrupt's note.
+fn print_end(run: &trials::BenchRun, interrupt: &harness::Interrupt) {
     if let Some((r, stage, message)) = run.first_failure() {
         eprintln!(
             "\nfirst failure, trial {} ({}, at {stage}):\n{message}",
@@ -347,12 +364,11 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     if run.interrupted() {
         eprintln!(
             "interrupted by {}: the bench stopped after {} trial(s); the results above and in {} are of the trials it finished",
-            crate::signals::signal_name(&interrupt),
+            crate::signals::signal_name(interrupt),
             run.summary.trials.run,
             run.dir.display()
         );
     }
-    Ok(ExitCode::from(run.exit_code()))
 }
 
 #[cfg(test)]
