@@ -287,6 +287,25 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
     .map_err(|e| could_not(e, "record", args.pid, args.subprocesses))?;
     // Said once the sampler reads the process: a signal from here on
     // writes what was sampled.
+    announce(&args, &options, duration);
+    let rec = recorder
+        .finish(&interrupt)
+        .with_context(|| format!("could not record process {}", args.pid))?;
+    let mut stdout = std::io::stdout().lock();
+    let why = match rec.ended {
+        SamplingEnd::Deadline => "the duration passed".to_owned(),
+        SamplingEnd::Exited => "the process exited".to_owned(),
+        SamplingEnd::Stopped => format!("stopped by {}", crate::signals::signal_name(&interrupt)),
+        _ => "stopped".to_owned(),
+    };
+    print_recording(&args, &options, &rec, &why, &mut stdout)?;
+    refuse_empty(&rec, &options, args.pid)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// On stderr, once the sampler reads the process: what is recorded, how,
+/// and that Ctrl-C writes what was sampled.
+fn announce(args: &RecordArgs, options: &LiveOptions, duration: Option<Duration>) {
     eprintln!(
         "recording process {}{} at {} Hz{}{}; Ctrl-C writes what was sampled and stops",
         args.pid,
@@ -303,32 +322,26 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
             ""
         },
     );
-    let rec = recorder
-        .finish(&interrupt)
-        .with_context(|| format!("could not record process {}", args.pid))?;
-    let mut stdout = std::io::stdout().lock();
-    let why = match rec.ended {
-        SamplingEnd::Deadline => "the duration passed".to_owned(),
-        SamplingEnd::Exited => "the process exited".to_owned(),
-        SamplingEnd::Stopped => format!("stopped by {}", crate::signals::signal_name(&interrupt)),
-        _ => "stopped".to_owned(),
-    };
-    print_recording(&args, &options, &rec, &why, &mut stdout)?;
+}
+
+/// A recording without a sample is an error that says why (the file is
+/// still written, empty).
+fn refuse_empty(rec: &live::StackRecording, options: &LiveOptions, pid: u32) -> Result<()> {
     let p = &rec.profile;
-    if p.sample_count() == 0 {
-        let read = what_was_read(p, args.pid);
-        if options.idle {
-            bail!(
-                "no sample was taken: {read} exited before the first round; {} was written empty",
-                rec.out.display()
-            );
-        }
+    if p.sample_count() > 0 {
+        return Ok(());
+    }
+    let read = what_was_read(p, pid);
+    if options.idle {
         bail!(
-            "no sample was taken: every thread read ({read}) was idle at each round (--idle counts idle threads) or they exited at once; {} was written empty",
+            "no sample was taken: {read} exited before the first round; {} was written empty",
             rec.out.display()
         );
     }
-    Ok(ExitCode::SUCCESS)
+    bail!(
+        "no sample was taken: every thread read ({read}) was idle at each round (--idle counts idle threads) or they exited at once; {} was written empty",
+        rec.out.display()
+    );
 }
 
 /// What `record` says of a finished recording: the samples and the rate
