@@ -1,8 +1,6 @@
 //! `Sampler` against real CPython processes.
 
-mod common;
-
-use common::Py;
+use crate::support::Py;
 use pystacks::{Sampler, SamplerOptions, SamplingEnd, import_share, top_frames};
 
 #[test]
@@ -45,7 +43,7 @@ fn the_function_a_script_spends_its_time_in_is_the_widest_frame() {
         "{top:#?}"
     );
     // `--function`: the frame carries the function's first line.
-    let def_line = common::line_of(
+    let def_line = crate::support::line_of(
         "spins_in_named_function.py",
         "def burn_cpu_in_named_function",
     );
@@ -175,7 +173,7 @@ fn a_stop_handle_ends_sampling_from_another_thread_and_leaves_the_process_runnin
         .expect("stopper");
     let profile = sampler.wait();
     assert_eq!(profile.stop_reason, SamplingEnd::Stopped);
-    let (state, tracer) = common::state_and_tracer(py.pid());
+    let (state, tracer) = crate::support::state_and_tracer(py.pid());
     assert_eq!(tracer, 0, "still traced after the sampler stopped");
     assert!(state == 'R' || state == 'S', "state {state}");
 }

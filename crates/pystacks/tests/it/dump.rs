@@ -1,8 +1,6 @@
 //! `dump` against real CPython processes.
 
-mod common;
-
-use common::{Py, line_of};
+use crate::support::{Py, line_of};
 use pystacks::{DumpOptions, Error, dump};
 
 #[test]
@@ -13,7 +11,7 @@ fn a_hung_process_names_its_function_file_and_line_and_its_threads() {
     // The main thread printed its line just before blocking; with the
     // spinner holding the GIL it may take a few switch intervals to get
     // there. Each dump is a fresh observation: look until it is there.
-    let deadline = std::time::Instant::now() + common::LINE_TIMEOUT;
+    let deadline = std::time::Instant::now() + crate::support::LINE_TIMEOUT;
     let d = loop {
         let d = dump(py.pid(), &DumpOptions::default()).expect("dump");
         let blocked = d.python_processes().any(|(_, s)| {
@@ -126,8 +124,8 @@ fn a_launcher_that_is_not_python_shows_its_python_child() {
     // sh starts Python and waits on it (no exec: `; exit` keeps sh alive).
     let script = format!(
         "{} {} ; exit 3",
-        common::python().display(),
-        common::fixture("hang_in_named_function.py").display()
+        crate::support::python().display(),
+        crate::support::fixture("hang_in_named_function.py").display()
     );
     let mut sh = std::process::Command::new("sh")
         .args(["-c", &script])

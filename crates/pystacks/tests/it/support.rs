@@ -1,4 +1,4 @@
-//! Helpers of the end-to-end tests: a real CPython (not the pyenv shim)
+//! The one support module of pystacks's integration tests: a real CPython (not the pyenv shim)
 //! started on a fixture, lines awaited with a deadline, the process group
 //! killed and reaped on drop.
 

@@ -2,8 +2,6 @@
 //! call (zlib's compressor) shows the C frames under its Python frame;
 //! without it, asking for them is an error that says how to get them.
 
-mod common;
-
 use pystacks::{DumpOptions, Error, dump};
 
 #[cfg(not(feature = "native"))]
@@ -33,7 +31,7 @@ mod with_the_feature {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
 
-    use super::common::{Py, fixture, python, wait_until_gone};
+    use crate::support::{Py, fixture, python, wait_until_gone};
     use super::*;
 
     /// The fixture started by a shell (so it is not this process's child,

@@ -6,9 +6,7 @@
 //! it starts inherit that), and the target is one a tracer without that
 //! capability may not read: non-dumpable, or of another user.
 
-mod common;
-
-use common::{Py, drop_cap_sys_ptrace_in_this_thread, is_root, state_and_tracer};
+use crate::support::{Py, drop_cap_sys_ptrace_in_this_thread, is_root, state_and_tracer};
 use pystacks::{DumpOptions, Error, Sampler, SamplerOptions, dump};
 
 fn cases() -> Vec<(&'static str, &'static [&'static str])> {
