@@ -8,18 +8,14 @@
 //! other interpreters of the table below, since the order of importtime's
 //! lines for parent packages is the interpreter's.
 
+use crate::support::{fixtures, python};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use importguard::importtime;
 use importguard::recorder::Recorder;
 use importguard::verdict::{Evidence, Policy, Violation, judge};
-
-fn fixtures() -> PathBuf {
-    std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures"))
-        .unwrap()
-}
 
 /// One shape: its folder, the expected chain, and for each link the file
 /// (relative to the folder) and line that imported it, and the name asked
@@ -201,8 +197,6 @@ fn check_shapes(python: &OsString) {
         assert_eq!(parent_of, want, "{what}: parent packages");
     }
 }
-
-use test_interpreters::default_python as python;
 
 #[test]
 fn every_shape_gives_the_chain_that_ran() {

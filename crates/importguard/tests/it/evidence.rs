@@ -5,10 +5,11 @@
 //! module, the line, the process and the phase the verdict gives, or the
 //! missing evidence it reports.
 
+use crate::support::{fixtures, python};
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -22,12 +23,6 @@ use importguard::verdict::{
 use timeline::{ReadyMark, RequestMark, Stage, Timeline, monotonic_ns};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
-
-use test_interpreters::default_python as python;
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
-}
 
 fn script(name: &str) -> PathBuf {
     fixtures().join("evidence").join(name)
