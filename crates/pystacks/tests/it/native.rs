@@ -31,8 +31,8 @@ mod with_the_feature {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
 
-    use crate::support::{Py, fixture, python, wait_until_gone};
     use super::*;
+    use crate::support::{Py, fixture, python, wait_until_gone};
 
     /// The fixture started by a shell (so it is not this process's child,
     /// which native reads refuse), its pid read from its first line; the
