@@ -2,8 +2,7 @@
 //! root, totals per top-level package, the top N.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BinaryHeap;
 
 use serde::Serialize;
 
@@ -31,37 +30,6 @@ pub struct PackageTotal {
     /// Sum of the cumulative times of its topmost modules (those whose
     /// parent is not in the package), so nothing is counted twice.
     pub cumulative_us: i64,
-}
-
-/// A multiply-rotate hash taking eight bytes at a time (as FxHash does):
-/// package names are short, and SipHash, then a byte-wise FNV, dominated
-/// the totals.
-#[derive(Debug, Default)]
-struct WordHash(u64);
-
-impl WordHash {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl Hasher for WordHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().unwrap_or_default()));
-        }
-        let mut tail = [0u8; 8];
-        let rest = chunks.remainder();
-        tail[..rest.len()].copy_from_slice(rest);
-        self.add(u64::from_le_bytes(tail) ^ (rest.len() as u64) << 59);
-    }
 }
 
 /// Whether `name` is the module `package` or one of its submodules
@@ -208,11 +176,11 @@ impl ImportLog {
     /// [`ImportLog::package_totals`]); a node's cumulative time counts when
     /// its parent is not in the same package.
     pub fn package_totals_among(&self, ids: impl IntoIterator<Item = NodeId>) -> Vec<PackageTotal> {
-        let (package_of, names) = self.packages();
-        let mut totals: Vec<PackageTotal> = names
+        let mut totals: Vec<PackageTotal> = self
+            .packages
             .iter()
             .map(|name| PackageTotal {
-                package: String::from_utf8_lossy(name).into_owned(),
+                package: name.clone(),
                 modules: 0,
                 self_us: 0,
                 cumulative_us: 0,
@@ -223,8 +191,8 @@ impl ImportLog {
             if n.kind != NodeKind::Entry {
                 continue;
             }
-            let p = package_of[id.index()];
-            let parent_same = n.parent != NONE && package_of[n.parent as usize] == p;
+            let p = n.package;
+            let parent_same = n.parent != NONE && self.nodes[n.parent as usize].package == p;
             let t = &mut totals[p as usize];
             t.modules += 1;
             t.self_us = t.self_us.saturating_add(n.self_us);
@@ -239,40 +207,6 @@ impl ImportLog {
                 .then_with(|| a.package.cmp(&b.package))
         });
         totals
-    }
-
-    /// Every timed node's top-level package, as an index into the returned
-    /// names (`u32::MAX` for cached nodes). A parent comes after its
-    /// children in the arena, so a walk down from the end knows the
-    /// parent's package first: a child in the same package costs a byte
-    /// compare, and only a change of package a hash lookup.
-    fn packages(&self) -> (Vec<u32>, Vec<&[u8]>) {
-        let bytes = self.text.bytes();
-        let mut index: HashMap<&[u8], u32, BuildHasherDefault<WordHash>> = HashMap::default();
-        let mut names: Vec<&[u8]> = Vec::new();
-        let mut package_of = vec![u32::MAX; self.nodes.len()];
-        for (i, n) in self.nodes.iter().enumerate().rev() {
-            if n.kind != NodeKind::Entry {
-                continue;
-            }
-            let start = n.name_start as usize;
-            let name = bytes.get(start..start + n.name_len as usize).unwrap_or(b"");
-            let parent = package_of.get(n.parent as usize).copied();
-            if let Some(p) = parent
-                && let Some(top) = names.get(p as usize)
-                && name.starts_with(top)
-                && name.get(top.len()).is_none_or(|&c| c == b'.')
-            {
-                package_of[i] = p;
-                continue;
-            }
-            let top = memchr::memchr(b'.', name).map_or(name, |dot| &name[..dot]);
-            package_of[i] = *index.entry(top).or_insert_with(|| {
-                names.push(top);
-                names.len() as u32 - 1
-            });
-        }
-        (package_of, names)
     }
 
     /// The `n` timed nodes with the largest `metric` in one session (or all

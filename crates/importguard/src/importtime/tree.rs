@@ -8,7 +8,28 @@ use super::LogWarning;
 
 /// Bytes a log can be parsed from without copying (a file mapped in
 /// memory, a shared buffer).
-pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+pub type SharedBytes = Arc<dyn LogBytes>;
+
+/// What [`SharedBytes`] hold: the bytes, and a way to give back the memory
+/// of the part the parser has read.
+pub trait LogBytes: Send + Sync {
+    /// The whole input.
+    fn bytes(&self) -> &[u8];
+
+    /// The parser has read `range` and keeps only positions into it. A
+    /// source that can read those bytes again when asked (a file mapped in
+    /// memory drops its pages; they come back from the file on the next
+    /// read) may free their memory; the default keeps them.
+    fn read_past(&self, range: std::ops::Range<usize>) {
+        let _ = range;
+    }
+}
+
+impl LogBytes for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
 
 /// The decoded input: owned, or shared bytes found to be UTF-8 already.
 #[derive(Clone)]
@@ -21,7 +42,7 @@ impl Text {
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Text::Owned(s) => s.as_bytes(),
-            Text::Shared(b) => (**b).as_ref(),
+            Text::Shared(b) => b.bytes(),
         }
     }
 
@@ -31,13 +52,11 @@ impl Text {
     pub(crate) fn slice(&self, start: usize, len: usize) -> &str {
         match self {
             Text::Owned(s) => &s[start..start + len],
-            Text::Shared(b) => {
-                let bytes = (**b).as_ref();
-                bytes
-                    .get(start..start + len)
-                    .and_then(|r| std::str::from_utf8(r).ok())
-                    .unwrap_or("")
-            }
+            Text::Shared(b) => b
+                .bytes()
+                .get(start..start + len)
+                .and_then(|r| std::str::from_utf8(r).ok())
+                .unwrap_or(""),
         }
     }
 }
@@ -46,7 +65,7 @@ impl std::fmt::Debug for Text {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Text::Owned(s) => write!(f, "Owned({} bytes)", s.len()),
-            Text::Shared(b) => write!(f, "Shared({} bytes)", (**b).as_ref().len()),
+            Text::Shared(b) => write!(f, "Shared({} bytes)", b.bytes().len()),
         }
     }
 }
@@ -121,6 +140,9 @@ pub struct Node {
     pub(crate) parent: u32,
     pub(crate) first_child: u32,
     pub(crate) next_sibling: u32,
+    /// A timed node's top-level package, as an index into
+    /// `ImportLog::packages` (`NONE` for cached nodes).
+    pub(crate) package: u32,
     /// Depth as printed (indentation / 2); for an ambiguous cached node, the
     /// depth it was placed at.
     pub depth: u16,
@@ -197,6 +219,8 @@ pub struct ImportLog {
     pub(crate) texts: Vec<TextLine>,
     pub(crate) sessions: Vec<Session>,
     pub(crate) warnings: Vec<LogWarning>,
+    /// The top-level packages of the timed nodes, indexed by `Node::package`.
+    pub(crate) packages: Vec<String>,
 }
 
 impl ImportLog {

@@ -3,11 +3,22 @@
 //! kept with its class and anomalies as warnings.
 
 use super::lex::*;
-use crate::importtime::tree::{LineClass, NONE, Node, NodeId, NodeKind, Session, TextLine};
+use super::packages::Packages;
+use crate::importtime::tree::{
+    LineClass, LogBytes, NONE, Node, NodeId, NodeKind, Session, TextLine,
+};
 use crate::importtime::{LogWarning, LogWarningKind};
+
+/// How far the scan goes between two calls of [`LogBytes::read_past`].
+const RELEASE_EVERY: usize = 4 << 20;
 
 pub(super) struct Builder<'a> {
     pub(super) text: &'a [u8],
+    /// Told of each part of `text` the scan has left behind.
+    source: Option<&'a dyn LogBytes>,
+    /// `text[..released]` was given to `source.read_past`.
+    released: usize,
+    pub(super) packages: Packages,
     pub(super) classes: Vec<LineClass>,
     pub(super) nodes: Vec<Node>,
     pub(super) texts: Vec<TextLine>,
@@ -30,12 +41,17 @@ pub(super) struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    pub(super) fn new(text: &'a [u8], check_utf8: bool) -> Self {
-        // An exact count (a few percent of the time): no vector grows, and
-        // nothing is reserved beyond what the lines need.
-        let lines = memchr::memchr_iter(b'\n', text).count() + 1;
+    pub(super) fn new(text: &'a [u8], source: Option<&'a dyn LogBytes>, check_utf8: bool) -> Self {
+        // A guess from the lines of a real log (about 70 bytes each): no
+        // pass over the input to count them. Capacity beyond what the lines
+        // fill is never touched, so it takes no memory; and a large vector
+        // grows by remapping its pages, not by copying them.
+        let lines = text.len() / 64 + 16;
         Builder {
             text,
+            source,
+            released: 0,
+            packages: Packages::default(),
             classes: Vec::with_capacity(lines),
             nodes: Vec::with_capacity(lines),
             texts: Vec::new(),
@@ -65,6 +81,9 @@ impl<'a> Builder<'a> {
         let mut line_no: u32 = 0;
         while pos < bytes.len() {
             line_no = line_no.saturating_add(1);
+            if pos - self.released >= RELEASE_EVERY {
+                self.release(pos);
+            }
             if let Some(next) = self.fast.then(|| self.fast_line(pos, line_no)).flatten() {
                 pos = next;
                 continue;
@@ -87,6 +106,18 @@ impl<'a> Builder<'a> {
             self.warn(line_no, LogWarningKind::TruncatedLastLine);
         }
         self.close_session(line_no);
+        self.release(bytes.len());
+    }
+
+    /// Tell the source the scan is done with `text[..pos]`: names and text
+    /// lines are kept as positions, so the bytes are needed again only
+    /// for the few names a rendering prints.
+    #[cold]
+    fn release(&mut self, pos: usize) {
+        if let Some(source) = self.source.filter(|_| pos > self.released) {
+            source.read_past(self.released..pos);
+        }
+        self.released = pos;
     }
 
     fn text_line(&mut self, start: usize, end: usize, line_no: u32) {
@@ -332,6 +363,9 @@ impl<'a> Builder<'a> {
             n.next_sibling = first;
             first = top;
         }
+        let package = self
+            .packages
+            .of(&self.text[name_start..name_start + name_len]);
         self.nodes.push(Node {
             self_us,
             cumulative_us: cum_us,
@@ -341,6 +375,7 @@ impl<'a> Builder<'a> {
             parent: NONE,
             first_child: first,
             next_sibling: NONE,
+            package,
             depth: d,
             kind: NodeKind::Entry,
         });
@@ -413,6 +448,7 @@ impl<'a> Builder<'a> {
             parent: NONE,
             first_child: NONE,
             next_sibling: NONE,
+            package: NONE,
             depth,
             kind,
         });
