@@ -182,13 +182,7 @@ fn write_top(
     w: &mut BufWriter<&mut dyn Write>,
 ) -> io::Result<()> {
     let total = view.total_us(log);
-    let (mut entries, mut cached) = (0usize, 0usize);
-    for id in view.all_nodes(log) {
-        match log.node(id).kind {
-            NodeKind::Entry => entries += 1,
-            _ => cached += 1,
-        }
-    }
+    let (entries, cached) = view.counts(log);
     let sessions = if view.session.is_some() {
         1
     } else {

@@ -51,12 +51,18 @@ impl Packages {
     /// The package of the module `name` (`email` for `email.mime.text`).
     #[inline]
     pub(super) fn of(&mut self, name: &[u8]) -> u32 {
-        let top = memchr::memchr(b'.', name).map_or(name, |dot| &name[..dot]);
-        if let Some(p) = self.last
-            && self.names[p as usize].as_bytes() == top
-        {
-            return p;
+        if let Some(p) = self.last {
+            let last = self.names[p as usize].as_bytes();
+            // A byte loop: `starts_with` calls `memcmp`, slow for a short name.
+            if name.len() >= last.len()
+                && name.iter().zip(last).all(|(a, b)| a == b)
+                && name.get(last.len()).is_none_or(|&c| c == b'.')
+            {
+                return p;
+            }
         }
+        let dot = name.iter().position(|&c| c == b'.');
+        let top = dot.map_or(name, |dot| &name[..dot]);
         let p = match self.index.get(top) {
             Some(&p) => p,
             None => {
