@@ -84,6 +84,43 @@ impl NodeId {
 
 pub(crate) const NONE: u32 = u32::MAX;
 
+/// A packed name that did not fit: its place is in the log's list of long
+/// names.
+const LONG_NAME: u64 = u64::MAX;
+
+/// A name's place in the text in one word (start in the high 40 bits,
+/// length in the low 24), or `None` when it does not fit (a name of 16 MiB,
+/// or past the first TiB of the text).
+pub(crate) fn pack_name(start: usize, len: usize) -> Option<u64> {
+    let (start, len) = (start as u64, len as u64);
+    (start < 1 << 40 && len < (1 << 24) - 1).then_some(start << 24 | len)
+}
+
+/// The text range of node `id`'s packed name; `long` lists the names that
+/// did not fit, by node.
+pub(crate) fn name_range(id: u32, name: u64, long: &[(u32, u64, u64)]) -> std::ops::Range<usize> {
+    let (start, len) = match name {
+        LONG_NAME => long
+            .binary_search_by_key(&id, |l| l.0)
+            .map_or((0, 0), |i| (long[i].1, long[i].2)),
+        _ => (name >> 24, name & 0xFF_FFFF),
+    };
+    start as usize..(start + len) as usize
+}
+
+/// Pack a name, or list it in `long` for node `id` when it does not fit.
+pub(crate) fn place_name(
+    id: u32,
+    start: usize,
+    len: usize,
+    long: &mut Vec<(u32, u64, u64)>,
+) -> u64 {
+    pack_name(start, len).unwrap_or_else(|| {
+        long.push((id, start as u64, len as u64));
+        LONG_NAME
+    })
+}
+
 /// What one input line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -133,8 +170,8 @@ pub struct Node {
     pub self_us: i64,
     /// Cumulative time in microseconds (0 for cached nodes); may be negative.
     pub cumulative_us: i64,
-    pub(crate) name_start: u64,
-    pub(crate) name_len: u32,
+    /// Where the name lies in the text ([`pack_name`]).
+    pub(crate) name: u64,
     /// 1-based line number of the node's line.
     pub line: u32,
     pub(crate) parent: u32,
@@ -221,6 +258,8 @@ pub struct ImportLog {
     pub(crate) warnings: Vec<LogWarning>,
     /// The top-level packages of the timed nodes, indexed by `Node::package`.
     pub(crate) packages: Vec<String>,
+    /// (node, start, length) of the names too long to pack, by node.
+    pub(crate) long_names: Vec<(u32, u64, u64)>,
 }
 
 impl ImportLog {
@@ -257,8 +296,8 @@ impl ImportLog {
 
     /// A node's module name.
     pub fn name(&self, id: NodeId) -> &str {
-        let n = &self.nodes[id.index()];
-        self.text.slice(n.name_start as usize, n.name_len as usize)
+        let r = name_range(id.0, self.nodes[id.index()].name, &self.long_names);
+        self.text.slice(r.start, r.len())
     }
 
     /// A node with its name and session, ready to serialize.

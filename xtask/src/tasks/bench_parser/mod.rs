@@ -40,6 +40,10 @@ pub struct Args {
     /// Skip tuna.
     #[arg(long)]
     pub no_tuna: bool,
+    /// Another xtask binary (a build from before a change) timed on the
+    /// same log with `--format top`, interleaved with the others.
+    #[arg(long, value_name = "XTASK")]
+    pub baseline: Option<PathBuf>,
 }
 
 /// One measured process run.
@@ -103,12 +107,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .zip(&runs)
         .enumerate()
         .map(|(i, ((label, _), runs))| match i {
-            2 => report(label, w.tuna_bytes as f64 / 1e6, w.tuna_bytes, runs),
+            2 if tuna => report(label, w.tuna_bytes as f64 / 1e6, w.tuna_bytes, runs),
             _ => report(label, mb, size, runs),
         })
         .collect();
-    if tuna {
-        tuna_ratios(&w, mb, &runs, &tuna_inner, &medians);
+    let tuna_fn = tuna.then(|| tuna_ratios(&w, mb, &runs, &tuna_inner, &medians));
+    if args.baseline.is_some() {
+        let last = medians.len() - 1;
+        println!(
+            "the baseline's --format top: {:.2}x slower than this build's (ratio of medians){}",
+            medians[0] / medians[last],
+            tuna_fn.map_or(String::new(), |f| format!(
+                ", {:.1}x tuna's function",
+                medians[last] / f
+            ))
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -147,19 +160,26 @@ fn contenders(
             contenders.push((label.to_owned(), cmd));
         }
     }
+    if let Some(baseline) = &args.baseline {
+        let mut cmd = Command::new(baseline);
+        cmd.args(["importtime"]).arg(big).args(["--format", "top"]);
+        let label = format!("baseline {} importtime --format top", baseline.display());
+        contenders.push((label, cmd));
+    }
 
     Ok((contenders, tuna))
 }
 
 /// tuna's function alone (timed inside Python) and the ratios of
-/// coldstart's medians to it, overall and round by round.
+/// coldstart's medians to it, overall and round by round; returns the
+/// function's median throughput.
 fn tuna_ratios(
     w: &shapes::Written,
     mb: f64,
     runs: &[Vec<Run>],
     tuna_inner: &[f64],
     medians: &[f64],
-) {
+) -> f64 {
     let fn_runs: Vec<Run> = tuna_inner
         .iter()
         .zip(&runs[2])
@@ -192,6 +212,7 @@ fn tuna_ratios(
         paired[0],
         paired[paired.len() - 1]
     );
+    tuna_fn
 }
 
 /// Write the generated log to `path` and tuna's copy to `twin`, with

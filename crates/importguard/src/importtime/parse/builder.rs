@@ -5,7 +5,7 @@
 use super::lex::*;
 use super::packages::Packages;
 use crate::importtime::tree::{
-    LineClass, LogBytes, NONE, Node, NodeId, NodeKind, Session, TextLine,
+    LineClass, LogBytes, NONE, Node, NodeId, NodeKind, Session, TextLine, name_range, place_name,
 };
 use crate::importtime::{LogWarning, LogWarningKind};
 
@@ -47,6 +47,8 @@ pub(super) struct Builder<'a> {
     /// `text[..released]` was given to `source.read_past`.
     released: usize,
     pub(super) packages: Packages,
+    /// Names too long to pack into their node.
+    pub(super) long_names: Vec<(u32, u64, u64)>,
     pub(super) classes: Vec<LineClass>,
     pub(super) nodes: Vec<Node>,
     pub(super) texts: Vec<TextLine>,
@@ -82,6 +84,7 @@ impl<'a> Builder<'a> {
             source,
             released: 0,
             packages: Packages::default(),
+            long_names: Vec::new(),
             classes: Vec::with_capacity(lines),
             nodes,
             texts: Vec::new(),
@@ -344,9 +347,8 @@ impl<'a> Builder<'a> {
 
     /// A node's name as an owned string, for warnings only.
     fn name_of(&self, id: u32) -> String {
-        let n = &self.nodes[id as usize];
-        let start = n.name_start as usize;
-        String::from_utf8_lossy(&self.text[start..start + n.name_len as usize]).into_owned()
+        let r = name_range(id, self.nodes[id as usize].name, &self.long_names);
+        String::from_utf8_lossy(&self.text[r]).into_owned()
     }
 
     fn entry(
@@ -403,8 +405,7 @@ impl<'a> Builder<'a> {
         self.nodes.push(Node {
             self_us,
             cumulative_us: cum_us,
-            name_start: name_start as u64,
-            name_len: name_len as u32,
+            name: place_name(id, name_start, name_len, &mut self.long_names),
             line: line_no,
             parent: NONE,
             first_child: first,
@@ -476,8 +477,7 @@ impl<'a> Builder<'a> {
         self.nodes.push(Node {
             self_us: 0,
             cumulative_us: 0,
-            name_start: name_start as u64,
-            name_len: name_len as u32,
+            name: place_name(id, name_start, name_len, &mut self.long_names),
             line: line_no,
             parent: NONE,
             first_child: NONE,

@@ -116,6 +116,7 @@ fn build(
         ambiguous,
         not_utf8,
         packages,
+        long_names,
         ..
     } = b;
     if not_utf8 {
@@ -138,5 +139,6 @@ fn build(
         sessions,
         warnings,
         packages: packages.names,
+        long_names,
     })
 }

@@ -446,3 +446,19 @@ fn shared_bytes_are_given_back_in_order_as_the_scan_leaves_them() {
         parse(text.as_bytes()).package_totals(None)
     );
 }
+
+/// A name too long to pack into its node (16 MiB) is kept whole, beside
+/// short ones, and the node stays one 48-byte slot of the arena.
+#[test]
+fn a_name_too_long_to_pack_is_kept_whole() {
+    let long = "m".repeat(1 << 24);
+    let text = format!(
+        "{H}import time: 1 | 1 |   a.b\nimport time: 2 | 4 | {long}\nimport time: 3 | 3 | c\n"
+    );
+    let log = parse(text.as_bytes());
+    assert_eq!(log.name(NodeId(0)), "a.b");
+    assert_eq!(log.name(NodeId(1)), long);
+    assert_eq!(log.name(NodeId(2)), "c");
+    assert_eq!(log.children(NodeId(1)).collect::<Vec<_>>(), [NodeId(0)]);
+    assert_eq!(std::mem::size_of::<crate::importtime::Node>(), 48);
+}
