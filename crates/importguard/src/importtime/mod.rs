@@ -27,8 +27,8 @@ mod tree;
 pub use parse::{parse, parse_owned, parse_shared};
 pub use query::{ChainLink, Metric, PackageTotal, is_parent_package, top_level};
 pub use tree::{
-    Children, Descendants, Encoding, ImportLog, LineClass, Node, NodeId, NodeKind, NodeView,
-    Session, SharedBytes, TextLine,
+    Children, Descendants, Encoding, ImportLog, LineClass, LogBytes, Node, NodeId, NodeKind,
+    NodeView, Session, SharedBytes, TextLine,
 };
 
 use serde::Serialize;

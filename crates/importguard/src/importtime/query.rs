@@ -2,8 +2,7 @@
 //! root, totals per top-level package, the top N.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::BinaryHeap;
 
 use serde::Serialize;
 
@@ -31,37 +30,6 @@ pub struct PackageTotal {
     /// Sum of the cumulative times of its topmost modules (those whose
     /// parent is not in the package), so nothing is counted twice.
     pub cumulative_us: i64,
-}
-
-/// A multiply-rotate hash taking eight bytes at a time (as FxHash does):
-/// package names are short, and SipHash, then a byte-wise FNV, dominated
-/// the totals.
-#[derive(Debug, Default)]
-struct WordHash(u64);
-
-impl WordHash {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl Hasher for WordHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().unwrap_or_default()));
-        }
-        let mut tail = [0u8; 8];
-        let rest = chunks.remainder();
-        tail[..rest.len()].copy_from_slice(rest);
-        self.add(u64::from_le_bytes(tail) ^ (rest.len() as u64) << 59);
-    }
 }
 
 /// Whether `name` is the module `package` or one of its submodules
@@ -208,71 +176,33 @@ impl ImportLog {
     /// [`ImportLog::package_totals`]); a node's cumulative time counts when
     /// its parent is not in the same package.
     pub fn package_totals_among(&self, ids: impl IntoIterator<Item = NodeId>) -> Vec<PackageTotal> {
-        let (package_of, names) = self.packages();
-        let mut totals: Vec<PackageTotal> = names
-            .iter()
-            .map(|name| PackageTotal {
-                package: String::from_utf8_lossy(name).into_owned(),
-                modules: 0,
-                self_us: 0,
-                cumulative_us: 0,
-            })
-            .collect();
-        for id in ids {
-            let n = self.node(id);
-            if n.kind != NodeKind::Entry {
-                continue;
-            }
-            let p = package_of[id.index()];
-            let parent_same = n.parent != NONE && package_of[n.parent as usize] == p;
-            let t = &mut totals[p as usize];
-            t.modules += 1;
-            t.self_us = t.self_us.saturating_add(n.self_us);
-            if !parent_same {
-                t.cumulative_us = t.cumulative_us.saturating_add(n.cumulative_us);
-            }
-        }
-        totals.retain(|t| t.modules > 0);
-        totals.sort_by(|a, b| {
-            b.cumulative_us
-                .cmp(&a.cumulative_us)
-                .then_with(|| a.package.cmp(&b.package))
-        });
-        totals
+        let mut totals = Totals::new(self);
+        // `for_each`, not `for`: a chained iterator folds each part in its
+        // own inlined loop, where `next` is a call per node.
+        ids.into_iter().for_each(|id| totals.add(self, id));
+        totals.finish()
     }
 
-    /// Every timed node's top-level package, as an index into the returned
-    /// names (`u32::MAX` for cached nodes). A parent comes after its
-    /// children in the arena, so a walk down from the end knows the
-    /// parent's package first: a child in the same package costs a byte
-    /// compare, and only a change of package a hash lookup.
-    fn packages(&self) -> (Vec<u32>, Vec<&[u8]>) {
-        let bytes = self.text.bytes();
-        let mut index: HashMap<&[u8], u32, BuildHasherDefault<WordHash>> = HashMap::default();
-        let mut names: Vec<&[u8]> = Vec::new();
-        let mut package_of = vec![u32::MAX; self.nodes.len()];
-        for (i, n) in self.nodes.iter().enumerate().rev() {
-            if n.kind != NodeKind::Entry {
-                continue;
+    /// What a top table shows, in one pass over the arena: the `n` timed
+    /// nodes among `ids` with the largest self time, those with the largest
+    /// cumulative time (as [`ImportLog::top_among`] gives them), and the
+    /// totals per package (as [`ImportLog::package_totals_among`]).
+    pub fn top_and_totals_among(
+        &self,
+        n: usize,
+        ids: impl IntoIterator<Item = NodeId>,
+    ) -> (Vec<NodeId>, Vec<NodeId>, Vec<PackageTotal>) {
+        let (mut by_self, mut by_cum) = (TopN::new(n), TopN::new(n));
+        let mut totals = Totals::new(self);
+        ids.into_iter().for_each(|id| {
+            let node = self.node(id);
+            if node.kind == NodeKind::Entry {
+                by_self.add(node.self_us, id.0);
+                by_cum.add(node.cumulative_us, id.0);
+                totals.add(self, id);
             }
-            let start = n.name_start as usize;
-            let name = bytes.get(start..start + n.name_len as usize).unwrap_or(b"");
-            let parent = package_of.get(n.parent as usize).copied();
-            if let Some(p) = parent
-                && let Some(top) = names.get(p as usize)
-                && name.starts_with(top)
-                && name.get(top.len()).is_none_or(|&c| c == b'.')
-            {
-                package_of[i] = p;
-                continue;
-            }
-            let top = memchr::memchr(b'.', name).map_or(name, |dot| &name[..dot]);
-            package_of[i] = *index.entry(top).or_insert_with(|| {
-                names.push(top);
-                names.len() as u32 - 1
-            });
-        }
-        (package_of, names)
+        });
+        (by_self.finish(), by_cum.finish(), totals.finish())
     }
 
     /// The `n` timed nodes with the largest `metric` in one session (or all
@@ -289,32 +219,102 @@ impl ImportLog {
         metric: Metric,
         ids: impl IntoIterator<Item = NodeId>,
     ) -> Vec<NodeId> {
-        if n == 0 {
-            return Vec::new();
-        }
-        let key = |i: u32| {
+        let mut top = TopN::new(n);
+        // `for_each`: see `package_totals_among`.
+        ids.into_iter().for_each(|NodeId(i)| {
             let node = &self.nodes[i as usize];
-            match metric {
-                Metric::SelfTime => node.self_us,
-                Metric::Cumulative => node.cumulative_us,
+            if node.kind == NodeKind::Entry {
+                top.add(
+                    match metric {
+                        Metric::SelfTime => node.self_us,
+                        Metric::Cumulative => node.cumulative_us,
+                    },
+                    i,
+                );
             }
-        };
-        // A min-heap of the best n so far: (value, Reverse(index)) so that
-        // among equal values the later line is dropped first.
-        let mut heap: BinaryHeap<Reverse<(i64, Reverse<u32>)>> = BinaryHeap::with_capacity(n + 1);
-        for NodeId(i) in ids {
-            if self.nodes[i as usize].kind != NodeKind::Entry {
-                continue;
-            }
-            let item = Reverse((key(i), Reverse(i)));
-            if heap.len() < n {
-                heap.push(item);
-            } else if heap.peek().is_some_and(|min| item < *min) {
-                heap.pop();
-                heap.push(item);
-            }
+        });
+        top.finish()
+    }
+}
+
+/// The totals per package, filled one node at a time.
+struct Totals(Vec<PackageTotal>);
+
+impl Totals {
+    fn new(log: &ImportLog) -> Totals {
+        Totals(
+            log.packages
+                .iter()
+                .map(|name| PackageTotal {
+                    package: name.clone(),
+                    modules: 0,
+                    self_us: 0,
+                    cumulative_us: 0,
+                })
+                .collect(),
+        )
+    }
+
+    /// Count one node (a cached one counts nothing).
+    #[inline]
+    fn add(&mut self, log: &ImportLog, id: NodeId) {
+        let n = log.node(id);
+        if n.kind != NodeKind::Entry {
+            return;
         }
-        let mut best: Vec<(i64, Reverse<u32>)> = heap.into_iter().map(|Reverse(x)| x).collect();
+        let p = n.package;
+        let parent_same = n.parent != NONE && log.nodes[n.parent as usize].package == p;
+        let t = &mut self.0[p as usize];
+        t.modules += 1;
+        t.self_us = t.self_us.saturating_add(n.self_us);
+        if !parent_same {
+            t.cumulative_us = t.cumulative_us.saturating_add(n.cumulative_us);
+        }
+    }
+
+    /// The packages with a module, largest cumulative first, then by name.
+    fn finish(mut self) -> Vec<PackageTotal> {
+        self.0.retain(|t| t.modules > 0);
+        self.0.sort_by(|a, b| {
+            b.cumulative_us
+                .cmp(&a.cumulative_us)
+                .then_with(|| a.package.cmp(&b.package))
+        });
+        self.0
+    }
+}
+
+/// The `n` largest values seen, with their nodes; ties keep line order.
+struct TopN {
+    n: usize,
+    /// A min-heap of the best n so far: (value, Reverse(index)) so that
+    /// among equal values the later line is dropped first.
+    heap: BinaryHeap<Reverse<(i64, Reverse<u32>)>>,
+}
+
+impl TopN {
+    fn new(n: usize) -> TopN {
+        TopN {
+            n,
+            heap: BinaryHeap::with_capacity(n + 1),
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, value: i64, node: u32) {
+        let item = Reverse((value, Reverse(node)));
+        if self.heap.len() < self.n {
+            self.heap.push(item);
+        } else if self.heap.peek().is_some_and(|min| item < *min) {
+            self.heap.pop();
+            self.heap.push(item);
+        }
+    }
+
+    /// The nodes, largest first.
+    fn finish(self) -> Vec<NodeId> {
+        let mut best: Vec<(i64, Reverse<u32>)> =
+            self.heap.into_iter().map(|Reverse(x)| x).collect();
         best.sort_by(|a, b| b.cmp(a));
         best.into_iter().map(|(_, Reverse(i))| NodeId(i)).collect()
     }

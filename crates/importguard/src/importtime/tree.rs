@@ -8,7 +8,28 @@ use super::LogWarning;
 
 /// Bytes a log can be parsed from without copying (a file mapped in
 /// memory, a shared buffer).
-pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
+pub type SharedBytes = Arc<dyn LogBytes>;
+
+/// What [`SharedBytes`] hold: the bytes, and a way to give back the memory
+/// of the part the parser has read.
+pub trait LogBytes: Send + Sync {
+    /// The whole input.
+    fn bytes(&self) -> &[u8];
+
+    /// The parser has read `range` and keeps only positions into it. A
+    /// source that can read those bytes again when asked (a file mapped in
+    /// memory drops its pages; they come back from the file on the next
+    /// read) may free their memory; the default keeps them.
+    fn read_past(&self, range: std::ops::Range<usize>) {
+        let _ = range;
+    }
+}
+
+impl LogBytes for Vec<u8> {
+    fn bytes(&self) -> &[u8] {
+        self
+    }
+}
 
 /// The decoded input: owned, or shared bytes found to be UTF-8 already.
 #[derive(Clone)]
@@ -21,7 +42,7 @@ impl Text {
     pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Text::Owned(s) => s.as_bytes(),
-            Text::Shared(b) => (**b).as_ref(),
+            Text::Shared(b) => b.bytes(),
         }
     }
 
@@ -31,13 +52,11 @@ impl Text {
     pub(crate) fn slice(&self, start: usize, len: usize) -> &str {
         match self {
             Text::Owned(s) => &s[start..start + len],
-            Text::Shared(b) => {
-                let bytes = (**b).as_ref();
-                bytes
-                    .get(start..start + len)
-                    .and_then(|r| std::str::from_utf8(r).ok())
-                    .unwrap_or("")
-            }
+            Text::Shared(b) => b
+                .bytes()
+                .get(start..start + len)
+                .and_then(|r| std::str::from_utf8(r).ok())
+                .unwrap_or(""),
         }
     }
 }
@@ -46,7 +65,7 @@ impl std::fmt::Debug for Text {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Text::Owned(s) => write!(f, "Owned({} bytes)", s.len()),
-            Text::Shared(b) => write!(f, "Shared({} bytes)", (**b).as_ref().len()),
+            Text::Shared(b) => write!(f, "Shared({} bytes)", b.bytes().len()),
         }
     }
 }
@@ -64,6 +83,43 @@ impl NodeId {
 }
 
 pub(crate) const NONE: u32 = u32::MAX;
+
+/// A packed name that did not fit: its place is in the log's list of long
+/// names.
+const LONG_NAME: u64 = u64::MAX;
+
+/// A name's place in the text in one word (start in the high 40 bits,
+/// length in the low 24), or `None` when it does not fit (a name of 16 MiB,
+/// or past the first TiB of the text).
+pub(crate) fn pack_name(start: usize, len: usize) -> Option<u64> {
+    let (start, len) = (start as u64, len as u64);
+    (start < 1 << 40 && len < (1 << 24) - 1).then_some(start << 24 | len)
+}
+
+/// The text range of node `id`'s packed name; `long` lists the names that
+/// did not fit, by node.
+pub(crate) fn name_range(id: u32, name: u64, long: &[(u32, u64, u64)]) -> std::ops::Range<usize> {
+    let (start, len) = match name {
+        LONG_NAME => long
+            .binary_search_by_key(&id, |l| l.0)
+            .map_or((0, 0), |i| (long[i].1, long[i].2)),
+        _ => (name >> 24, name & 0xFF_FFFF),
+    };
+    start as usize..(start + len) as usize
+}
+
+/// Pack a name, or list it in `long` for node `id` when it does not fit.
+pub(crate) fn place_name(
+    id: u32,
+    start: usize,
+    len: usize,
+    long: &mut Vec<(u32, u64, u64)>,
+) -> u64 {
+    pack_name(start, len).unwrap_or_else(|| {
+        long.push((id, start as u64, len as u64));
+        LONG_NAME
+    })
+}
 
 /// What one input line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -114,13 +170,16 @@ pub struct Node {
     pub self_us: i64,
     /// Cumulative time in microseconds (0 for cached nodes); may be negative.
     pub cumulative_us: i64,
-    pub(crate) name_start: u64,
-    pub(crate) name_len: u32,
+    /// Where the name lies in the text ([`pack_name`]).
+    pub(crate) name: u64,
     /// 1-based line number of the node's line.
     pub line: u32,
     pub(crate) parent: u32,
     pub(crate) first_child: u32,
     pub(crate) next_sibling: u32,
+    /// A timed node's top-level package, as an index into
+    /// `ImportLog::packages` (`NONE` for cached nodes).
+    pub(crate) package: u32,
     /// Depth as printed (indentation / 2); for an ambiguous cached node, the
     /// depth it was placed at.
     pub depth: u16,
@@ -197,6 +256,10 @@ pub struct ImportLog {
     pub(crate) texts: Vec<TextLine>,
     pub(crate) sessions: Vec<Session>,
     pub(crate) warnings: Vec<LogWarning>,
+    /// The top-level packages of the timed nodes, indexed by `Node::package`.
+    pub(crate) packages: Vec<String>,
+    /// (node, start, length) of the names too long to pack, by node.
+    pub(crate) long_names: Vec<(u32, u64, u64)>,
 }
 
 impl ImportLog {
@@ -233,8 +296,8 @@ impl ImportLog {
 
     /// A node's module name.
     pub fn name(&self, id: NodeId) -> &str {
-        let n = &self.nodes[id.index()];
-        self.text.slice(n.name_start as usize, n.name_len as usize)
+        let r = name_range(id.0, self.nodes[id.index()].name, &self.long_names);
+        self.text.slice(r.start, r.len())
     }
 
     /// A node with its name and session, ready to serialize.

@@ -86,15 +86,35 @@ impl View {
 
     /// Every node in the view's subtrees (ignoring depth and time filters),
     /// in arena or depth-first order.
-    pub(crate) fn all_nodes<'a>(
-        &'a self,
-        log: &'a ImportLog,
-    ) -> Box<dyn Iterator<Item = NodeId> + 'a> {
+    pub(crate) fn all_nodes<'a>(&'a self, log: &'a ImportLog) -> impl Iterator<Item = NodeId> + 'a {
+        // One of the two parts is empty; no boxed iterator, so a whole
+        // session's range is walked by an inlined loop.
+        let (range, roots) = match self.focused {
+            true => (0..0, &self.roots[..]),
+            false => (log.node_range(self.session), &[][..]),
+        };
+        range
+            .map(NodeId)
+            .chain(roots.iter().flat_map(move |&r| log.descendants(r)))
+    }
+
+    /// Timed and cached nodes in the view's subtrees (ignoring depth and
+    /// time filters): counted by the parser for whole sessions.
+    pub(crate) fn counts(&self, log: &ImportLog) -> (usize, usize) {
         if self.focused {
-            Box::new(self.roots.iter().flat_map(move |&r| log.descendants(r)))
-        } else {
-            Box::new(log.node_range(self.session).map(NodeId))
+            let entries = self
+                .all_nodes(log)
+                .filter(|&id| log.node(id).kind == NodeKind::Entry)
+                .count();
+            return (entries, self.all_nodes(log).count() - entries);
         }
+        let sessions = match self.session {
+            Some(i) => log.sessions().get(i..=i).unwrap_or_default(),
+            None => log.sessions(),
+        };
+        sessions.iter().fold((0, 0), |(e, c), s| {
+            (e + s.entries as usize, c + s.cached as usize)
+        })
     }
 
     /// Sum of the roots' cumulative times: the 100% of shares.

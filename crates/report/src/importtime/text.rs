@@ -182,13 +182,7 @@ fn write_top(
     w: &mut BufWriter<&mut dyn Write>,
 ) -> io::Result<()> {
     let total = view.total_us(log);
-    let (mut entries, mut cached) = (0usize, 0usize);
-    for id in view.all_nodes(log) {
-        match log.node(id).kind {
-            NodeKind::Entry => entries += 1,
-            _ => cached += 1,
-        }
-    }
+    let (entries, cached) = view.counts(log);
     let sessions = if view.session.is_some() {
         1
     } else {
@@ -203,9 +197,10 @@ fn write_top(
         " in {sessions} session(s); {} ms at top level",
         ms(total)
     )?;
-    for (metric, title) in [
-        (Metric::SelfTime, "self"),
-        (Metric::Cumulative, "cumulative"),
+    let (by_self, by_cum, packages) = log.top_and_totals_among(n, view.all_nodes(log));
+    for (metric, title, top) in [
+        (Metric::SelfTime, "self", by_self),
+        (Metric::Cumulative, "cumulative", by_cum),
     ] {
         writeln!(w)?;
         writeln!(w, "top {n} by {title} time")?;
@@ -214,7 +209,7 @@ fn write_top(
             "{:>10} {:>10} {:>7}  module",
             "self ms", "cum ms", "share"
         )?;
-        for id in log.top_among(n, metric, view.all_nodes(log)) {
+        for id in top {
             let node = log.node(id);
             let value = match metric {
                 Metric::SelfTime => node.self_us,
@@ -240,11 +235,7 @@ fn write_top(
         "{:>10} {:>10} {:>7} {:>8}  package",
         "cum ms", "self ms", "share", "modules"
     )?;
-    for t in log
-        .package_totals_among(view.all_nodes(log))
-        .into_iter()
-        .take(n)
-    {
+    for t in packages.into_iter().take(n) {
         if t.cumulative_us < view.min_us {
             continue;
         }

@@ -40,6 +40,10 @@ pub struct Args {
     /// Skip tuna.
     #[arg(long)]
     pub no_tuna: bool,
+    /// Another xtask binary (a build from before a change) timed on the
+    /// same log with `--format top`, interleaved with the others.
+    #[arg(long, value_name = "XTASK")]
+    pub baseline: Option<PathBuf>,
 }
 
 /// One measured process run.
@@ -85,7 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut tuna_inner: Vec<f64> = Vec::new();
     for round in 0..=args.runs {
         for (i, (_, cmd)) in contenders.iter_mut().enumerate() {
-            let (run, stdout) = once(cmd)?;
+            let (run, stdout) = once(cmd, tuna && i == 2)?;
             if round > 0 {
                 if tuna && i == 2 {
                     let inner = String::from_utf8_lossy(&stdout).trim().parse::<f64>();
@@ -103,12 +107,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .zip(&runs)
         .enumerate()
         .map(|(i, ((label, _), runs))| match i {
-            2 => report(label, w.tuna_bytes as f64 / 1e6, w.tuna_bytes, runs),
+            2 if tuna => report(label, w.tuna_bytes as f64 / 1e6, w.tuna_bytes, runs),
             _ => report(label, mb, size, runs),
         })
         .collect();
-    if tuna {
-        tuna_ratios(&w, mb, &runs, &tuna_inner, &medians);
+    let tuna_fn = tuna.then(|| tuna_ratios(&w, mb, &runs, &tuna_inner, &medians));
+    if args.baseline.is_some() {
+        let last = medians.len() - 1;
+        println!(
+            "the baseline's --format top: {:.2}x slower than this build's (ratio of medians){}",
+            medians[0] / medians[last],
+            tuna_fn.map_or(String::new(), |f| format!(
+                ", {:.1}x tuna's function",
+                medians[last] / f
+            ))
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -147,19 +160,26 @@ fn contenders(
             contenders.push((label.to_owned(), cmd));
         }
     }
+    if let Some(baseline) = &args.baseline {
+        let mut cmd = Command::new(baseline);
+        cmd.args(["importtime"]).arg(big).args(["--format", "top"]);
+        let label = format!("baseline {} importtime --format top", baseline.display());
+        contenders.push((label, cmd));
+    }
 
     Ok((contenders, tuna))
 }
 
 /// tuna's function alone (timed inside Python) and the ratios of
-/// coldstart's medians to it, overall and round by round.
+/// coldstart's medians to it, overall and round by round; returns the
+/// function's median throughput.
 fn tuna_ratios(
     w: &shapes::Written,
     mb: f64,
     runs: &[Vec<Run>],
     tuna_inner: &[f64],
     medians: &[f64],
-) {
+) -> f64 {
     let fn_runs: Vec<Run> = tuna_inner
         .iter()
         .zip(&runs[2])
@@ -192,6 +212,7 @@ fn tuna_ratios(
         paired[0],
         paired[paired.len() - 1]
     );
+    tuna_fn
 }
 
 /// Write the generated log to `path` and tuna's copy to `twin`, with
@@ -219,8 +240,12 @@ fn build_log(path: &Path, twin: &Path, target: u64, seed: u64) -> anyhow::Result
 }
 
 /// Run `cmd` once: wall time from spawn to reaping, CPU time and peak RSS
-/// from `wait4` on that very child; returns its stdout too.
-fn once(cmd: &mut Command) -> anyhow::Result<(Run, Vec<u8>)> {
+/// from `wait4` on that very child; returns its stdout too when `keep`
+/// (else empty). A rendering's output is never read back: a spawned
+/// child's peak RSS starts at this process's own peak (the kernel carries
+/// it over the exec), so a large read here would be every later child's
+/// floor.
+fn once(cmd: &mut Command, keep: bool) -> anyhow::Result<(Run, Vec<u8>)> {
     let stdout = tempfile::NamedTempFile::new().context("creating a temporary file")?;
     let started = Instant::now();
     let child = cmd
@@ -236,7 +261,10 @@ fn once(cmd: &mut Command) -> anyhow::Result<(Run, Vec<u8>)> {
     if status != 0 {
         bail!("{cmd:?} failed (wait status {status})");
     }
-    let out = std::fs::read(stdout.path()).context("reading the run's output")?;
+    let out = match keep {
+        true => std::fs::read(stdout.path()).context("reading the run's output")?,
+        false => Vec::new(),
+    };
     Ok((
         Run {
             seconds,
@@ -336,4 +364,26 @@ fn load() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run whose output is large leaves no floor under the next run's
+    /// peak RSS: a child spawned after a 64 MB output was read back here
+    /// reported at least 64 MB however small it was.
+    #[test]
+    fn a_large_output_is_no_floor_under_the_next_runs_peak() {
+        let mut big = Command::new("head");
+        big.args(["-c", "64000000", "/dev/zero"]);
+        let (_, out) = once(&mut big, false).unwrap();
+        assert!(out.is_empty());
+        let (small, _) = once(&mut Command::new("true"), false).unwrap();
+        assert!(
+            small.max_rss_bytes < 32_000_000,
+            "{} bytes",
+            small.max_rss_bytes
+        );
+    }
 }

@@ -15,6 +15,7 @@
 mod builder;
 mod decode;
 mod lex;
+mod packages;
 #[cfg(test)]
 mod tests;
 
@@ -46,7 +47,7 @@ pub fn parse_owned(bytes: Vec<u8>) -> ImportLog {
 /// copying them when they are UTF-8 already; other encodings are decoded
 /// into an owned copy.
 pub fn parse_shared(bytes: SharedBytes) -> ImportLog {
-    parse_from(bytes.clone(), move || (*bytes).as_ref().to_vec())
+    parse_from(bytes.clone(), move || bytes.bytes().to_vec())
 }
 
 /// The one entry of both: the bytes as they are when they may be UTF-8 and
@@ -54,7 +55,7 @@ pub fn parse_shared(bytes: SharedBytes) -> ImportLog {
 /// `owned` runs, so an owner holding the only other reference gets its
 /// buffer back.
 fn parse_from(bytes: SharedBytes, owned: impl FnOnce() -> Vec<u8>) -> ImportLog {
-    if plain_utf8_candidate((*bytes).as_ref()) {
+    if plain_utf8_candidate(bytes.bytes()) {
         if let Some(log) = build_checked(Text::Shared(bytes)) {
             return log;
         }
@@ -93,7 +94,11 @@ fn build(
     check_utf8: bool,
     fast: bool,
 ) -> Option<ImportLog> {
-    let mut b = Builder::new(text.bytes(), check_utf8);
+    let source = match &text {
+        Text::Shared(bytes) => Some(&**bytes),
+        Text::Owned(_) => None,
+    };
+    let mut b = Builder::new(text.bytes(), source, check_utf8);
     b.fast = fast;
     if invalid {
         b.warnings.push(LogWarning {
@@ -110,6 +115,8 @@ fn build(
         mut warnings,
         ambiguous,
         not_utf8,
+        packages,
+        long_names,
         ..
     } = b;
     if not_utf8 {
@@ -131,5 +138,7 @@ fn build(
         texts,
         sessions,
         warnings,
+        packages: packages.names,
+        long_names,
     })
 }

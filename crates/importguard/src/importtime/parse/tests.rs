@@ -389,3 +389,76 @@ mod paths {
         }
     }
 }
+
+/// Shared bytes that record what the parser says it has read past.
+struct Recording {
+    bytes: Vec<u8>,
+    past: std::sync::Mutex<Vec<std::ops::Range<usize>>>,
+}
+
+impl crate::importtime::LogBytes for Recording {
+    fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    fn read_past(&self, range: std::ops::Range<usize>) {
+        self.past.lock().unwrap().push(range);
+    }
+}
+
+/// A log of several times the release step: the parser gives the bytes
+/// back in order, each part once, all of them by the end, and the log is
+/// the one the owned bytes give.
+#[test]
+fn shared_bytes_are_given_back_in_order_as_the_scan_leaves_them() {
+    let mut text = String::from(H);
+    let mut i = 0;
+    while text.len() < 10 << 20 {
+        let name = format!("pkg{}.mod{i}", i % 7);
+        text.push_str(&format!(
+            "import time:      {:>4} | {:>10} |   {name}\nimport time: cached    | cached     |   {name}\n",
+            i % 997,
+            i % 997
+        ));
+        text.push_str(&format!(
+            "import time:         1 | {:>10} | pkg{}\n",
+            i % 997 + 1,
+            i % 7
+        ));
+        i += 1;
+    }
+    let source = Arc::new(Recording {
+        bytes: text.clone().into_bytes(),
+        past: Default::default(),
+    });
+    let log = parse_shared(source.clone());
+    let past = source.past.lock().unwrap().clone();
+    assert!(past.len() >= 3, "{past:?}");
+    assert_eq!(past[0].start, 0);
+    assert_eq!(past.last().unwrap().end, text.len());
+    assert!(
+        past.windows(2)
+            .all(|w| w[0].end == w[1].start && w[0].start < w[0].end)
+    );
+    assert_eq!(outline(&log), outline(&parse(text.as_bytes())));
+    assert_eq!(
+        log.package_totals(None),
+        parse(text.as_bytes()).package_totals(None)
+    );
+}
+
+/// A name too long to pack into its node (16 MiB) is kept whole, beside
+/// short ones, and the node stays one 48-byte slot of the arena.
+#[test]
+fn a_name_too_long_to_pack_is_kept_whole() {
+    let long = "m".repeat(1 << 24);
+    let text = format!(
+        "{H}import time: 1 | 1 |   a.b\nimport time: 2 | 4 | {long}\nimport time: 3 | 3 | c\n"
+    );
+    let log = parse(text.as_bytes());
+    assert_eq!(log.name(NodeId(0)), "a.b");
+    assert_eq!(log.name(NodeId(1)), long);
+    assert_eq!(log.name(NodeId(2)), "c");
+    assert_eq!(log.children(NodeId(1)).collect::<Vec<_>>(), [NodeId(0)]);
+    assert_eq!(std::mem::size_of::<crate::importtime::Node>(), 48);
+}
