@@ -1,0 +1,233 @@
+//! `coldstart history record` on the diff's user repositories: each
+//! commit measured in its own checkout (nothing left behind), stored in
+//! the start-up history, skipped when already stored; a commit whose
+//! worker cannot start stored as failed; an interrupted recording keeps
+//! every commit it finished and the next one resumes.
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+
+use history::{Location, RunFilter, RunOutcome, Store, StoredRun};
+
+use super::{Repo, busy};
+use crate::support::printed;
+
+impl Repo {
+    /// The history file of these tests, outside the repository.
+    fn history_file(&self) -> PathBuf {
+        self.tmp.parent().unwrap().join("history.db")
+    }
+
+    fn record(&self, args: &[&str]) -> Output {
+        let file = self.history_file();
+        let mut all = vec!["history", "record"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--history", file.to_str().unwrap()]);
+        let out = printed(self.command(&all).output().expect("coldstart runs"));
+        self.assert_nothing_left();
+        out
+    }
+
+    fn stored(&self) -> Vec<StoredRun> {
+        let mut store = Store::open(&Location::Sqlite(self.history_file())).unwrap();
+        store.runs(&RunFilter::default()).unwrap()
+    }
+
+    /// Three commits after the README: the worker, a module burning 30 ms
+    /// imported from `app`, the same burning 60 ms.
+    fn three_commits() -> Repo {
+        let r = Repo::new();
+        r.write("src/app/heavy.py", &busy(30));
+        r.write("src/app/__init__.py", "from app import heavy\n");
+        r.commit("heavy");
+        r.write("src/app/heavy.py", &busy(60));
+        r.commit("heavier");
+        r
+    }
+
+    fn head_commits(&self, n: usize) -> Vec<String> {
+        let out = std::process::Command::new("git")
+            .args(["rev-list", "--reverse", &format!("HEAD~{n}..HEAD")])
+            .current_dir(&self.root)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_range_is_recorded_oldest_first_and_a_second_run_skips_every_commit() {
+    let r = Repo::three_commits();
+    let out = r.record(&["HEAD~3..HEAD", "--trials", "2", "--warmup", "0"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).contains("3 stored (0 could not be measured), 0 already stored"),
+        "{}",
+        stdout(&out)
+    );
+    let runs = r.stored();
+    let commits: Vec<&str> = runs.iter().map(|s| s.run.commit.sha.as_str()).collect();
+    assert_eq!(commits, r.head_commits(3), "oldest first, each once");
+    for s in &runs {
+        assert_eq!(s.run.outcome, RunOutcome::Measured);
+        assert_eq!(s.run.target, "w");
+        assert_eq!(s.run.trials.len(), 2);
+        assert!(s.run.trials.iter().all(|t| t.outcome.is_correct()));
+        assert!(
+            s.run
+                .modules
+                .iter()
+                .any(|m| m.module == "app" && m.first_party)
+        );
+    }
+    // The import tree of each commit is its own: heavy appears with the
+    // second commit, imported from app/__init__.py line 1.
+    let heavy = |s: &StoredRun| {
+        s.run
+            .modules
+            .iter()
+            .find(|m| m.module == "app.heavy")
+            .cloned()
+    };
+    assert!(heavy(&runs[0]).is_none());
+    let h = heavy(&runs[2]).expect("app.heavy at the third commit");
+    assert!(h.cumulative_us >= 50_000, "{h:?}");
+    let at = h.imported_at.expect("the line that imports it");
+    assert!(
+        at.file.ends_with("src/app/__init__.py") && at.line == 1,
+        "{at:?}"
+    );
+    // One environment for the three runs: one series.
+    let fingerprints: std::collections::BTreeSet<String> = runs
+        .iter()
+        .map(|s| s.run.environment.fingerprint())
+        .collect();
+    assert_eq!(fingerprints.len(), 1);
+
+    let again = r.record(&["HEAD~3..HEAD", "--trials", "2", "--warmup", "0"]);
+    assert_eq!(again.status.code(), Some(0));
+    assert!(
+        stdout(&again).contains("0 stored (0 could not be measured), 3 already stored"),
+        "{}",
+        stdout(&again)
+    );
+    assert_eq!(r.stored().len(), 3, "nothing doubled");
+}
+
+#[test]
+fn a_commit_whose_worker_cannot_start_is_stored_as_failed() {
+    let r = Repo::new();
+    r.write(
+        "src/app/__main__.py",
+        "raise SystemExit('broken at start-up')\n",
+    );
+    r.commit("broken");
+    let out = r.record(&["--trials", "1", "--warmup", "0"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("1 stored (1 could not be measured)"));
+    let runs = r.stored();
+    assert_eq!(runs.len(), 1);
+    match &runs[0].run.outcome {
+        RunOutcome::Failed { message } => {
+            assert!(message.contains("broken at start-up"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(runs[0].run.trials.is_empty());
+    // Stored as failed: not tried again in this environment.
+    let again = r.record(&["--trials", "1", "--warmup", "0"]);
+    assert!(stdout(&again).contains("1 already stored"));
+}
+
+/// Starts a long recording of the three commits (1000 trials each) and
+/// returns it once it has opened the store, with what it printed so far.
+fn long_recording(r: &Repo) -> (std::process::Child, String) {
+    let file = r.history_file();
+    let mut child = r
+        .command(&[
+            "history",
+            "record",
+            "HEAD~3..HEAD",
+            "--trials",
+            "1000",
+            "--warmup",
+            "0",
+            "--history",
+            file.to_str().unwrap(),
+            "--shard",
+            "1/1",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "ended early: {seen}");
+        seen.push_str(&line);
+        if line.contains("recording 3 commit") {
+            break;
+        }
+    }
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    (child, seen)
+}
+
+#[test]
+fn ctrl_c_keeps_every_stored_commit_leaves_no_checkout_and_the_next_run_resumes() {
+    let r = Repo::three_commits();
+    // The oldest commit stored first, by a short recording.
+    let first = &r.head_commits(3)[0];
+    let out = r.record(&[first, "--trials", "1", "--warmup", "0"]);
+    assert!(stdout(&out).contains("1 stored"));
+
+    let (mut child, seen) = long_recording(&r);
+    // The first commit is skipped; wait (polling, with a deadline) until
+    // the second one's checkout exists, then press Ctrl-C in its trials.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !checkout_exists(&r.tmp) {
+        assert!(std::time::Instant::now() < deadline, "no checkout: {seen}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}");
+    r.assert_nothing_left();
+    let runs = r.stored();
+    assert_eq!(
+        runs.len(),
+        1,
+        "the finished commit kept, the cut one not stored"
+    );
+    assert_eq!(&runs[0].run.commit.sha, first);
+
+    let out = r.record(&["HEAD~3..HEAD", "--trials", "1", "--warmup", "0"]);
+    assert!(
+        stdout(&out).contains("2 stored (0 could not be measured), 1 already stored"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(r.stored().len(), 3);
+}
+
+fn checkout_exists(tmp: &Path) -> bool {
+    std::fs::read_dir(tmp).is_ok_and(|d| {
+        d.flatten().any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("coldstart-base-")
+        })
+    })
+}
