@@ -174,7 +174,7 @@ pub fn environment(target: &Target) -> Environment {
 /// Records `commits` of every one of `targets` (the working tree's, at
 /// `top`) into `store`, skipping what it holds; stops after the commit in
 /// progress when `interrupt` is set. Each commit's checkout is removed
-/// before the next is made.
+/// before the next is made, and those of killed runs first.
 pub fn record(
     store: &mut Store,
     top: &Path,
@@ -184,6 +184,9 @@ pub fn record(
     interrupt: &Interrupt,
     progress: &mut dyn RecordProgress,
 ) -> Result<Vec<(String, String, Recorded)>> {
+    // A killed recording's checkout goes now, even when every commit is
+    // stored and no checkout is made.
+    git::remove_orphans();
     let envs: Vec<Environment> = targets.iter().map(environment).collect();
     let mut out = Vec::new();
     for (k, sha) in commits.iter().enumerate() {

@@ -231,3 +231,30 @@ fn checkout_exists(tmp: &Path) -> bool {
         })
     })
 }
+
+/// SIGKILL skips every drop: the checkout stays until the next recording,
+/// which removes it even with nothing left to measure; no stored run is lost.
+#[test]
+fn a_killed_recording_loses_no_stored_run_and_the_next_removes_its_checkout() {
+    let r = Repo::three_commits();
+    let first = &r.head_commits(3)[0];
+    r.record(&[first, "--trials", "1", "--warmup", "0"]);
+    let (mut child, seen) = long_recording(&r);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !checkout_exists(&r.tmp) {
+        assert!(std::time::Instant::now() < deadline, "no checkout: {seen}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(checkout_exists(&r.tmp), "SIGKILL left the checkout: {seen}");
+    assert_eq!(r.stored().len(), 1, "the stored commit is still there");
+    // Nothing to measure: the first commit again, already stored.
+    let out = r.record(&[first, "--trials", "1", "--warmup", "0"]);
+    assert!(
+        stdout(&out).contains("1 already stored"),
+        "{}",
+        stdout(&out)
+    );
+    // `record` has checked that no checkout and no record of one is left.
+}
