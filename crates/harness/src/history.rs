@@ -387,8 +387,35 @@ fn timed_trials(
     Ok((!run.interrupted()).then_some(run.records))
 }
 
-/// Whether the working tree at `top` has uncommitted changes (which a
-/// recording, measuring commits in their own checkouts, leaves out).
+/// The current commit's run of `target` from trials already measured in
+/// the working tree at `top` (`bench --record`: no extra trial, no import
+/// tree); refused when the tree has uncommitted changes, whose figures
+/// are not the commit's.
+pub fn current_run(top: &Path, target: &Target, trials: Vec<TrialRecord>) -> Result<Run> {
+    if dirty(top)? {
+        invalid!(
+            "--record: the working tree at {} has uncommitted changes to tracked files, so what was measured is not the current commit's; commit them (or stash them) and run again, or drop --record",
+            top.display()
+        );
+    }
+    let sha = git_ok(top, &["rev-parse", "HEAD"])?;
+    Ok(Run {
+        commit: commit_info(top, sha.trim())?,
+        target: target.name.clone(),
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        environment: environment(target),
+        recorded_unix_ms: crate::env::unix_ms() as i64,
+        outcome: RunOutcome::Measured,
+        trials,
+        modules: Vec::new(),
+    })
+}
+
+/// Whether the working tree at `top` has uncommitted changes to tracked
+/// files (which a recording, measuring commits in their own checkouts,
+/// leaves out). Untracked files do not count: coldstart's own outputs
+/// (`bench-out/`, `.coldstart/history.db`) are among them.
 pub fn dirty(top: &Path) -> Result<bool> {
-    git::dirty(top)
+    let status = git_ok(top, &["status", "--porcelain", "--untracked-files=no"])?;
+    Ok(!status.trim().is_empty())
 }

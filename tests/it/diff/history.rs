@@ -196,7 +196,7 @@ fn ctrl_c_keeps_every_stored_commit_leaves_no_checkout_and_the_next_run_resumes(
     // The first commit is skipped; wait (polling, with a deadline) until
     // the second one's checkout exists, then press Ctrl-C in its trials.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !checkout_exists(&r.tmp) {
+    while !checkout_made(&r) {
         assert!(std::time::Instant::now() < deadline, "no checkout: {seen}");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -222,6 +222,20 @@ fn ctrl_c_keeps_every_stored_commit_leaves_no_checkout_and_the_next_run_resumes(
     assert_eq!(r.stored().len(), 3);
 }
 
+/// Whether a checkout is made: registered with git and no longer locked
+/// by `git worktree add` ("initializing"), which a kill of coldstart does
+/// not stop, and which would register it again after a sweep.
+fn checkout_made(r: &Repo) -> bool {
+    let list = std::process::Command::new("git")
+        .args(["worktree", "list", "--porcelain"])
+        .current_dir(&r.root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&list.stdout);
+    checkout_exists(&r.tmp) && text.matches("worktree ").count() == 2 && !text.contains("locked")
+}
+
+/// Whether a checkout's folder exists under `tmp`.
 fn checkout_exists(tmp: &Path) -> bool {
     std::fs::read_dir(tmp).is_ok_and(|d| {
         d.flatten().any(|e| {
@@ -241,7 +255,7 @@ fn a_killed_recording_loses_no_stored_run_and_the_next_removes_its_checkout() {
     r.record(&[first, "--trials", "1", "--warmup", "0"]);
     let (mut child, seen) = long_recording(&r);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !checkout_exists(&r.tmp) {
+    while !checkout_made(&r) {
         assert!(std::time::Instant::now() < deadline, "no checkout: {seen}");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -257,4 +271,52 @@ fn a_killed_recording_loses_no_stored_run_and_the_next_removes_its_checkout() {
         stdout(&out)
     );
     // `record` has checked that no checkout and no record of one is left.
+}
+
+/// `bench --record` stores the trials it ran as the current commit's run
+/// (no import tree: it ran none), which `history record` then skips; with
+/// uncommitted changes its figures are not the commit's, and it says so.
+#[test]
+fn bench_record_stores_the_current_commits_trials_once() {
+    let r = Repo::new();
+    let file = r.history_file();
+    let bench = |r: &Repo| {
+        printed(
+            r.command(&[
+                "bench",
+                "--trials",
+                "2",
+                "--warmup",
+                "0",
+                "--record",
+                "--history",
+                file.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap(),
+        )
+    };
+    let out = bench(&r);
+    assert_eq!(out.status.code(), Some(0));
+    let runs = r.stored();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].run.trials.len(), 2);
+    assert!(runs[0].run.modules.is_empty());
+    assert_eq!(runs[0].run.commit.sha, r.head_commits(1)[0]);
+    let again = r.record(&["--trials", "1", "--warmup", "0"]);
+    assert!(
+        stdout(&again).contains("1 already stored"),
+        "{}",
+        stdout(&again)
+    );
+
+    r.write("src/app/__init__.py", "# changed\n");
+    let out = bench(&r);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("uncommitted changes to tracked files"),
+        "{err}"
+    );
+    assert_eq!(r.stored().len(), 1);
 }
