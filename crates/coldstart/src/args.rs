@@ -2,7 +2,7 @@
 //! flattened (`#[command(flatten)]`) into every subcommand that takes it:
 //! which target to run ([`TargetArgs`]), how intervals and verdicts are
 //! computed ([`StatsArgs`]), text or JSON output ([`TextOrJsonArgs`]), and
-//! the start-up history's store ([`HistoryArgs`], [`RecordArgs`]).
+//! the start-up history's store ([`HistoryArgs`], [`RecordFlagArgs`]).
 //! One spelling and one parser per flag: a share is `0.02` or `2%`
 //! everywhere ([`parse_share`]).
 
@@ -58,7 +58,7 @@ impl HistoryArgs {
 /// `--record` and `--history`: also store what a command measured for the
 /// current commit in the start-up history.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct RecordArgs {
+pub struct RecordFlagArgs {
     /// Also store what was measured, as the current commit's run, in the
     /// start-up history (no extra trials; a run already stored for this
     /// commit and environment is kept).

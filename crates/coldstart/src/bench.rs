@@ -38,7 +38,7 @@ pub struct Args {
     target: crate::args::TargetArgs,
     /// `--record`: the trials also stored as the current commit's run.
     #[command(flatten)]
-    record: crate::args::RecordArgs,
+    record: crate::args::RecordFlagArgs,
     /// A second worker to compare with, interleaved A B / B A: a target name,
     /// or a command line in quotes ('python3 -m myworker').
     #[arg(long, value_name = "TARGET|'CMD'")]
@@ -367,7 +367,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
 
 /// `--record`: the run's trials stored as the current commit's.
 fn record(
-    args: &crate::args::RecordArgs,
+    args: &crate::args::RecordFlagArgs,
     project: &Project,
     target: &Target,
     run: &trials::BenchRun,

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use harness::OnPress;
 use harness::diff::git;
-use harness::history::{self as record, RecordOptions, RecordProgress, Recorded, Shard};
+use harness::history::{self as record, HistoryOptions, RecordProgress, Recorded, Shard};
 use harness::trials::{self, Progress};
 use history::{RunOutcome, Store};
 use settings::Project;
@@ -21,15 +21,15 @@ use timeline::{TrialKind, TrialRecord, Variant};
 
 /// `coldstart history`'s subcommands.
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {
+pub enum HistoryCommand {
     /// Measure each commit of a range in its own checkout and store it
     /// (commits already stored for this environment are skipped).
-    Record(RecordArgs),
+    Record(HistoryRecordArgs),
 }
 
 /// `coldstart history record`'s flags.
 #[derive(Debug, clap::Args)]
-pub struct RecordArgs {
+pub struct HistoryRecordArgs {
     /// The commits: a `git rev-list` range (`main~5..main`, oldest first)
     /// or one revision [default: the current commit].
     range: Option<String>,
@@ -52,13 +52,13 @@ pub struct RecordArgs {
 }
 
 /// Runs a `history` subcommand.
-pub fn run(command: Command, project: &Project) -> Result<ExitCode> {
+pub fn run(command: HistoryCommand, project: &Project) -> Result<ExitCode> {
     match command {
-        Command::Record(args) => record_range(args, project),
+        HistoryCommand::Record(args) => record_range(args, project),
     }
 }
 
-fn record_range(args: RecordArgs, project: &Project) -> Result<ExitCode> {
+fn record_range(args: HistoryRecordArgs, project: &Project) -> Result<ExitCode> {
     if args.trials == 0 {
         bail!("--trials must be at least 1");
     }
@@ -82,7 +82,7 @@ fn record_range(args: RecordArgs, project: &Project) -> Result<ExitCode> {
         targets.len()
     );
     let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
-    let opts = RecordOptions {
+    let opts = HistoryOptions {
         trials: args.trials,
         warmup: args.warmup,
         root: project.root.clone(),

@@ -70,7 +70,7 @@ pub enum Command {
     /// The start-up history: `history record [REV_RANGE]` measures each
     /// commit in its own checkout and stores it (SQLite, or PostgreSQL).
     #[command(subcommand)]
-    History(history::Command),
+    History(history::HistoryCommand),
     /// Profile a worker's start-up with py-spy while driving it over the protocol.
     Profile(profile::Args),
     /// Keep each target's start-up import tree under review in

@@ -71,7 +71,7 @@ impl Shard {
 
 /// How each commit is measured.
 #[derive(Debug, Clone)]
-pub struct RecordOptions {
+pub struct HistoryOptions {
     /// Measured trials per commit.
     pub trials: usize,
     /// Warm-up trials per commit, stored and marked as warm-ups.
@@ -180,7 +180,7 @@ pub fn record(
     top: &Path,
     targets: &[Target],
     commits: &[String],
-    opts: &RecordOptions,
+    opts: &HistoryOptions,
     interrupt: &Interrupt,
     progress: &mut dyn RecordProgress,
 ) -> Result<Vec<(String, String, Recorded)>> {
@@ -246,7 +246,7 @@ fn measure(
     at: &At<'_>,
     head: &Target,
     env: &Environment,
-    opts: &RecordOptions,
+    opts: &HistoryOptions,
     interrupt: &Interrupt,
     progress: &mut dyn RecordProgress,
 ) -> Result<Option<Run>> {
@@ -363,7 +363,7 @@ fn modules_of(p: &Instrumented, own: &std::collections::BTreeSet<String>) -> Vec
 /// The bench's fresh trials of `target`, or `None` when interrupted.
 fn timed_trials(
     target: &Target,
-    opts: &RecordOptions,
+    opts: &HistoryOptions,
     interrupt: &Interrupt,
     progress: &mut dyn Progress,
 ) -> Result<Option<Vec<TrialRecord>>> {

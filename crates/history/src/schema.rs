@@ -6,8 +6,7 @@
 //! change is a new one.
 
 use crate::error::{Error, Result};
-use crate::sql::{Dialect, Value};
-use crate::store::Tx;
+use crate::sql::{Dialect, Tx, Value};
 
 /// One step of the schema, in the common SQL of both backends (`{id}`:
 /// the dialect's auto-incremented key column).

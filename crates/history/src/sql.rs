@@ -1,7 +1,12 @@
 //! The few operations the store needs from a database, over both
 //! backends: statements in one common SQL (`$1`, `$2` ... placeholders,
-//! `BIGINT` and `TEXT` columns), values as [`Value`]. Everything above
-//! this module (the schema, the writes, the reads) is written once.
+//! `BIGINT` and `TEXT` columns), values as [`Value`], and [`Tx`], one
+//! transaction whose driver messages name the store and are scrubbed of a
+//! password. Everything above this module (the schema, the writes, the
+//! reads) is written once.
+
+use crate::error::{Error, Result};
+use crate::location::Location;
 
 /// Which SQL a backend speaks, where the common SQL is not enough (the
 /// auto-incremented key).
@@ -222,5 +227,57 @@ impl Sql for postgres::Transaction<'_> {
             out.push(values);
         }
         Ok(out)
+    }
+}
+
+/// One transaction of the store, its driver's messages named and
+/// scrubbed of any password.
+pub(crate) struct Tx<'a> {
+    pub(crate) sql: &'a mut dyn Sql,
+    pub(crate) location: &'a Location,
+    pub(crate) action: &'static str,
+}
+
+impl Tx<'_> {
+    fn fail(&self, message: String) -> Error {
+        fail(self.location, self.action, message)
+    }
+
+    /// The store's place.
+    pub(crate) fn location(&self) -> &Location {
+        self.location
+    }
+
+    /// The backend's dialect.
+    pub(crate) fn dialect(&self) -> Dialect {
+        self.sql.dialect()
+    }
+
+    /// Statements without parameters.
+    pub(crate) fn batch(&mut self, sql: &str) -> Result<()> {
+        self.sql.batch(sql).map_err(|m| self.fail(m))
+    }
+
+    /// One statement; the rows it changed.
+    pub(crate) fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64> {
+        self.sql.execute(sql, params).map_err(|m| self.fail(m))
+    }
+
+    /// One query; its rows.
+    pub(crate) fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        self.sql.query(sql, params).map_err(|m| self.fail(m))
+    }
+}
+
+/// A database error at `location`, its message scrubbed of the password.
+pub(crate) fn fail(location: &Location, action: &'static str, message: String) -> Error {
+    let message = match location {
+        Location::Postgres(url) => url.scrub(&message),
+        Location::Sqlite(_) => message,
+    };
+    Error::Database {
+        location: location.to_string(),
+        action,
+        message,
     }
 }

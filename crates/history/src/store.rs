@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::location::{Location, PasswordSources};
 use crate::run::{Commit, Environment, ModuleTime, Run, RunKey, RunOutcome, StoredRun};
 use crate::schema::{self, LATEST};
-use crate::sql::{Dialect, Sql, Value};
+use crate::sql::{Dialect, Tx, Value, fail};
 
 /// How long a SQLite writer waits for another's lock before it fails.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -58,58 +58,6 @@ pub struct RunFilter {
     pub environment: Option<String>,
     /// The commit's full object name.
     pub commit: Option<String>,
-}
-
-/// One transaction of the store, its driver's messages named and
-/// scrubbed of any password.
-pub(crate) struct Tx<'a> {
-    sql: &'a mut dyn Sql,
-    location: &'a Location,
-    action: &'static str,
-}
-
-impl Tx<'_> {
-    fn fail(&self, message: String) -> Error {
-        fail(self.location, self.action, message)
-    }
-
-    /// The store's place.
-    pub(crate) fn location(&self) -> &Location {
-        self.location
-    }
-
-    /// The backend's dialect.
-    pub(crate) fn dialect(&self) -> Dialect {
-        self.sql.dialect()
-    }
-
-    /// Statements without parameters.
-    pub(crate) fn batch(&mut self, sql: &str) -> Result<()> {
-        self.sql.batch(sql).map_err(|m| self.fail(m))
-    }
-
-    /// One statement; the rows it changed.
-    pub(crate) fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64> {
-        self.sql.execute(sql, params).map_err(|m| self.fail(m))
-    }
-
-    /// One query; its rows.
-    pub(crate) fn query(&mut self, sql: &str, params: &[Value]) -> Result<Vec<Vec<Value>>> {
-        self.sql.query(sql, params).map_err(|m| self.fail(m))
-    }
-}
-
-/// A database error at `location`, its message scrubbed of the password.
-fn fail(location: &Location, action: &'static str, message: String) -> Error {
-    let message = match location {
-        Location::Postgres(url) => url.scrub(&message),
-        Location::Sqlite(_) => message,
-    };
-    Error::Database {
-        location: location.to_string(),
-        action,
-        message,
-    }
 }
 
 impl Store {

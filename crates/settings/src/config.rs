@@ -7,6 +7,9 @@
 //! passed over). Both hold the same tables:
 //!
 //! ```toml
+//! history = ".coldstart/history.db"      # before any table: where `history record` stores runs
+//! # history = "postgres://ci@db.internal/coldstart"   # or a shared PostgreSQL database
+//!
 //! [[target]]                             # [[tool.coldstart.target]] in pyproject.toml
 //! name = "ner-worker"
 //! command = ["python3", "-m", "myapp.worker", "--task", "ner"]
@@ -29,9 +32,6 @@
 //! import_roots = ["src"]                 # where the project's packages are (default: its build config's)
 //! setup = ["maturin", "develop"]         # run in each tree of a diff first (COLDSTART_SIDE=base|head)
 //! stop = { signal = "SIGINT", after = 2.0 }  # a daemon that outlives its shutdown reply (tcp's default)
-//!
-//! history = ".coldstart/history.db"      # top level: where `history record` stores runs
-//! # history = "postgres://ci@db.internal/coldstart"   # or a shared PostgreSQL database
 //! ```
 //!
 //! `history` (a top-level key, `[tool.coldstart] history` in pyproject.toml)
