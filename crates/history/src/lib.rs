@@ -23,8 +23,8 @@ pub mod schema;
 mod sql;
 mod store;
 
-#[cfg(test)]
-mod testpg;
+#[cfg(any(test, feature = "test-server"))]
+pub mod testpg;
 #[cfg(test)]
 mod tests;
 

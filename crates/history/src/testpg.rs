@@ -1,4 +1,5 @@
-//! Tests only: a real PostgreSQL server that a test starts itself.
+//! Tests only (this crate's, and with the `test-server` feature the
+//! integration tests'): a real PostgreSQL server that a test starts itself.
 //! `initdb` into a temporary folder (a password for the one user, trust
 //! on its unix socket, SCRAM on the loopback port), then `postgres` on a
 //! free loopback port with its socket in that folder, in a process group

@@ -320,3 +320,66 @@ fn bench_record_stores_the_current_commits_trials_once() {
     );
     assert_eq!(r.stored().len(), 1);
 }
+
+/// The same commits recorded into a SQLite file and into a real
+/// PostgreSQL database (a server this test starts) store the same
+/// answers: commits, outcomes, trial counts and import trees' modules;
+/// and the URL's password appears in no output of the command.
+#[test]
+fn sqlite_and_postgres_store_the_same_runs_and_the_password_is_never_shown() {
+    let case = "sqlite_and_postgres_store_the_same_runs_and_the_password_is_never_shown";
+    let Some(server) = history::testpg::PgServer::start(case) else {
+        return;
+    };
+    let r = Repo::three_commits();
+    let range = ["HEAD~3..HEAD", "--trials", "2", "--warmup", "0"];
+    assert_eq!(r.record(&range).status.code(), Some(0));
+    let location = server.database("svc");
+    let url = format!(
+        "postgres://{}:{}@127.0.0.1:{}/svc",
+        history::testpg::USER,
+        history::testpg::PASSWORD,
+        server.port()
+    );
+    assert_eq!(
+        url.replace(history::testpg::PASSWORD, "***"),
+        location.to_string()
+    );
+    let mut args = vec!["history", "record"];
+    args.extend_from_slice(&range);
+    args.extend_from_slice(&["--history", &url]);
+    let out = printed(r.command(&args).output().unwrap());
+    assert_eq!(out.status.code(), Some(0));
+    let shown = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        shown.contains("postgres://coldstart:***@127.0.0.1"),
+        "{shown}"
+    );
+    assert!(!shown.contains(history::testpg::PASSWORD), "{shown}");
+
+    let answers = |runs: Vec<StoredRun>| -> Vec<String> {
+        runs.into_iter()
+            .map(|s| {
+                let modules: Vec<String> = s.run.modules.iter().map(|m| m.module.clone()).collect();
+                format!(
+                    "{} {} {:?} {} {} {:?}",
+                    s.run.commit.sha,
+                    s.run.target,
+                    s.run.outcome,
+                    s.run.trials.len(),
+                    s.run.environment.fingerprint(),
+                    modules
+                )
+            })
+            .collect()
+    };
+    let on_postgres = Store::open(&location)
+        .unwrap()
+        .runs(&RunFilter::default())
+        .unwrap();
+    assert_eq!(answers(r.stored()), answers(on_postgres));
+}
