@@ -419,3 +419,24 @@ pub fn dirty(top: &Path) -> Result<bool> {
     let status = git_ok(top, &["status", "--porcelain", "--untracked-files=no"])?;
     Ok(!status.trim().is_empty())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Shard;
+
+    #[test]
+    fn a_shard_takes_every_nth_commit_from_the_kth_and_the_shards_cover_the_range_once() {
+        let all: Vec<String> = (1..=7).map(|i| format!("c{i}")).collect();
+        let s = |t: &str| t.parse::<Shard>();
+        assert_eq!(s("2/3").unwrap().pick(all.clone()), ["c2", "c5"]);
+        let mut covered: Vec<String> = (1..=3)
+            .flat_map(|k| Shard { index: k, count: 3 }.pick(all.clone()))
+            .collect();
+        covered.sort();
+        assert_eq!(covered, all);
+        for bad in ["0/2", "3/2", "1", "a/b", "1/0"] {
+            let err = s(bad).unwrap_err();
+            assert!(err.contains("K/N"), "{bad}: {err}");
+        }
+    }
+}

@@ -383,3 +383,45 @@ fn sqlite_and_postgres_store_the_same_runs_and_the_password_is_never_shown() {
         .unwrap();
     assert_eq!(answers(r.stored()), answers(on_postgres));
 }
+
+/// Two CI jobs sharing one range and one store (`--shard 1/2`, `--shard
+/// 2/2`) at once: every commit stored once, none lost, none doubled.
+#[test]
+fn two_shards_at_once_store_every_commit_once() {
+    let r = Repo::three_commits();
+    let file = r.history_file();
+    let children: Vec<std::process::Child> = ["1/2", "2/2"]
+        .into_iter()
+        .map(|shard| {
+            r.command(&[
+                "history",
+                "record",
+                "HEAD~3..HEAD",
+                "--trials",
+                "2",
+                "--warmup",
+                "0",
+                "--shard",
+                shard,
+                "--history",
+                file.to_str().unwrap(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = printed(c.wait_with_output().unwrap());
+        assert_eq!(out.status.code(), Some(0));
+    }
+    r.assert_nothing_left();
+    // Committed within one second, stored in whichever order the shards
+    // finished: compared as sets, each commit once.
+    let mut commits: Vec<String> = r.stored().into_iter().map(|s| s.run.commit.sha).collect();
+    commits.sort();
+    let mut wanted = r.head_commits(3);
+    wanted.sort();
+    assert_eq!(commits, wanted);
+}
