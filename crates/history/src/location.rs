@@ -47,7 +47,7 @@ impl fmt::Debug for Location {
 }
 
 /// A `postgres://` URL. Its password (when it has one) is shown as `***`
-/// by `Display` and `Debug`; only [`PgUrl::config`] reads it.
+/// by `Display` and `Debug`; only the store reads it, to connect.
 #[derive(Clone, PartialEq, Eq)]
 pub struct PgUrl {
     url: String,
