@@ -255,7 +255,9 @@ fn measure(
     if !target.cwd.is_dir() {
         return Ok(None);
     }
-    let failed = |message: String| RunOutcome::Failed { message };
+    // A failure under an interrupt (a second Ctrl-C kills the worker) is
+    // not the commit's: nothing is stored, and the next recording measures it.
+    let failed = |message: String| (!interrupt.is_set()).then_some(RunOutcome::Failed { message });
     let mut run = Run {
         commit: commit_info(top, sha)?,
         target: head.name.clone(),
@@ -269,17 +271,14 @@ fn measure(
     match outputs::prepare(&target, head, top, tree, sha) {
         Ok(_) => {}
         Err(Error::Side { cause, .. }) => {
-            run.outcome = failed(format!("its checkout could not be prepared: {cause}"));
-            return Ok(Some(run));
+            let outcome = failed(format!("its checkout could not be prepared: {cause}"));
+            return Ok(outcome.map(|o| Run { outcome: o, ..run }));
         }
         Err(other) => return Err(other),
     }
     match import_tree(&target, tree)? {
         Ok(modules) => run.modules = modules,
-        Err(message) => {
-            run.outcome = failed(message);
-            return Ok(Some(run));
-        }
+        Err(message) => return Ok(failed(message).map(|o| Run { outcome: o, ..run })),
     }
     match timed_trials(&target, opts, interrupt, progress.trials())? {
         Some(trials) => run.trials = trials,

@@ -425,3 +425,66 @@ fn two_shards_at_once_store_every_commit_once() {
     wanted.sort();
     assert_eq!(commits, wanted);
 }
+
+/// A second Ctrl-C kills the worker of the commit in progress: that end
+/// is the interrupt's, not the commit's, so nothing is stored for it and
+/// the next recording measures it.
+#[test]
+fn a_worker_killed_by_a_second_ctrl_c_is_not_stored_as_failed() {
+    let r = Repo::new();
+    let marker = r.tmp.parent().unwrap().join("started");
+    r.write(
+        "src/app/__init__.py",
+        &format!(
+            "import pathlib, time\npathlib.Path({:?}).write_text('x')\ntime.sleep(60)\n",
+            marker.display().to_string()
+        ),
+    );
+    r.commit("slow to start");
+    let file = r.history_file();
+    let mut child = r
+        .command(&[
+            "history",
+            "record",
+            "--trials",
+            "1",
+            "--warmup",
+            "0",
+            "--history",
+            file.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !marker.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The second press once the first is told (two signals at once may
+    // arrive as one).
+    for told in ["stopping after the current trial", "killing every worker"] {
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+        let mut seen = String::new();
+        while !seen.contains(told) {
+            let mut line = String::new();
+            assert!(err.read_line(&mut line).unwrap() > 0, "not told: {seen}");
+            seen.push_str(&line);
+        }
+    }
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    r.assert_nothing_left();
+    let stored = Store::open(&Location::Sqlite(file))
+        .unwrap()
+        .runs(&RunFilter::default())
+        .unwrap();
+    assert!(stored.is_empty(), "{stored:?}");
+}
