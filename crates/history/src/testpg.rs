@@ -62,9 +62,11 @@ fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// A command run as `nobody` when the tests run as root.
-fn as_server_user(program: PathBuf) -> Command {
+/// A command run as `nobody` when the tests run as root, in the server's
+/// folder (the test's own may be closed to `nobody`).
+fn as_server_user(program: PathBuf, dir: &Path) -> Command {
     let mut c = Command::new(program);
+    c.current_dir(dir);
     if is_root() {
         // std drops the supplementary groups when it sets the uid as root.
         c.uid(NOBODY).gid(NOBODY);
@@ -108,7 +110,7 @@ impl PgServer {
         if is_root() {
             std::os::unix::fs::chown(&pwfile, Some(NOBODY), Some(NOBODY)).expect("chown");
         }
-        let out = as_server_user(bin.join("initdb"))
+        let out = as_server_user(bin.join("initdb"), dir.path())
             .arg("-D")
             .arg(dir.path().join("data"))
             .args(["-U", USER, "-E", "UTF8", "--no-sync"])
@@ -135,7 +137,7 @@ impl PgServer {
         let port = free_port();
         let log = dir.join("server.log");
         let file = std::fs::File::create(&log).expect("the server's log");
-        let mut child = as_server_user(bin.join("postgres"))
+        let mut child = as_server_user(bin.join("postgres"), dir)
             .arg("-D")
             .arg(dir.join("data"))
             .args(["-p", &port.to_string(), "-k"])
