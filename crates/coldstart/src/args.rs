@@ -1,7 +1,8 @@
 //! The argument groups several subcommands share, each declared once and
 //! flattened (`#[command(flatten)]`) into every subcommand that takes it:
 //! which target to run ([`TargetArgs`]), how intervals and verdicts are
-//! computed ([`StatsArgs`]), and text or JSON output ([`TextOrJsonArgs`]).
+//! computed ([`StatsArgs`]), text or JSON output ([`TextOrJsonArgs`]), and
+//! the start-up history's store ([`HistoryArgs`], [`RecordFlagArgs`]).
 //! One spelling and one parser per flag: a share is `0.02` or `2%`
 //! everywhere ([`parse_share`]).
 
@@ -34,6 +35,38 @@ impl TargetArgs {
     pub fn one_target(&self, project: &Project) -> Result<Target, settings::Error> {
         project.one_target(self.target.as_deref(), &self.command)
     }
+}
+
+/// `--history PATH|URL`: where the start-up history is, instead of the
+/// config's `history` (or `.coldstart/history.db` at the project root).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct HistoryArgs {
+    /// The history store: a SQLite file, or a `postgres://` URL [default:
+    /// the config's `history`, else `.coldstart/history.db` at the project
+    /// root].
+    #[arg(long, value_name = "PATH|URL")]
+    pub history: Option<String>,
+}
+
+impl HistoryArgs {
+    /// The store these flags name in `project`.
+    pub fn location(&self, project: &Project) -> history::Location {
+        project.history(self.history.as_deref())
+    }
+}
+
+/// `--record` and `--history`: also store what a command measured for the
+/// current commit in the start-up history.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RecordFlagArgs {
+    /// Also store what was measured, as the current commit's run, in the
+    /// start-up history (no extra trials; a run already stored for this
+    /// commit and environment is kept).
+    #[arg(long)]
+    pub record: bool,
+    /// Where.
+    #[command(flatten)]
+    pub store: HistoryArgs,
 }
 
 /// The statistics flags: the noise threshold below which a change is not

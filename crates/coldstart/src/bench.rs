@@ -36,6 +36,9 @@ pub struct Args {
     /// Which worker: `--target NAME` or `-- CMD...`.
     #[command(flatten)]
     target: crate::args::TargetArgs,
+    /// `--record`: the trials also stored as the current commit's run.
+    #[command(flatten)]
+    record: crate::args::RecordFlagArgs,
     /// A second worker to compare with, interleaved A B / B A: a target name,
     /// or a command line in quotes ('python3 -m myworker').
     #[arg(long, value_name = "TARGET|'CMD'")]
@@ -258,12 +261,16 @@ impl Progress for Bar {
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     let a = with_env(args.target.one_target(project)?, &args.env);
     let a = with_limits(a, &args);
+    if args.record.record && args.vs.is_some() {
+        bail!("--record stores one worker's trials as the current commit's: drop --vs");
+    }
     let b = match &args.vs {
         Some(vs) => Some(with_limits(pick_vs(project, vs, &args.env)?, &args)),
         None => None,
     };
     let started_ms = harness::env::unix_ms();
     // Every flag is checked before the output folder is made.
+    let recorded = a.clone();
     let bench = Bench::new(a, b, options(&args, project))?;
     let bench = bench.write_to(trials::out_dir(
         &project.root,
@@ -276,6 +283,9 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     print!("{}", render(Format::Text));
     crate::outputs::write_all(&args.output, render)?;
     print_end(&run, &interrupt);
+    if args.record.record {
+        record(&args.record, project, &recorded, &run)?;
+    }
     Ok(ExitCode::from(run.exit_code()))
 }
 
@@ -369,6 +379,34 @@ fn print_end(run: &trials::BenchRun, interrupt: &harness::Interrupt) {
             run.dir.display()
         );
     }
+}
+
+/// `--record`: the run's trials stored as the current commit's.
+fn record(
+    args: &crate::args::RecordFlagArgs,
+    project: &Project,
+    target: &Target,
+    run: &trials::BenchRun,
+) -> Result<()> {
+    if run.interrupted() {
+        eprintln!("--record: not recorded, the bench was interrupted");
+        return Ok(());
+    }
+    let top = harness::diff::git::toplevel(&project.root)?;
+    let stored = harness::history::current_run(&top, target, run.records.clone())?;
+    let location = args.store.location(project);
+    let mut store = history::Store::open(&location)?;
+    let commit = stored.commit.sha.clone();
+    let what = match store.record(&stored)? {
+        history::Written::Stored(_) => "recorded",
+        history::Written::Existing(_) => "already recorded (kept as it was)",
+    };
+    eprintln!(
+        "{} at {}: {what} in {location}",
+        target.name,
+        &commit[..12.min(commit.len())]
+    );
+    Ok(())
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod diff;
+pub mod history;
 pub mod importtime;
 pub mod lazy;
 pub mod live;
@@ -66,6 +67,10 @@ pub enum Command {
     /// the merge base with the upstream branch): start-up time on CPU time,
     /// interleaved, and the import trees; fails CI on a slowdown.
     Diff(diff::Args),
+    /// The start-up history: `history record [REV_RANGE]` measures each
+    /// commit in its own checkout and stores it (SQLite, or PostgreSQL).
+    #[command(subcommand)]
+    History(history::HistoryCommand),
     /// Profile a worker's start-up with py-spy while driving it over the protocol.
     Profile(profile::Args),
     /// Keep each target's start-up import tree under review in
@@ -98,6 +103,7 @@ pub fn run(command: Command, project: &Project) -> Result<ExitCode> {
         Command::Bench(args) => bench::run(*args, project),
         Command::Compare(args) => compare::run(args),
         Command::Diff(args) => diff::run(args, project),
+        Command::History(command) => history::run(command, project),
         Command::Profile(args) => profile::run(args, project),
         Command::Snapshot(args) => snapshot::run(args, project),
         Command::Dump(args) => live::dump(args),

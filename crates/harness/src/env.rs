@@ -15,6 +15,9 @@ use phases::run::{MachineLoad, Pressure, PythonInfo, Tool};
 /// The embedded interpreter query, run with `-I -B` (uv style).
 const PYINFO: &str = include_str!("pyinfo.py");
 const PYINFO_TAG: &str = "COLDSTART_PYINFO ";
+/// The embedded query of the installed distributions, run with `-I -B`.
+const PACKAGES: &str = include_str!("packages.py");
+const PACKAGES_TAG: &str = "COLDSTART_PACKAGES ";
 
 /// The tool and the git revision of the workspace.
 pub fn tool(root: &Path) -> Tool {
@@ -229,10 +232,12 @@ pub enum QueryError {
     #[error(transparent)]
     Run(Box<spawn::HelperError>),
     /// It ran but gave no tagged answer, or failed.
-    #[error("{} -I -B pyinfo.py ended with {status}\n[stdout]\n{stdout}\n[stderr]\n{stderr}", python.display())]
+    #[error("{} -I -B {script} ended with {status}\n[stdout]\n{stdout}\n[stderr]\n{stderr}", python.display())]
     NoAnswer {
         /// The interpreter.
         python: PathBuf,
+        /// The embedded query's name.
+        script: &'static str,
         /// Its exit status.
         status: spawn::ExitStatus,
         /// What it printed.
@@ -256,21 +261,43 @@ pub enum QueryError {
 /// sitecustomize of the environment).
 const QUERY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Runs the embedded query with `-I -B` and parses its tagged line.
+/// Runs the embedded interpreter query with `-I -B` and parses its tagged line.
 fn ask(python: &Path, env: &BTreeMap<String, String>, cwd: &Path) -> Result<Answer, QueryError> {
-    let out = spawn::Script::new("pyinfo.py", PYINFO)
+    query(("pyinfo.py", PYINFO, PYINFO_TAG), python, env, cwd)
+}
+
+/// The `name==version` lines of the distributions installed for the
+/// interpreter `python`, sorted (names normalized as pip does).
+pub fn installed_packages(
+    python: &Path,
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+) -> Result<Vec<String>, QueryError> {
+    query(("packages.py", PACKAGES, PACKAGES_TAG), python, env, cwd)
+}
+
+/// Runs an embedded query `(name, body, tag)` with `-I -B` and parses
+/// its tagged JSON line.
+fn query<T: serde::de::DeserializeOwned>(
+    (name, body, tag): (&'static str, &'static str, &str),
+    python: &Path,
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+) -> Result<T, QueryError> {
+    let out = spawn::Script::new(name, body)
         .envs(env)
         .current_dir(cwd)
         .timeout(QUERY_TIMEOUT)
         .run(python)
         .map_err(|e| QueryError::Run(Box::new(e)))?;
-    match out.tagged(PYINFO_TAG) {
+    match out.tagged(tag) {
         Some(json) => serde_json::from_str(json).map_err(|source| QueryError::BadAnswer {
             line: json.to_owned(),
             source,
         }),
         None => Err(QueryError::NoAnswer {
             python: python.to_path_buf(),
+            script: name,
             status: out.status,
             stdout: out.stdout.trim_end().to_owned(),
             stderr: out.stderr.trim_end().to_owned(),

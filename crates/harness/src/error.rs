@@ -83,6 +83,10 @@ pub enum Error {
         "the import policy is not usable ({0}); fix --forbid or the target's forbidden/allowed"
     )]
     Policy(importguard::verdict::PolicyError),
+    /// The start-up history store failed (its message names the store,
+    /// redacted, and what to do).
+    #[error(transparent)]
+    History(#[from] history::Error),
     /// Statistics could not be computed (no samples, bad input).
     #[error("{context}: {cause}")]
     Stats {

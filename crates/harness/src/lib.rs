@@ -62,6 +62,7 @@ pub mod check_run;
 pub mod diff;
 pub mod env;
 pub mod error;
+pub mod history;
 pub mod importlog;
 pub mod interrupt;
 pub mod lazy;

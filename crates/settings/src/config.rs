@@ -7,6 +7,9 @@
 //! passed over). Both hold the same tables:
 //!
 //! ```toml
+//! history = ".coldstart/history.db"      # before any table: where `history record` stores runs
+//! # history = "postgres://ci@db.internal/coldstart"   # or a shared PostgreSQL database
+//!
 //! [[target]]                             # [[tool.coldstart.target]] in pyproject.toml
 //! name = "ner-worker"
 //! command = ["python3", "-m", "myapp.worker", "--task", "ner"]
@@ -30,6 +33,11 @@
 //! setup = ["maturin", "develop"]         # run in each tree of a diff first (COLDSTART_SIDE=base|head)
 //! stop = { signal = "SIGINT", after = 2.0 }  # a daemon that outlives its shutdown reply (tcp's default)
 //! ```
+//!
+//! `history` (a top-level key, `[tool.coldstart] history` in pyproject.toml)
+//! is a file path relative to the config's folder, or a `postgres://` URL
+//! (its password, if written there, is never shown; `PGPASSWORD` and
+//! `~/.pgpass` are read as libpq reads them).
 //!
 //! Relative paths in a target (`cwd`, a relative program in `command`,
 //! `PYTHONPATH` entries in `env`, `py_spy`) are resolved against the folder
@@ -60,6 +68,8 @@ pub struct Config {
     pub snapshot: Vec<String>,
     /// What `diff` judges each target against, by name.
     pub budgets: BTreeMap<String, Budgets>,
+    /// Where the start-up history is stored, when the file says.
+    pub history: Option<history::Location>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -67,6 +77,7 @@ pub struct Config {
 struct File {
     #[serde(default, rename = "target")]
     targets: Vec<RawTarget>,
+    history: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -289,6 +300,10 @@ fn from_table(value: toml::Value, path: &Path, origin: Origin) -> Result<Config,
             });
         }
     };
+    let history = file
+        .history
+        .as_deref()
+        .map(|h| history::Location::parse(h, &root));
     let (targets, snapshot, budgets) = match resolve_targets(file, &root, &origin) {
         Ok(resolved) => resolved,
         Err(source) => return Err(Error::Invalid { path, source }),
@@ -299,6 +314,7 @@ fn from_table(value: toml::Value, path: &Path, origin: Origin) -> Result<Config,
         targets,
         snapshot,
         budgets,
+        history,
     })
 }
 

@@ -101,6 +101,19 @@ impl Project {
         }
     }
 
+    /// Where the start-up history is: `--history` (a path from the
+    /// current folder, or a `postgres://` URL), else the config's
+    /// `history`, else [`history::DEFAULT_PATH`] at the project root.
+    pub fn history(&self, flag: Option<&str>) -> history::Location {
+        if let Some(f) = flag {
+            return history::Location::parse(f, &self.cwd);
+        }
+        self.config
+            .as_ref()
+            .and_then(|c| c.history.clone())
+            .unwrap_or_else(|| history::Location::parse(history::DEFAULT_PATH, &self.root))
+    }
+
     /// The one target a task takes (bench, profile): as [`Project::targets`],
     /// refusing a config with several unless one is named.
     pub fn one_target(&self, target: Option<&str>, command: &[String]) -> Result<Target, Error> {
@@ -174,5 +187,27 @@ mod tests {
             err.contains("no coldstart config found") && err.contains("[[target]]"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_history_is_the_flag_else_the_config_else_the_default_file() {
+        let (d, p) = project(Some(TWO), false);
+        let default = history::Location::Sqlite(d.path().join(".coldstart/history.db"));
+        assert_eq!(p.history(None), default);
+        let url = "postgres://ci:hunter2@db/h";
+        let text = format!("history = 'hist/runs.db'\n{TWO}");
+        let (d, p) = project(Some(&text), false);
+        assert_eq!(
+            p.history(None),
+            history::Location::Sqlite(d.path().join("hist/runs.db"))
+        );
+        let flagged = p.history(Some(url));
+        assert!(matches!(flagged, history::Location::Postgres(_)));
+        assert_eq!(flagged.to_string(), "postgres://ci:***@db/h");
+        let text = format!("history = '{url}'\n{TWO}");
+        let (_d, p) = project(Some(&text), false);
+        let c = p.config.as_ref().unwrap();
+        assert!(!format!("{c:?}").contains("hunter2"), "{c:?}");
+        assert_eq!(p.history(None).to_string(), "postgres://ci:***@db/h");
     }
 }

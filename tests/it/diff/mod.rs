@@ -4,13 +4,16 @@
 //! stand-ins` (a stand-in, not the real library), configured by a
 //! `coldstart.toml`; every commit is made by the test. Each run gets a
 //! private `TMPDIR`, so the tests can see that nothing of the base's
-//! checkout is left behind.
+//! checkout is left behind. `history record` checks commits out as the
+//! diff checks out its base, and is tested on the same repositories
+//! (`history.rs`).
 
 use std::io::{BufRead as _, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 mod ci;
+mod history;
 mod layouts;
 mod outputs;
 

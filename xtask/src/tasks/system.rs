@@ -1,7 +1,9 @@
 //! The Debian packages the suite needs beyond the toolchain and the venv:
-//! the shells whose completions are run for real (zsh, fish), and the
+//! the shells whose completions are run for real (zsh, fish), the
 //! system's libunwind that `pystacks`'s `native` feature links (its tests
-//! run with the feature after the suite). `cargo xtask
+//! run with the feature after the suite), and PostgreSQL's server, which
+//! the history store's tests start for themselves (`initdb` in a
+//! temporary folder, a loopback port). `cargo xtask
 //! test` installs the missing ones with `apt-get` (this project's machines
 //! and CI run as root on Debian) and tells the tests, through
 //! [`PROVISIONED`], that they are there: a test that needs one then fails
@@ -41,6 +43,12 @@ pub const PACKAGES: &[Package] = &[
     Package {
         name: "libunwind-dev",
         marker: "/usr/lib/x86_64-linux-gnu/libunwind-ptrace.so",
+    },
+    // The metapackage of Debian's supported server version; its one file
+    // of its own marks it, whichever version it brought.
+    Package {
+        name: "postgresql",
+        marker: "/usr/share/doc/postgresql/copyright",
     },
 ];
 

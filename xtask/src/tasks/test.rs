@@ -12,7 +12,8 @@
 //!    [`super::interpreters`]; skipped when its stamp is there and it runs;
 //!    a failure there is a warning here, and the PEP 810 cases fail); then
 //!    the Debian packages of [`super::system`] (zsh and fish, whose
-//!    completions are run for real), with `apt-get` when missing;
+//!    completions are run for real; PostgreSQL's server, which the history
+//!    store's tests start themselves), with `apt-get` when missing;
 //! 2. check: `cargo xtask modcycles` and `cargo xtask dupnames` (in
 //!    process, no build), then `cargo fmt --all --check`, then
 //!    `cargo clippy --workspace --all-targets -- -D warnings`, then

@@ -133,7 +133,7 @@ pub const PREFIX: &str = "coldstart-base-";
 
 /// Removes every base checkout whose owner is gone: git's record of it in
 /// the repository its owner file names, then the folder.
-fn remove_orphans() {
+pub(crate) fn remove_orphans() {
     for o in spawn::owned::sweep(PREFIX) {
         let repo = PathBuf::from(&o.note);
         if repo.is_dir() {

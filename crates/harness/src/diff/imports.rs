@@ -151,7 +151,7 @@ pub(crate) fn foreign(
 /// (the one rule, `importguard::firstparty`, over each side's source
 /// folders), less the forbidden packages: a stand-in or vendored copy of
 /// one is never the project's code.
-fn own_names(sides: &[&Target]) -> BTreeSet<String> {
+pub(crate) fn own_names(sides: &[&Target]) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for t in sides {
         let pythonpath = t.pythonpath();
@@ -183,7 +183,10 @@ fn forbidden(v: &MergedViolation) -> ForbiddenChange {
 /// packages and first-party modules) into `b`'s start-up, by name: one
 /// more instrumented process of B whose recorder walks the stack for those
 /// names (it blocks nothing).
-fn importing_lines(b: &Target, packages: &[String]) -> BTreeMap<String, MergedViolation> {
+pub(crate) fn importing_lines(
+    b: &Target,
+    packages: &[String],
+) -> BTreeMap<String, MergedViolation> {
     if packages.is_empty() {
         return BTreeMap::new();
     }
@@ -284,7 +287,7 @@ fn present(s: &SideImports, p: &str) -> bool {
 
 /// The line that brought module `m` into B's start-up, when it was
 /// looked for and found.
-fn line_of(lines: &BTreeMap<String, MergedViolation>, m: &str) -> Option<CallSite> {
+pub(crate) fn line_of(lines: &BTreeMap<String, MergedViolation>, m: &str) -> Option<CallSite> {
     lines
         .get(m)
         .and_then(|v| v.first.origin.clone().or_else(|| v.first.importer.clone()))

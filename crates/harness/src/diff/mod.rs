@@ -21,7 +21,7 @@
 
 pub mod environment;
 pub mod git;
-mod imports;
+pub(crate) mod imports;
 pub mod outputs;
 
 use std::path::PathBuf;

@@ -1,0 +1,191 @@
+//! `coldstart history record [REV_RANGE]`: each commit of the range
+//! measured in its own checkout and stored in the start-up history
+//! (`harness::history`); commits already stored for this environment are
+//! skipped, so an interrupted recording resumes. A progress bar on a
+//! terminal (commit k of n, the trials, the time left), a line per commit
+//! elsewhere. Exit codes: 0 every commit stored or skipped (a commit that
+//! could not be measured is stored as failed, and said); 2 the tool could
+//! not do its job; 128 + the signal when interrupted.
+
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use harness::OnPress;
+use harness::diff::git;
+use harness::history::{self as record, HistoryOptions, RecordProgress, Recorded, Shard};
+use harness::trials::{self, Progress};
+use history::{RunOutcome, Store};
+use settings::Project;
+use timeline::{TrialKind, TrialRecord, Variant};
+
+/// `coldstart history`'s subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum HistoryCommand {
+    /// Measure each commit of a range in its own checkout and store it
+    /// (commits already stored for this environment are skipped).
+    Record(HistoryRecordArgs),
+}
+
+/// `coldstart history record`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct HistoryRecordArgs {
+    /// The commits: a `git rev-list` range (`main~5..main`, oldest first)
+    /// or one revision [default: the current commit].
+    range: Option<String>,
+    /// Which worker: `--target NAME` or `-- CMD...`.
+    #[command(flatten)]
+    target: crate::args::TargetArgs,
+    /// Where the runs are stored.
+    #[command(flatten)]
+    store: crate::args::HistoryArgs,
+    /// Only this shard of the range, for CI jobs sharing it: K/N takes
+    /// every N-th commit from the K-th.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
+    /// Measured trials per commit.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    trials: usize,
+    /// Warm-up trials per commit (stored, marked as warm-ups).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    warmup: usize,
+}
+
+/// Runs a `history` subcommand.
+pub fn run(command: HistoryCommand, project: &Project) -> Result<ExitCode> {
+    match command {
+        HistoryCommand::Record(args) => record_range(args, project),
+    }
+}
+
+fn record_range(args: HistoryRecordArgs, project: &Project) -> Result<ExitCode> {
+    if args.trials == 0 {
+        bail!("--trials must be at least 1");
+    }
+    let targets = args.target.targets(project)?;
+    let top = git::toplevel(&project.root)?;
+    let mut commits = record::commits(&top, args.range.as_deref())?;
+    if let Some(shard) = args.shard {
+        commits = shard.pick(commits);
+    }
+    if args.range.is_none() && record::dirty(&top)? {
+        eprintln!(
+            "note: the working tree has uncommitted changes; they are not recorded (each commit is measured from its own checkout)"
+        );
+    }
+    let location = args.store.location(project);
+    let mut store =
+        Store::open(&location).with_context(|| "could not open the start-up history")?;
+    eprintln!(
+        "recording {} commit(s) of {} target(s) into {location}",
+        commits.len(),
+        targets.len()
+    );
+    let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
+    let opts = HistoryOptions {
+        trials: args.trials,
+        warmup: args.warmup,
+        root: project.root.clone(),
+    };
+    let mut bar = CommitBar::new((commits.len() * targets.len()) as u64);
+    let done = record::record(
+        &mut store, &top, &targets, &commits, &opts, &interrupt, &mut bar,
+    )?;
+    bar.0.finish_and_clear();
+    let count = |f: fn(&Recorded) -> bool| done.iter().filter(|(_, _, r)| f(r)).count();
+    println!(
+        "{} stored ({} could not be measured), {} already stored, {} absent at their commit",
+        count(|r| matches!(r, Recorded::Stored(_))),
+        count(|r| matches!(r, Recorded::Stored(RunOutcome::Failed { .. }))),
+        count(|r| matches!(r, Recorded::Skipped)),
+        count(|r| matches!(r, Recorded::Absent)),
+    );
+    if interrupt.is_set() {
+        eprintln!(
+            "interrupted by {}: every commit finished before it is stored; run the same command again to go on",
+            crate::signals::signal_name(&interrupt)
+        );
+        return Ok(crate::signals::interrupted_code(&interrupt));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The bar over every commit of every target (on a terminal; a line per
+/// commit elsewhere), its message the commit's trials.
+struct CommitBar(indicatif::ProgressBar);
+
+impl CommitBar {
+    fn new(len: u64) -> CommitBar {
+        if !std::io::stderr().is_terminal() {
+            return CommitBar(indicatif::ProgressBar::hidden());
+        }
+        let bar = indicatif::ProgressBar::new(len);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:30} commit {pos}/{len}  {msg}  ({elapsed} so far, {eta} left)",
+            )
+            .expect("a valid template"),
+        );
+        CommitBar(bar)
+    }
+
+    fn say(&self, line: String) {
+        if self.0.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.0.println(line);
+        }
+    }
+}
+
+impl RecordProgress for CommitBar {
+    fn commit(&mut self, k: usize, n: usize, commit: &str, target: &str) {
+        self.0.set_message(format!(
+            "{} {target} ({k} of {n})",
+            &commit[..12.min(commit.len())]
+        ));
+    }
+
+    fn recorded(&mut self, commit: &str, target: &str, what: &Recorded) {
+        self.0.inc(1);
+        let what = match what {
+            Recorded::Skipped => "already stored, skipped".to_owned(),
+            Recorded::Absent => "not at this commit, nothing stored".to_owned(),
+            Recorded::Stored(RunOutcome::Measured) => "stored".to_owned(),
+            Recorded::Stored(RunOutcome::Failed { message }) => {
+                format!("stored as failed: {message}")
+            }
+        };
+        self.say(format!(
+            "{} {target}: {what}",
+            &commit[..12.min(commit.len())]
+        ));
+    }
+
+    fn trials(&mut self) -> &mut dyn Progress {
+        self
+    }
+}
+
+impl Progress for CommitBar {
+    fn start(&mut self, _most: u64) {}
+
+    fn trial(&mut self, records: &[TrialRecord], variants: &[Variant]) {
+        let measured = records
+            .iter()
+            .filter(|r| r.kind == TrialKind::Measured)
+            .count();
+        if measured > 0 {
+            self.0.set_message(format!(
+                "trial {measured}: {}",
+                trials::live_message(records, variants)
+            ));
+        }
+    }
+
+    fn finish(&mut self) {}
+
+    fn announce(&mut self, event: &trials::Event) {
+        self.say(event.to_string());
+    }
+}
