@@ -3,9 +3,10 @@
 //! stand-in torch, a `coldstart.toml`) whose worker burns a fixed 100 ms
 //! of CPU at start-up, then commits that change nothing of start-up, one
 //! whose worker cannot start (fixed by the next), and one commit that
-//! imports `heavylib` (a generated stand-in third-party package, not a
-//! real library, that burns 55 ms of CPU when imported: about +40%) and
-//! the stand-in torch, each at a known line of `src/app/__main__.py`.
+//! imports the stand-in torch (forbidden, third-party) and `heavylib` (a
+//! generated stand-in package in the repository's `stand-ins/`, so the
+//! project's own code to coldstart, that burns 55 ms of CPU when
+//! imported: about +40%), each at a known line of `src/app/__main__.py`.
 //! Every commit is made by the test.
 
 use std::process::Command;
@@ -115,8 +116,9 @@ fn bisect_names_the_slow_commit_and_its_import_lines_and_git_bisect_run_agrees()
     assert_eq!(torch["kind"], "forbidden");
     assert_eq!(torch["at"]["file"], "src/app/__main__.py", "{torch:#}");
     assert_eq!(torch["at"]["line"], TORCH_LINE);
+    // In the repository's own folders, so the project's own code.
     let heavy = at("heavylib");
-    assert_eq!(heavy["kind"], "package");
+    assert_eq!(heavy["kind"], "first_party");
     assert_eq!(heavy["at"]["file"], "src/app/__main__.py", "{heavy:#}");
     assert_eq!(heavy["at"]["line"], HEAVY_LINE);
     // The commit that cannot start was met, skipped and named.
