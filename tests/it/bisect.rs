@@ -34,9 +34,7 @@ fn history() -> (Repo, String, Vec<String>) {
     r.write("src/app/__main__.py", &main_good);
     r.commit("a worker with 100 ms of start-up work");
     let good = head(&r);
-    let main_slow = format!(
-        "import protokit\nimport app.base_work\nimport torch\nimport heavylib\n\nprotokit.serve()\n"
-    );
+    let main_slow = "import protokit\nimport app.base_work\nimport torch\nimport heavylib\n\nprotokit.serve()\n";
     assert_eq!(
         main_slow.lines().nth(TORCH_LINE as usize - 1),
         Some("import torch")
@@ -58,7 +56,7 @@ fn history() -> (Repo, String, Vec<String>) {
         }
         if i == STEP {
             r.write("stand-ins/heavylib/__init__.py", &busy(55));
-            r.write("src/app/__main__.py", &main_slow);
+            r.write("src/app/__main__.py", main_slow);
         }
         r.commit(&format!("change {i}"));
         after.push(head(&r));

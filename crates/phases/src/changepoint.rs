@@ -357,14 +357,13 @@ fn is_step(series: &[f64], c: &ChangePoint, lo: usize, hi: usize) -> bool {
 pub fn findings(series: &[f64], rule: &ChangeRule) -> Vec<Finding> {
     let candidates = e_divisive(series, rule);
     let bound = |i: usize, after: bool| {
-        let next = if after {
+        if after {
             candidates.get(i + 1).map_or(series.len(), |c| c.index)
         } else if i == 0 {
             0
         } else {
             candidates[i - 1].index
-        };
-        next
+        }
     };
     let steps: Vec<ChangePoint> = candidates
         .iter()
@@ -468,7 +467,10 @@ mod tests {
         assert_eq!(steps(&f), [8, 34], "{f:?}");
         let d = drifts(&f);
         assert_eq!(d.len(), 1, "{f:?}");
-        assert!((15..=17).contains(&d[0].start) && (24..=26).contains(&d[0].end), "{d:?}");
+        assert!(
+            (15..=17).contains(&d[0].start) && (24..=26).contains(&d[0].end),
+            "{d:?}"
+        );
         assert!((d[0].total - 0.34).abs() < 0.06, "{d:?}");
     }
 
