@@ -44,7 +44,7 @@ pub fn plan<'a>(
     targets: Vec<Target>,
     max_slowdown: Option<f64>,
     names_at: &'a dyn Fn(&std::path::Path) -> Vec<String>,
-) -> harness::diff::Plan<'a> {
+) -> harness::diff::DiffTargets<'a> {
     let targets = targets
         .into_iter()
         .map(|t| {
@@ -59,7 +59,7 @@ pub fn plan<'a>(
             (t, budgets)
         })
         .collect();
-    harness::diff::Plan {
+    harness::diff::DiffTargets {
         targets,
         config: project.config.as_ref().map(|c| c.path.clone()),
         names_at,

@@ -78,7 +78,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
 fn measured<'a>(
     args: &Args,
     top: &std::path::Path,
-    plan: &'a harness::diff::Plan<'a>,
+    plan: &'a harness::diff::DiffTargets<'a>,
     interrupt: &'a harness::Interrupt,
     bar: &'a mut Bar,
 ) -> Result<Measured<'a>> {

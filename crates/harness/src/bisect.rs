@@ -34,7 +34,7 @@ use answers::bisect::{Answer, Arrived, BisectReport, CommitRef, Culprit, Outcome
 use answers::diff::{DiffStatus, ImportDiff, TargetDiff};
 use importguard::recorder::CallSite;
 
-use crate::diff::{DiffOptions, Plan, Trees, Worktree, compare_trees, git::git_ok};
+use crate::diff::{DiffOptions, DiffTargets, Trees, Worktree, compare_trees, git::git_ok};
 use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;
 use crate::trials::Progress;
@@ -139,7 +139,7 @@ pub struct Measured<'a> {
     /// The good commit.
     pub good_commit: String,
     /// The target, with its threshold as `max_slowdown`.
-    pub plan: &'a Plan<'a>,
+    pub plan: &'a DiffTargets<'a>,
     /// The comparisons' options (the slower question, the budgets).
     pub opts: DiffOptions,
     /// Ctrl-C.

@@ -130,7 +130,7 @@ pub enum Head {
 /// tree's config gives them, each with its budgets, and how to tell
 /// whether a checkout's own config names a target (the config's format
 /// belongs to a crate above this one, so the caller reads it).
-pub struct Plan<'a> {
+pub struct DiffTargets<'a> {
     /// The targets, in the working tree, with their budgets.
     pub targets: Vec<(Target, Budgets)>,
     /// The config file in the working tree; `None`: the targets come from
@@ -141,16 +141,16 @@ pub struct Plan<'a> {
     pub names_at: &'a dyn Fn(&std::path::Path) -> Vec<String>,
 }
 
-impl std::fmt::Debug for Plan<'_> {
+impl std::fmt::Debug for DiffTargets<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Plan")
+        f.debug_struct("DiffTargets")
             .field("targets", &self.targets)
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
 }
 
-impl Plan<'_> {
+impl DiffTargets<'_> {
     /// Whether the target `name` exists in the checkout at `tree`: its
     /// config names it (when there is a config) and its folder is there.
     pub fn exists_at(
@@ -177,7 +177,7 @@ impl Plan<'_> {
 /// set.
 pub fn compare_trees(
     trees: &Trees,
-    plan: &Plan<'_>,
+    plan: &DiffTargets<'_>,
     opts: &DiffOptions,
     interrupt: &Interrupt,
     progress: &mut dyn Progress,
@@ -216,7 +216,7 @@ pub fn run(
     top: &std::path::Path,
     base: BaseRev,
     head: &Head,
-    plan: &Plan<'_>,
+    plan: &DiffTargets<'_>,
     opts: &DiffOptions,
     interrupt: &Interrupt,
     progress: &mut dyn Progress,
