@@ -121,12 +121,21 @@ pub fn commit_ref(top: &Path, commit: &str) -> Result<CommitRef> {
     })
 }
 
-/// Where a step's answer comes from.
+/// Where a step's answer comes from: the seam between the search and the
+/// measurement ([`Measured`] measures now; a history of stored trials can
+/// answer a commit it holds through the same calls).
 pub trait StepSource {
+    /// The target compared.
+    fn target(&self) -> String;
     /// The comparison of `at` (`None`: the working tree, for `bisect
-    /// --run`) against the good commit, or `Err` when the good side could
-    /// not be run (the search cannot go on).
+    /// --run`) against the good commit, or `Err` with the reason when the
+    /// good side could not be run (the search cannot go on).
     fn step(&mut self, at: Option<&CommitRef>) -> Result<std::result::Result<Step, String>>;
+    /// What arrived at `at`: the import trees of `parent` (A) and `at`
+    /// (B) compared, untimed, with B's checkout (the files' root).
+    fn imports(&mut self, parent: &CommitRef, at: &CommitRef) -> Result<(TargetDiff, PathBuf)>;
+    /// Whether the search must stop now (Ctrl-C).
+    fn interrupted(&self) -> bool;
 }
 
 /// Steps measured now: the good commit checked out once, each commit
@@ -188,6 +197,40 @@ impl Measured<'_> {
 }
 
 impl StepSource for Measured<'_> {
+    fn target(&self) -> String {
+        self.plan
+            .targets
+            .first()
+            .map(|(t, _)| t.name.clone())
+            .unwrap_or_default()
+    }
+
+    fn interrupted(&self) -> bool {
+        self.interrupt.is_set()
+    }
+
+    fn imports(&mut self, parent: &CommitRef, at: &CommitRef) -> Result<(TargetDiff, PathBuf)> {
+        let top = self.top.as_path();
+        let a = Worktree::add(top, &parent.commit)?;
+        let b = Worktree::add(top, &at.commit)?;
+        let trees = Trees {
+            top: top.to_path_buf(),
+            paths: [a.path().to_path_buf(), b.path().to_path_buf()],
+            commits: [Some(parent.commit.clone()), Some(at.commit.clone())],
+        };
+        let opts = DiffOptions {
+            timed: false,
+            out: self.opts.out.join("imports"),
+            ..self.opts.clone()
+        };
+        let r = compare_trees(&trees, self.plan, &opts, self.interrupt, self.progress)?
+            .pop()
+            .ok_or_else(|| {
+                Error::Invalid("bisect compares one target, and the plan has none".to_owned())
+            })?;
+        Ok((r, trees.paths[1].clone()))
+    }
+
     fn step(&mut self, at: Option<&CommitRef>) -> Result<std::result::Result<Step, String>> {
         let opts = DiffOptions {
             out: self.opts.out.join(at.map_or("working-tree", |c| c.short())),
@@ -284,7 +327,7 @@ fn arrived(imports: &ImportDiff, tree: &Path) -> Vec<Arrived> {
 
 /// The culprit at index `i` of `commits`: its parent, its change against
 /// the good commit (from its step), and what arrived at it (`imports`:
-/// its parent's import tree against its own, from [`imports_at`]).
+/// its parent's import tree against its own, [`StepSource::imports`]).
 fn culprit(
     commits: &[CommitRef],
     good: &CommitRef,
@@ -315,42 +358,15 @@ fn culprit(
     }
 }
 
-/// The import trees of `parent` (A) and `at` (B), untimed.
-fn imports_at(
-    top: &Path,
-    parent: &CommitRef,
-    at: &CommitRef,
-    m: &mut Measured<'_>,
-) -> Result<(TargetDiff, PathBuf)> {
-    let a = Worktree::add(top, &parent.commit)?;
-    let b = Worktree::add(top, &at.commit)?;
-    let trees = Trees {
-        top: top.to_path_buf(),
-        paths: [a.path().to_path_buf(), b.path().to_path_buf()],
-        commits: [Some(parent.commit.clone()), Some(at.commit.clone())],
-    };
-    let opts = DiffOptions {
-        timed: false,
-        out: m.opts.out.join("imports"),
-        ..m.opts.clone()
-    };
-    let r = compare_trees(&trees, m.plan, &opts, m.interrupt, m.progress)?
-        .pop()
-        .ok_or_else(|| {
-            Error::Invalid("bisect compares one target, and the plan has none".to_owned())
-        })?;
-    Ok((r, trees.paths[1].clone()))
-}
-
 /// The whole search from `good` to `bad` in the repository at `top`
-/// ([`search`] over [`commits_between`], each step measured by `m`),
+/// ([`search`] over [`commits_between`], each step answered by `m`),
 /// then what arrived at the culprit.
 pub fn run(
     top: &Path,
     good: &CommitRef,
     bad: &CommitRef,
     threshold: f64,
-    m: &mut Measured<'_>,
+    m: &mut dyn StepSource,
 ) -> Result<BisectReport> {
     let commits = commits_between(top, &good.commit, &bad.commit)?;
     if commits.last().is_none_or(|c| c.commit != bad.commit) {
@@ -360,14 +376,8 @@ pub fn run(
             good.short()
         );
     }
-    let target = m
-        .plan
-        .targets
-        .first()
-        .map(|(t, _)| t.name.clone())
-        .unwrap_or_default();
     let mut report = BisectReport {
-        target,
+        target: m.target(),
         threshold,
         basis: phases::Measure::Cpu,
         good: good.clone(),
@@ -393,7 +403,7 @@ pub fn run(
     }
     let mut good_failed = None;
     let found = search(commits.len(), |i| {
-        if m.interrupt.is_set() {
+        if m.interrupted() {
             return Ok(None);
         }
         match m.step(Some(&commits[i]))? {
@@ -416,7 +426,7 @@ pub fn run(
     match found {
         Found::One(i) => {
             let parent = if i == 0 { good } else { &commits[i - 1] };
-            let imports = imports_at(top, parent, &commits[i], m);
+            let imports = m.imports(parent, &commits[i]);
             report.culprit = Some(culprit(&commits, good, i, &report.steps, imports));
             report.outcome = Outcome::Found;
         }
@@ -475,6 +485,138 @@ mod tests {
         // An inconclusive one just before it: the range holds both ends.
         let (found, _) = bisect(12, 7, &[6], Answer::Inconclusive);
         assert_eq!(found, Found::Range(vec![6, 7]));
+    }
+
+    /// Answers from a table: commits from `first` on are slower, those in
+    /// `broken` cannot start; the imports say `torch` arrived.
+    struct Table {
+        commits: Vec<String>,
+        first: usize,
+        broken: Vec<usize>,
+        asked: Vec<String>,
+    }
+
+    impl StepSource for Table {
+        fn target(&self) -> String {
+            "w".to_owned()
+        }
+
+        fn step(&mut self, at: Option<&CommitRef>) -> Result<std::result::Result<Step, String>> {
+            let at = at.expect("a search names its commits").clone();
+            self.asked.push(at.commit.clone());
+            let i = self.commits.iter().position(|c| *c == at.commit).unwrap();
+            let answer = if self.broken.contains(&i) {
+                Answer::Skipped
+            } else if i >= self.first {
+                Answer::Slower
+            } else {
+                Answer::NotSlower
+            };
+            Ok(Ok(Step {
+                at,
+                answer,
+                change: None,
+                rounds: 12,
+                message: (answer == Answer::Skipped).then(|| "cannot start".to_owned()),
+                run_dir: None,
+            }))
+        }
+
+        fn imports(&mut self, _: &CommitRef, _: &CommitRef) -> Result<(TargetDiff, PathBuf)> {
+            Err(Error::Invalid("no import trees in this table".to_owned()))
+        }
+
+        fn interrupted(&self) -> bool {
+            false
+        }
+    }
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// A repository of `n` commits after the good one; their hashes.
+    fn history(dir: &Path, n: usize) -> (CommitRef, Vec<CommitRef>) {
+        git(dir, &["init", "-q", "-b", "main"]);
+        let mut commit = |msg: &str| {
+            std::fs::write(dir.join("f"), msg).unwrap();
+            git(dir, &["add", "-A"]);
+            git(dir, &["commit", "-q", "-m", msg]);
+            commit_ref(dir, "HEAD").unwrap()
+        };
+        let good = commit("good");
+        let after = (0..n).map(|i| commit(&format!("change {i}"))).collect();
+        (good, after)
+    }
+
+    #[test]
+    fn a_search_over_a_history_names_the_culprit_and_the_commit_it_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (good, after) = history(dir.path(), 10);
+        let bad = after[9].clone();
+        let mut table = Table {
+            commits: after.iter().map(|c| c.commit.clone()).collect(),
+            first: 6,
+            broken: vec![4],
+            asked: Vec::new(),
+        };
+        let r = run(dir.path(), &good, &bad, 0.1, &mut table).unwrap();
+        assert_eq!(r.outcome, Outcome::Found);
+        let c = r.culprit.as_ref().unwrap();
+        assert_eq!(c.at.commit, after[6].commit);
+        assert_eq!(c.at.subject, "change 6");
+        assert_eq!(c.parent, after[5].commit);
+        assert!(
+            c.imports_error
+                .as_deref()
+                .unwrap()
+                .contains("no import trees")
+        );
+        assert_eq!(
+            table.asked[0], bad.commit,
+            "the bad commit is confirmed first"
+        );
+        let skipped = r.skipped();
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].at.commit, after[4].commit);
+        assert_eq!(answers::bisect::exit_code(&r), 0);
+
+        // The skipped commit is the first slow one: a range, not a guess.
+        table.first = 4;
+        let r = run(dir.path(), &good, &bad, 0.1, &mut table).unwrap();
+        assert_eq!(r.outcome, Outcome::Range);
+        let range: Vec<&str> = r.range.iter().map(|c| c.subject.as_str()).collect();
+        assert_eq!(range, ["change 4", "change 5"]);
+        assert!(r.culprit.is_none());
+        assert_eq!(answers::bisect::exit_code(&r), 1);
+
+        // A bad commit that is not slower: nothing searched.
+        table.first = 10;
+        let r = run(dir.path(), &good, &bad, 0.1, &mut table).unwrap();
+        assert_eq!((r.outcome, r.steps.len()), (Outcome::NotSlower, 1));
+        assert_eq!(answers::bisect::exit_code(&r), 2);
+
+        // Bad before good: said, not searched.
+        let e = run(dir.path(), &bad, &good, 0.1, &mut table).unwrap_err();
+        assert!(e.to_string().contains("is not a descendant of"), "{e}");
     }
 
     #[test]
