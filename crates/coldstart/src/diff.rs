@@ -80,16 +80,6 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     }
     let top = git::toplevel(&project.root)?;
     let base = git::resolve(&top, args.rev.as_deref())?;
-    let dirty = if git::dirty(&top)? {
-        " with its uncommitted changes"
-    } else {
-        ""
-    };
-    let short = &base.commit[..base.commit.len().min(12)];
-    eprintln!(
-        "base (A): {} = {short} ({}); B: the working tree{dirty}",
-        base.rev, base.how
-    );
     let opts = DiffOptions {
         instrumented: args.instrumented,
         out: crate::outputs::run_folder(args.out.as_deref(), "diff")?,

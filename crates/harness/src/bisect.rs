@@ -236,6 +236,16 @@ impl StepSource for Measured<'_> {
             out: self.opts.out.join(at.map_or("working-tree", |c| c.short())),
             ..self.opts.clone()
         };
+        self.progress.announce(&crate::trials::Event::Sides {
+            base: format!(
+                "the good commit {}",
+                &self.good_commit[..self.good_commit.len().min(12)]
+            ),
+            head: at.map_or_else(
+                || "the working tree".to_owned(),
+                |c| format!("{} {}", c.short(), c.subject),
+            ),
+        });
         let (r, _) = self.compare(at, &opts)?;
         let at = at.cloned().unwrap_or_else(|| CommitRef {
             commit: String::new(),

@@ -222,6 +222,17 @@ pub fn run(
     progress: &mut dyn Progress,
 ) -> Result<DiffReport> {
     let dirty = *head == Head::WorkingTree && git::dirty(top)?;
+    let short = |c: &str| c[..c.len().min(12)].to_owned();
+    progress.announce(&crate::trials::Event::Sides {
+        base: format!("{} = {} ({})", base.rev, short(&base.commit), base.how),
+        head: match head {
+            Head::WorkingTree if dirty => {
+                "the working tree with its uncommitted changes".to_owned()
+            }
+            Head::WorkingTree => "the working tree".to_owned(),
+            Head::Commit(rev) => format!("{} = {}", rev.rev, short(&rev.commit)),
+        },
+    });
     let a = Worktree::add(top, &base.commit)?;
     let b = match head {
         Head::WorkingTree => None,
