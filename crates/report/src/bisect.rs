@@ -13,7 +13,8 @@ pub fn json(r: &BisectReport) -> String {
     s
 }
 
-/// One step's line: the commit, its answer, its ratio and rounds.
+/// One step's line: the commit, its answer, its ratio and rounds, and
+/// the first line of its message.
 pub fn step_line(s: &Step) -> String {
     let name = if s.at.commit.is_empty() {
         s.at.subject.clone()
@@ -29,7 +30,7 @@ pub fn step_line(s: &Step) -> String {
             s.rounds
         );
     }
-    if let Some(m) = &s.message {
+    if let Some(m) = s.message.as_deref().and_then(|m| m.lines().next()) {
         let _ = write!(line, " ({})", crate::printable(m));
     }
     line
@@ -98,14 +99,97 @@ pub fn text(r: &BisectReport) -> String {
     for s in r.skipped() {
         let _ = writeln!(
             out,
-            "skipped {} {}",
+            "skipped {} {}:",
             s.at.commit,
-            s.message.as_deref().unwrap_or("")
+            crate::printable(&s.at.subject)
         );
+        for l in s
+            .message
+            .as_deref()
+            .unwrap_or("no reason was given")
+            .lines()
+        {
+            let _ = writeln!(out, "  {}", crate::printable(l));
+        }
     }
     let _ = writeln!(out, "steps ({}):", r.steps.len());
     for s in &r.steps {
         let _ = writeln!(out, "  {}", step_line(s));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use answers::bisect::{Answer, Arrived, BisectReport, CommitRef, Culprit, Outcome, Step};
+    use importguard::recorder::CallSite;
+
+    fn at(n: u8, subject: &str) -> CommitRef {
+        CommitRef {
+            commit: format!("{n}").repeat(40),
+            subject: subject.to_owned(),
+        }
+    }
+
+    #[test]
+    fn the_text_names_the_culprit_its_import_lines_and_the_skipped_commit() {
+        let skipped = Step {
+            at: at(4, "change 4"),
+            answer: Answer::Skipped,
+            change: None,
+            rounds: 0,
+            message: Some("the worker could not be run: it exited\nstderr: boom".to_owned()),
+            run_dir: None,
+        };
+        let r = BisectReport {
+            target: "w".to_owned(),
+            threshold: 0.1,
+            basis: phases::Measure::Cpu,
+            good: at(1, "good"),
+            bad: at(9, "bad"),
+            outcome: Outcome::Found,
+            culprit: Some(Culprit {
+                at: at(6, "change 6"),
+                parent: at(5, "change 5").commit,
+                change: None,
+                imports: vec![Arrived {
+                    kind: "forbidden",
+                    module: "torch".to_owned(),
+                    at: Some(CallSite {
+                        file: "src/app/__main__.py".to_owned(),
+                        line: 3,
+                        func: "<module>".to_owned(),
+                    }),
+                }],
+                imports_error: None,
+            }),
+            range: Vec::new(),
+            steps: vec![skipped],
+            error: None,
+        };
+        let text = super::text(&r);
+        assert!(
+            text.contains(&format!("first slow commit: {} change 6", "6".repeat(40))),
+            "{text}"
+        );
+        assert!(
+            text.contains("arrived (forbidden): torch at src/app/__main__.py:3"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  stderr: boom"),
+            "the whole reason, a line each: {text}"
+        );
+        assert!(
+            text.contains(
+                "444444444444 change 4: skipped (the worker could not be run: it exited)"
+            ),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&super::json(&r)).unwrap();
+        assert_eq!(json["schema"], "coldstart.bisect/1");
+        assert_eq!(json["culprit"]["commit"], "6".repeat(40));
+        assert_eq!(json["skipped"][0]["commit"], "4".repeat(40));
+        assert_eq!(json["exit_code"], 0);
+    }
 }
