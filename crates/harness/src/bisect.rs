@@ -566,7 +566,7 @@ mod tests {
     /// A repository of `n` commits after the good one; their hashes.
     fn history(dir: &Path, n: usize) -> (CommitRef, Vec<CommitRef>) {
         git(dir, &["init", "-q", "-b", "main"]);
-        let mut commit = |msg: &str| {
+        let commit = |msg: &str| {
             std::fs::write(dir.join("f"), msg).unwrap();
             git(dir, &["add", "-A"]);
             git(dir, &["commit", "-q", "-m", msg]);

@@ -344,16 +344,12 @@ pub fn compare_target(
     interrupt: &Interrupt,
     progress: &mut dyn Progress,
 ) -> Result<TargetDiff> {
-    let prepared = if trees.commits[0].is_none() {
-        [outputs::Prepared::default(), outputs::Prepared::default()]
-    } else {
-        match outputs::prepare(base, head, trees) {
-            Ok(p) => p,
-            Err(crate::error::Error::Side { side, cause, .. }) => {
-                return Ok(error(&head.name, budgets, side, cause.to_string()));
-            }
-            Err(other) => return Err(other),
+    let prepared = match outputs::prepare(base, head, trees) {
+        Ok(p) => p,
+        Err(crate::error::Error::Side { side, cause, .. }) => {
+            return Ok(error(&head.name, budgets, side, cause.to_string()));
         }
+        Err(other) => return Err(other),
     };
     let sides = Sides {
         base,
@@ -363,7 +359,9 @@ pub fn compare_target(
         prepared: &prepared,
     };
     let mut r = compare_prepared(&sides, budgets, interrupt, progress)?;
-    r.prepared = prepared.into_iter().flat_map(|p| p.notes).collect();
+    // B's notes first: a setup runs in the head's tree before the base's.
+    let [a, b] = prepared;
+    r.prepared = b.notes.into_iter().chain(a.notes).collect();
     Ok(r)
 }
 

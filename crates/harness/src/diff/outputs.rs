@@ -418,35 +418,32 @@ pub fn prepare(base: &Target, head: &Target, trees: &super::Trees) -> Result<[Pr
     };
     let top = trees.top.as_path();
     let mut out = [Prepared::default(), Prepared::default()];
+    let Some(base_commit) = &trees.commits[0] else {
+        return Ok(out);
+    };
     if !head.setup.is_empty() {
-        let head_note = match &trees.commits[1] {
-            None => setup_head(head, top),
-            Some(c) => setup_base(head, &head.setup, top, &trees.paths[1], c, "head"),
-        }
-        .map_err(of(Variant::B))?;
-        out[1].notes.push(head_note);
+        out[1].notes.push(
+            match &trees.commits[1] {
+                None => setup_head(head, top),
+                Some(c) => setup_base(head, &head.setup, top, &trees.paths[1], c, "head"),
+            }
+            .map_err(of(Variant::B))?,
+        );
+        out[0].notes.push(
+            setup_base(base, &head.setup, top, &trees.paths[0], base_commit, "base")
+                .map_err(of(Variant::A))?,
+        );
+        return Ok(out);
     }
-    for (i, side, target) in [(0, Variant::A, base), (1, Variant::B, head)] {
-        let Some(commit) = &trees.commits[i] else {
+    for (i, side) in [(0, Variant::A), (1, Variant::B)] {
+        let (Some(commit), tree) = (&trees.commits[i], trees.paths[i].as_path()) else {
             continue;
         };
-        let tree = trees.paths[i].as_path();
-        if !head.setup.is_empty() {
-            if i == 0 {
-                let note =
-                    setup_base(target, &head.setup, top, tree, commit, "base").map_err(of(side))?;
-                out[0].notes.push(note);
-            }
-            continue;
-        }
         let words = checkout_words(side);
         let mut prepared = carry(top, tree, commit, words).map_err(of(side))?;
         let envs = super::environment::lacking(top, tree, &head.cwd);
         let linked = super::environment::link(top, tree, &envs, words).map_err(of(side))?;
         prepared.notes.extend(linked);
-        prepared
-            .notes
-            .splice(0..0, std::mem::take(&mut out[i].notes));
         out[i] = prepared;
     }
     Ok(out)
