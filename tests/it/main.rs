@@ -1,6 +1,7 @@
 //! One integration-test binary for the workspace; each module is a topic.
 
 mod bench;
+mod bisect;
 mod check;
 mod ci_files;
 mod conformance;

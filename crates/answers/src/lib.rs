@@ -1,7 +1,7 @@
 //! answers: every answer coldstart gives, as data.
 //!
 //! What it owns: the types of each answer a command prints or writes
-//! ([`check`], [`diff`], [`lazy`], [`dump`], [`compare`], [`importtime`]'s
+//! ([`check`], [`diff`], [`bisect`], [`lazy`], [`dump`], [`compare`], [`importtime`]'s
 //! schema, [`bench`](mod@bench)'s exit rule), the schema id
 //! each JSON carries (all `coldstart.<answer>/<version>`; the bench
 //! summary's is [`BENCH_SUMMARY_SCHEMA`]), the rules that turn an answer
@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod bisect;
 pub mod check;
 pub mod compare;
 pub mod diff;

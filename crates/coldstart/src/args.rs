@@ -69,6 +69,36 @@ pub struct RecordFlagArgs {
     pub store: HistoryArgs,
 }
 
+/// `targets` of `project`, each with the budgets a comparison holds it to
+/// (the config's, with `max_slowdown` instead of each target's when
+/// given): what diff and bisect compare.
+pub fn plan<'a>(
+    project: &Project,
+    targets: Vec<Target>,
+    max_slowdown: Option<f64>,
+    names_at: &'a dyn Fn(&std::path::Path) -> Vec<String>,
+) -> harness::diff::DiffTargets<'a> {
+    let targets = targets
+        .into_iter()
+        .map(|t| {
+            let mut budgets = project
+                .config
+                .as_ref()
+                .and_then(|c| c.budgets.get(&t.name).copied())
+                .unwrap_or_default();
+            if let Some(m) = max_slowdown {
+                budgets.max_slowdown = m;
+            }
+            (t, budgets)
+        })
+        .collect();
+    harness::diff::DiffTargets {
+        targets,
+        config: project.config.as_ref().map(|c| c.path.clone()),
+        names_at,
+    }
+}
+
 /// The statistics flags: the noise threshold below which a change is not
 /// claimed, and the bootstrap's resamples and seed. The defaults are
 /// [`Resampling::default`]'s and [`phases::compare::DEFAULT_NOISE_THRESHOLD`].

@@ -10,12 +10,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use answers::diff::{BaseInfo, DiffReport};
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use harness::OnPress;
-use harness::diff::{self, DiffOptions, Worktree, git};
-use harness::target::moved_path;
-use phases::stats::Resampling;
+use harness::diff::{self, DiffOptions, Head, git};
 
 use crate::bench::Bar;
 use settings::Project;
@@ -78,104 +75,30 @@ pub struct Args {
 
 /// Runs the diff.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
-    let targets = args.target.targets(project)?;
     if args.instrumented == 0 {
         bail!("--instrumented must be at least 1");
     }
     let top = git::toplevel(&project.root)?;
     let base = git::resolve(&top, args.rev.as_deref())?;
-    let dirty = git::dirty(&top)?;
-    eprintln!(
-        "base (A): {} = {} ({}); B: the working tree{}",
-        base.rev,
-        &base.commit[..base.commit.len().min(12)],
-        base.how,
-        if dirty {
-            " with its uncommitted changes"
-        } else {
-            ""
-        }
-    );
-    let started_ms = harness::env::unix_ms();
-    let out = match &args.out {
-        Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!(
-            "coldstart-diff-{}",
-            harness::env::folder_stamp(started_ms)
-        )),
-    };
-    std::fs::create_dir_all(&out).with_context(|| format!("could not create {}", out.display()))?;
-    let mut opts = DiffOptions {
-        bootstrap: Resampling::default(),
+    let opts = DiffOptions {
         instrumented: args.instrumented,
-        out,
+        out: crate::outputs::run_folder(args.out.as_deref(), "diff")?,
         root: project.root.clone(),
-        ..DiffOptions::default()
+        ..DiffOptions::with_budgets(args.max_rounds, args.max_seconds)
     };
-    if let Some(n) = args.max_rounds {
-        opts.max_rounds = n;
-    }
-    if let Some(s) = args.max_seconds {
-        opts.max_seconds = s;
-    }
+    let targets = args.target.targets(project)?;
+    let plan = crate::args::plan(project, targets, args.max_slowdown, &settings::target_names);
     let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
-    let tree = Worktree::add(&top, &base.commit)?;
-    opts.trees = [tree.path().to_path_buf(), top.clone()];
-    opts.commit = base.commit.clone();
-    // The targets the base's own config names (None: no config here).
-    let at_base: Option<Vec<String>> = project.config.as_ref().map(|c| {
-        let path = moved_path(&c.path, &top, tree.path());
-        settings::load(&path)
-            .map(|b| b.targets.into_iter().map(|t| t.name).collect())
-            .unwrap_or_default()
-    });
-    let mut results = Vec::new();
-    for t in &targets {
-        let mut budgets = project
-            .config
-            .as_ref()
-            .and_then(|c| c.budgets.get(&t.name).copied())
-            .unwrap_or_default();
-        if let Some(m) = args.max_slowdown {
-            budgets.max_slowdown = m;
-        }
-        // Each side's own import roots first on its path: an editable
-        // install of the project points at the working tree, and would
-        // otherwise serve side A the working tree's code.
-        let a = t.moved(&top, tree.path()).own_roots_first();
-        let t = &t.own_roots_first();
-        let exists = at_base.as_ref().is_none_or(|n| n.contains(&t.name)) && a.cwd.is_dir();
-        if !exists {
-            eprintln!(
-                "{}: not at the base ({}), nothing to compare",
-                t.name, base.rev
-            );
-            results.push(diff::new_target(&t.name, budgets));
-            continue;
-        }
-        let r = diff::compare_target(
-            &a,
-            t,
-            budgets,
-            &opts,
-            &interrupt,
-            &mut Bar(indicatif::ProgressBar::hidden()),
-        )?;
-        results.push(r);
-        if interrupt.is_set() {
-            break;
-        }
-    }
-    drop(tree);
-    let report = DiffReport {
-        base: BaseInfo {
-            rev: base.rev,
-            commit: base.commit,
-            how: base.how,
-            dirty,
-        },
-        targets: results,
-    };
+    let bar = &mut Bar(indicatif::ProgressBar::hidden());
+    let report = diff::run(
+        &top,
+        base,
+        &Head::WorkingTree,
+        &plan,
+        &opts,
+        &interrupt,
+        bar,
+    )?;
     let strict = args.strict;
     let render = |format: Format| match format {
         Format::Text => report::diff::text(&report, &project.cwd, strict),

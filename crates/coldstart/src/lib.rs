@@ -21,6 +21,7 @@
 
 pub mod args;
 pub mod bench;
+pub mod bisect;
 pub mod check;
 pub mod cli;
 pub mod compare;
@@ -71,6 +72,10 @@ pub enum Command {
     /// commit in its own checkout and stores it (SQLite, or PostgreSQL).
     #[command(subcommand)]
     History(history::HistoryCommand),
+    /// The first commit between GOOD and BAD whose start-up is slower than
+    /// GOOD's by more than --threshold, and the import that arrived there;
+    /// `--run` is a `git bisect run` script.
+    Bisect(bisect::Args),
     /// Profile a worker's start-up with py-spy while driving it over the protocol.
     Profile(profile::Args),
     /// Keep each target's start-up import tree under review in
@@ -104,6 +109,7 @@ pub fn run(command: Command, project: &Project) -> Result<ExitCode> {
         Command::Compare(args) => compare::run(args),
         Command::Diff(args) => diff::run(args, project),
         Command::History(command) => history::run(command, project),
+        Command::Bisect(args) => bisect::run(args, project),
         Command::Profile(args) => profile::run(args, project),
         Command::Snapshot(args) => snapshot::run(args, project),
         Command::Dump(args) => live::dump(args),

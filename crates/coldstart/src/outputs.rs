@@ -43,6 +43,21 @@ pub fn parse<F: clap::ValueEnum>(s: &str) -> Result<Output<F>, String> {
     })
 }
 
+/// The folder a comparing command's runs go into, created: `out` when
+/// given, else a new `coldstart-<what>-<stamp>` under the system's
+/// temporary folder.
+pub fn run_folder(out: Option<&std::path::Path>, what: &str) -> Result<PathBuf> {
+    let dir = match out {
+        Some(d) => d.to_path_buf(),
+        None => std::env::temp_dir().join(format!(
+            "coldstart-{what}-{}",
+            harness::env::folder_stamp(harness::env::unix_ms())
+        )),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
+    Ok(dir)
+}
+
 /// Writes each output, rendered by `render`.
 pub fn write_all<F: Copy>(outputs: &[Output<F>], render: impl Fn(F) -> String) -> Result<()> {
     for o in outputs {

@@ -268,7 +268,12 @@ fn measure(
         trials: Vec::new(),
         modules: Vec::new(),
     };
-    match outputs::prepare(&target, head, top, tree, sha) {
+    let trees = crate::diff::Trees {
+        top: top.to_path_buf(),
+        paths: [tree.to_path_buf(), top.to_path_buf()],
+        commits: [Some(sha.to_owned()), None],
+    };
+    match outputs::prepare(&target, head, &trees) {
         Ok(_) => {}
         Err(Error::Side { cause, .. }) => {
             let outcome = failed(format!("its checkout could not be prepared: {cause}"));

@@ -57,6 +57,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bisect;
 pub mod check;
 pub mod check_run;
 pub mod diff;

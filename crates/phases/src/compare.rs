@@ -142,6 +142,55 @@ impl std::fmt::Display for Verdict {
     }
 }
 
+/// The one-sided question a bisect step asks of an interval of the ratio
+/// B/A: is B slower than A by more than the threshold? Unlike
+/// [`Verdict`], a B that is faster or within the band is the same answer,
+/// `not slower`, so a step settles as soon as the interval's upper end is
+/// inside `1 + threshold`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Slowdown {
+    /// The whole interval lies above `1 + threshold`.
+    Slower,
+    /// The whole interval lies at or below `1 + threshold`.
+    NotSlower,
+    /// The interval straddles `1 + threshold` (or there is none).
+    Inconclusive,
+}
+
+impl Slowdown {
+    /// Classifies an interval of the ratio B/A against a threshold.
+    pub fn of(ci: &Interval, threshold: f64) -> Slowdown {
+        if ci.lo > 1.0 + threshold {
+            Slowdown::Slower
+        } else if ci.hi <= 1.0 + threshold {
+            Slowdown::NotSlower
+        } else {
+            Slowdown::Inconclusive
+        }
+    }
+
+    /// The words a person reads: `slower`, `not slower`, `inconclusive`.
+    pub fn words(self) -> &'static str {
+        match self {
+            Slowdown::Slower => "slower",
+            Slowdown::NotSlower => "not slower",
+            Slowdown::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// Anything but `inconclusive`: the question is answered.
+    pub fn is_settled(self) -> bool {
+        self != Slowdown::Inconclusive
+    }
+}
+
+impl std::fmt::Display for Slowdown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.words())
+    }
+}
+
 /// How a comparison's ratio and interval were computed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -475,6 +524,22 @@ pub fn unpaired(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_one_sided_question_settles_on_the_upper_end() {
+        let ci = |lo, hi| Interval {
+            lo,
+            hi,
+            level: 0.95,
+        };
+        assert_eq!(Slowdown::of(&ci(1.15, 1.4), 0.1), Slowdown::Slower);
+        // Faster, equivalent and faster-or-equal are one answer.
+        assert_eq!(Slowdown::of(&ci(0.7, 0.8), 0.1), Slowdown::NotSlower);
+        assert_eq!(Slowdown::of(&ci(0.8, 1.1), 0.1), Slowdown::NotSlower);
+        assert_eq!(Verdict::of(&ci(0.8, 1.1), 0.1), Verdict::Inconclusive);
+        assert_eq!(Slowdown::of(&ci(1.05, 1.2), 0.1), Slowdown::Inconclusive);
+        assert!(!Slowdown::Inconclusive.is_settled());
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -19,6 +19,10 @@
 //! - [`sequential`]: the stopping rule an interleaved run follows, as a
 //!   pure decision after every round (settled, round budget, time budget),
 //!   guarded against optional stopping.
+//! - [`changepoint`]: change points of a per-commit series (E-Divisive
+//!   means with a permutation test) read as steps or drifts (Mann-Kendall
+//!   over a flat-ramp-flat fit, the Theil-Sen rate), for a history of
+//!   commits.
 //! - [`simulate`]: synthetic interleaved runs (seeded noise, drift,
 //!   outliers) played through the whole procedure, to check its error
 //!   rates.
@@ -57,6 +61,7 @@
 
 #![warn(missing_docs)]
 
+pub mod changepoint;
 pub mod compare;
 pub mod jsonl;
 mod measure;

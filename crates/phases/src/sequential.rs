@@ -56,7 +56,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::compare::{Comparison, DEFAULT_NOISE_THRESHOLD};
+use crate::compare::{Comparison, DEFAULT_NOISE_THRESHOLD, Slowdown};
 use crate::measure::{Measure, compare_measure};
 use timeline::{TrialKind, TrialRecord};
 
@@ -94,6 +94,40 @@ pub struct StopRule {
     /// seconds of the trial loop, once [`StopRule::min_rounds`] are run
     /// (a slow worker's run is not cut short before its first look).
     pub max_seconds: f64,
+    /// What settles a measure: any of the four verdicts (the default), or
+    /// the one-sided slower / not slower of a bisect step.
+    #[serde(default, skip_serializing_if = "Question::is_change")]
+    pub question: Question,
+}
+
+/// What the rule asks of each measure's comparison.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Question {
+    /// Faster, slower or equivalent ([`crate::compare::Verdict`]): settled
+    /// once the interval is wholly outside or wholly inside the band.
+    #[default]
+    Change,
+    /// Slower by more than the threshold, or not
+    /// ([`crate::compare::Slowdown`]): settled once the interval is wholly
+    /// above `1 + threshold` or wholly at or below it. `coldstart bisect`
+    /// asks this of each commit against the good one.
+    Slower,
+}
+
+impl Question {
+    /// Whether this is the default question (for serde).
+    pub fn is_change(&self) -> bool {
+        *self == Question::Change
+    }
+
+    /// Whether a comparison answers the question.
+    pub fn settles(self, c: &Comparison) -> bool {
+        match self {
+            Question::Change => c.verdict.is_settled(),
+            Question::Slower => Slowdown::of(&c.ci, c.threshold).is_settled(),
+        }
+    }
 }
 
 impl Default for StopRule {
@@ -106,6 +140,7 @@ impl Default for StopRule {
             look_growth: DEFAULT_LOOK_GROWTH,
             max_rounds: DEFAULT_MAX_ROUNDS,
             max_seconds: DEFAULT_MAX_SECONDS,
+            question: Question::Change,
         }
     }
 }
@@ -282,14 +317,16 @@ pub struct MeasureState {
     /// Its comparison at the rule's level; `None` when no round has both
     /// values yet.
     pub comparison: Option<Comparison>,
+    /// Whether the comparison answers the rule's [`Question`].
+    #[serde(default)]
+    pub settled: bool,
 }
 
 impl MeasureState {
-    /// Whether its verdict is faster, slower or equivalent.
+    /// Whether its comparison answers the rule's question (by default:
+    /// its verdict is faster, slower or equivalent).
     pub fn is_settled(&self) -> bool {
-        self.comparison
-            .as_ref()
-            .is_some_and(|c| c.verdict.is_settled())
+        self.settled
     }
 }
 
@@ -366,11 +403,17 @@ pub fn decided(records: &[TrialRecord], rule: &StopRule, elapsed: Duration) -> D
     let states: Vec<MeasureState> = rule
         .measures
         .iter()
-        .map(|&measure| MeasureState {
-            measure,
-            comparison: compare_measure(records, measure, rule.level, rule.threshold)
+        .map(|&measure| {
+            let comparison = compare_measure(records, measure, rule.level, rule.threshold)
                 .ok()
-                .flatten(),
+                .flatten();
+            MeasureState {
+                measure,
+                settled: comparison
+                    .as_ref()
+                    .is_some_and(|c| rule.question.settles(c)),
+                comparison,
+            }
         })
         .collect();
     let settled = states.iter().all(MeasureState::is_settled);
@@ -466,6 +509,42 @@ mod tests {
         assert_eq!(
             (s.reason, s.rounds, s.elapsed_s),
             (StopReason::Decided, 12, 3.0)
+        );
+    }
+
+    #[test]
+    fn the_slower_question_stops_on_a_faster_or_a_wider_interval_below_the_line() {
+        let slower = StopRule {
+            threshold: 0.1,
+            question: Question::Slower,
+            ..rule()
+        };
+        let change = StopRule {
+            threshold: 0.1,
+            ..rule()
+        };
+        // B 5% faster with spread: inside `1 + 10%` on top, yet reaching
+        // below `1 - 10%`, so the four-verdict rule cannot stop.
+        let recs = rounds(12, |i, a| a * if i % 2 == 0 { 0.8 } else { 1.1 });
+        let d = decided(&recs, &slower, Duration::from_secs(3));
+        let c = d.states[0].comparison.as_ref().unwrap();
+        assert_eq!(Slowdown::of(&c.ci, c.threshold), Slowdown::NotSlower);
+        assert_eq!(d.stop, Some(StopReason::Decided));
+        let d = decided(&recs, &change, Duration::from_secs(3));
+        assert_eq!(d.stop, None, "{:?}", d.states[0].comparison);
+        assert_eq!(d.undecided().len(), 1);
+        // A clear slowdown settles both.
+        let recs = rounds(12, |_, a| a * 1.5);
+        assert_eq!(
+            decided(&recs, &slower, Duration::from_secs(3)).stop,
+            Some(StopReason::Decided)
+        );
+        // The default question is not written into a summary.
+        assert!(!serde_json::to_string(&change).unwrap().contains("question"));
+        assert!(
+            serde_json::to_string(&slower)
+                .unwrap()
+                .contains("\"question\":\"slower\"")
         );
     }
 

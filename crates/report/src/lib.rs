@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod bisect;
 pub mod check;
 pub mod diff;
 pub mod importtime;

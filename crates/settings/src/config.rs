@@ -260,6 +260,15 @@ fn read_toml<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Error> {
     })
 }
 
+/// The names of the targets the config file at `path` declares; none when
+/// it is absent or cannot be read (a checkout of an old commit, from
+/// before the config or its target existed).
+pub fn target_names(path: &Path) -> Vec<String> {
+    load(path)
+        .map(|c| c.targets.into_iter().map(|t| t.name).collect())
+        .unwrap_or_default()
+}
+
 /// Reads a config file given by name: a `coldstart.toml`, or a
 /// `pyproject.toml` whose `[tool.coldstart]` table holds the targets.
 pub fn load(path: &Path) -> Result<Config, Error> {

@@ -17,7 +17,7 @@ mod error;
 pub mod layout;
 mod project;
 
-pub use config::{Config, discover, load, parse};
+pub use config::{Config, discover, load, parse, target_names};
 pub use error::{Error, Problem};
 pub use project::Project;
 

@@ -22,16 +22,16 @@ use crate::support::{
 };
 
 /// A user's repository (kept alive by the temp dir).
-struct Repo {
+pub(crate) struct Repo {
     _dir: tempfile::TempDir,
-    root: PathBuf,
-    tmp: PathBuf,
+    pub(crate) root: PathBuf,
+    pub(crate) tmp: PathBuf,
 }
 
-const MAIN: &str = "import protokit\nimport app\n\nprotokit.serve()\n";
+pub(crate) const MAIN: &str = "import protokit\nimport app\n\nprotokit.serve()\n";
 
 /// Burns `ms` of CPU when imported.
-fn busy(ms: u32) -> String {
+pub(crate) fn busy(ms: u32) -> String {
     format!(
         "import time\n\n_start = time.process_time()\nwhile time.process_time() - _start < {}:\n    pass\n",
         f64::from(ms) / 1e3
@@ -48,7 +48,7 @@ impl Repo {
     }
 
     /// A repository whose first commit holds a README only.
-    fn empty() -> Repo {
+    pub(crate) fn empty() -> Repo {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("svc");
         let tmp = dir.path().join("tmp");
@@ -66,7 +66,7 @@ impl Repo {
         r
     }
 
-    fn write_worker(&self) {
+    pub(crate) fn write_worker(&self) {
         let src = self.root.join("src");
         std::fs::create_dir_all(src.join("app")).unwrap();
         std::fs::copy(
@@ -133,18 +133,18 @@ impl Repo {
         self.write("src/svc/heavy.py", &busy(150));
     }
 
-    fn write(&self, rel: &str, text: &str) {
+    pub(crate) fn write(&self, rel: &str, text: &str) {
         let p = self.root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
 
-    fn commit(&self, msg: &str) {
+    pub(crate) fn commit(&self, msg: &str) {
         git(&self.root, &["add", "-A"]);
         git(&self.root, &["commit", "-q", "-m", msg]);
     }
 
-    fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         eprintln!(
             "$ cd {} && coldstart {}",
             self.root.display(),
@@ -177,7 +177,7 @@ impl Repo {
     }
 
     /// No checkout of the base and no record of one remain.
-    fn assert_nothing_left(&self) {
+    pub(crate) fn assert_nothing_left(&self) {
         let left: Vec<String> = std::fs::read_dir(&self.tmp)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

@@ -13,6 +13,8 @@
 //!   the cache.
 //! - The C source differs and there is no `setup`: exit 2 naming the
 //!   extension and the `setup` key.
+//! - Side B is a commit (a bisect step): its checkout gets the extension
+//!   carried as the base's does.
 
 use std::process::Command;
 
@@ -232,4 +234,37 @@ fn a_changed_extension_without_setup_exits_2_naming_it_and_the_key() {
         "names what differs: {msg}"
     );
     assert!(msg.contains("`setup`"), "{msg}");
+}
+
+/// Side B a commit too (a bisect step): its fresh checkout lacks the
+/// extension as the base's does, and gets it carried by the same rule (no
+/// build input differs between the working tree and either commit), so
+/// both sides start and a Python-only slowdown is found at its commit
+/// rather than skipped as a worker that cannot start.
+#[test]
+fn a_commit_as_side_b_gets_the_extension_carried_as_the_base_does() {
+    let r = service(false);
+    r.write("src/svc/extra.py", &super::busy(120));
+    r.write("src/svc/worker.py", &format!("import svc.extra\n{WORKER}"));
+    r.commit("a busy module at start-up");
+    let out = crate::support::printed(
+        r.command(&[
+            "bisect",
+            "HEAD~1",
+            "HEAD",
+            "--instrumented",
+            "2",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap(),
+    );
+    r.assert_nothing_left();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the report is JSON");
+    assert_eq!(v["steps"][0]["answer"], "slower", "{v:#}");
+    assert_eq!(v["outcome"], "found", "{v:#}");
+    assert_eq!(v["culprit"]["subject"], "a busy module at start-up");
+    assert!(v["skipped"].as_array().unwrap().is_empty(), "{v:#}");
+    assert_eq!(out.status.code(), Some(0));
 }

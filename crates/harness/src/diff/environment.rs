@@ -50,9 +50,10 @@ pub fn lacking(top: &Path, tree: &Path, cwd: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// Links each of `lacking` from the working tree at `top` into the base's
-/// checkout at `tree`; a note for the report for each.
-pub fn link(top: &Path, tree: &Path, lacking: &[PathBuf]) -> Result<Vec<String>> {
+/// Links each of `lacking` from the working tree at `top` into a checkout
+/// at `tree` (`words`: the checkout as the notes name it, "the base's
+/// checkout"); a note for the report for each.
+pub fn link(top: &Path, tree: &Path, lacking: &[PathBuf], words: &str) -> Result<Vec<String>> {
     let mut notes = Vec::new();
     for rel in lacking {
         let (from, to) = (top.join(rel), tree.join(rel));
@@ -61,7 +62,7 @@ pub fn link(top: &Path, tree: &Path, lacking: &[PathBuf]) -> Result<Vec<String>>
         }
         std::os::unix::fs::symlink(&from, &to).map_err(|e| Error::io("link", &to, e))?;
         notes.push(format!(
-            "{} linked into the base's checkout: the project's virtual environment, which git does not track, so both sides run with it",
+            "{} linked into {words}: the project's virtual environment, which git does not track, so both sides run with it",
             rel.display()
         ));
     }
@@ -87,7 +88,7 @@ mod tests {
         let cwd = top.path().join("svc");
         let found = lacking(top.path(), tree.path(), &cwd);
         assert_eq!(found, [PathBuf::from(".venv"), PathBuf::from("svc/env")]);
-        let notes = link(top.path(), tree.path(), &found).unwrap();
+        let notes = link(top.path(), tree.path(), &found, "the base's checkout").unwrap();
         assert_eq!(notes.len(), 2);
         assert!(notes[0].starts_with(".venv linked into the base's checkout"));
         assert!(tree.path().join(".venv/pyvenv.cfg").is_file());

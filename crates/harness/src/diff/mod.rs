@@ -26,8 +26,10 @@ pub mod outputs;
 
 use std::path::PathBuf;
 
-use answers::diff::{Budgets, DiffStatus, Rss, SideError, TargetDiff, TimeDiff};
-use phases::sequential::StopRule;
+use answers::diff::{
+    BaseInfo, Budgets, DiffReport, DiffStatus, Rss, SideError, TargetDiff, TimeDiff,
+};
+use phases::sequential::{Question, StopRule};
 use phases::stats::Resampling;
 use phases::{Measure, Phase};
 use timeline::Variant;
@@ -62,14 +64,40 @@ pub struct DiffOptions {
     pub out: PathBuf,
     /// The project root, for the tool's git revision in the environment.
     pub root: PathBuf,
-    /// The trees each side must run its own code from (the base's
-    /// checkout, the working tree): every project module a side imports
-    /// is checked to come from its own ([`crate::provenance`]). Empty: each
-    /// side's target root.
-    pub trees: [PathBuf; 2],
-    /// The base's commit (for its build outputs, [`outputs`]); empty: the
-    /// trees are not prepared.
-    pub commit: String,
+    /// The noise band's question: any change (diff's four verdicts), or
+    /// slower or not (a bisect step).
+    pub question: Question,
+    /// Whether the timed rounds run; without them only the import trees
+    /// are compared (what arrived at a commit).
+    pub timed: bool,
+}
+
+impl DiffOptions {
+    /// The defaults with the round and time budgets, where given.
+    pub fn with_budgets(max_rounds: Option<usize>, max_seconds: Option<f64>) -> DiffOptions {
+        let d = DiffOptions::default();
+        DiffOptions {
+            max_rounds: max_rounds.unwrap_or(d.max_rounds),
+            max_seconds: max_seconds.unwrap_or(d.max_seconds),
+            ..d
+        }
+    }
+}
+
+/// Where each side's code is: the trees the comparison runs in.
+#[derive(Debug, Clone, Default)]
+pub struct Trees {
+    /// The working tree's top folder, where the targets' paths point and
+    /// where build outputs and virtual environments come from.
+    pub top: PathBuf,
+    /// The tree each side runs its own code from (A, B): every project
+    /// module a side imports is checked to come from its own
+    /// ([`crate::provenance`]). Empty: each side's target root.
+    pub paths: [PathBuf; 2],
+    /// The commit checked out at each side's path; `None`: that side is
+    /// the working tree (B only), or the trees are not prepared at all
+    /// (both `None`).
+    pub commits: [Option<String>; 2],
 }
 
 impl Default for DiffOptions {
@@ -83,10 +111,158 @@ impl Default for DiffOptions {
             bootstrap: Resampling::default(),
             out: PathBuf::new(),
             root: PathBuf::new(),
-            trees: [PathBuf::new(), PathBuf::new()],
-            commit: String::new(),
+            question: Question::Change,
+            timed: true,
         }
     }
+}
+
+/// Side B of a comparison.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Head {
+    /// The working tree at the top, uncommitted changes and all.
+    WorkingTree,
+    /// A commit, checked out into its own temporary worktree.
+    Commit(BaseRev),
+}
+
+/// What to compare, beyond the two revisions: the targets as the working
+/// tree's config gives them, each with its budgets, and how to tell
+/// whether a checkout's own config names a target (the config's format
+/// belongs to a crate above this one, so the caller reads it).
+pub struct DiffTargets<'a> {
+    /// The targets, in the working tree, with their budgets.
+    pub targets: Vec<(Target, Budgets)>,
+    /// The config file in the working tree; `None`: the targets come from
+    /// no config (a command line), and exist on every side.
+    pub config: Option<PathBuf>,
+    /// The names of the targets the config at a path (the working tree's
+    /// config moved into a checkout) declares; empty when it has none.
+    pub names_at: &'a dyn Fn(&std::path::Path) -> Vec<String>,
+}
+
+impl std::fmt::Debug for DiffTargets<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DiffTargets")
+            .field("targets", &self.targets)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DiffTargets<'_> {
+    /// Whether the target `name` exists in the checkout at `tree`: its
+    /// config names it (when there is a config) and its folder is there.
+    pub fn exists_at(
+        &self,
+        name: &str,
+        top: &std::path::Path,
+        tree: &std::path::Path,
+        cwd: &std::path::Path,
+    ) -> bool {
+        let named = self.config.as_ref().is_none_or(|c| {
+            (self.names_at)(&crate::target::moved_path(c, top, tree))
+                .iter()
+                .any(|n| n == name)
+        });
+        named && cwd.is_dir()
+    }
+}
+
+/// Compares every target of `plan` between the trees: each side's own
+/// import roots first on its path (an editable install of the project
+/// points at the working tree, and would otherwise serve a checkout the
+/// working tree's code), a target absent from a checkout reported as new
+/// rather than compared. Stops after the target at which `interrupt` is
+/// set.
+pub fn compare_trees(
+    trees: &Trees,
+    plan: &DiffTargets<'_>,
+    opts: &DiffOptions,
+    interrupt: &Interrupt,
+    progress: &mut dyn Progress,
+) -> Result<Vec<TargetDiff>> {
+    let top = trees.top.as_path();
+    let mut results = Vec::new();
+    for (t, budgets) in &plan.targets {
+        let side = |i: usize| match trees.commits[i] {
+            Some(_) => t.moved(top, &trees.paths[i]).own_roots_first(),
+            None => t.own_roots_first(),
+        };
+        let (a, b) = (side(0), side(1));
+        let exists = [(&a, 0), (&b, 1)].iter().all(|(s, i)| {
+            trees.commits[*i].is_none() || plan.exists_at(&t.name, top, &trees.paths[*i], &s.cwd)
+        });
+        if !exists {
+            results.push(new_target(&t.name, *budgets));
+            continue;
+        }
+        results.push(compare_target(
+            &a, &b, *budgets, opts, trees, interrupt, progress,
+        )?);
+        if interrupt.is_set() {
+            break;
+        }
+    }
+    Ok(results)
+}
+
+/// The whole diff: the base (A) checked out into a temporary worktree,
+/// `head` (B) the working tree or another checkout, every target of
+/// `plan` compared ([`compare_trees`]), the checkouts removed on the way
+/// out (also on an error or an interrupt). The caller parses flags,
+/// prints the report and picks the exit code.
+pub fn run(
+    top: &std::path::Path,
+    base: BaseRev,
+    head: &Head,
+    plan: &DiffTargets<'_>,
+    opts: &DiffOptions,
+    interrupt: &Interrupt,
+    progress: &mut dyn Progress,
+) -> Result<DiffReport> {
+    let dirty = *head == Head::WorkingTree && git::dirty(top)?;
+    let short = |c: &str| c[..c.len().min(12)].to_owned();
+    progress.announce(&crate::trials::Event::Sides {
+        base: format!("{} = {} ({})", base.rev, short(&base.commit), base.how),
+        head: match head {
+            Head::WorkingTree if dirty => {
+                "the working tree with its uncommitted changes".to_owned()
+            }
+            Head::WorkingTree => "the working tree".to_owned(),
+            Head::Commit(rev) => format!("{} = {}", rev.rev, short(&rev.commit)),
+        },
+    });
+    let a = Worktree::add(top, &base.commit)?;
+    let b = match head {
+        Head::WorkingTree => None,
+        Head::Commit(rev) => Some(Worktree::add(top, &rev.commit)?),
+    };
+    let trees = Trees {
+        top: top.to_path_buf(),
+        paths: [
+            a.path().to_path_buf(),
+            b.as_ref()
+                .map_or_else(|| top.to_path_buf(), |w| w.path().to_path_buf()),
+        ],
+        commits: [
+            Some(base.commit.clone()),
+            match head {
+                Head::WorkingTree => None,
+                Head::Commit(rev) => Some(rev.commit.clone()),
+            },
+        ],
+    };
+    let targets = compare_trees(&trees, plan, opts, interrupt, progress)?;
+    Ok(DiffReport {
+        base: BaseInfo {
+            rev: base.rev,
+            commit: base.commit,
+            how: base.how,
+            dirty,
+        },
+        targets,
+    })
 }
 
 /// The stopping rule of a diff ([`StopRule::cpu_basis`]: CPU time as the
@@ -96,6 +272,7 @@ pub fn stop_rule(budgets: &Budgets, opts: &DiffOptions) -> StopRule {
     StopRule {
         max_rounds: opts.max_rounds,
         max_seconds: opts.max_seconds,
+        question: opts.question,
         ..StopRule::cpu_basis(budgets.max_slowdown)
     }
 }
@@ -153,57 +330,75 @@ fn disagreement(
     ))
 }
 
-/// Compares `base` (side A) with `head` (side B, the working tree): the
-/// trees prepared first ([`outputs`]: the target's `setup`, or the
-/// ignored extension modules carried into the base), then the
-/// instrumented processes, then the timed interleaved rounds.
-/// A side that cannot be run is reported as such, not as an error.
+/// Compares `base` (side A) with `head` (side B): the trees prepared
+/// first ([`outputs`]: the target's `setup`, or the ignored extension
+/// modules carried into each checkout), then the instrumented processes,
+/// then the timed interleaved rounds. A side that cannot be run is
+/// reported as such, not as an error.
 pub fn compare_target(
     base: &Target,
     head: &Target,
     budgets: Budgets,
     opts: &DiffOptions,
+    trees: &Trees,
     interrupt: &Interrupt,
     progress: &mut dyn Progress,
 ) -> Result<TargetDiff> {
-    let prepared = if opts.commit.is_empty() {
-        outputs::Prepared::default()
-    } else {
-        match outputs::prepare(base, head, &opts.trees[1], &opts.trees[0], &opts.commit) {
-            Ok(p) => p,
-            Err(crate::error::Error::Side { side, cause, .. }) => {
-                return Ok(error(&head.name, budgets, side, cause.to_string()));
-            }
-            Err(other) => return Err(other),
+    let prepared = match outputs::prepare(base, head, trees) {
+        Ok(p) => p,
+        Err(crate::error::Error::Side { side, cause, .. }) => {
+            return Ok(error(&head.name, budgets, side, cause.to_string()));
         }
+        Err(other) => return Err(other),
     };
-    let mut r = compare_prepared(base, head, budgets, opts, interrupt, progress, &prepared)?;
-    r.prepared = prepared.notes;
+    let sides = Sides {
+        base,
+        head,
+        opts,
+        trees,
+        prepared: &prepared,
+    };
+    let mut r = compare_prepared(&sides, budgets, interrupt, progress)?;
+    // B's notes first: a setup runs in the head's tree before the base's.
+    let [a, b] = prepared;
+    r.prepared = b.notes.into_iter().chain(a.notes).collect();
     Ok(r)
 }
 
+/// A target's two sides, ready to run.
+struct Sides<'a> {
+    base: &'a Target,
+    head: &'a Target,
+    opts: &'a DiffOptions,
+    trees: &'a Trees,
+    prepared: &'a [outputs::Prepared; 2],
+}
+
 /// [`compare_target`] once the trees are prepared: the import trees,
-/// then the timed rounds.
+/// then the timed rounds (unless [`DiffOptions::timed`] is off).
 fn compare_prepared(
-    base: &Target,
-    head: &Target,
+    sides: &Sides<'_>,
     budgets: Budgets,
-    opts: &DiffOptions,
     interrupt: &Interrupt,
     progress: &mut dyn Progress,
-    prepared: &outputs::Prepared,
 ) -> Result<TargetDiff> {
+    let (base, head, opts) = (sides.base, sides.head, sides.opts);
     let name = head.name.as_str();
-    let (sa, sb) = match instrumented_sides(base, head, opts, progress, prepared)? {
-        Ok(sides) => sides,
+    let (sa, sb) = match instrumented_sides(sides, progress)? {
+        Ok(s) => s,
         Err((variant, message)) => return Ok(error(name, budgets, variant, message)),
     };
     let import_diff = imports::diff(&sa, &sb, base, head);
-    if interrupt.is_set() {
+    if interrupt.is_set() || !opts.timed {
+        let warnings = if opts.timed {
+            vec!["interrupted before the timed rounds: no time was compared".to_owned()]
+        } else {
+            Vec::new()
+        };
         return Ok(TargetDiff {
             status: DiffStatus::Compared,
             imports: Some(import_diff),
-            warnings: vec!["interrupted before the timed rounds: no time was compared".to_owned()],
+            warnings,
             ..new_target(name, budgets)
         });
     }
@@ -231,41 +426,44 @@ fn compare_prepared(
 }
 
 /// Both sides' import trees from their instrumented processes, or the
-/// side that failed and why: it could not start (with what the base's
-/// checkout lacks, if it does), or it ran code from outside its tree.
+/// side that failed and why: it could not start (with what its checkout
+/// lacks, if it does), or it ran code from outside its tree.
 fn instrumented_sides(
-    base: &Target,
-    head: &Target,
-    opts: &DiffOptions,
+    sides: &Sides<'_>,
     progress: &mut dyn Progress,
-    prepared: &outputs::Prepared,
 ) -> Result<std::result::Result<(SideImports, SideImports), (Variant, String)>> {
+    let (base, head, opts) = (sides.base, sides.head, sides.opts);
     progress.announce(&crate::trials::Event::Instrumented {
         target: head.name.clone(),
         processes: opts.instrumented.max(1),
     });
     let (xa, xb) = imports::run_both(base, head, opts.instrumented.max(1))?;
-    // A base that cannot start is told what its checkout lacks, if it does.
-    let advice = outputs::advice(prepared);
-    let mut sides = Vec::with_capacity(2);
-    for (variant, xs, extra) in [
-        (Variant::A, &xa, advice.as_deref()),
-        (Variant::B, &xb, None),
+    let mut found = Vec::with_capacity(2);
+    for (variant, xs, prepared) in [
+        (Variant::A, &xa, &sides.prepared[0]),
+        (Variant::B, &xb, &sides.prepared[1]),
     ] {
         match imports::side(xs) {
-            Ok(s) => sides.push(s),
+            Ok(s) => found.push(s),
             Err(e) => {
-                let message = extra.map_or_else(|| e.clone(), |a| format!("{e}\n{a}"));
+                // A checkout that cannot start is told what it lacks, if it does.
+                let message = outputs::advice(prepared, variant)
+                    .map_or_else(|| e.clone(), |a| format!("{e}\n{a}"));
                 return Ok(Err((variant, message)));
             }
         }
     }
-    if let Some(foreign) = foreign_side(base, head, [xa.as_slice(), xb.as_slice()], opts) {
+    if let Some(foreign) = foreign_side(
+        base,
+        head,
+        [xa.as_slice(), xb.as_slice()],
+        &sides.trees.paths,
+    ) {
         return Ok(Err(foreign));
     }
     let (sb, sa) = (
-        sides.pop().expect("two sides"),
-        sides.pop().expect("two sides"),
+        found.pop().expect("two sides"),
+        found.pop().expect("two sides"),
     );
     Ok(Ok((sa, sb)))
 }
@@ -277,11 +475,11 @@ fn foreign_side(
     base: &Target,
     head: &Target,
     [xa, xb]: [&[Instrumented]; 2],
-    opts: &DiffOptions,
+    trees: &[PathBuf; 2],
 ) -> Option<(Variant, String)> {
     [
-        (Variant::A, base, xa, &opts.trees[0]),
-        (Variant::B, head, xb, &opts.trees[1]),
+        (Variant::A, base, xa, &trees[0]),
+        (Variant::B, head, xb, &trees[1]),
     ]
     .into_iter()
     .find_map(|(variant, side, xs, tree)| {

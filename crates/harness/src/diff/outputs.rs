@@ -23,6 +23,12 @@
 //!   are left out, and the note says so. When build
 //!   inputs differ it is not carried: a base that then fails to start is
 //!   told to set `setup` ([`advice`]), with the files that decided it.
+//!
+//! When side B is a commit too (a bisect step), its checkout is prepared
+//! as the base's is: its `setup` run there (`COLDSTART_SIDE=head`, cached
+//! by its tree), or the working tree's build outputs carried into it by
+//! the same rule, judged against B's own commit, and the environments
+//! linked. The working tree is the only place a build output exists.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -341,6 +347,7 @@ fn setup_base(
     top: &Path,
     tree: &Path,
     commit: &str,
+    side: &str,
 ) -> Result<String> {
     let argv = setup.join("\0");
     let cache = cache_root();
@@ -350,7 +357,7 @@ fn setup_base(
         .to_owned();
     let base_key = format!(
         "{:016x}",
-        fnv1a64(format!("base\0{base_id}\0{argv}").as_bytes())
+        fnv1a64(format!("{side}\0{base_id}\0{argv}").as_bytes())
     );
     let kept = cache.join(&base_key);
     let list = kept.join("files.txt");
@@ -359,12 +366,12 @@ fn setup_base(
             copy_file(&kept.join("files").join(rel), &tree.join(rel))?;
         }
         return Ok(format!(
-            "setup {shown}: the base's outputs taken from the cache (tree {})",
+            "setup {shown}: the {side}'s outputs taken from the cache (tree {})",
             &base_id[..base_id.len().min(12)]
         ));
     }
     let before = ignored_files(tree)?;
-    run_setup(base, "base")?;
+    run_setup(base, side)?;
     let new: Vec<PathBuf> = ignored_files(tree)?
         .into_iter()
         .filter(|p| !before.contains(p))
@@ -374,7 +381,7 @@ fn setup_base(
         copy_file(&tree.join(rel), &kept.join("files").join(rel))?;
     }
     std::fs::write(&list, listed(&new)).map_err(|e| Error::io("write", &list, e))?;
-    Ok(format!("setup {shown}: run in the base's checkout"))
+    Ok(format!("setup {shown}: run in the {side}'s checkout"))
 }
 
 /// Relative paths, a line each: a cache's list.
@@ -385,21 +392,23 @@ fn listed(v: &[PathBuf]) -> String {
         .join("\n")
 }
 
-/// Prepares both trees of one target: the `setup` (when the target has
-/// one: the working tree's first, then the base's), else the ignored
-/// extension modules carried into the base where that is safe and the
-/// project's virtual environments linked into it
-/// ([`super::environment`]). Every
-/// error is an [`Error::Side`] that names the side it is of: `B` for the
-/// working tree's setup, `A` for the base's setup or the carry into its
-/// checkout.
-pub fn prepare(
-    base: &Target,
-    head: &Target,
-    top: &Path,
-    tree: &Path,
-    commit: &str,
-) -> Result<Prepared> {
+/// The words for a side's checkout in notes and advice.
+pub fn checkout_words(side: Variant) -> &'static str {
+    match side {
+        Variant::A => "the base's checkout",
+        _ => "the head's checkout",
+    }
+}
+
+/// Prepares both trees of one target ([`super::Trees`]): the `setup`
+/// (when the target has one: the head's first, then the base's), else
+/// the ignored extension modules carried from the working tree into each
+/// checkout where that is safe and the project's virtual environments
+/// linked into it ([`super::environment`]). A side that is the working
+/// tree itself (`commits[1]` is `None`) gets its own setup and nothing
+/// carried. Every error is an [`Error::Side`] that names the side it is
+/// of. What was done, per side (A, B).
+pub fn prepare(base: &Target, head: &Target, trees: &super::Trees) -> Result<[Prepared; 2]> {
     let of = |side: Variant| {
         move |cause: Error| Error::Side {
             side,
@@ -407,25 +416,43 @@ pub fn prepare(
             cause: Box::new(cause),
         }
     };
+    let top = trees.top.as_path();
+    let mut out = [Prepared::default(), Prepared::default()];
+    let Some(base_commit) = &trees.commits[0] else {
+        return Ok(out);
+    };
     if !head.setup.is_empty() {
-        let head_note = setup_head(head, top).map_err(of(Variant::B))?;
-        let base_note = setup_base(base, &head.setup, top, tree, commit).map_err(of(Variant::A))?;
-        return Ok(Prepared {
-            notes: vec![head_note, base_note],
-            ..Prepared::default()
-        });
+        out[1].notes.push(
+            match &trees.commits[1] {
+                None => setup_head(head, top),
+                Some(c) => setup_base(head, &head.setup, top, &trees.paths[1], c, "head"),
+            }
+            .map_err(of(Variant::B))?,
+        );
+        out[0].notes.push(
+            setup_base(base, &head.setup, top, &trees.paths[0], base_commit, "base")
+                .map_err(of(Variant::A))?,
+        );
+        return Ok(out);
     }
-    let mut prepared = carry(top, tree, commit).map_err(of(Variant::A))?;
-    let envs = super::environment::lacking(top, tree, &head.cwd);
-    let linked = super::environment::link(top, tree, &envs).map_err(of(Variant::A))?;
-    prepared.notes.extend(linked);
-    Ok(prepared)
+    for (i, side) in [(0, Variant::A), (1, Variant::B)] {
+        let (Some(commit), tree) = (&trees.commits[i], trees.paths[i].as_path()) else {
+            continue;
+        };
+        let words = checkout_words(side);
+        let mut prepared = carry(top, tree, commit, words).map_err(of(side))?;
+        let envs = super::environment::lacking(top, tree, &head.cwd);
+        let linked = super::environment::link(top, tree, &envs, words).map_err(of(side))?;
+        prepared.notes.extend(linked);
+        out[i] = prepared;
+    }
+    Ok(out)
 }
 
 /// The ignored extension modules of the working tree at `top` that the
-/// base's checkout at `tree` lacks, carried into it when no build input
-/// differs ([`build_input_changes`]).
-fn carry(top: &Path, tree: &Path, commit: &str) -> Result<Prepared> {
+/// checkout of `commit` at `tree` lacks, carried into it when no build
+/// input differs ([`build_input_changes`]).
+fn carry(top: &Path, tree: &Path, commit: &str, words: &str) -> Result<Prepared> {
     let mut p = Prepared::default();
     let lacking: Vec<PathBuf> = ignored_extensions(top)?
         .into_iter()
@@ -451,22 +478,23 @@ fn carry(top: &Path, tree: &Path, commit: &str) -> Result<Prepared> {
     for rel in &lacking {
         copy_file(&top.join(rel), &tree.join(rel))?;
         p.notes.push(format!(
-            "{} carried into the base's checkout: a build output git ignores, and no build input differs between the trees{left_out}",
+            "{} carried into {words}: a build output git ignores, and no build input differs between the trees{left_out}",
             rel.display()
         ));
     }
     Ok(p)
 }
 
-/// What to add to a base's start-up failure when extension modules could
-/// not be carried into it.
-pub fn advice(p: &Prepared) -> Option<String> {
+/// What to add to a checkout's start-up failure (side A's or, when it is
+/// a commit, B's) when extension modules could not be carried into it.
+pub fn advice(p: &Prepared, side: Variant) -> Option<String> {
     if p.missing.is_empty() {
         return None;
     }
     let names: Vec<String> = p.missing.iter().map(|m| m.display().to_string()).collect();
     Some(format!(
-        "the base's checkout lacks {} (built in the working tree, ignored by git), and it was not carried over because files that can be a build's input differ between the trees ({}); set the target's `setup` to the command that builds it (run in each tree with COLDSTART_SIDE=base|head, e.g. setup = [\"maturin\", \"develop\"])",
+        "{} lacks {} (built in the working tree, ignored by git), and it was not carried over because files that can be a build's input differ between the trees ({}); set the target's `setup` to the command that builds it (run in each tree with COLDSTART_SIDE=base|head, e.g. setup = [\"maturin\", \"develop\"])",
+        checkout_words(side),
         names.join(", "),
         shown(&p.changed, 5)
     ))

@@ -62,6 +62,14 @@ pub enum Event {
         /// The target.
         target: String,
     },
+    /// The two revisions a comparison is about to run (a diff, a bisect
+    /// step).
+    Sides {
+        /// Side A, described (`origin/main = 1a2b3c4d5e6f (given)`).
+        base: String,
+        /// Side B, described (`the working tree`, a commit).
+        head: String,
+    },
 }
 
 impl std::fmt::Display for Event {
@@ -87,8 +95,9 @@ impl std::fmt::Display for Event {
             ),
             Event::Timed { target } => write!(
                 f,
-                "{target}: timed rounds, A (base) and B (working tree) interleaved, until CPU time decides"
+                "{target}: timed rounds, A (base) and B interleaved, until CPU time decides"
             ),
+            Event::Sides { base, head } => write!(f, "base (A): {base}; B: {head}"),
         }
     }
 }
