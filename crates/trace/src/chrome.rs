@@ -92,6 +92,10 @@ fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }
 
+/// How far apart two times in µs may be and still be one: a slice's end,
+/// `ts + dur`, is summed from two rounded figures (a ns is 0.001 µs).
+const ROUNDING_US: f64 = 0.001;
+
 /// A Chrome Trace Event JSON document that breaks a rule of the format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("not a valid Chrome trace: {0}")]
@@ -167,7 +171,7 @@ pub fn validate(json: &str) -> Result<Counts, Invalid> {
         let close = |stack: &mut Vec<(f64, f64)>| {
             while stack
                 .last()
-                .is_some_and(|&(_, end)| end <= ts && end.is_finite())
+                .is_some_and(|&(_, end)| end <= ts + ROUNDING_US)
             {
                 stack.pop();
             }
@@ -178,7 +182,10 @@ pub fn validate(json: &str) -> Result<Counts, Invalid> {
                     return bad(format!("complete event {n} has no duration: {e}"));
                 };
                 close(stack);
-                if stack.last().is_some_and(|&(_, end)| ts + dur > end) {
+                if stack
+                    .last()
+                    .is_some_and(|&(_, end)| ts + dur > end + ROUNDING_US)
+                {
                     return bad(format!("slice {n} overlaps its enclosing slice: {e}"));
                 }
                 stack.push((ts, ts + dur));

@@ -16,15 +16,21 @@ pub struct TimedStack {
     /// When it ended: the read (ns).
     pub end_ns: u64,
     /// The frames, root first.
-    pub frames: Vec<String>,
-    /// The category of its slices (`python`, `native`).
+    pub frames: Vec<Frame>,
+}
+
+/// One frame of a [`TimedStack`]: what its slice is called and its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// The slice's name.
+    pub name: String,
+    /// Its category (`python`, `native`, `wait`).
     pub category: String,
 }
 
 /// A frame still open while the samples go on.
 struct Open {
-    name: String,
-    category: String,
+    frame: Frame,
     start_ns: u64,
 }
 
@@ -49,13 +55,12 @@ pub fn slices(samples: &[TimedStack]) -> Vec<Slice> {
         let same = open
             .iter()
             .zip(&s.frames)
-            .take_while(|(o, f)| o.name == **f)
+            .take_while(|(o, f)| o.frame == **f)
             .count();
         close(&mut open, same, start, &mut out);
         for f in &s.frames[open.len()..] {
             open.push(Open {
-                name: f.clone(),
-                category: s.category.clone(),
+                frame: f.clone(),
                 start_ns: start,
             });
         }
@@ -72,8 +77,8 @@ fn close(open: &mut Vec<Open>, depth: usize, end_ns: u64, out: &mut Vec<Slice>) 
     while open.len() > depth {
         let o = open.pop().expect("deeper than depth");
         out.push(Slice {
-            name: o.name,
-            category: o.category,
+            name: o.frame.name,
+            category: o.frame.category,
             start_ns: o.start_ns,
             end_ns,
         });
@@ -89,8 +94,13 @@ mod tests {
         TimedStack {
             start_ns,
             end_ns,
-            frames: frames.iter().map(|f| f.to_string()).collect(),
-            category: "python".into(),
+            frames: frames
+                .iter()
+                .map(|f| Frame {
+                    name: f.to_string(),
+                    category: "python".into(),
+                })
+                .collect(),
         }
     }
 
