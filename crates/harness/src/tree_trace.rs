@@ -540,3 +540,128 @@ pub fn wait_slices(trace: &Trace, root: u32) -> Vec<&Slice> {
         .filter(|s| s.category == WAIT_CATEGORY)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn looks_a_watch_period_apart_are_one_wait_and_a_longer_gap_two() {
+        let p = WATCH_PERIOD.as_nanos() as u64;
+        let looks = [
+            (0, 7, 9),
+            (p, 7, 9),
+            (2 * p, 7, 9),
+            (10 * p, 7, 9),
+            (p, 8, 9),
+        ];
+        let runs = wait_runs(&looks);
+        let spans: Vec<(u32, u64, u64)> = runs
+            .iter()
+            .map(|r| (r.tid, r.first_ns, r.last_ns))
+            .collect();
+        assert_eq!(spans, vec![(7, 0, 2 * p), (7, 10 * p, 10 * p), (8, p, p)]);
+    }
+
+    fn stack(start_ns: u64, end_ns: u64, name: &str) -> TimedStack {
+        TimedStack {
+            start_ns,
+            end_ns,
+            frames: vec![Frame {
+                name: name.into(),
+                category: "native".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_wait_is_the_outermost_frame_of_the_samples_it_covers_or_a_slice_of_its_own() {
+        let run = WaitRun {
+            tid: 1,
+            worker: 9,
+            first_ns: 10 * MS,
+            last_ns: 30 * MS,
+        };
+        let mut sampled = vec![stack(0, 10 * MS, "a"), stack(10 * MS, 20 * MS, "read")];
+        add_wait(&mut sampled, &run);
+        assert_eq!(sampled.len(), 2);
+        assert_eq!(sampled[1].frames[0].name, "waiting on worker 9");
+        assert_eq!(sampled[0].frames[0].name, "waiting on worker 9");
+        let mut idle = Vec::new();
+        add_wait(&mut idle, &run);
+        assert_eq!(
+            idle,
+            vec![TimedStack {
+                start_ns: 10 * MS,
+                end_ns: 30 * MS,
+                frames: vec![Frame {
+                    name: "waiting on worker 9".into(),
+                    category: WAIT_CATEGORY.into(),
+                }],
+            }]
+        );
+    }
+
+    #[test]
+    fn a_wait_flows_to_what_its_worker_did_then_and_to_nothing_when_it_did_nothing() {
+        let slice = |name: &str, category: &str, start_ns, end_ns| Slice {
+            name: name.into(),
+            category: category.into(),
+            start_ns,
+            end_ns,
+        };
+        let thread = |tid, slices| Thread {
+            tid,
+            name: String::new(),
+            slices,
+            instants: Vec::new(),
+        };
+        let process = |pid, threads| Process {
+            pid,
+            threads,
+            ..Process::default()
+        };
+        let trace = vec![
+            process(
+                1,
+                vec![thread(
+                    1,
+                    vec![
+                        slice("waiting on worker 9", WAIT_CATEGORY, 10, 30),
+                        slice("waiting on worker 8", WAIT_CATEGORY, 40, 50),
+                    ],
+                )],
+            ),
+            process(
+                9,
+                vec![thread(
+                    9,
+                    vec![
+                        slice("main", "python", 0, 100),
+                        slice("load", "python", 0, 20),
+                    ],
+                )],
+            ),
+            process(8, vec![thread(8, Vec::new())]),
+        ];
+        let flows = wait_flows(1, &trace);
+        assert_eq!(
+            flows,
+            vec![Flow {
+                id: 1,
+                from: SliceAt {
+                    pid: 1,
+                    tid: 1,
+                    index: 0,
+                },
+                to: SliceAt {
+                    pid: 9,
+                    tid: 9,
+                    index: 0,
+                },
+            }]
+        );
+    }
+}

@@ -404,6 +404,20 @@ mod tests {
     }
 
     #[test]
+    fn the_resident_set_grows_with_memory_touched_and_a_gone_process_has_none() {
+        let me = std::process::id();
+        let before = rss_bytes(me).expect("this process's RSS");
+        let touched = vec![1u8; 64 << 20];
+        let after = rss_bytes(me).expect("this process's RSS");
+        assert!(
+            after >= before + (32 << 20),
+            "{before} -> {after} with 64 MiB touched"
+        );
+        drop(std::hint::black_box(touched));
+        assert_eq!(rss_bytes(u32::MAX), None);
+    }
+
+    #[test]
     fn this_process_lists_its_threads_leader_first_with_their_names() {
         let me = std::process::id();
         let (tx, rx) = std::sync::mpsc::channel::<()>();
