@@ -136,8 +136,7 @@ pub fn validate(json: &str) -> Result<Counts, Invalid> {
     let (mut used_p, mut used_t) = (BTreeSet::new(), BTreeSet::new());
     let mut open: BTreeMap<(u64, u64), Vec<(f64, f64)>> = BTreeMap::new();
     let mut last_ts: BTreeMap<(u64, u64), f64> = BTreeMap::new();
-    let mut starts: BTreeMap<String, u32> = BTreeMap::new();
-    let mut finishes: BTreeMap<String, u32> = BTreeMap::new();
+    let mut flows = Flows::default();
     for (n, e) in events.iter().enumerate() {
         let ph = e.get("ph").and_then(Value::as_str).unwrap_or_default();
         let (Some(pid), Some(tid)) = (
@@ -167,76 +166,8 @@ pub fn validate(json: &str) -> Result<Counts, Invalid> {
         }
         last_ts.insert(key, ts);
         let stack = open.entry(key).or_default();
-        // Slices that ended by this time are closed.
-        let close = |stack: &mut Vec<(f64, f64)>| {
-            while stack
-                .last()
-                .is_some_and(|&(_, end)| end <= ts + ROUNDING_US)
-            {
-                stack.pop();
-            }
-        };
-        match ph {
-            "X" => {
-                let Some(dur) = e.get("dur").and_then(Value::as_f64).filter(|d| *d >= 0.0) else {
-                    return bad(format!("complete event {n} has no duration: {e}"));
-                };
-                close(stack);
-                if stack
-                    .last()
-                    .is_some_and(|&(_, end)| ts + dur > end + ROUNDING_US)
-                {
-                    return bad(format!("slice {n} overlaps its enclosing slice: {e}"));
-                }
-                stack.push((ts, ts + dur));
-                used_t.insert(key);
-                counts.slices += 1;
-            }
-            "B" => {
-                close(stack);
-                stack.push((ts, f64::INFINITY));
-                used_t.insert(key);
-            }
-            "E" => {
-                close(stack);
-                match stack.pop() {
-                    Some((_, end)) if end.is_infinite() => counts.slices += 1,
-                    _ => return bad(format!("end event {n} has no begin on its thread: {e}")),
-                }
-            }
-            "i" | "I" => {
-                if e.get("s").and_then(Value::as_str) == Some("t") {
-                    used_t.insert(key);
-                }
-            }
-            "C" => {
-                if !e["args"]
-                    .as_object()
-                    .is_some_and(|a| a.values().all(Value::is_number))
-                {
-                    return bad(format!("counter event {n} has no numeric args: {e}"));
-                }
-                counts.counters += 1;
-            }
-            "s" | "f" => {
-                let id = e.get("id").map(Value::to_string).unwrap_or_default();
-                if id.is_empty() {
-                    return bad(format!("flow event {n} has no id: {e}"));
-                }
-                close(stack);
-                if stack.is_empty() {
-                    return bad(format!(
-                        "flow event {n} is inside no slice of its thread: {e}"
-                    ));
-                }
-                let side = if ph == "s" {
-                    &mut starts
-                } else {
-                    &mut finishes
-                };
-                *side.entry(id).or_default() += 1;
-            }
-            other => return bad(format!("event {n} has an unknown ph {other:?}: {e}")),
+        if timed_event(ph, n, e, ts, stack, &mut counts, &mut flows)? {
+            used_t.insert(key);
         }
     }
     if let Some((k, _)) = open
@@ -248,6 +179,7 @@ pub fn validate(json: &str) -> Result<Counts, Invalid> {
             k.1, k.0
         ));
     }
+    let Flows { starts, finishes } = flows;
     if starts.values().any(|&c| c != 1)
         || starts.keys().ne(finishes.keys())
         || finishes.values().any(|&c| c != 1)
@@ -268,6 +200,92 @@ pub fn validate(json: &str) -> Result<Counts, Invalid> {
     counts.threads = named_t.len();
     counts.flows = starts.len();
     Ok(counts)
+}
+
+/// The flow events met, by id: `s` and `f`.
+#[derive(Debug, Default)]
+struct Flows {
+    starts: std::collections::BTreeMap<String, u32>,
+    finishes: std::collections::BTreeMap<String, u32>,
+}
+
+/// One timed event of a thread checked against its open slices (`stack`:
+/// each one's start and end, `B`'s end infinite until its `E`); whether
+/// it puts something on the thread's track (so the thread needs a name).
+fn timed_event(
+    ph: &str,
+    n: usize,
+    e: &Value,
+    ts: f64,
+    stack: &mut Vec<(f64, f64)>,
+    counts: &mut Counts,
+    flows: &mut Flows,
+) -> Result<bool, Invalid> {
+    let bad = |s: String| Err(Invalid(s));
+    // Slices that ended by this time are closed.
+    while stack
+        .last()
+        .is_some_and(|&(_, end)| end <= ts + ROUNDING_US)
+    {
+        stack.pop();
+    }
+    match ph {
+        "X" => {
+            let Some(dur) = e.get("dur").and_then(Value::as_f64).filter(|d| *d >= 0.0) else {
+                return bad(format!("complete event {n} has no duration: {e}"));
+            };
+            if stack
+                .last()
+                .is_some_and(|&(_, end)| ts + dur > end + ROUNDING_US)
+            {
+                return bad(format!("slice {n} overlaps its enclosing slice: {e}"));
+            }
+            stack.push((ts, ts + dur));
+            counts.slices += 1;
+            Ok(true)
+        }
+        "B" => {
+            stack.push((ts, f64::INFINITY));
+            Ok(true)
+        }
+        "E" => match stack.pop() {
+            Some((_, end)) if end.is_infinite() => {
+                counts.slices += 1;
+                Ok(false)
+            }
+            _ => bad(format!("end event {n} has no begin on its thread: {e}")),
+        },
+        "i" | "I" => Ok(e.get("s").and_then(Value::as_str) == Some("t")),
+        "C" => {
+            if !e["args"]
+                .as_object()
+                .is_some_and(|a| a.values().all(Value::is_number))
+            {
+                return bad(format!("counter event {n} has no numeric args: {e}"));
+            }
+            counts.counters += 1;
+            Ok(false)
+        }
+        "s" | "f" => {
+            let id = e.get("id").map(Value::to_string).unwrap_or_default();
+            if id.is_empty() {
+                return bad(format!("flow event {n} has no id: {e}"));
+            }
+            if stack.is_empty() {
+                return bad(format!(
+                    "flow event {n} is inside no slice of its thread: {e}"
+                ));
+            }
+            let side = if ph == "s" {
+                &mut flows.starts
+            } else {
+                &mut flows.finishes
+            };
+            *side.entry(id).or_default() += 1;
+            Ok(false)
+        }
+        other => bad(format!("event {n} has an unknown ph {other:?}: {e}")),
+    }
 }
 
 #[cfg(test)]
