@@ -178,12 +178,14 @@ fn trace_of_a_command_draws_workers_that_come_and_go_and_only_the_proven_waits()
         })
         .collect();
     waits.dedup();
+    let wait_events: Vec<&Value> = events.iter().filter(|e| e["cat"] == "wait").collect();
     assert_eq!(
         waits,
         vec![
             format!("waiting on worker {first}"),
             format!("waiting on worker {second}")
-        ]
+        ],
+        "the wait slices {wait_events:#?} among the processes {processes:#?}"
     );
     // Each wait's flow reaches its worker.
     for pid in [first, second] {
@@ -269,6 +271,64 @@ fn trace_of_a_running_pid_names_the_parents_thread_and_claims_no_unproven_wait()
     );
 }
 
+/// The command's own spans, sent over OTLP/HTTP (JSON and protobuf) to
+/// the endpoint `trace` puts in its environment, on a track of its
+/// process named after its service, nested as they were sent.
+#[test]
+fn trace_of_a_command_puts_the_spans_it_exports_over_otlp_on_a_track_of_its_own() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = coldstart(cwd.path())
+        .args(["trace", "--output", "chrome-json=t.json", "--"])
+        .arg(support::python())
+        .arg(fixture("trace", "otlp_parent.py"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "protocol http/protobuf",
+        "status 200 application/json",
+        "status 200 application/x-protobuf",
+        "3 spans received over OTLP",
+    ] {
+        assert!(stdout.contains(line), "{line:?} not in {stdout}");
+    }
+    let events = chrome_events(&cwd.path().join("t.json"));
+    let (processes, threads) = names(&events);
+    let parent = *processes
+        .iter()
+        .find(|(_, n)| n.contains("otlp_parent.py"))
+        .expect("the parent is on the trace")
+        .0;
+    let (&(_, track), _) = threads
+        .iter()
+        .find(|((p, _), n)| *p == parent && n.as_str() == "spans: stand-in")
+        .unwrap_or_else(|| panic!("no span track in {threads:?}"));
+    let span = |name: &str| -> (f64, f64) {
+        let e = events
+            .iter()
+            .find(|e| e["ph"] == "X" && e["tid"] == track && e["name"] == name)
+            .unwrap_or_else(|| panic!("no span {name:?}"));
+        assert_eq!(e["cat"], "span");
+        let ts = e["ts"].as_f64().unwrap();
+        (ts, ts + e["dur"].as_f64().unwrap())
+    };
+    let (handle, tokenize, load) = (span("handle request"), span("tokenize"), span("load model"));
+    assert!(
+        handle.0 <= tokenize.0 && tokenize.1 <= handle.1,
+        "{handle:?} {tokenize:?}"
+    );
+    assert!(
+        (tokenize.1 - tokenize.0 - 50_000.0).abs() < 1.0,
+        "{tokenize:?}"
+    );
+    assert!(load.0 >= handle.1, "{handle:?} {load:?}");
+}
+
 #[test]
 fn trace_without_a_process_or_a_file_says_what_to_name() {
     let cwd = tempfile::tempdir().unwrap();
@@ -284,4 +344,81 @@ fn trace_without_a_process_or_a_file_says_what_to_name() {
         .assert()
         .code(2)
         .stderr(predicates::str::contains("--output"));
+}
+
+/// The Rust service (`examples/ml-service`) and its Python workers traced
+/// with `--native` (a build with the `native` feature; `cargo xtask test`
+/// runs the `native_stacks` modules as a step of their own).
+#[cfg(feature = "native")]
+mod native_stacks {
+    use super::*;
+
+    /// Both halves on one trace: the service's threads named (its tokio
+    /// workers) with its own Rust frames, each worker's Python frames, and
+    /// the service's threads that read each worker's output pipe drawn as
+    /// waiting on that worker, the wait the outermost slice of the samples
+    /// taken in it.
+    #[test]
+    fn trace_native_of_the_service_draws_both_halves_and_its_waits_on_each_worker() {
+        let (tree, workers) = crate::live::native_stacks::service();
+        let cwd = tempfile::tempdir().unwrap();
+        let pid = u64::from(tree.pid());
+        let out = coldstart(cwd.path())
+            // Idle threads too: the service waits for requests, so its
+            // threads are idle and would not be sampled otherwise.
+            .args(["trace", &pid.to_string(), "--native", "--idle"])
+            .args(["--duration", "2"])
+            .args([
+                "--output",
+                "chrome-json=t.json",
+                "--output",
+                "perfetto=t.pb",
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let events = chrome_events(&cwd.path().join("t.json"));
+        let (_, threads) = names(&events);
+        assert!(
+            threads
+                .iter()
+                .any(|((p, _), n)| *p == pid && n == "tokio-rt-worker"),
+            "{threads:?}"
+        );
+        let parent_slices: Vec<&str> = events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["pid"] == pid)
+            .filter_map(|e| e["name"].as_str())
+            .collect();
+        assert!(
+            parent_slices.iter().any(|s| s.starts_with("ml_service::")),
+            "{parent_slices:?}"
+        );
+        for w in &workers {
+            let w = u64::from(*w);
+            assert!(
+                events.iter().any(|e| e["ph"] == "X"
+                    && e["pid"] == w
+                    && e["name"]
+                        .as_str()
+                        .is_some_and(|n| n.contains("(mlworker/__main__.py:"))),
+                "no Python frame of worker {w}"
+            );
+            let wait = format!("waiting on worker {w}");
+            assert!(
+                parent_slices.contains(&wait.as_str()),
+                "{wait} not in {parent_slices:?}"
+            );
+        }
+        let (_, t_names) = perfetto_names(&cwd.path().join("t.pb"));
+        assert!(
+            t_names.iter().any(|t| t == "tokio-rt-worker"),
+            "{t_names:?}"
+        );
+    }
 }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use harness::OnPress;
 use harness::live::SamplingEnd;
+use harness::otlp::Receiver;
 use harness::tree_trace::{Launched, TraceOptions, TreeTracer};
 
 use crate::live::ReadArgs;
@@ -30,7 +31,10 @@ pub struct Args {
     /// started and traced).
     #[arg(value_name = "PID")]
     pid: Option<u32>,
-    /// The command to start and trace, after `--`.
+    /// The command to start and trace, after `--`; its environment gets
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (a loopback port coldstart listens on)
+    /// and `OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`, so its own spans
+    /// land on the trace.
     #[arg(last = true, value_name = "CMD")]
     command: Vec<String>,
     /// Stop after this many seconds (default: when every process exits,
@@ -61,16 +65,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
         duration: crate::secs(args.duration, "--duration")?,
     };
     let interrupt = crate::signals::interrupt(OnPress::StopOnly)?;
-    let (pid, launched) = match (args.pid, args.command.is_empty()) {
-        (Some(pid), true) => (pid, None),
+    let (pid, launched, spans) = match (args.pid, args.command.is_empty()) {
+        (Some(pid), true) => (pid, None, None),
         (None, false) => {
-            let l = Launched::start(&args.command, &[])?;
-            (l.pid, Some(l))
+            let spans = Receiver::start()?;
+            let l = Launched::start(&args.command, &spans.env())?;
+            (l.pid, Some(l), Some(spans))
         }
         (Some(_), false) => bail!("name a PID or a command after `--`, not both"),
         (None, true) => bail!("name a PID to attach to, or a command after `--` to start"),
     };
-    let tracer = TreeTracer::start(pid, &options, launched)
+    let tracer = TreeTracer::start(pid, &options, launched, spans)
         .with_context(|| format!("could not trace process {pid}"))?;
     eprintln!(
         "tracing process {pid} and its subprocesses at {} Hz{}{}; Ctrl-C writes the trace and stops",
@@ -129,7 +134,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .join(", ")
     )?;
     if let Some(status) = done.exit {
-        writeln!(stdout, "the command ended: {status}")?;
+        writeln!(
+            stdout,
+            "the command ended: {status}; {} spans received over OTLP",
+            done.spans
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -45,7 +45,8 @@
 //! - [`env`](mod@env): the environment record and the embedded interpreter query.
 //! - [`tree_trace`]: `coldstart trace`: a parent and its Python workers
 //!   sampled on one clock, the parent's proven waits on a worker, built
-//!   into the `trace` crate's model for its writers.
+//!   into the `trace` crate's model for its writers; [`otlp`]: the
+//!   parent's own spans received over OTLP/HTTP for it.
 //! - [`importlog`]: an importtime log read from a file, stdin or a live
 //!   command.
 //! - [`interrupt`]: the explicit interrupt token (Ctrl-C).
@@ -71,6 +72,7 @@ pub mod lazy;
 pub mod lifecycle;
 pub mod live;
 pub mod memory;
+pub mod otlp;
 pub mod pool;
 pub mod probe_check;
 pub mod profile;

@@ -27,6 +27,7 @@ use timeline::monotonic_ns;
 use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;
 use crate::live::LiveOptions;
+use crate::otlp::{ReceivedSpan, Receiver};
 
 /// How often the processes are watched (CPU, RSS, thread names, waits).
 pub const WATCH_PERIOD: Duration = Duration::from_millis(50);
@@ -40,6 +41,13 @@ const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The category of a proven wait's slice.
 pub const WAIT_CATEGORY: &str = "wait";
+
+/// The category of a span received over OTLP.
+pub const SPAN_CATEGORY: &str = "span";
+
+/// The first id of the tracks that hold spans (above any kernel thread
+/// id: Linux's `pid_max` is at most 2^22).
+const SPAN_TRACK_TIDS: u32 = 1 << 30;
 
 /// How to trace.
 #[derive(Debug, Clone, Default)]
@@ -127,6 +135,8 @@ pub struct TreeTrace {
     pub ended: SamplingEnd,
     /// The proven waits drawn.
     pub waits: usize,
+    /// The spans received over OTLP and drawn.
+    pub spans: usize,
     /// The launched command's exit status, for `trace -- CMD`.
     pub exit: Option<ExitStatus>,
 }
@@ -138,15 +148,18 @@ pub struct TreeTracer {
     sampler: Sampler,
     watch: Watch,
     launched: Option<Launched>,
+    spans: Option<Receiver>,
 }
 
 impl TreeTracer {
     /// Starts tracing `pid` (and what `launched` started, when it is that
-    /// command); returns once a first process is read.
+    /// command; with the spans `spans` receives, when the command was told
+    /// its endpoint); returns once a first process is read.
     pub fn start(
         pid: u32,
         options: &TraceOptions,
         launched: Option<Launched>,
+        spans: Option<Receiver>,
     ) -> Result<TreeTracer> {
         let live = LiveOptions {
             subprocesses: true,
@@ -173,6 +186,7 @@ impl TreeTracer {
             sampler,
             watch,
             launched,
+            spans,
         })
     }
 
@@ -194,7 +208,9 @@ impl TreeTracer {
             profile.stop_reason
         };
         let exit = self.launched.map(Launched::end).transpose()?;
-        let trace = build(self.root, &profile, &watched);
+        let spans = self.spans.map(Receiver::stop).unwrap_or_default();
+        let mut trace = build(self.root, &profile, &watched);
+        add_spans(&mut trace, self.root, &spans);
         trace.check().map_err(Error::Trace)?;
         let waits = wait_slices(&trace, self.root).len();
         Ok(TreeTrace {
@@ -202,6 +218,7 @@ impl TreeTracer {
             profile,
             ended,
             waits,
+            spans: spans.len(),
             exit,
         })
     }
@@ -530,6 +547,75 @@ fn wait_flows(root: u32, processes: &[Process]) -> Vec<Flow> {
     flows
 }
 
+/// The spans received, each on a track of its process (the resource's
+/// `process.pid` when the trace has that process, else the root): one
+/// named after its thread (`spans on thread TID`) for spans that carry a
+/// `thread.id`, else one per service (`spans: SERVICE`); spans that
+/// overlap without nesting go to further lanes of that track, so each
+/// lane's slices nest.
+fn add_spans(trace: &mut Trace, root: u32, spans: &[ReceivedSpan]) {
+    let mut groups: BTreeMap<(u32, String), Vec<&ReceivedSpan>> = BTreeMap::new();
+    for s in spans {
+        let pid = s
+            .pid
+            .filter(|p| trace.processes.iter().any(|q| q.pid == *p))
+            .unwrap_or(root);
+        let label = match s.thread {
+            Some(t) => format!("spans on thread {t}"),
+            None if s.service.is_empty() => "spans".to_owned(),
+            None => format!("spans: {}", s.service),
+        };
+        groups.entry((pid, label)).or_default().push(s);
+    }
+    let mut next_tid = SPAN_TRACK_TIDS;
+    for ((pid, label), mut group) in groups {
+        group.sort_by_key(|s| (s.start_ns, std::cmp::Reverse(s.end_ns)));
+        // Each lane: its slices and the ends of those still open.
+        let mut lanes: Vec<(Vec<Slice>, Vec<u64>)> = Vec::new();
+        for s in group {
+            let fits = |open: &Vec<u64>| {
+                open.iter()
+                    .rev()
+                    .find(|&&end| end > s.start_ns)
+                    .is_none_or(|&end| s.end_ns <= end)
+            };
+            let lane = match lanes.iter().position(|(_, open)| fits(open)) {
+                Some(i) => i,
+                None => {
+                    lanes.push((Vec::new(), Vec::new()));
+                    lanes.len() - 1
+                }
+            };
+            let (slices, open) = &mut lanes[lane];
+            open.retain(|&end| end > s.start_ns);
+            open.push(s.end_ns);
+            slices.push(Slice {
+                name: s.name.clone(),
+                category: SPAN_CATEGORY.into(),
+                start_ns: s.start_ns,
+                end_ns: s.end_ns,
+            });
+        }
+        let Some(process) = trace.processes.iter_mut().find(|p| p.pid == pid) else {
+            continue;
+        };
+        let count = lanes.len();
+        for (i, (slices, _)) in lanes.into_iter().enumerate() {
+            process.threads.push(Thread {
+                tid: next_tid,
+                name: if count == 1 {
+                    label.clone()
+                } else {
+                    format!("{label} ({})", i + 1)
+                },
+                slices,
+                instants: Vec::new(),
+            });
+            next_tid += 1;
+        }
+    }
+}
+
 /// The slices of `trace` on the root's threads that are proven waits.
 pub fn wait_slices(trace: &Trace, root: u32) -> Vec<&Slice> {
     trace
@@ -663,5 +749,54 @@ mod tests {
                 },
             }]
         );
+    }
+
+    #[test]
+    fn spans_that_overlap_without_nesting_go_to_another_lane_of_their_track() {
+        let span = |name: &str, start_ns, end_ns, thread| ReceivedSpan {
+            service: "svc".into(),
+            pid: Some(5),
+            thread,
+            name: name.into(),
+            start_ns,
+            end_ns,
+        };
+        let mut trace = Trace {
+            processes: vec![Process {
+                pid: 1,
+                ..Process::default()
+            }],
+            flows: Vec::new(),
+        };
+        add_spans(
+            &mut trace,
+            1,
+            &[
+                span("a", 0, 10, None),
+                span("b", 2, 5, None),
+                span("c", 8, 20, None),
+                span("d", 0, 1, Some(7)),
+            ],
+        );
+        // Process 5 is not on the trace: the root holds them.
+        let lanes: Vec<(&str, Vec<&str>)> = trace.processes[0]
+            .threads
+            .iter()
+            .map(|t| {
+                (
+                    t.name.as_str(),
+                    t.slices.iter().map(|s| s.name.as_str()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            lanes,
+            vec![
+                ("spans on thread 7", vec!["d"]),
+                ("spans: svc (1)", vec!["a", "b"]),
+                ("spans: svc (2)", vec!["c"]),
+            ]
+        );
+        assert_eq!(trace.check(), Ok(()));
     }
 }
