@@ -329,6 +329,58 @@ fn trace_of_a_command_puts_the_spans_it_exports_over_otlp_on_a_track_of_its_own(
     assert!(load.0 >= handle.1, "{handle:?} {load:?}");
 }
 
+/// Ctrl-C (SIGINT to coldstart alone) ends a trace cleanly: exit 0, the
+/// files written and valid, the command it started waited for.
+#[test]
+fn trace_stopped_by_ctrl_c_writes_the_trace_and_waits_for_the_command() {
+    let cwd = tempfile::tempdir().unwrap();
+    let mut tracer = Command::new(support::coldstart_bin())
+        .args(["trace", "--output", "chrome-json=t.json", "--"])
+        .arg("sh")
+        .arg(fixture("live", "standin_parent.sh"))
+        .arg(support::python())
+        .arg(format!("coldstart-trace-sigint-{}", std::process::id()))
+        .current_dir(cwd.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(tracer.stderr.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert!(said.starts_with("tracing process"), "{said}");
+    // The workers share coldstart's stdout: their ready lines come first.
+    let mut lines = BufReader::new(tracer.stdout.take().unwrap()).lines();
+    let mut workers = Vec::new();
+    while workers.len() < 2 {
+        let line = lines.next().unwrap().unwrap();
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(parts.get(1), Some(&"ready"), "{line}");
+        workers.push(parts[2].parse::<u32>().unwrap());
+    }
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    unsafe { libc::kill(tracer.id() as i32, libc::SIGINT) };
+    let status = tracer.wait().unwrap();
+    // The workers exit when their shared stdin closes; they hold the
+    // stdout they share with coldstart until then.
+    drop(tracer.stdin.take());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    for w in &workers {
+        assert!(support::wait_until_gone(*w, TIMEOUT));
+    }
+    let text = rest.join("\n");
+    assert!(status.success(), "{status}: {text}");
+    assert!(text.contains("(stopped by SIGINT)"), "{text}");
+    assert!(text.contains("the command ended: "), "{text}");
+    let events = chrome_events(&cwd.path().join("t.json"));
+    let (processes, _) = names(&events);
+    for w in &workers {
+        assert!(processes.contains_key(&u64::from(*w)), "{processes:?}");
+    }
+}
+
 #[test]
 fn trace_without_a_process_or_a_file_says_what_to_name() {
     let cwd = tempfile::tempdir().unwrap();
