@@ -31,7 +31,7 @@ fn tag(test: &str) -> String {
 /// A process tree the test started: the leader in its own process group,
 /// its stdout lines on a channel; stdin closed, the group killed, the
 /// leader reaped and every process it announced awaited on drop.
-struct Tree {
+pub(crate) struct Tree {
     leader: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
@@ -105,7 +105,7 @@ impl Tree {
         }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.leader.id()
     }
 }
@@ -740,7 +740,7 @@ fn native_on_a_build_without_the_feature_says_how_to_get_it() {
 /// their own): the example service, a tokio pool of two Python workers
 /// kept busy, read whole; a Rust process busy in a function of its own.
 #[cfg(feature = "native")]
-mod native_stacks {
+pub(crate) mod native_stacks {
     use super::*;
 
     impl Tree {
@@ -756,7 +756,7 @@ mod native_stacks {
     }
 
     /// `ml-service --serve`: (tree, its workers' pids) once it serves.
-    fn service() -> (Tree, Vec<u32>) {
+    pub(crate) fn service() -> (Tree, Vec<u32>) {
         let mut cmd = Command::new(support::example_service_bin());
         cmd.arg("--serve");
         let mut tree = Tree::start(cmd);

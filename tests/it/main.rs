@@ -24,4 +24,5 @@ mod suggest;
 mod support;
 mod tcp;
 mod tokio_front;
+mod trace;
 mod user_project;

@@ -13,9 +13,9 @@
 //! found a regression where asked, or a snapshot drifted), 2 the tool could
 //! not do its job (bad input, a worker that could not be checked, a process
 //! whose stacks could not be read, an I/O error), 128 + the signal when one
-//! cut it short (130 SIGINT, 143 SIGTERM, 129 SIGHUP). `record` and `top`
-//! end normally (0) on a signal: it is how they are stopped, and `record`
-//! writes what it sampled first.
+//! cut it short (130 SIGINT, 143 SIGTERM, 129 SIGHUP). `record`, `trace`
+//! and `top` end normally (0) on a signal: it is how they are stopped, and
+//! `record` and `trace` write what they sampled first.
 
 #![warn(missing_docs)]
 
@@ -34,6 +34,7 @@ pub mod outputs;
 pub mod profile;
 pub mod signals;
 pub mod snapshot;
+pub mod trace;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -92,6 +93,11 @@ pub enum Command {
     /// speedscope file or collapsed stacks, until --duration, its exit, or
     /// Ctrl-C.
     Record(live::RecordArgs),
+    /// Trace a parent (any language) and every Python process below it on
+    /// one timeline: a running PID, or a command after `--`; written as a
+    /// Perfetto trace and/or Chrome Trace Event JSON (`--output
+    /// perfetto=PATH`, `--output chrome-json=PATH`).
+    Trace(trace::Args),
     /// Price every costly start-up import of the project's own code, with
     /// the cut that defers it, verified on a patched copy and its saving
     /// measured: safe, no-win or unsafe; `--fix` writes the safe cuts.
@@ -115,6 +121,7 @@ pub fn run(command: Command, project: &Project) -> Result<ExitCode> {
         Command::Dump(args) => live::dump(args),
         Command::Top(args) => live::top(args),
         Command::Record(args) => live::record(args),
+        Command::Trace(args) => trace::run(args),
         Command::Lazy(args) => lazy::run(args, project),
         Command::Init => init(&project.cwd),
     }

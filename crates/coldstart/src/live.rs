@@ -118,7 +118,7 @@ pub struct RecordArgs {
 }
 
 impl ReadArgs {
-    fn options(&self, subprocesses: bool, rate: Option<u32>, idle: bool) -> LiveOptions {
+    pub(crate) fn options(&self, subprocesses: bool, rate: Option<u32>, idle: bool) -> LiveOptions {
         LiveOptions {
             subprocesses,
             native: self.native,

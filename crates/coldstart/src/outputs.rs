@@ -58,8 +58,12 @@ pub fn run_folder(out: Option<&std::path::Path>, what: &str) -> Result<PathBuf> 
     Ok(dir)
 }
 
-/// Writes each output, rendered by `render`.
-pub fn write_all<F: Copy>(outputs: &[Output<F>], render: impl Fn(F) -> String) -> Result<()> {
+/// Writes each output, rendered by `render` (text, or the bytes of a
+/// binary format).
+pub fn write_all<F: Copy, R: AsRef<[u8]>>(
+    outputs: &[Output<F>],
+    render: impl Fn(F) -> R,
+) -> Result<()> {
     for o in outputs {
         if let Some(parent) = o.path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)

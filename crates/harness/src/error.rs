@@ -23,6 +23,9 @@ pub enum Error {
     /// A command-line pattern that is not a regular expression.
     #[error("{0}")]
     Pattern(pystacks::BadPattern),
+    /// A trace that breaks the rules its writers rely on.
+    #[error("{0}")]
+    Trace(trace::Error),
     /// A file or folder could not be read, written or created.
     #[error("could not {what} {}: {cause}", path.display())]
     Io {

@@ -43,6 +43,10 @@
 //!   service above the workers): their stacks once, a sampler left running
 //!   for a live view, a recording written as `profile` writes its files.
 //! - [`env`](mod@env): the environment record and the embedded interpreter query.
+//! - [`tree_trace`]: `coldstart trace`: a parent and its Python workers
+//!   sampled on one clock, the parent's proven waits on a worker, built
+//!   into the `trace` crate's model for its writers; [`otlp`]: the
+//!   parent's own spans received over OTLP/HTTP for it.
 //! - [`importlog`]: an importtime log read from a file, stdin or a live
 //!   command.
 //! - [`interrupt`]: the explicit interrupt token (Ctrl-C).
@@ -70,6 +74,7 @@ pub mod lazy;
 pub mod lifecycle;
 pub mod live;
 pub mod memory;
+pub mod otlp;
 pub mod pool;
 pub mod probe_check;
 pub mod profile;
@@ -81,6 +86,7 @@ pub mod snapshot;
 #[cfg(test)]
 mod standin;
 pub mod target;
+pub mod tree_trace;
 pub mod trials;
 
 pub use error::{Error, Result};

@@ -65,7 +65,7 @@ impl LiveOptions {
         self.rate.unwrap_or(DEFAULT_RATE)
     }
 
-    fn sampler(&self, deadline: Option<Duration>) -> Result<pystacks::SamplerOptions> {
+    pub(crate) fn sampler(&self, deadline: Option<Duration>) -> Result<pystacks::SamplerOptions> {
         if self.rate == Some(0) {
             invalid!("--rate must be at least 1 sample per second");
         }

@@ -275,8 +275,9 @@ impl fmt::Display for ParentWait {
 
 /// The waits of `parent` on `workers` that can be proven from `/proc`:
 /// each thread of it blocked reading a pipe whose write end a worker
-/// holds.
-fn proven_waits(parent: u32, workers: &[u32]) -> Vec<ProvenWait> {
+/// holds. Nothing is claimed where nothing is proven: a thread blocked on
+/// a socket, or on a pipe no worker writes to, is left out.
+pub fn proven_waits(parent: u32, workers: &[u32]) -> Vec<ProvenWait> {
     let mut waits = Vec::new();
     for task in procfs::tasks(parent).into_iter().filter(|t| t.state != 'R') {
         let Some(fd) = procfs::blocked_read_fd(parent, task.tid) else {

@@ -104,12 +104,13 @@ pub use collapsed::{
 };
 pub use dump::{
     Dump, DumpOptions, ParentWait, ProcessDump, ProvenWait, PythonStacks, WorkerState, dump,
+    proven_waits,
 };
 pub use error::{Error, PtraceDenial};
 pub use native::{NativeStacks, UNKNOWN_FRAME};
 pub use sampler::{
-    Profile, Sample, SampleWindow, SampledProcess, SampledTime, Sampler, SamplerCost,
-    SamplerOptions, SamplingEnd, StopHandle,
+    Profile, Sample, SampleWindow, SampledProcess, SampledThread, SampledTime, Sampler,
+    SamplerCost, SamplerOptions, SamplingEnd, StopHandle,
 };
 pub use spy::Lines;
 pub use stack::{Frame, ThreadStack, UNREADABLE_NAME};

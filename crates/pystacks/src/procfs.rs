@@ -33,6 +33,16 @@ pub(crate) fn cpu_ns(pid: u32) -> Option<u64> {
     cpu_ticks_of(&stat).map(|ticks| ticks.saturating_mul(1_000_000_000) / clock_ticks_per_second())
 }
 
+/// The resident set size of process `pid` in bytes (the second field of
+/// `/proc/PID/statm`, in pages); `None` when it is gone.
+pub(crate) fn rss_bytes(pid: u32) -> Option<u64> {
+    let statm = fs::read_to_string(format!("/proc/{pid}/statm")).ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page).unwrap_or(4096))
+}
+
 /// `utime + stime` of a `/proc/PID/stat` line, in clock ticks (fields 14
 /// and 15, counted from 1; the 12th and 13th after the command name).
 fn cpu_ticks_of(stat: &str) -> Option<u64> {
@@ -268,7 +278,7 @@ pub(crate) fn descendants(root: u32) -> Vec<(u32, u32)> {
 /// reads only the `/proc/PID/stat` of processes it has not seen yet (the
 /// sampler looks every few tens of milliseconds).
 #[derive(Debug, Default)]
-pub(crate) struct ProcessTree {
+pub struct ProcessTree {
     parent_of: BTreeMap<u32, u32>,
 }
 
@@ -277,7 +287,7 @@ impl ProcessTree {
     /// (breadth first). A process keeps the parent it had when first seen,
     /// so an orphan re-parented to init stays under the process that
     /// started it.
-    pub(crate) fn descendants(&mut self, root: u32) -> Vec<(u32, u32)> {
+    pub fn descendants(&mut self, root: u32) -> Vec<(u32, u32)> {
         let Ok(entries) = fs::read_dir("/proc") else {
             return Vec::new();
         };
@@ -391,6 +401,20 @@ mod tests {
         // SAFETY: getppid has no preconditions.
         assert_eq!(parent_of(me), Some(unsafe { libc::getppid() } as u32));
         assert!(!cmdline(me).is_empty());
+    }
+
+    #[test]
+    fn the_resident_set_grows_with_memory_touched_and_a_gone_process_has_none() {
+        let me = std::process::id();
+        let before = rss_bytes(me).expect("this process's RSS");
+        let touched = vec![1u8; 64 << 20];
+        let after = rss_bytes(me).expect("this process's RSS");
+        assert!(
+            after >= before + (32 << 20),
+            "{before} -> {after} with 64 MiB touched"
+        );
+        drop(std::hint::black_box(touched));
+        assert_eq!(rss_bytes(u32::MAX), None);
     }
 
     #[test]

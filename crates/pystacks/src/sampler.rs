@@ -110,6 +110,10 @@ pub struct Sample {
     pub t_ns: u64,
     /// The process sampled.
     pub pid: u32,
+    /// The thread: the kernel's thread id where the reader learnt it, else
+    /// the interpreter's (as [`ThreadStack::id_text`] shows it); named in
+    /// [`Profile::threads`].
+    pub thread: u64,
     /// Index of its stack in [`Profile::stacks`].
     pub stack: u32,
     /// The thread was on CPU (running, not waiting); an idle thread's
@@ -151,6 +155,24 @@ pub struct SampledProcess {
     /// Why it was never sampled, for one that was not (not Python,
     /// denied, gone before its interpreter was readable, ...).
     pub not_sampled: Option<String>,
+    /// CLOCK_MONOTONIC ns when the sampler first met it.
+    pub seen_ns: u64,
+    /// CLOCK_MONOTONIC ns when the sampler found it exited, for one that
+    /// exited while sampled.
+    pub gone_ns: Option<u64>,
+}
+
+/// A thread the sampler read a stack of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SampledThread {
+    /// Its process.
+    pub pid: u32,
+    /// The thread, as [`Sample::thread`] names it.
+    pub thread: u64,
+    /// Its name (Python's `threading` name, or the kernel's for a native
+    /// process), the last one read.
+    pub name: Option<String>,
 }
 
 /// What sampling itself cost.
@@ -213,6 +235,8 @@ pub struct Profile {
     pub error_examples: Vec<String>,
     /// Every process met, the asked-for one first.
     pub processes: Vec<SampledProcess>,
+    /// Every thread sampled, in the order first sampled.
+    pub threads: Vec<SampledThread>,
     /// What sampling cost.
     pub cost: SamplerCost,
     /// Why it ended.
@@ -511,6 +535,9 @@ struct Tracked {
     /// The kernel's CPU time of the process at its latest successful read
     /// (ns): each next read adds what it spent on CPU since.
     cpu_at_read: Option<u64>,
+    /// When it was met and when found gone (CLOCK_MONOTONIC ns).
+    seen_ns: u64,
+    gone_ns: Option<u64>,
 }
 
 enum State {
@@ -570,6 +597,9 @@ struct Run {
     stacks: Vec<Vec<String>>,
     stack_ids: HashMap<Vec<String>, u32>,
     samples: Vec<Sample>,
+    /// Index in `threads` of each `(pid, thread)` sampled.
+    thread_ids: HashMap<(u32, u64), usize>,
+    threads: Vec<SampledThread>,
     ticks: u64,
     late_ticks: u64,
     errors: u64,
@@ -603,6 +633,8 @@ impl Run {
             stacks: Vec::new(),
             stack_ids: HashMap::new(),
             samples: Vec::new(),
+            thread_ids: HashMap::new(),
+            threads: Vec::new(),
             ticks: 0,
             late_ticks: 0,
             errors: 0,
@@ -730,6 +762,8 @@ impl Run {
                     tried: None,
                 },
                 cpu_at_read: None,
+                seen_ns: monotonic_ns(),
+                gone_ns: None,
             },
         );
     }
@@ -824,6 +858,9 @@ impl Run {
                         unreachable!("only pending processes are attached")
                     };
                     let fatal = matches!(e, Error::ProcessGone { .. } | Error::PermissionDenied(_));
+                    if matches!(e, Error::ProcessGone { .. }) {
+                        t.gone_ns = Some(monotonic_ns());
+                    }
                     let why = e.to_string();
                     if pid == self.root {
                         self.root_error = Some(e);
@@ -959,6 +996,19 @@ impl Run {
                         if !(thread.active || self.options.include_idle) {
                             continue;
                         }
+                        let id = thread.os_thread_id.unwrap_or(thread.thread_id);
+                        match self.thread_ids.get(&(pid, id)) {
+                            Some(&i) if self.threads[i].name == thread.name => {}
+                            Some(&i) => self.threads[i].name.clone_from(&thread.name),
+                            None => {
+                                self.thread_ids.insert((pid, id), self.threads.len());
+                                self.threads.push(SampledThread {
+                                    pid,
+                                    thread: id,
+                                    name: thread.name.clone(),
+                                });
+                            }
+                        }
                         let mut frames = labels.clone();
                         frames.extend(thread.frames.iter().rev().map(|f| f.label()));
                         let next = self.stacks.len() as u32;
@@ -972,6 +1022,7 @@ impl Run {
                         self.samples.push(Sample {
                             t_ns,
                             pid,
+                            thread: id,
                             stack,
                             active: thread.active,
                             weight_ns,
@@ -980,6 +1031,7 @@ impl Run {
                 }
                 Err(e) => {
                     if procfs::is_gone(pid) {
+                        t.gone_ns = Some(monotonic_ns());
                         t.state = State::Done {
                             native: version.is_none(),
                             version: version.clone(),
@@ -1050,6 +1102,8 @@ impl Run {
                     python_version,
                     native,
                     not_sampled,
+                    seen_ns: t.seen_ns,
+                    gone_ns: t.gone_ns,
                 }
             })
             .collect();
@@ -1062,6 +1116,7 @@ impl Run {
             errors: self.errors,
             error_examples: self.error_examples,
             processes,
+            threads: self.threads,
             cost,
             stop_reason,
             adapted_rate_hz: self.adapted_rate_hz,
@@ -1136,6 +1191,7 @@ mod tests {
                 .map(|(t_ns, stack)| Sample {
                     t_ns,
                     pid: 1,
+                    thread: 1,
                     stack,
                     active: true,
                     weight_ns: 10_000_000,
@@ -1147,6 +1203,7 @@ mod tests {
             errors: 0,
             error_examples: vec![],
             processes: vec![],
+            threads: vec![],
             cost: SamplerCost::default(),
             stop_reason: SamplingEnd::Stopped,
             adapted_rate_hz: None,
@@ -1167,6 +1224,7 @@ mod tests {
         let sample = |t_ns: u64, active: bool| Sample {
             t_ns,
             pid: 1,
+            thread: 1,
             stack: u32::from(!active),
             active,
             weight_ns: 200_000_000,
@@ -1188,6 +1246,7 @@ mod tests {
             errors: 0,
             error_examples: vec![],
             processes: vec![],
+            threads: vec![],
             cost: SamplerCost {
                 started_ns: 0,
                 stopped_ns: 5_000_000_000,

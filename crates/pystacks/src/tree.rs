@@ -1,11 +1,27 @@
 //! The process tree around a pid, from `/proc`: which processes a
 //! command-line pattern selects (what `pgrep -f` is for), and the chain of
 //! parents of a process, each with its command line, to say where a
-//! worker sits (under which service, started by which shell).
+//! worker sits (under which service, started by which shell); a tree's
+//! descendants as they come and go ([`ProcessTree`]) and what each costs
+//! ([`cpu_ns`], [`rss_bytes`]).
 
 use std::fmt;
 
 use crate::procfs;
+pub use crate::procfs::ProcessTree;
+
+/// The CPU time the kernel has counted for process `pid` (`utime + stime`
+/// of `/proc/PID/stat`, ns, in clock ticks of 10 ms at the usual 100 Hz);
+/// `None` when it is gone.
+pub fn cpu_ns(pid: u32) -> Option<u64> {
+    procfs::cpu_ns(pid)
+}
+
+/// The resident set size of process `pid` in bytes (`/proc/PID/statm`);
+/// `None` when it is gone.
+pub fn rss_bytes(pid: u32) -> Option<u64> {
+    procfs::rss_bytes(pid)
+}
 
 /// How many parents a chain holds at most (a loop in a changing table
 /// cannot make it endless).

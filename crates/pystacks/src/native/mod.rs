@@ -107,8 +107,16 @@ impl fmt::Display for NativeStacks {
     }
 }
 
-/// The threads of `pid` with their names and states, read from `/proc`
-/// without stopping it.
+impl NativeStacks {
+    /// The threads of `pid` with their names and states, read from
+    /// `/proc` without stopping it (no frames): what is known of a process
+    /// that is not unwound.
+    pub fn list(pid: u32) -> Result<NativeStacks, Error> {
+        listed(pid)
+    }
+}
+
+/// See [`NativeStacks::list`].
 pub(crate) fn listed(pid: u32) -> Result<NativeStacks, Error> {
     let tasks = procfs::tasks(pid);
     if tasks.is_empty() {

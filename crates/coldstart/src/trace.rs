@@ -1,0 +1,144 @@
+//! `coldstart trace`: a parent and every Python process below it on one
+//! timeline, written as a Perfetto trace and/or Chrome Trace Event JSON
+//! (`--output FORMAT=PATH`, the convention of check and diff). The work is
+//! `harness::tree_trace`'s, the writing the `trace` crate's.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use harness::OnPress;
+use harness::live::SamplingEnd;
+use harness::otlp::Receiver;
+use harness::tree_trace::{Launched, TraceOptions, TreeTracer};
+
+use crate::live::ReadArgs;
+use crate::outputs::Output;
+
+/// The formats of `coldstart trace`'s files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Perfetto's protobuf trace (ui.perfetto.dev, trace_processor).
+    Perfetto,
+    /// Chrome's Trace Event JSON (chrome://tracing, speedscope's import).
+    ChromeJson,
+}
+
+/// `coldstart trace`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A running process to attach to (else the command after `--` is
+    /// started and traced).
+    #[arg(value_name = "PID")]
+    pid: Option<u32>,
+    /// The command to start and trace, after `--`; its environment gets
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` (a loopback port coldstart listens on)
+    /// and `OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`, so its own spans
+    /// land on the trace.
+    #[arg(last = true, value_name = "CMD")]
+    command: Vec<String>,
+    /// Stop after this many seconds (default: when every process exits,
+    /// or on Ctrl-C; the files are written in every case). A command
+    /// coldstart started and that still runs then is sent SIGTERM.
+    #[arg(long, value_name = "SECONDS")]
+    duration: Option<f64>,
+    /// Samples per second (default 100, lowered on a process too large to
+    /// read that often).
+    #[arg(long)]
+    rate: Option<u32>,
+    /// Sample idle threads too (a thread blocked in a read then shows the
+    /// call it waits in).
+    #[arg(long)]
+    idle: bool,
+    /// A file to write, `FORMAT=PATH`, repeatable: `perfetto=trace.pb`,
+    /// `chrome-json=trace.json`.
+    #[arg(long, value_name = "FORMAT=PATH", value_parser = crate::outputs::parse::<Format>, required = true)]
+    output: Vec<Output<Format>>,
+    #[command(flatten)]
+    read: ReadArgs,
+}
+
+/// Runs `coldstart trace`.
+pub fn run(args: Args) -> Result<ExitCode> {
+    let options = TraceOptions {
+        live: args.read.options(true, args.rate, args.idle),
+        duration: crate::secs(args.duration, "--duration")?,
+    };
+    let interrupt = crate::signals::interrupt(OnPress::StopOnly)?;
+    let (pid, launched, spans) = match (args.pid, args.command.is_empty()) {
+        (Some(pid), true) => (pid, None, None),
+        (None, false) => {
+            let spans = Receiver::start()?;
+            let l = Launched::start(&args.command, &spans.env())?;
+            (l.pid, Some(l), Some(spans))
+        }
+        (Some(_), false) => bail!("name a PID or a command after `--`, not both"),
+        (None, true) => bail!("name a PID to attach to, or a command after `--` to start"),
+    };
+    let tracer = TreeTracer::start(pid, &options, launched, spans)
+        .with_context(|| format!("could not trace process {pid}"))?;
+    eprintln!(
+        "tracing process {pid} and its subprocesses at {} Hz{}{}; Ctrl-C writes the trace and stops",
+        options.live.rate_hz(),
+        options
+            .duration
+            .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64())),
+        if options.live.native {
+            " (--native: each process is stopped while it is unwound)"
+        } else {
+            ""
+        },
+    );
+    let done = tracer
+        .finish(&interrupt)
+        .with_context(|| format!("could not trace process {pid}"))?;
+    let mut files = Vec::new();
+    for o in &args.output {
+        let bytes = match o.format {
+            Format::Perfetto => ::trace::perfetto::to_protobuf(&done.trace)?,
+            Format::ChromeJson => ::trace::chrome::to_json(&done.trace)?.into_bytes(),
+        };
+        files.push((o.format, bytes));
+    }
+    crate::outputs::write_all(&args.output, |f| {
+        files
+            .iter()
+            .find(|(g, _)| *g == f)
+            .map(|(_, b)| b.clone())
+            .unwrap_or_default()
+    })?;
+    let why = match done.ended {
+        SamplingEnd::Deadline => "the duration passed".to_owned(),
+        SamplingEnd::Exited => "the processes exited".to_owned(),
+        SamplingEnd::Stopped => format!("stopped by {}", crate::signals::signal_name(&interrupt)),
+        _ => "stopped".to_owned(),
+    };
+    let t = &done.trace;
+    let mut stdout = std::io::stdout().lock();
+    writeln!(
+        stdout,
+        "traced {} processes, {} threads, {} slices, {} proven waits on a worker over {:.1} s ({why}): {}",
+        t.processes.len(),
+        t.processes.iter().map(|p| p.threads.len()).sum::<usize>(),
+        t.processes
+            .iter()
+            .flat_map(|p| &p.threads)
+            .map(|th| th.slices.len())
+            .sum::<usize>(),
+        done.waits,
+        done.profile.cost.wall_ns() as f64 / 1e9,
+        args.output
+            .iter()
+            .map(|o| o.path.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )?;
+    if let Some(status) = done.exit {
+        writeln!(
+            stdout,
+            "the command ended: {status}; {} spans received over OTLP",
+            done.spans
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,802 @@
+//! `coldstart trace`: the whole process tree on one timeline. A parent
+//! (any language) and every Python process below it sampled on one clock
+//! (`pystacks`'s sampler: the parent natively with
+//! [`LiveOptions::native`], each Python descendant's Python frames), the
+//! processes watched beside it a few times a tenth of a second (their CPU
+//! and RSS, the parent's thread names, and the parent's waits on a worker
+//! that `/proc` proves: [`pystacks::proven_waits`]), all of it turned into
+//! a [`::trace::Trace`] that the `trace` crate writes.
+//!
+//! A wait is drawn only where it was proven: a parent thread blocked
+//! reading a pipe whose write end a worker holds gets a slice `waiting on
+//! worker PID` and a flow to what that worker was doing; a thread blocked
+//! on anything else (a socket, a futex, a pipe of no worker) gets nothing.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Child, Command, ExitStatus};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ::trace::flame::{Frame, TimedStack};
+use ::trace::{Counter, Flow, Point, Process, Slice, SliceAt, Thread, Trace, Unit};
+use pystacks::{Profile, Sampler, SamplingEnd};
+use timeline::monotonic_ns;
+
+use crate::error::{Error, Result, invalid};
+use crate::interrupt::Interrupt;
+use crate::live::LiveOptions;
+use crate::otlp::{ReceivedSpan, Receiver};
+
+/// How often the processes are watched (CPU, RSS, thread names, waits).
+pub const WATCH_PERIOD: Duration = Duration::from_millis(50);
+
+/// How long a launched command may take to appear under its shell.
+const LAUNCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the sampler waits for a first process it can read: a
+/// command's workers may take a while to start.
+const ATTACH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The category of a proven wait's slice.
+pub const WAIT_CATEGORY: &str = "wait";
+
+/// The category of a span received over OTLP.
+pub const SPAN_CATEGORY: &str = "span";
+
+/// The first id of the tracks that hold spans (above any kernel thread
+/// id: Linux's `pid_max` is at most 2^22).
+const SPAN_TRACK_TIDS: u32 = 1 << 30;
+
+/// How to trace.
+#[derive(Debug, Clone, Default)]
+pub struct TraceOptions {
+    /// How to read (subprocesses are always followed).
+    pub live: LiveOptions,
+    /// Stop after this long (else when every process exits, or at an
+    /// interrupt).
+    pub duration: Option<Duration>,
+}
+
+/// A command `trace -- CMD` started: under `sh`, which waits for it, so
+/// the command is not coldstart's own child (a native read stops its
+/// target with ptrace and waits for it, which in the parent would take
+/// the command's exit status: `pystacks` refuses native reads of its own
+/// children).
+#[derive(Debug)]
+pub struct Launched {
+    shell: Child,
+    /// The command's pid.
+    pub pid: u32,
+}
+
+impl Launched {
+    /// Starts `command` with `env` added to coldstart's environment;
+    /// returns once its pid is known.
+    pub fn start(command: &[String], env: &[(String, String)]) -> Result<Launched> {
+        let Some(program) = command.first() else {
+            invalid!("name a command to trace after `--`, or a PID");
+        };
+        let mut shell = Command::new("sh")
+            .args(["-c", "\"$@\"; exit $?", "coldstart-trace"])
+            .args(command)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .spawn()
+            .map_err(|e| Error::io("start", std::path::Path::new("sh"), e))?;
+        let children = format!("/proc/{0}/task/{0}/children", shell.id());
+        let deadline = Instant::now() + LAUNCH_TIMEOUT;
+        loop {
+            let pid = std::fs::read_to_string(&children)
+                .ok()
+                .and_then(|s| s.split_whitespace().next()?.parse().ok());
+            if let Some(pid) = pid {
+                return Ok(Launched { shell, pid });
+            }
+            if let Ok(Some(status)) = shell.try_wait() {
+                invalid!(
+                    "`{program}` ended ({status}) before it could be traced; check that it runs on its own"
+                );
+            }
+            if Instant::now() >= deadline {
+                let _ = shell.kill();
+                let _ = shell.wait();
+                invalid!(
+                    "`{program}` did not start within {}s under sh",
+                    LAUNCH_TIMEOUT.as_secs()
+                );
+            }
+            // Polled: /proc has no event for a new child.
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Ends the command if it still runs (SIGTERM) and waits for it.
+    fn end(mut self) -> Result<ExitStatus> {
+        if matches!(self.shell.try_wait(), Ok(None)) {
+            // SAFETY: kill(2) on the command's pid, which the shell we
+            // have not reaped holds as its child (so the pid is not reused).
+            unsafe { libc::kill(self.pid as i32, libc::SIGTERM) };
+        }
+        self.shell
+            .wait()
+            .map_err(|e| Error::io("wait for", std::path::Path::new("sh"), e))
+    }
+}
+
+/// A finished trace.
+#[derive(Debug)]
+pub struct TreeTrace {
+    /// The trace, ready for a writer.
+    pub trace: Trace,
+    /// What the sampler read.
+    pub profile: Profile,
+    /// Why it ended ([`SamplingEnd::Stopped`] on an interrupt).
+    pub ended: SamplingEnd,
+    /// The proven waits drawn.
+    pub waits: usize,
+    /// The spans received over OTLP and drawn.
+    pub spans: usize,
+    /// The launched command's exit status, for `trace -- CMD`.
+    pub exit: Option<ExitStatus>,
+}
+
+/// A trace in progress: the sampler and the watcher running.
+#[derive(Debug)]
+pub struct TreeTracer {
+    root: u32,
+    sampler: Sampler,
+    watch: Watch,
+    launched: Option<Launched>,
+    spans: Option<Receiver>,
+}
+
+impl TreeTracer {
+    /// Starts tracing `pid` (and what `launched` started, when it is that
+    /// command; with the spans `spans` receives, when the command was told
+    /// its endpoint); returns once a first process is read.
+    pub fn start(
+        pid: u32,
+        options: &TraceOptions,
+        launched: Option<Launched>,
+        spans: Option<Receiver>,
+    ) -> Result<TreeTracer> {
+        let live = LiveOptions {
+            subprocesses: true,
+            ..options.live.clone()
+        };
+        let sampler_options = pystacks::SamplerOptions {
+            attach_timeout: ATTACH_TIMEOUT,
+            lines: pystacks::Lines::Function,
+            ..live.sampler(options.duration)?
+        };
+        let watch = Watch::start(pid);
+        let sampler = match Sampler::start(pid, sampler_options) {
+            Ok(s) => s,
+            Err(e) => {
+                watch.stop();
+                if let Some(l) = launched {
+                    let _ = l.end();
+                }
+                return Err(Error::Stacks(e));
+            }
+        };
+        Ok(TreeTracer {
+            root: pid,
+            sampler,
+            watch,
+            launched,
+            spans,
+        })
+    }
+
+    /// Traces until the duration ends, every process exits, or
+    /// `interrupt` is pressed; then builds the trace, in every one of
+    /// those cases. A launched command still running is ended.
+    pub fn finish(self, interrupt: &Interrupt) -> Result<TreeTrace> {
+        let poll = Duration::from_millis(50);
+        let mut next = Instant::now();
+        while !self.sampler.is_finished() && !interrupt.is_set() {
+            next += poll;
+            std::thread::sleep(next.saturating_duration_since(Instant::now()));
+        }
+        let profile = self.sampler.stop();
+        let watched = self.watch.stop();
+        let ended = if interrupt.is_set() {
+            SamplingEnd::Stopped
+        } else {
+            profile.stop_reason
+        };
+        let exit = self.launched.map(Launched::end).transpose()?;
+        let spans = self.spans.map(Receiver::stop).unwrap_or_default();
+        let mut trace = build(self.root, &profile, &watched);
+        add_spans(&mut trace, self.root, &spans);
+        trace.check().map_err(Error::Trace)?;
+        let waits = wait_slices(&trace, self.root).len();
+        Ok(TreeTrace {
+            trace,
+            profile,
+            ended,
+            waits,
+            spans: spans.len(),
+            exit,
+        })
+    }
+}
+
+/// What the watcher read.
+#[derive(Debug, Default)]
+struct Watched {
+    /// Each process's readings: (t_ns, CPU ns, RSS bytes).
+    usage: BTreeMap<u32, Vec<(u64, u64, u64)>>,
+    /// The root's threads, by tid, with their kernel names.
+    root_threads: BTreeMap<u32, String>,
+    /// Each proven wait seen: (t_ns, the root's thread, the worker).
+    waits: Vec<(u64, u32, u32)>,
+}
+
+#[derive(Debug)]
+struct Watch {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<Watched>,
+}
+
+impl Watch {
+    fn start(root: u32) -> Watch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut watched = Watched::default();
+            let mut tree = pystacks::tree::ProcessTree::default();
+            let mut next = Instant::now();
+            while !flag.load(Ordering::Relaxed) {
+                watch_once(root, &mut tree, &mut watched);
+                next += WATCH_PERIOD;
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+            }
+            watched
+        });
+        Watch { stop, thread }
+    }
+
+    fn stop(self) -> Watched {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+/// One look at the tree: each process's CPU and RSS, the root's thread
+/// names, and its proven waits on its descendants.
+fn watch_once(root: u32, tree: &mut pystacks::tree::ProcessTree, watched: &mut Watched) {
+    let t_ns = monotonic_ns();
+    let below: Vec<u32> = tree.descendants(root).into_iter().map(|(p, _)| p).collect();
+    for pid in std::iter::once(root).chain(below.iter().copied()) {
+        if let (Some(cpu), Some(rss)) =
+            (pystacks::tree::cpu_ns(pid), pystacks::tree::rss_bytes(pid))
+        {
+            watched.usage.entry(pid).or_default().push((t_ns, cpu, rss));
+        }
+    }
+    if let Ok(threads) = pystacks::NativeStacks::list(root) {
+        for t in threads.threads {
+            if let (Some(tid), Some(name)) = (t.os_thread_id, t.name) {
+                watched.root_threads.insert(tid as u32, name);
+            }
+        }
+    }
+    for w in pystacks::proven_waits(root, &below) {
+        watched.waits.push((t_ns, w.thread, w.worker));
+    }
+}
+
+/// A sampled thread's id as the trace's: the kernel's, or the
+/// interpreter's folded into 32 bits where the kernel's was not read.
+fn tid_of(thread: u64) -> u32 {
+    u32::try_from(thread).unwrap_or((thread ^ (thread >> 32)) as u32)
+}
+
+/// The trace of what was sampled and watched.
+fn build(root: u32, profile: &Profile, watched: &Watched) -> Trace {
+    let mut processes: Vec<Process> = profile
+        .processes
+        .iter()
+        .map(|p| process_track(p, root, watched))
+        .collect();
+    // Each thread's samples as timed stacks, by (pid, tid).
+    let mut stacks: BTreeMap<(u32, u32), Vec<TimedStack>> = BTreeMap::new();
+    let native: BTreeSet<u32> = profile
+        .processes
+        .iter()
+        .filter(|p| p.native)
+        .map(|p| p.pid)
+        .collect();
+    for s in &profile.samples {
+        let category = if native.contains(&s.pid) {
+            "native"
+        } else {
+            "python"
+        };
+        let frames = profile.stacks[s.stack as usize]
+            .iter()
+            .filter(|f| !pystacks::is_label_frame(f))
+            .map(|f| Frame {
+                name: f.clone(),
+                category: category.to_owned(),
+            })
+            .collect();
+        stacks
+            .entry((s.pid, tid_of(s.thread)))
+            .or_default()
+            .push(TimedStack {
+                start_ns: s.t_ns.saturating_sub(s.weight_ns),
+                end_ns: s.t_ns,
+                frames,
+            });
+    }
+    let waits = wait_runs(&watched.waits);
+    for w in &waits {
+        add_wait(stacks.entry((root, w.tid)).or_default(), w);
+    }
+    let names: BTreeMap<(u32, u32), String> = profile
+        .threads
+        .iter()
+        .filter_map(|t| Some(((t.pid, tid_of(t.thread)), t.name.clone()?)))
+        .chain(
+            watched
+                .root_threads
+                .iter()
+                .map(|(tid, name)| ((root, *tid), name.clone())),
+        )
+        .collect();
+    let mut keys: BTreeSet<(u32, u32)> = stacks.keys().copied().collect();
+    keys.extend(watched.root_threads.keys().map(|tid| (root, *tid)));
+    for (pid, tid) in keys {
+        let Some(p) = processes.iter_mut().find(|p| p.pid == pid) else {
+            continue;
+        };
+        let mut items = stacks.remove(&(pid, tid)).unwrap_or_default();
+        items.sort_by_key(|s| s.start_ns);
+        p.threads.push(Thread {
+            tid,
+            name: names
+                .get(&(pid, tid))
+                .cloned()
+                .unwrap_or_else(|| format!("thread {tid}")),
+            slices: ::trace::flame::slices(&items),
+            instants: Vec::new(),
+        });
+    }
+    let flows = wait_flows(root, &processes);
+    Trace { processes, flows }
+}
+
+/// A process's track: its name, its first sight and exit, its CPU and RSS.
+fn process_track(p: &pystacks::SampledProcess, root: u32, watched: &Watched) -> Process {
+    let mut instants = Vec::new();
+    if p.pid != root {
+        instants.push(::trace::Instant {
+            name: "first seen".into(),
+            t_ns: p.seen_ns,
+        });
+    }
+    if let Some(t_ns) = p.gone_ns {
+        instants.push(::trace::Instant {
+            name: "exited".into(),
+            t_ns,
+        });
+    }
+    let readings = watched.usage.get(&p.pid).map(Vec::as_slice).unwrap_or(&[]);
+    let cpu = readings
+        .windows(2)
+        .filter(|w| w[1].0 > w[0].0)
+        .map(|w| Point {
+            t_ns: w[1].0,
+            value: w[1].1.saturating_sub(w[0].1) as f64 * 100.0 / (w[1].0 - w[0].0) as f64,
+        })
+        .collect();
+    let rss = readings
+        .iter()
+        .map(|r| Point {
+            t_ns: r.0,
+            value: r.2 as f64,
+        })
+        .collect();
+    let name = if p.command.is_empty() {
+        format!("process {}", p.pid)
+    } else {
+        format!("{} (pid {})", p.command, p.pid)
+    };
+    Process {
+        pid: p.pid,
+        name,
+        threads: Vec::new(),
+        instants,
+        counters: vec![
+            Counter {
+                name: "CPU".into(),
+                unit: Unit::Percent,
+                points: cpu,
+            },
+            Counter {
+                name: "RSS".into(),
+                unit: Unit::Bytes,
+                points: rss,
+            },
+        ],
+    }
+}
+
+/// A run of consecutive looks proving one thread waits on one worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct WaitRun {
+    tid: u32,
+    worker: u32,
+    first_ns: u64,
+    last_ns: u64,
+}
+
+/// The proven waits grouped into runs: looks of one (thread, worker) at
+/// most one and a half watch periods apart are one run.
+fn wait_runs(waits: &[(u64, u32, u32)]) -> Vec<WaitRun> {
+    let gap = WATCH_PERIOD.as_nanos() as u64 * 3 / 2;
+    let mut by_pair: BTreeMap<(u32, u32), Vec<u64>> = BTreeMap::new();
+    for &(t, tid, worker) in waits {
+        by_pair.entry((tid, worker)).or_default().push(t);
+    }
+    let mut runs = Vec::new();
+    for ((tid, worker), times) in by_pair {
+        let mut run: Option<WaitRun> = None;
+        for t in times {
+            match &mut run {
+                Some(r) if t <= r.last_ns + gap => r.last_ns = t,
+                _ => {
+                    runs.extend(run.take());
+                    run = Some(WaitRun {
+                        tid,
+                        worker,
+                        first_ns: t,
+                        last_ns: t,
+                    });
+                }
+            }
+        }
+        runs.extend(run);
+    }
+    runs
+}
+
+/// The name of a wait's slice.
+fn wait_name(worker: u32) -> String {
+    format!("waiting on worker {worker}")
+}
+
+/// A proven wait on a thread's stacks: the samples taken within it get
+/// the wait as their outermost frame; with none (the thread idle, so not
+/// sampled), the wait is a stack of its own over the run.
+fn add_wait(items: &mut Vec<TimedStack>, w: &WaitRun) {
+    let frame = Frame {
+        name: wait_name(w.worker),
+        category: WAIT_CATEGORY.into(),
+    };
+    let mut covered = false;
+    for s in items
+        .iter_mut()
+        .filter(|s| s.end_ns >= w.first_ns && s.end_ns <= w.last_ns)
+    {
+        s.frames.insert(0, frame.clone());
+        covered = true;
+    }
+    if !covered {
+        items.push(TimedStack {
+            start_ns: w.first_ns,
+            end_ns: w.last_ns,
+            frames: vec![frame],
+        });
+    }
+}
+
+/// A flow from each wait slice of the root to the outermost slice of the
+/// worker it waits on that overlaps it (what the worker was doing); none
+/// where the worker has no slice then.
+fn wait_flows(root: u32, processes: &[Process]) -> Vec<Flow> {
+    let mut flows = Vec::new();
+    let Some(parent) = processes.iter().find(|p| p.pid == root) else {
+        return flows;
+    };
+    for t in &parent.threads {
+        for (i, s) in t.slices.iter().enumerate() {
+            if s.category != WAIT_CATEGORY {
+                continue;
+            }
+            let Some(worker) = s
+                .name
+                .strip_prefix("waiting on worker ")
+                .and_then(|w| w.parse::<u32>().ok())
+                .and_then(|w| processes.iter().find(|p| p.pid == w))
+            else {
+                continue;
+            };
+            let target = worker
+                .threads
+                .iter()
+                .flat_map(|wt| {
+                    wt.slices
+                        .iter()
+                        .enumerate()
+                        .map(move |(j, x)| (wt.tid, j, x))
+                })
+                .filter(|(_, _, x)| x.start_ns <= s.end_ns && x.end_ns >= s.start_ns)
+                .min_by_key(|(_, _, x)| (x.start_ns, std::cmp::Reverse(x.end_ns)));
+            if let Some((tid, index, _)) = target {
+                flows.push(Flow {
+                    id: flows.len() as u64 + 1,
+                    from: SliceAt {
+                        pid: root,
+                        tid: t.tid,
+                        index: i,
+                    },
+                    to: SliceAt {
+                        pid: worker.pid,
+                        tid,
+                        index,
+                    },
+                });
+            }
+        }
+    }
+    flows
+}
+
+/// The spans received, each on a track of its process (the resource's
+/// `process.pid` when the trace has that process, else the root): one
+/// named after its thread (`spans on thread TID`) for spans that carry a
+/// `thread.id`, else one per service (`spans: SERVICE`); spans that
+/// overlap without nesting go to further lanes of that track, so each
+/// lane's slices nest.
+fn add_spans(trace: &mut Trace, root: u32, spans: &[ReceivedSpan]) {
+    let mut groups: BTreeMap<(u32, String), Vec<&ReceivedSpan>> = BTreeMap::new();
+    for s in spans {
+        let pid = s
+            .pid
+            .filter(|p| trace.processes.iter().any(|q| q.pid == *p))
+            .unwrap_or(root);
+        let label = match s.thread {
+            Some(t) => format!("spans on thread {t}"),
+            None if s.service.is_empty() => "spans".to_owned(),
+            None => format!("spans: {}", s.service),
+        };
+        groups.entry((pid, label)).or_default().push(s);
+    }
+    let mut next_tid = SPAN_TRACK_TIDS;
+    for ((pid, label), mut group) in groups {
+        group.sort_by_key(|s| (s.start_ns, std::cmp::Reverse(s.end_ns)));
+        // Each lane: its slices and the ends of those still open.
+        let mut lanes: Vec<(Vec<Slice>, Vec<u64>)> = Vec::new();
+        for s in group {
+            let fits = |open: &Vec<u64>| {
+                open.iter()
+                    .rev()
+                    .find(|&&end| end > s.start_ns)
+                    .is_none_or(|&end| s.end_ns <= end)
+            };
+            let lane = match lanes.iter().position(|(_, open)| fits(open)) {
+                Some(i) => i,
+                None => {
+                    lanes.push((Vec::new(), Vec::new()));
+                    lanes.len() - 1
+                }
+            };
+            let (slices, open) = &mut lanes[lane];
+            open.retain(|&end| end > s.start_ns);
+            open.push(s.end_ns);
+            slices.push(Slice {
+                name: s.name.clone(),
+                category: SPAN_CATEGORY.into(),
+                start_ns: s.start_ns,
+                end_ns: s.end_ns,
+            });
+        }
+        let Some(process) = trace.processes.iter_mut().find(|p| p.pid == pid) else {
+            continue;
+        };
+        let count = lanes.len();
+        for (i, (slices, _)) in lanes.into_iter().enumerate() {
+            process.threads.push(Thread {
+                tid: next_tid,
+                name: if count == 1 {
+                    label.clone()
+                } else {
+                    format!("{label} ({})", i + 1)
+                },
+                slices,
+                instants: Vec::new(),
+            });
+            next_tid += 1;
+        }
+    }
+}
+
+/// The slices of `trace` on the root's threads that are proven waits.
+pub fn wait_slices(trace: &Trace, root: u32) -> Vec<&Slice> {
+    trace
+        .processes
+        .iter()
+        .filter(|p| p.pid == root)
+        .flat_map(|p| p.threads.iter().flat_map(|t| &t.slices))
+        .filter(|s| s.category == WAIT_CATEGORY)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn looks_a_watch_period_apart_are_one_wait_and_a_longer_gap_two() {
+        let p = WATCH_PERIOD.as_nanos() as u64;
+        let looks = [
+            (0, 7, 9),
+            (p, 7, 9),
+            (2 * p, 7, 9),
+            (10 * p, 7, 9),
+            (p, 8, 9),
+        ];
+        let runs = wait_runs(&looks);
+        let spans: Vec<(u32, u64, u64)> = runs
+            .iter()
+            .map(|r| (r.tid, r.first_ns, r.last_ns))
+            .collect();
+        assert_eq!(spans, vec![(7, 0, 2 * p), (7, 10 * p, 10 * p), (8, p, p)]);
+    }
+
+    fn stack(start_ns: u64, end_ns: u64, name: &str) -> TimedStack {
+        TimedStack {
+            start_ns,
+            end_ns,
+            frames: vec![Frame {
+                name: name.into(),
+                category: "native".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_wait_is_the_outermost_frame_of_the_samples_it_covers_or_a_slice_of_its_own() {
+        let run = WaitRun {
+            tid: 1,
+            worker: 9,
+            first_ns: 10 * MS,
+            last_ns: 30 * MS,
+        };
+        let mut sampled = vec![stack(0, 10 * MS, "a"), stack(10 * MS, 20 * MS, "read")];
+        add_wait(&mut sampled, &run);
+        assert_eq!(sampled.len(), 2);
+        assert_eq!(sampled[1].frames[0].name, "waiting on worker 9");
+        assert_eq!(sampled[0].frames[0].name, "waiting on worker 9");
+        let mut idle = Vec::new();
+        add_wait(&mut idle, &run);
+        assert_eq!(
+            idle,
+            vec![TimedStack {
+                start_ns: 10 * MS,
+                end_ns: 30 * MS,
+                frames: vec![Frame {
+                    name: "waiting on worker 9".into(),
+                    category: WAIT_CATEGORY.into(),
+                }],
+            }]
+        );
+    }
+
+    #[test]
+    fn a_wait_flows_to_what_its_worker_did_then_and_to_nothing_when_it_did_nothing() {
+        let slice = |name: &str, category: &str, start_ns, end_ns| Slice {
+            name: name.into(),
+            category: category.into(),
+            start_ns,
+            end_ns,
+        };
+        let thread = |tid, slices| Thread {
+            tid,
+            name: String::new(),
+            slices,
+            instants: Vec::new(),
+        };
+        let process = |pid, threads| Process {
+            pid,
+            threads,
+            ..Process::default()
+        };
+        let trace = vec![
+            process(
+                1,
+                vec![thread(
+                    1,
+                    vec![
+                        slice("waiting on worker 9", WAIT_CATEGORY, 10, 30),
+                        slice("waiting on worker 8", WAIT_CATEGORY, 40, 50),
+                    ],
+                )],
+            ),
+            process(
+                9,
+                vec![thread(
+                    9,
+                    vec![
+                        slice("main", "python", 0, 100),
+                        slice("load", "python", 0, 20),
+                    ],
+                )],
+            ),
+            process(8, vec![thread(8, Vec::new())]),
+        ];
+        let flows = wait_flows(1, &trace);
+        assert_eq!(
+            flows,
+            vec![Flow {
+                id: 1,
+                from: SliceAt {
+                    pid: 1,
+                    tid: 1,
+                    index: 0,
+                },
+                to: SliceAt {
+                    pid: 9,
+                    tid: 9,
+                    index: 0,
+                },
+            }]
+        );
+    }
+
+    #[test]
+    fn spans_that_overlap_without_nesting_go_to_another_lane_of_their_track() {
+        let span = |name: &str, start_ns, end_ns, thread| ReceivedSpan {
+            service: "svc".into(),
+            pid: Some(5),
+            thread,
+            name: name.into(),
+            start_ns,
+            end_ns,
+        };
+        let mut trace = Trace {
+            processes: vec![Process {
+                pid: 1,
+                ..Process::default()
+            }],
+            flows: Vec::new(),
+        };
+        add_spans(
+            &mut trace,
+            1,
+            &[
+                span("a", 0, 10, None),
+                span("b", 2, 5, None),
+                span("c", 8, 20, None),
+                span("d", 0, 1, Some(7)),
+            ],
+        );
+        // Process 5 is not on the trace: the root holds them.
+        let lanes: Vec<(&str, Vec<&str>)> = trace.processes[0]
+            .threads
+            .iter()
+            .map(|t| {
+                (
+                    t.name.as_str(),
+                    t.slices.iter().map(|s| s.name.as_str()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            lanes,
+            vec![
+                ("spans on thread 7", vec!["d"]),
+                ("spans: svc (1)", vec!["a", "b"]),
+                ("spans: svc (2)", vec!["c"]),
+            ]
+        );
+        assert_eq!(trace.check(), Ok(()));
+    }
+}

@@ -1,0 +1,476 @@
+//! `coldstart trace`, run as a user runs it: a stand-in parent that is not
+//! Python (a shell script, where the Rust service would be) with Python
+//! workers, traced as a command it starts (`trace -- CMD`) and as a
+//! running PID. The files are read back: the Chrome JSON checked by the
+//! Trace Event format's rules (`trace::chrome::validate`), the Perfetto
+//! bytes decoded into its messages (the `trace` crate's own test decodes
+//! them against Perfetto's schema).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use ::trace::perfetto::PbTrace;
+use prost::Message;
+use serde_json::Value;
+
+use crate::support;
+
+/// Bounds a hang only.
+const TIMEOUT: Duration = Duration::from_secs(90);
+
+fn fixture(dir: &str, name: &str) -> PathBuf {
+    support::fixtures().join(dir).join(name)
+}
+
+fn coldstart(cwd: &Path) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::new(support::coldstart_bin());
+    cmd.current_dir(cwd).timeout(TIMEOUT);
+    cmd
+}
+
+/// The events of a Chrome JSON trace, after checking it by the rules.
+fn chrome_events(path: &Path) -> Vec<Value> {
+    let json = std::fs::read_to_string(path).unwrap();
+    ::trace::chrome::validate(&json).unwrap_or_else(|e| panic!("{e}"));
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    doc["traceEvents"].as_array().unwrap().clone()
+}
+
+/// `process_name` and `thread_name` metadata: pid -> name, (pid, tid) -> name.
+fn names(events: &[Value]) -> (BTreeMap<u64, String>, BTreeMap<(u64, u64), String>) {
+    let (mut processes, mut threads) = (BTreeMap::new(), BTreeMap::new());
+    for e in events.iter().filter(|e| e["ph"] == "M") {
+        let (pid, tid) = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        let name = e["args"]["name"].as_str().unwrap().to_owned();
+        if e["name"] == "process_name" {
+            processes.insert(pid, name);
+        } else {
+            threads.insert((pid, tid), name);
+        }
+    }
+    (processes, threads)
+}
+
+/// The names of the slices on thread `tid` of process `pid`.
+fn slices_on(events: &[Value], pid: u64, tid: u64) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["pid"] == pid && e["tid"] == tid)
+        .map(|e| e["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The Perfetto file decoded: each track's begins and ends pair up, and
+/// (process names, thread names) of its descriptors.
+fn perfetto_names(path: &Path) -> (Vec<String>, Vec<String>) {
+    let bytes = std::fs::read(path).unwrap();
+    let trace = PbTrace::decode(bytes.as_slice()).expect("the Perfetto file decodes");
+    let mut depth = BTreeMap::<u64, i64>::new();
+    for e in trace.packet.iter().filter_map(|p| p.track_event.as_ref()) {
+        let d = depth.entry(e.track_uuid.unwrap()).or_default();
+        match e.r#type {
+            Some(1) => *d += 1,
+            Some(2) => *d -= 1,
+            _ => {}
+        }
+        assert!(*d >= 0, "a slice ends before it begins");
+    }
+    assert!(depth.values().all(|d| *d == 0), "{depth:?}");
+    let tracks = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref());
+    let mut processes = Vec::new();
+    let mut threads = Vec::new();
+    for t in tracks {
+        if let Some(p) = &t.process {
+            processes.push(p.process_name.clone().unwrap_or_default());
+        }
+        if let Some(th) = &t.thread {
+            threads.push(th.thread_name.clone().unwrap_or_default());
+        }
+    }
+    (processes, threads)
+}
+
+/// Workers that start and end while the command is traced appear and end
+/// on the trace with their Python functions; the parent waits on each
+/// worker whose pipe it reads, and only on those (not on the worker whose
+/// output it never reads, nor while it is in `wait`); the trace ends by
+/// itself when the processes exit.
+#[test]
+fn trace_of_a_command_draws_workers_that_come_and_go_and_only_the_proven_waits() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = coldstart(cwd.path())
+        .args(["trace", "--output", "chrome-json=t.json"])
+        .args(["--output", "perfetto=out/t.perfetto-trace", "--"])
+        .arg("sh")
+        .arg(fixture("trace", "in_turn.sh"))
+        .arg(support::python())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("(the processes exited)"), "{stdout}");
+    assert!(
+        stdout.contains("the command ended: exit status: 0"),
+        "{stdout}"
+    );
+    let worker = |name: &str| -> u64 {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("worker {name} ")))
+            .unwrap_or_else(|| panic!("no worker {name} in {stdout}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let (first, second) = (worker("first"), worker("second"));
+
+    let events = chrome_events(&cwd.path().join("t.json"));
+    let (processes, threads) = names(&events);
+    let root = *processes
+        .iter()
+        .find(|(_, n)| n.starts_with("sh "))
+        .expect("the parent is named")
+        .0;
+    let unread = *processes
+        .iter()
+        .find(|(_, n)| n.contains("short_worker.py unread"))
+        .expect("the unread worker is on the trace")
+        .0;
+    assert_eq!(threads.get(&(root, root)).map(String::as_str), Some("sh"));
+    for pid in [first, second, unread] {
+        assert_eq!(
+            threads.get(&(pid, pid)).map(String::as_str),
+            Some("MainThread")
+        );
+        let on_main = slices_on(&events, pid, pid);
+        assert!(
+            on_main
+                .iter()
+                .any(|s| s.starts_with("load_the_model (short_worker.py:")),
+            "{pid}: {on_main:?}"
+        );
+        for moment in ["first seen", "exited"] {
+            assert!(
+                events
+                    .iter()
+                    .any(|e| e["ph"] == "i" && e["pid"] == pid && e["name"] == moment),
+                "no {moment:?} for {pid}"
+            );
+        }
+    }
+    let mut waits: Vec<String> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "wait")
+        .map(|e| {
+            assert_eq!(
+                (&e["pid"], &e["tid"]),
+                (&Value::from(root), &Value::from(root))
+            );
+            e["name"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    waits.dedup();
+    let wait_events: Vec<&Value> = events.iter().filter(|e| e["cat"] == "wait").collect();
+    assert_eq!(
+        waits,
+        vec![
+            format!("waiting on worker {first}"),
+            format!("waiting on worker {second}")
+        ],
+        "the wait slices {wait_events:#?} among the processes {processes:#?}"
+    );
+    // Each wait's flow reaches its worker.
+    for pid in [first, second] {
+        assert!(
+            events.iter().any(|e| e["ph"] == "f" && e["pid"] == pid),
+            "no flow reaches {pid}"
+        );
+    }
+    assert!(events.iter().any(|e| e["ph"] == "C" && e["name"] == "RSS"));
+
+    let (p_names, t_names) = perfetto_names(&cwd.path().join("out/t.perfetto-trace"));
+    assert_eq!(p_names.len(), processes.len(), "{p_names:?}");
+    assert!(t_names.iter().any(|t| t == "sh"), "{t_names:?}");
+    assert!(t_names.iter().any(|t| t == "MainThread"), "{t_names:?}");
+}
+
+/// A running parent attached to by PID for a duration: its own thread
+/// named, the busy worker's loop on its main thread, the blocked worker's
+/// threads, and no wait claimed (the parent is in `wait`, not reading a
+/// worker's pipe).
+#[test]
+fn trace_of_a_running_pid_names_the_parents_thread_and_claims_no_unproven_wait() {
+    let mut parent = Command::new("sh")
+        .arg(fixture("live", "standin_parent.sh"))
+        .arg(support::python())
+        .arg(format!("coldstart-trace-pid-{}", std::process::id()))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(parent.stdout.take().unwrap()).lines();
+    let mut workers = BTreeMap::new();
+    for _ in 0..2 {
+        let line = lines.next().unwrap().unwrap();
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(parts.get(1), Some(&"ready"), "{line}");
+        workers.insert(parts[0].to_owned(), parts[2].parse::<u64>().unwrap());
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let pid = u64::from(parent.id());
+    let out = coldstart(cwd.path())
+        .args(["trace", &pid.to_string(), "--duration", "2"])
+        .args([
+            "--output",
+            "chrome-json=t.json",
+            "--output",
+            "perfetto=t.pb",
+        ])
+        .output()
+        .unwrap();
+    // The workers exit when their shared stdin closes.
+    drop(parent.stdin.take());
+    parent.wait().unwrap();
+    for w in workers.values() {
+        assert!(support::wait_until_gone(*w as u32, TIMEOUT));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("(the duration passed)"), "{stdout}");
+    assert!(stdout.contains(" 0 proven waits on a worker"), "{stdout}");
+    let events = chrome_events(&cwd.path().join("t.json"));
+    let (processes, threads) = names(&events);
+    assert!(processes.contains_key(&pid), "{processes:?}");
+    assert_eq!(threads.get(&(pid, pid)).map(String::as_str), Some("sh"));
+    let busy = workers["busy"];
+    let on_main = slices_on(&events, busy, busy);
+    assert!(
+        on_main
+            .iter()
+            .any(|s| s.starts_with("tokenize_in_a_loop (busy_worker.py:")),
+        "{on_main:?}"
+    );
+    assert!(!events.iter().any(|e| e["cat"] == "wait"));
+    let (p_names, _) = perfetto_names(&cwd.path().join("t.pb"));
+    assert!(
+        p_names.iter().any(|n| n.contains("busy_worker.py")),
+        "{p_names:?}"
+    );
+}
+
+/// The command's own spans, sent over OTLP/HTTP (JSON and protobuf) to
+/// the endpoint `trace` puts in its environment, on a track of its
+/// process named after its service, nested as they were sent.
+#[test]
+fn trace_of_a_command_puts_the_spans_it_exports_over_otlp_on_a_track_of_its_own() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = coldstart(cwd.path())
+        .args(["trace", "--output", "chrome-json=t.json", "--"])
+        .arg(support::python())
+        .arg(fixture("trace", "otlp_parent.py"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in [
+        "protocol http/protobuf",
+        "status 200 application/json",
+        "status 200 application/x-protobuf",
+        "3 spans received over OTLP",
+    ] {
+        assert!(stdout.contains(line), "{line:?} not in {stdout}");
+    }
+    let events = chrome_events(&cwd.path().join("t.json"));
+    let (processes, threads) = names(&events);
+    let parent = *processes
+        .iter()
+        .find(|(_, n)| n.contains("otlp_parent.py"))
+        .expect("the parent is on the trace")
+        .0;
+    let (&(_, track), _) = threads
+        .iter()
+        .find(|((p, _), n)| *p == parent && n.as_str() == "spans: stand-in")
+        .unwrap_or_else(|| panic!("no span track in {threads:?}"));
+    let span = |name: &str| -> (f64, f64) {
+        let e = events
+            .iter()
+            .find(|e| e["ph"] == "X" && e["tid"] == track && e["name"] == name)
+            .unwrap_or_else(|| panic!("no span {name:?}"));
+        assert_eq!(e["cat"], "span");
+        let ts = e["ts"].as_f64().unwrap();
+        (ts, ts + e["dur"].as_f64().unwrap())
+    };
+    let (handle, tokenize, load) = (span("handle request"), span("tokenize"), span("load model"));
+    assert!(
+        handle.0 <= tokenize.0 && tokenize.1 <= handle.1,
+        "{handle:?} {tokenize:?}"
+    );
+    assert!(
+        (tokenize.1 - tokenize.0 - 50_000.0).abs() < 1.0,
+        "{tokenize:?}"
+    );
+    assert!(load.0 >= handle.1, "{handle:?} {load:?}");
+}
+
+/// Ctrl-C (SIGINT to coldstart alone) ends a trace cleanly: exit 0, the
+/// files written and valid, the command it started waited for.
+#[test]
+fn trace_stopped_by_ctrl_c_writes_the_trace_and_waits_for_the_command() {
+    let cwd = tempfile::tempdir().unwrap();
+    let mut tracer = Command::new(support::coldstart_bin())
+        .args(["trace", "--output", "chrome-json=t.json", "--"])
+        .arg("sh")
+        .arg(fixture("live", "standin_parent.sh"))
+        .arg(support::python())
+        .arg(format!("coldstart-trace-sigint-{}", std::process::id()))
+        .current_dir(cwd.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut said = String::new();
+    BufReader::new(tracer.stderr.take().unwrap())
+        .read_line(&mut said)
+        .unwrap();
+    assert!(said.starts_with("tracing process"), "{said}");
+    // The workers share coldstart's stdout: their ready lines come first.
+    let mut lines = BufReader::new(tracer.stdout.take().unwrap()).lines();
+    let mut workers = Vec::new();
+    while workers.len() < 2 {
+        let line = lines.next().unwrap().unwrap();
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(parts.get(1), Some(&"ready"), "{line}");
+        workers.push(parts[2].parse::<u32>().unwrap());
+    }
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    unsafe { libc::kill(tracer.id() as i32, libc::SIGINT) };
+    let status = tracer.wait().unwrap();
+    // The workers exit when their shared stdin closes; they hold the
+    // stdout they share with coldstart until then.
+    drop(tracer.stdin.take());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    for w in &workers {
+        assert!(support::wait_until_gone(*w, TIMEOUT));
+    }
+    let text = rest.join("\n");
+    assert!(status.success(), "{status}: {text}");
+    assert!(text.contains("(stopped by SIGINT)"), "{text}");
+    assert!(text.contains("the command ended: "), "{text}");
+    let events = chrome_events(&cwd.path().join("t.json"));
+    let (processes, _) = names(&events);
+    for w in &workers {
+        assert!(processes.contains_key(&u64::from(*w)), "{processes:?}");
+    }
+}
+
+#[test]
+fn trace_without_a_process_or_a_file_says_what_to_name() {
+    let cwd = tempfile::tempdir().unwrap();
+    coldstart(cwd.path())
+        .args(["trace", "--output", "chrome-json=t.json"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "name a PID to attach to, or a command after `--`",
+        ));
+    coldstart(cwd.path())
+        .args(["trace", "1"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--output"));
+}
+
+/// The Rust service (`examples/ml-service`) and its Python workers traced
+/// with `--native` (a build with the `native` feature; `cargo xtask test`
+/// runs the `native_stacks` modules as a step of their own).
+#[cfg(feature = "native")]
+mod native_stacks {
+    use super::*;
+
+    /// Both halves on one trace: the service's threads named (its tokio
+    /// workers) with its own Rust frames, each worker's Python frames, and
+    /// the service's threads that read each worker's output pipe drawn as
+    /// waiting on that worker, the wait the outermost slice of the samples
+    /// taken in it.
+    #[test]
+    fn trace_native_of_the_service_draws_both_halves_and_its_waits_on_each_worker() {
+        let (tree, workers) = crate::live::native_stacks::service();
+        let cwd = tempfile::tempdir().unwrap();
+        let pid = u64::from(tree.pid());
+        let out = coldstart(cwd.path())
+            // Idle threads too: the service waits for requests, so its
+            // threads are idle and would not be sampled otherwise.
+            .args(["trace", &pid.to_string(), "--native", "--idle"])
+            .args(["--duration", "2"])
+            .args([
+                "--output",
+                "chrome-json=t.json",
+                "--output",
+                "perfetto=t.pb",
+            ])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let events = chrome_events(&cwd.path().join("t.json"));
+        let (_, threads) = names(&events);
+        assert!(
+            threads
+                .iter()
+                .any(|((p, _), n)| *p == pid && n == "tokio-rt-worker"),
+            "{threads:?}"
+        );
+        let parent_slices: Vec<&str> = events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["pid"] == pid)
+            .filter_map(|e| e["name"].as_str())
+            .collect();
+        assert!(
+            parent_slices.iter().any(|s| s.starts_with("ml_service::")),
+            "{parent_slices:?}"
+        );
+        for w in &workers {
+            let w = u64::from(*w);
+            assert!(
+                events.iter().any(|e| e["ph"] == "X"
+                    && e["pid"] == w
+                    && e["name"]
+                        .as_str()
+                        .is_some_and(|n| n.contains("(mlworker/__main__.py:"))),
+                "no Python frame of worker {w}"
+            );
+            let wait = format!("waiting on worker {w}");
+            assert!(
+                parent_slices.contains(&wait.as_str()),
+                "{wait} not in {parent_slices:?}"
+            );
+        }
+        let (_, t_names) = perfetto_names(&cwd.path().join("t.pb"));
+        assert!(
+            t_names.iter().any(|t| t == "tokio-rt-worker"),
+            "{t_names:?}"
+        );
+    }
+}
