@@ -65,7 +65,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
         duration: crate::secs(args.duration, "--duration")?,
     };
     let interrupt = crate::signals::interrupt(OnPress::StopOnly)?;
-    let (pid, launched, spans) = match (args.pid, args.command.is_empty()) {
+    let (pid, launched, spans) = started(&args)?;
+    let tracer = TreeTracer::start(pid, &options, launched, spans)
+        .with_context(|| format!("could not trace process {pid}"))?;
+    announce(pid, &options);
+    let done = tracer
+        .finish(&interrupt)
+        .with_context(|| format!("could not trace process {pid}"))?;
+    write_files(&args.output, &done.trace)?;
+    print_summary(&args.output, &done, &interrupt)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What is traced: the PID given, or the command after `--` started with
+/// the OTLP receiver's variables (and the receiver).
+fn started(args: &Args) -> Result<(u32, Option<Launched>, Option<Receiver>)> {
+    Ok(match (args.pid, args.command.is_empty()) {
         (Some(pid), true) => (pid, None, None),
         (None, false) => {
             let spans = Receiver::start()?;
@@ -74,9 +89,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
         (Some(_), false) => bail!("name a PID or a command after `--`, not both"),
         (None, true) => bail!("name a PID to attach to, or a command after `--` to start"),
-    };
-    let tracer = TreeTracer::start(pid, &options, launched, spans)
-        .with_context(|| format!("could not trace process {pid}"))?;
+    })
+}
+
+/// On stderr, once the tracer reads the tree: what is traced, how, and
+/// that Ctrl-C writes the trace.
+fn announce(pid: u32, options: &TraceOptions) {
     eprintln!(
         "tracing process {pid} and its subprocesses at {} Hz{}{}; Ctrl-C writes the trace and stops",
         options.live.rate_hz(),
@@ -89,28 +107,38 @@ pub fn run(args: Args) -> Result<ExitCode> {
             ""
         },
     );
-    let done = tracer
-        .finish(&interrupt)
-        .with_context(|| format!("could not trace process {pid}"))?;
+}
+
+/// Each `--output` written in its format.
+fn write_files(outputs: &[Output<Format>], trace: &::trace::Trace) -> Result<()> {
     let mut files = Vec::new();
-    for o in &args.output {
+    for o in outputs {
         let bytes = match o.format {
-            Format::Perfetto => ::trace::perfetto::to_protobuf(&done.trace)?,
-            Format::ChromeJson => ::trace::chrome::to_json(&done.trace)?.into_bytes(),
+            Format::Perfetto => ::trace::perfetto::to_protobuf(trace)?,
+            Format::ChromeJson => ::trace::chrome::to_json(trace)?.into_bytes(),
         };
         files.push((o.format, bytes));
     }
-    crate::outputs::write_all(&args.output, |f| {
+    crate::outputs::write_all(outputs, |f| {
         files
             .iter()
             .find(|(g, _)| *g == f)
             .map(|(_, b)| b.clone())
             .unwrap_or_default()
-    })?;
+    })
+}
+
+/// On stdout: what the trace holds, why it ended, where it went, and the
+/// started command's end with the spans received.
+fn print_summary(
+    outputs: &[Output<Format>],
+    done: &harness::tree_trace::TreeTrace,
+    interrupt: &harness::Interrupt,
+) -> Result<()> {
     let why = match done.ended {
         SamplingEnd::Deadline => "the duration passed".to_owned(),
         SamplingEnd::Exited => "the processes exited".to_owned(),
-        SamplingEnd::Stopped => format!("stopped by {}", crate::signals::signal_name(&interrupt)),
+        SamplingEnd::Stopped => format!("stopped by {}", crate::signals::signal_name(interrupt)),
         _ => "stopped".to_owned(),
     };
     let t = &done.trace;
@@ -127,18 +155,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .sum::<usize>(),
         done.waits,
         done.profile.cost.wall_ns() as f64 / 1e9,
-        args.output
+        outputs
             .iter()
             .map(|o| o.path.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
     )?;
-    if let Some(status) = done.exit {
+    if let Some(status) = &done.exit {
         writeln!(
             stdout,
             "the command ended: {status}; {} spans received over OTLP",
             done.spans
         )?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
