@@ -12,7 +12,7 @@
 use std::process::Command;
 
 use crate::diff::{MAIN, Repo, busy};
-use crate::support::{coldstart_bin, git, printed};
+use crate::support::{coldstart_bin, git, git_out, printed};
 
 /// Commits after the good one, oldest first.
 const AFTER_GOOD: usize = 10;
@@ -65,12 +65,7 @@ fn history() -> (Repo, String, Vec<String>) {
 }
 
 fn head(r: &Repo) -> String {
-    let out = Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(&r.root)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    git_out(&r.root, &["rev-parse", "HEAD"])
 }
 
 #[test]

@@ -229,6 +229,11 @@ pub fn code_and_text(cmd: &mut Command) -> (Option<i32>, String) {
 /// `git ARGS` in `dir`, with a committer set and signing off; panics when
 /// it fails.
 pub fn git(dir: &Path, args: &[&str]) {
+    git_out(dir, args);
+}
+
+/// `git ARGS` in `dir` as [`git`] runs it: what it printed, trimmed.
+pub fn git_out(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args([
             "-c",
@@ -243,6 +248,7 @@ pub fn git(dir: &Path, args: &[&str]) {
         .output()
         .expect("git runs");
     assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
 /// Copies the folder `from` to `to`, `__pycache__` left out.

@@ -1,7 +1,7 @@
 //! answers: every answer coldstart gives, as data.
 //!
 //! What it owns: the types of each answer a command prints or writes
-//! ([`check`], [`diff`], [`bisect`], [`lazy`], [`dump`], [`compare`], [`importtime`]'s
+//! ([`check`], [`diff`], [`bisect`], [`history`], [`lazy`], [`dump`], [`compare`], [`importtime`]'s
 //! schema, [`bench`](mod@bench)'s exit rule), the schema id
 //! each JSON carries (all `coldstart.<answer>/<version>`; the bench
 //! summary's is [`BENCH_SUMMARY_SCHEMA`]), the rules that turn an answer
@@ -26,6 +26,7 @@ pub mod check;
 pub mod compare;
 pub mod diff;
 pub mod dump;
+pub mod history;
 pub mod importtime;
 pub mod lazy;
 pub mod words;

@@ -6,16 +6,25 @@
 //! elsewhere. Exit codes: 0 every commit stored or skipped (a commit that
 //! could not be measured is stored as failed, and said); 2 the tool could
 //! not do its job; 128 + the signal when interrupted.
+//!
+//! `coldstart history show [REV_RANGE]`: each target's series read back,
+//! its change points and drifts, each re-measured
+//! (`harness::history::show`), in text, Markdown, JSON or one HTML page.
+//! Exit codes: 0 the report was made (whatever it found); 2 the tool
+//! could not do its job; 128 + the signal when interrupted.
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use harness::OnPress;
+use harness::diff::DiffOptions;
 use harness::diff::git;
+use harness::history::show::{self, Confirm};
 use harness::history::{self as record, HistoryOptions, RecordProgress, Recorded, Shard};
 use harness::trials::{self, Progress};
 use history::{RunOutcome, Store};
+use phases::changepoint::ChangeRule;
 use settings::Project;
 use timeline::{TrialKind, TrialRecord, Variant};
 
@@ -25,6 +34,61 @@ pub enum HistoryCommand {
     /// Measure each commit of a range in its own checkout and store it
     /// (commits already stored for this environment are skipped).
     Record(HistoryRecordArgs),
+    /// Per target, the trend of start-up over the stored commits, its
+    /// changes (each confirmed by re-measuring its two commits) and
+    /// drifts, and what the import trees say changed.
+    Show(HistoryShowArgs),
+}
+
+/// How `history show`'s report is printed or written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ShowFormat {
+    /// For people.
+    Text,
+    /// For a pull request or a job summary.
+    Markdown,
+    /// `coldstart.history/1`.
+    Json,
+    /// One self-contained page (only with `--output html=PATH`).
+    Html,
+}
+
+/// `coldstart history show`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct HistoryShowArgs {
+    /// The commits read: a `git log` range along the first parents
+    /// [default: HEAD's whole first-parent history].
+    range: Option<String>,
+    /// Which worker: `--target NAME` or `-- CMD...` [default: every target].
+    #[command(flatten)]
+    target: crate::args::TargetArgs,
+    /// Where the runs are stored.
+    #[command(flatten)]
+    store: crate::args::HistoryArgs,
+    /// The smallest change reported, and the noise band a re-measurement
+    /// judges it against (0.05 or 5%).
+    #[arg(long, value_parser = crate::args::parse_share, default_value = "5%")]
+    min_change: f64,
+    /// Do not re-measure: every change the series shows stays a candidate.
+    #[arg(long)]
+    no_confirm: bool,
+    /// The most interleaved rounds of one re-measurement.
+    #[arg(long, value_name = "N")]
+    max_rounds: Option<usize>,
+    /// The most seconds of rounds of one re-measurement.
+    #[arg(long, value_name = "SECS")]
+    max_seconds: Option<f64>,
+    /// Where each re-measurement's bench run goes [default: a new folder
+    /// under the system's temporary folder].
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    /// How the report is printed.
+    #[arg(long, value_enum, default_value_t = ShowFormat::Text)]
+    format: ShowFormat,
+    /// Also write the report as FORMAT to PATH (repeatable), e.g.
+    /// `--output html=history.html --output json=history.json`.
+    #[arg(long, value_name = "FORMAT=PATH", value_parser = crate::outputs::parse::<ShowFormat>)]
+    output: Vec<crate::outputs::Output<ShowFormat>>,
 }
 
 /// `coldstart history record`'s flags.
@@ -55,7 +119,67 @@ pub struct HistoryRecordArgs {
 pub fn run(command: HistoryCommand, project: &Project) -> Result<ExitCode> {
     match command {
         HistoryCommand::Record(args) => record_range(args, project),
+        HistoryCommand::Show(args) => show(args, project),
     }
+}
+
+fn show(args: HistoryShowArgs, project: &Project) -> Result<ExitCode> {
+    if args.format == ShowFormat::Html {
+        bail!("--format html would print a page on the terminal; write it with --output html=PATH");
+    }
+    let top = git::toplevel(&project.root)?;
+    let targets = args.target.targets(project)?;
+    let plans: Vec<_> = targets
+        .into_iter()
+        .map(|t| {
+            crate::args::plan(
+                project,
+                vec![t],
+                Some(args.min_change),
+                &settings::target_names,
+            )
+        })
+        .collect();
+    let location = args.store.location(project);
+    let mut store =
+        Store::open(&location).with_context(|| "could not open the start-up history")?;
+    let rule = ChangeRule {
+        min_magnitude: args.min_change,
+        ..ChangeRule::default()
+    };
+    let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
+    let bar = &mut crate::bench::Bar(indicatif::ProgressBar::hidden());
+    let confirm = match args.no_confirm {
+        true => None,
+        false => Some(Confirm {
+            opts: DiffOptions {
+                out: crate::outputs::run_folder(args.out.as_deref(), "history")?,
+                ..DiffOptions::with_budgets(args.max_rounds, args.max_seconds)
+            },
+            interrupt: &interrupt,
+            progress: bar,
+        }),
+    };
+    let report = show::run(
+        &mut store,
+        &top,
+        args.range.as_deref(),
+        &plans,
+        &rule,
+        confirm,
+    )?;
+    let render = |f: ShowFormat| match f {
+        ShowFormat::Text => report::history::text(&report),
+        ShowFormat::Markdown => report::history::markdown(&report),
+        ShowFormat::Json => report::history::json(&report),
+        ShowFormat::Html => report::history::html(&report),
+    };
+    print!("{}", render(args.format));
+    crate::outputs::write_all(&args.output, render)?;
+    if interrupt.is_set() {
+        return Ok(crate::signals::interrupted_code(&interrupt));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn record_range(args: HistoryRecordArgs, project: &Project) -> Result<ExitCode> {

@@ -70,7 +70,8 @@ pub enum Command {
     /// interleaved, and the import trees; fails CI on a slowdown.
     Diff(diff::Args),
     /// The start-up history: `history record [REV_RANGE]` measures each
-    /// commit in its own checkout and stores it (SQLite, or PostgreSQL).
+    /// commit in its own checkout and stores it (SQLite, or PostgreSQL);
+    /// `history show` finds its changes and confirms each by re-measuring.
     #[command(subcommand)]
     History(history::HistoryCommand),
     /// The first commit between GOOD and BAD whose start-up is slower than

@@ -34,7 +34,9 @@ use answers::bisect::{Answer, Arrived, BisectReport, CommitRef, Culprit, Outcome
 use answers::diff::{DiffStatus, ImportDiff, TargetDiff};
 use importguard::recorder::CallSite;
 
-use crate::diff::{DiffOptions, DiffTargets, Trees, Worktree, compare_trees, git::git_ok};
+use crate::diff::{
+    DiffOptions, DiffTargets, Trees, Worktree, compare_commits, compare_trees, git::git_ok,
+};
 use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;
 use crate::trials::Progress;
@@ -210,25 +212,22 @@ impl StepSource for Measured<'_> {
     }
 
     fn imports(&mut self, parent: &CommitRef, at: &CommitRef) -> Result<(TargetDiff, PathBuf)> {
-        let top = self.top.as_path();
-        let a = Worktree::add(top, &parent.commit)?;
-        let b = Worktree::add(top, &at.commit)?;
-        let trees = Trees {
-            top: top.to_path_buf(),
-            paths: [a.path().to_path_buf(), b.path().to_path_buf()],
-            commits: [Some(parent.commit.clone()), Some(at.commit.clone())],
-        };
         let opts = DiffOptions {
             timed: false,
             out: self.opts.out.join("imports"),
             ..self.opts.clone()
         };
-        let r = compare_trees(&trees, self.plan, &opts, self.interrupt, self.progress)?
-            .pop()
-            .ok_or_else(|| {
-                Error::Invalid("bisect compares one target, and the plan has none".to_owned())
-            })?;
-        Ok((r, trees.paths[1].clone()))
+        let (mut r, tree) = compare_commits(
+            &self.top,
+            [&parent.commit, &at.commit],
+            self.plan,
+            &opts,
+            self.interrupt,
+            self.progress,
+        )?;
+        r.pop().map(|r| (r, tree)).ok_or_else(|| {
+            Error::Invalid("bisect compares one target, and the plan has none".to_owned())
+        })
     }
 
     fn step(&mut self, at: Option<&CommitRef>) -> Result<std::result::Result<Step, String>> {

@@ -11,6 +11,7 @@ pub mod bench;
 pub mod bisect;
 pub mod check;
 pub mod diff;
+pub mod history;
 pub mod importtime;
 pub mod lazy;
 pub mod profile;

@@ -15,11 +15,11 @@ use crate::support::printed;
 
 impl Repo {
     /// The history file of these tests, outside the repository.
-    fn history_file(&self) -> PathBuf {
+    pub(crate) fn history_file(&self) -> PathBuf {
         self.tmp.parent().unwrap().join("history.db")
     }
 
-    fn record(&self, args: &[&str]) -> Output {
+    pub(crate) fn record(&self, args: &[&str]) -> Output {
         let file = self.history_file();
         let mut all = vec!["history", "record"];
         all.extend_from_slice(args);

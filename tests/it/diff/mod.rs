@@ -14,6 +14,7 @@ use std::process::{Command, Output, Stdio};
 
 mod ci;
 mod history;
+mod history_show;
 mod layouts;
 mod outputs;
 

@@ -3,7 +3,8 @@
 //! system's libunwind that `pystacks`'s `native` feature links (its tests
 //! run with the feature after the suite), and PostgreSQL's server, which
 //! the history store's tests start for themselves (`initdb` in a
-//! temporary folder, a loopback port). `cargo xtask
+//! temporary folder, a loopback port), and Chromium, which opens `history
+//! show`'s page headless for its screenshot. `cargo xtask
 //! test` installs the missing ones with `apt-get` (this project's machines
 //! and CI run as root on Debian) and tells the tests, through
 //! [`PROVISIONED`], that they are there: a test that needs one then fails
@@ -49,6 +50,11 @@ pub const PACKAGES: &[Package] = &[
     Package {
         name: "postgresql",
         marker: "/usr/share/doc/postgresql/copyright",
+    },
+    // `history show`'s page is opened headless and its screenshot read.
+    Package {
+        name: "chromium",
+        marker: "/usr/bin/chromium",
     },
 ];
 

@@ -207,6 +207,29 @@ pub fn compare_trees(
     Ok(results)
 }
 
+/// Compares every target of `plan` between two commits, each checked out
+/// into its own temporary worktree for the comparison and removed after
+/// it (also on an error or an interrupt). With the results comes the path
+/// B's checkout had: gone by then, it is the root the import lines of B
+/// are to be made relative to.
+pub fn compare_commits(
+    top: &std::path::Path,
+    [a, b]: [&str; 2],
+    plan: &DiffTargets<'_>,
+    opts: &DiffOptions,
+    interrupt: &Interrupt,
+    progress: &mut dyn Progress,
+) -> Result<(Vec<TargetDiff>, PathBuf)> {
+    let (wa, wb) = (Worktree::add(top, a)?, Worktree::add(top, b)?);
+    let trees = Trees {
+        top: top.to_path_buf(),
+        paths: [wa.path().to_path_buf(), wb.path().to_path_buf()],
+        commits: [Some(a.to_owned()), Some(b.to_owned())],
+    };
+    let results = compare_trees(&trees, plan, opts, interrupt, progress)?;
+    Ok((results, wb.path().to_path_buf()))
+}
+
 /// The whole diff: the base (A) checked out into a temporary worktree,
 /// `head` (B) the working tree or another checkout, every target of
 /// `plan` compared ([`compare_trees`]), the checkouts removed on the way

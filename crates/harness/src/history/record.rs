@@ -331,8 +331,14 @@ fn import_tree(
     // the importtime log holds, but a refusal only costs the lines).
     if Policy::new(wanted.clone(), Vec::new()).is_ok() {
         let lines = imports::importing_lines(target, &wanted);
+        // Relative to the checkout, which is gone once the run is stored.
         for m in &mut modules {
-            m.imported_at = imports::line_of(&lines, &m.module);
+            m.imported_at = imports::line_of(&lines, &m.module).map(|mut c| {
+                if let Ok(rel) = Path::new(&c.file).strip_prefix(tree) {
+                    c.file = rel.display().to_string();
+                }
+                c
+            });
         }
     }
     Ok(Ok(modules))
