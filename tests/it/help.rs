@@ -35,7 +35,20 @@ fn every_commands_help_is_snapshotted_whole() {
     support::redactions().bind(|| {
         insta::assert_snapshot!("help", top);
         for command in &commands {
-            insta::assert_snapshot!(format!("help_{command}"), help(&[command, "--help"]));
+            let text = help(&[command, "--help"]);
+            // A command's own subcommands (`history record`, `history show`).
+            let nested = if text.contains("Commands:\n") {
+                subcommands(&text)
+            } else {
+                Vec::new()
+            };
+            insta::assert_snapshot!(format!("help_{command}"), text);
+            for sub in nested {
+                insta::assert_snapshot!(
+                    format!("help_{command}_{sub}"),
+                    help(&[command, &sub, "--help"])
+                );
+            }
         }
     });
 }

@@ -67,7 +67,7 @@ pub struct HistoryShowArgs {
     store: crate::args::HistoryArgs,
     /// The smallest change reported, and the noise band a re-measurement
     /// judges it against (0.05 or 5%).
-    #[arg(long, value_parser = crate::args::parse_share, default_value = "5%")]
+    #[arg(long, value_name = "SHARE", value_parser = crate::args::parse_share, default_value = "5%")]
     min_change: f64,
     /// Do not re-measure: every change the series shows stays a candidate.
     #[arg(long)]

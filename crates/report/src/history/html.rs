@@ -76,14 +76,14 @@ impl Scale {
         self.top + self.height * (1.0 - (v - self.lo) / (self.hi - self.lo))
     }
 
-    /// The axis: three labelled lines.
-    fn axis(&self, unit: &str, out: &mut String) {
+    /// The axis: three labelled lines, with `decimals` digits.
+    fn axis(&self, unit: &str, decimals: usize, out: &mut String) {
         for k in 0..3 {
             let v = self.lo + (self.hi - self.lo) * k as f64 / 2.0;
             let y = self.y(v);
             let _ = write!(
                 out,
-                r##"<line x1="{LEFT}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11">{v:.1} {unit}</text>"##,
+                r##"<line x1="{LEFT}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11">{v:.decimals$} {unit}</text>"##,
                 WIDTH - RIGHT,
                 LEFT - 6.0,
                 y + 4.0
@@ -119,7 +119,7 @@ fn ready_chart(t: &TargetHistory, index: usize) -> String {
         r#"<svg class="chart" data-target="{index}" viewBox="0 0 {WIDTH} 270" width="{WIDTH}" height="270" role="img"><title>ready time of {} by commit</title>"#,
         esc(&t.target)
     );
-    s.axis("ms", &mut out);
+    s.axis("ms", 1, &mut out);
     let at = |commit: &str| t.points.iter().position(|p| p.commit.commit == commit);
     for d in &t.drifts {
         if let (Some(a), Some(b)) = (at(&d.from.commit), at(&d.to.commit)) {
@@ -207,8 +207,7 @@ fn ready_chart(t: &TargetHistory, index: usize) -> String {
 /// A small chart of one figure per point (peak RSS, modules).
 fn small_chart(
     t: &TargetHistory,
-    what: &str,
-    unit: &str,
+    (what, unit, decimals): (&str, &str, usize),
     f: impl Fn(&Point) -> Option<f64>,
 ) -> String {
     let n = t.points.len();
@@ -222,7 +221,7 @@ fn small_chart(
     let mut out = format!(
         r#"<svg class="small" viewBox="0 0 {WIDTH} 110" width="{WIDTH}" height="110" role="img"><title>{what} by commit</title><text x="{LEFT}" y="106" font-size="11">{what}</text>"#
     );
-    s.axis(unit, &mut out);
+    s.axis(unit, decimals, &mut out);
     if !values.is_empty() {
         out.push_str(&line(&values, n, &s, "#6a51a3"));
     }
@@ -315,12 +314,14 @@ pub fn html(r: &HistoryReport) -> String {
             t.candidates.len()
         );
         body.push_str(&ready_chart(t, k));
-        body.push_str(&small_chart(t, "peak RSS", "MiB", |p| {
+        body.push_str(&small_chart(t, ("peak RSS", "MiB", 1), |p| {
             p.peak_rss_bytes.map(|b| b / (1024.0 * 1024.0))
         }));
-        body.push_str(&small_chart(t, "modules imported at start-up", "", |p| {
-            (p.modules > 0).then_some(p.modules as f64)
-        }));
+        body.push_str(&small_chart(
+            t,
+            ("modules imported at start-up", "", 0),
+            |p| (p.modules > 0).then_some(p.modules as f64),
+        ));
         tables(t, &mut body);
         body.push_str("</section>");
     }
