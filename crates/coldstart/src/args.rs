@@ -59,9 +59,9 @@ impl HistoryArgs {
 /// current commit in the start-up history.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RecordFlagArgs {
-    /// Also store what was measured, as the current commit's run, in the
-    /// start-up history (no extra trials; a run already stored for this
-    /// commit and environment is kept).
+    /// Also store what was measured in the start-up history, each run as
+    /// its commit's (no extra trials; a run already stored for its commit
+    /// and environment is kept).
     #[arg(long)]
     pub record: bool,
     /// Where.

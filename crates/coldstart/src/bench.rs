@@ -394,19 +394,7 @@ fn record(
     }
     let top = harness::diff::git::toplevel(&project.root)?;
     let stored = harness::history::current_run(&top, target, run.records.clone())?;
-    let location = args.store.location(project);
-    let mut store = history::Store::open(&location)?;
-    let commit = stored.commit.sha.clone();
-    let what = match store.record(&stored)? {
-        history::Written::Stored(_) => "recorded",
-        history::Written::Existing(_) => "already recorded (kept as it was)",
-    };
-    eprintln!(
-        "{} at {}: {what} in {location}",
-        target.name,
-        &commit[..12.min(commit.len())]
-    );
-    Ok(())
+    crate::history::store_runs(&args.store, project, &[stored])
 }
 
 #[cfg(test)]

@@ -71,6 +71,11 @@ pub struct Args {
     /// system's temporary folder, kept and named in the report].
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Also store each side's timed rounds in the start-up history: the
+    /// base's as its commit's run, the working tree's as HEAD's when it
+    /// has no uncommitted change.
+    #[command(flatten)]
+    record: crate::args::RecordFlagArgs,
 }
 
 /// Runs the diff.
@@ -116,5 +121,24 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         );
         return Ok(crate::signals::interrupted_code(&interrupt));
     }
+    if args.record.record {
+        record(&args.record, project, &plan, &report)?;
+    }
     Ok(ExitCode::from(answers::diff::exit_code(&report, strict)))
+}
+
+/// `--record`: each side's timed rounds stored as its commit's run.
+fn record(
+    args: &crate::args::RecordFlagArgs,
+    project: &Project,
+    plan: &harness::diff::DiffTargets<'_>,
+    report: &answers::diff::DiffReport,
+) -> Result<()> {
+    let top = git::toplevel(&project.root)?;
+    let targets: Vec<_> = plan.targets.iter().map(|(t, _)| t.clone()).collect();
+    let (runs, left) = harness::history::diff_runs(&top, report, &targets)?;
+    for l in left {
+        eprintln!("--record: {l}");
+    }
+    crate::history::store_runs(&args.store, project, &runs)
 }

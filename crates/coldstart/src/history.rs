@@ -234,6 +234,31 @@ fn record_range(args: HistoryRecordArgs, project: &Project) -> Result<ExitCode> 
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--record`: `runs` stored in the history `store` names, a line each
+/// on stderr saying whether it was stored or kept as it was.
+pub(crate) fn store_runs(
+    store: &crate::args::HistoryArgs,
+    project: &Project,
+    runs: &[history::Run],
+) -> Result<()> {
+    let location = store.location(project);
+    let mut store =
+        Store::open(&location).with_context(|| "--record: could not open the start-up history")?;
+    for run in runs {
+        let what = match store.record(run)? {
+            history::Written::Stored(_) => "recorded",
+            history::Written::Existing(_) => "already recorded (kept as it was)",
+        };
+        let commit = &run.commit.sha;
+        eprintln!(
+            "{} at {}: {what} in {location}",
+            run.target,
+            &commit[..12.min(commit.len())]
+        );
+    }
+    Ok(())
+}
+
 /// The bar over every commit of every target (on a terminal; a line per
 /// commit elsewhere), its message the commit's trials.
 struct CommitBar(indicatif::ProgressBar);

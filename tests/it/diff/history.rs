@@ -321,6 +321,57 @@ fn bench_record_stores_the_current_commits_trials_once() {
     assert_eq!(r.stored().len(), 1);
 }
 
+/// `diff --record` stores what the diff measured, each side as its own
+/// commit's run (A the base, B HEAD), with the rounds of its side only;
+/// with uncommitted changes side B is not HEAD's, so only A is stored,
+/// and it says so.
+#[test]
+fn diff_record_stores_each_sides_rounds_as_its_commits_run() {
+    let r = Repo::three_commits();
+    let file = r.history_file();
+    let diff = |r: &Repo| {
+        printed(
+            r.command(&[
+                "diff",
+                "HEAD~1",
+                "--max-seconds",
+                "10",
+                "--record",
+                "--history",
+                file.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap(),
+        )
+    };
+    let out = diff(&r);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    r.assert_nothing_left();
+    let runs = r.stored();
+    let commits: Vec<&str> = runs.iter().map(|s| s.run.commit.sha.as_str()).collect();
+    let head = r.head_commits(2);
+    assert_eq!(
+        commits,
+        [head[0].as_str(), head[1].as_str()],
+        "base, then HEAD"
+    );
+    for (s, variant) in runs
+        .iter()
+        .zip([timeline::Variant::A, timeline::Variant::B])
+    {
+        assert!(!s.run.trials.is_empty(), "{s:?}");
+        assert!(s.run.trials.iter().all(|t| t.variant == variant), "{s:?}");
+        assert_eq!(s.run.outcome, RunOutcome::Measured);
+    }
+
+    r.write("src/app/heavy.py", &busy(10));
+    let out = diff(&r);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("side B not stored"), "{err}");
+    assert!(err.contains("already recorded (kept as it was)"), "{err}");
+    assert_eq!(r.stored().len(), 2);
+}
+
 /// The same commits recorded into a SQLite file and into a real
 /// PostgreSQL database (a server this test starts) store the same
 /// answers: commits, outcomes, trial counts and import trees' modules;

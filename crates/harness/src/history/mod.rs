@@ -11,6 +11,6 @@ pub mod record;
 pub mod show;
 
 pub use record::{
-    HistoryOptions, RecordProgress, Recorded, Shard, commit_info, commits, current_run, dirty,
-    environment, record,
+    HistoryOptions, RecordProgress, Recorded, Shard, commit_info, commits, current_run, diff_runs,
+    dirty, environment, record,
 };

@@ -421,6 +421,58 @@ pub fn current_run(top: &Path, target: &Target, trials: Vec<TrialRecord>) -> Res
     })
 }
 
+/// The runs a diff measured, for `diff --record`: each target's timed
+/// rounds split by side, side A's stored as the base commit's run and
+/// side B's as HEAD's (no import tree: the diff keeps its import trees as
+/// a comparison, not as two trees). Side B is left out when the working
+/// tree had uncommitted changes (its figures are not HEAD's), each with
+/// why in the second list.
+pub fn diff_runs(
+    top: &Path,
+    report: &answers::diff::DiffReport,
+    targets: &[Target],
+) -> Result<(Vec<Run>, Vec<String>)> {
+    let head = git_ok(top, &["rev-parse", "HEAD"])?.trim().to_owned();
+    let (mut runs, mut left) = (Vec::new(), Vec::new());
+    for d in &report.targets {
+        let (Some(time), Some(target)) = (&d.time, targets.iter().find(|t| t.name == d.name))
+        else {
+            left.push(format!("{}: no timed rounds to store", d.name));
+            continue;
+        };
+        let saved = trials::load_run(&time.run_dir)?;
+        let env = environment(target);
+        for (variant, sha) in [
+            (timeline::Variant::A, &report.base.commit),
+            (timeline::Variant::B, &head),
+        ] {
+            if variant == timeline::Variant::B && report.base.dirty {
+                left.push(format!(
+                    "{}: side B not stored: the working tree had uncommitted changes, so its figures are not HEAD's",
+                    d.name
+                ));
+                continue;
+            }
+            runs.push(Run {
+                commit: commit_info(top, sha)?,
+                target: target.name.clone(),
+                tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+                environment: env.clone(),
+                recorded_unix_ms: crate::env::unix_ms() as i64,
+                outcome: RunOutcome::Measured,
+                trials: saved
+                    .records
+                    .iter()
+                    .filter(|r| r.variant == variant)
+                    .cloned()
+                    .collect(),
+                modules: Vec::new(),
+            });
+        }
+    }
+    Ok((runs, left))
+}
+
 /// Whether the working tree at `top` has uncommitted changes to tracked
 /// files (which a recording, measuring commits in their own checkouts,
 /// leaves out). Untracked files do not count: coldstart's own outputs
