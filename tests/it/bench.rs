@@ -137,6 +137,64 @@ fn output_writes_the_runs_renderings_where_a_job_wants_them() {
     assert_eq!(read(&json), read(&out.join("summary.json")));
 }
 
+/// `--output perfetto=` and `chrome-json=`: the run on one timeline, as
+/// Perfetto's protobuf (decoded against its schema) and Chrome's JSON
+/// (checked by the format's rules): coldstart's track and one per worker,
+/// each worker's start-up, ready and shutdown, and five flows a trial
+/// (the ready line, the health request and its reply, the shutdown and
+/// its acknowledgement).
+#[test]
+fn output_writes_the_run_as_one_trace_with_each_workers_phases_and_messages() {
+    use prost::Message as _;
+    let dir = tempfile::tempdir().unwrap();
+    let (pb, json) = (
+        dir.path().join("bench.pftrace"),
+        dir.path().join("bench.json"),
+    );
+    let o = bench(
+        &dir.path().join("run"),
+        &[
+            "--warmup",
+            "1",
+            "--trials",
+            "3",
+            "--output",
+            &format!("perfetto={}", pb.display()),
+            "--output",
+            &format!("chrome-json={}", json.display()),
+        ],
+        &standin_argv(&[]),
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let text = std::fs::read_to_string(&json).unwrap();
+    let counts = ::trace::chrome::validate(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        counts.processes, 5,
+        "coldstart and four workers: {counts:?}"
+    );
+    assert_eq!(counts.flows, 20, "five messages a trial: {counts:?}");
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let names = |n: &str| {
+        doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == n)
+            .count()
+    };
+    assert_eq!(names("start-up"), 4);
+    assert_eq!(names("health"), 4);
+    assert_eq!(names("trial 1 of command"), 1, "{text}");
+    let trace = ::trace::perfetto::PbTrace::decode(std::fs::read(&pb).unwrap().as_slice()).unwrap();
+    let processes = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref())
+        .filter(|t| t.process.is_some())
+        .count();
+    assert_eq!(processes, 5);
+}
+
 #[test]
 fn bench_a_against_itself_claims_no_change() {
     let dir = tempfile::tempdir().unwrap();

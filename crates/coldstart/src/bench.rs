@@ -28,6 +28,11 @@ pub enum Format {
     Json,
     /// `hyperfine.json`: hyperfine's export format.
     Hyperfine,
+    /// The run on one timeline, Perfetto's protobuf trace: coldstart's
+    /// waits, each worker's phases, the protocol's messages as flows.
+    Perfetto,
+    /// The same as Chrome's Trace Event JSON (chrome://tracing, speedscope).
+    ChromeJson,
 }
 
 /// The bench's flags.
@@ -268,6 +273,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         Some(vs) => Some(with_limits(pick_vs(project, vs, &args.env)?, &args)),
         None => None,
     };
+    let b_name = b.as_ref().map(|t| t.name.clone());
     let started_ms = harness::env::unix_ms();
     // Every flag is checked before the output folder is made.
     let recorded = a.clone();
@@ -279,8 +285,10 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     )?);
     let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
     let run = bench.run(&interrupt, &mut Bar(indicatif::ProgressBar::hidden()))?;
-    let render = |format: Format| render(format, &run);
-    print!("{}", render(Format::Text));
+    let names = [recorded.name.clone(), b_name.unwrap_or_default()];
+    let label = move |v: Variant| names[usize::from(v == Variant::B)].clone();
+    let render = |format: Format| render(format, &run, &label);
+    print!("{}", String::from_utf8_lossy(&render(Format::Text)?));
     crate::outputs::write_all(&args.output, render)?;
     print_end(&run, &interrupt);
     if args.record.record {
@@ -328,9 +336,14 @@ fn options(args: &Args, project: &Project) -> BenchOptions {
     }
 }
 
-/// The run's report in `format`.
-fn render(format: Format, run: &trials::BenchRun) -> String {
-    match format {
+/// The run's report in `format`, `label` naming each variant's target.
+fn render(
+    format: Format,
+    run: &trials::BenchRun,
+    label: &dyn Fn(Variant) -> String,
+) -> Result<Vec<u8>> {
+    let trace = || trials::trace::trace_of(&run.records, std::process::id(), label);
+    Ok(match format {
         Format::Text => {
             let mut text = report::bench::terminal::render(&run.summary);
             let serve_text = report::bench::markdown::serve_sections(&run.summary);
@@ -338,12 +351,16 @@ fn render(format: Format, run: &trials::BenchRun) -> String {
                 text.push('\n');
                 text.push_str(&serve_text);
             }
-            text
+            text.into_bytes()
         }
-        Format::Markdown => report::bench::markdown::render(&run.summary),
-        Format::Json => report::bench::json(&run.summary),
-        Format::Hyperfine => report::bench::hyperfine::render(&run.summary, &run.records),
-    }
+        Format::Markdown => report::bench::markdown::render(&run.summary).into_bytes(),
+        Format::Json => report::bench::json(&run.summary).into_bytes(),
+        Format::Hyperfine => {
+            report::bench::hyperfine::render(&run.summary, &run.records).into_bytes()
+        }
+        Format::Perfetto => trace::perfetto::to_protobuf(&trace())?,
+        Format::ChromeJson => trace::chrome::to_json(&trace())?.into_bytes(),
+    })
 }
 
 /// After the report: the first failure, where the files went, any that

@@ -139,7 +139,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     print_notes(&outcome);
     let render = |format: Format| render(format, &outcome, &project.root);
     print!("{}", render(format));
-    crate::outputs::write_all(&args.output, render)?;
+    crate::outputs::write_all(&args.output, |f| Ok(render(f)))?;
     if format == Format::Text {
         print_suggestions(&outcome, args.fix);
     }

@@ -113,7 +113,7 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         Format::Junit => report::diff::junit(&report, strict),
     };
     print!("{}", render(args.format));
-    crate::outputs::write_all(&args.output, render)?;
+    crate::outputs::write_all(&args.output, |f| Ok(render(f)))?;
     if interrupt.is_set() {
         eprintln!(
             "interrupted by {}: the report covers what was compared so far; the base's checkout is removed",

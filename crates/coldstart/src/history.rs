@@ -175,7 +175,7 @@ fn show(args: HistoryShowArgs, project: &Project) -> Result<ExitCode> {
         ShowFormat::Html => report::history::html(&report),
     };
     print!("{}", render(args.format));
-    crate::outputs::write_all(&args.output, render)?;
+    crate::outputs::write_all(&args.output, |f| Ok(render(f)))?;
     if interrupt.is_set() {
         return Ok(crate::signals::interrupted_code(&interrupt));
     }

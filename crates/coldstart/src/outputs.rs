@@ -59,17 +59,18 @@ pub fn run_folder(out: Option<&std::path::Path>, what: &str) -> Result<PathBuf> 
 }
 
 /// Writes each output, rendered by `render` (text, or the bytes of a
-/// binary format).
+/// binary format); a rendering that fails stops before its file is made.
 pub fn write_all<F: Copy, R: AsRef<[u8]>>(
     outputs: &[Output<F>],
-    render: impl Fn(F) -> R,
+    render: impl Fn(F) -> Result<R>,
 ) -> Result<()> {
     for o in outputs {
+        let bytes = render(o.format)?;
         if let Some(parent) = o.path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("could not create {}", parent.display()))?;
         }
-        std::fs::write(&o.path, render(o.format))
+        std::fs::write(&o.path, bytes)
             .with_context(|| format!("could not write {}", o.path.display()))?;
     }
     Ok(())

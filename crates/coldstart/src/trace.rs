@@ -111,20 +111,11 @@ fn announce(pid: u32, options: &TraceOptions) {
 
 /// Each `--output` written in its format.
 fn write_files(outputs: &[Output<Format>], trace: &::trace::Trace) -> Result<()> {
-    let mut files = Vec::new();
-    for o in outputs {
-        let bytes = match o.format {
+    crate::outputs::write_all(outputs, |f| {
+        Ok(match f {
             Format::Perfetto => ::trace::perfetto::to_protobuf(trace)?,
             Format::ChromeJson => ::trace::chrome::to_json(trace)?.into_bytes(),
-        };
-        files.push((o.format, bytes));
-    }
-    crate::outputs::write_all(outputs, |f| {
-        files
-            .iter()
-            .find(|(g, _)| *g == f)
-            .map(|(_, b)| b.clone())
-            .unwrap_or_default()
+        })
     })
 }
 

@@ -46,6 +46,7 @@ use crate::target::Target;
 
 pub mod files;
 pub mod progress;
+pub mod trace;
 mod trial;
 mod untimed;
 
