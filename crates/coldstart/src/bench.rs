@@ -4,16 +4,14 @@
 //! interleaved. (The bench measured against an independent probe is the
 //! workspace's `cargo xtask probe-check`, not a user's flag.)
 
-use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
 use harness::serve::{PoolOptions, ServeOptions};
-use harness::trials::{self, Bench, BenchOptions, Progress};
+use harness::trials::{self, Bench, BenchOptions};
 use harness::{OnPress, Target};
-use timeline::TrialKind;
-use timeline::{TrialRecord, Variant};
+use timeline::Variant;
 
 use settings::Project;
 
@@ -228,40 +226,6 @@ fn pick_vs(project: &Project, vs: &str, extra: &[(String, String)]) -> Result<Ta
     Ok(t)
 }
 
-/// The progress bar on a terminal, nothing elsewhere.
-pub(crate) struct Bar(pub(crate) indicatif::ProgressBar);
-
-impl Progress for Bar {
-    fn start(&mut self, most: u64) {
-        if std::io::stderr().is_terminal() {
-            self.0 = indicatif::ProgressBar::new(most);
-            self.0.set_style(
-                indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} trials  {msg}")
-                    .expect("a valid template"),
-            );
-            self.0.set_message("warming up");
-        }
-    }
-
-    fn trial(&mut self, records: &[TrialRecord], variants: &[Variant]) {
-        self.0.inc(1);
-        if records
-            .last()
-            .is_some_and(|r| r.kind == TrialKind::Measured)
-        {
-            self.0.set_message(trials::live_message(records, variants));
-        }
-    }
-
-    fn finish(&mut self) {
-        self.0.finish_and_clear();
-    }
-
-    fn announce(&mut self, event: &trials::Event) {
-        eprintln!("{event}");
-    }
-}
-
 /// Runs the bench.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     let a = with_env(args.target.one_target(project)?, &args.env);
@@ -284,7 +248,10 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         started_ms,
     )?);
     let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
-    let run = bench.run(&interrupt, &mut Bar(indicatif::ProgressBar::hidden()))?;
+    let run = bench.run(
+        &interrupt,
+        &mut crate::progress::Bar(indicatif::ProgressBar::hidden()),
+    )?;
     let names = [recorded.name.clone(), b_name.unwrap_or_default()];
     let label = move |v: Variant| names[usize::from(v == Variant::B)].clone();
     let render = |format: Format| render(format, &run, &label);

@@ -20,7 +20,7 @@ use harness::diff::{DiffOptions, Worktree, git};
 use phases::sequential::Question;
 
 use crate::args::{TextOrJson, TextOrJsonArgs};
-use crate::bench::Bar;
+use crate::progress::Bar;
 use settings::Project;
 
 /// The bisect's flags.

@@ -14,7 +14,7 @@ use anyhow::{Result, bail};
 use harness::OnPress;
 use harness::diff::{self, DiffOptions, Head, git};
 
-use crate::bench::Bar;
+use crate::progress::Bar;
 use settings::Project;
 
 /// How the report is printed.

@@ -13,7 +13,6 @@
 //! Exit codes: 0 the report was made (whatever it found); 2 the tool
 //! could not do its job; 128 + the signal when interrupted.
 
-use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
@@ -21,12 +20,10 @@ use harness::OnPress;
 use harness::diff::DiffOptions;
 use harness::diff::git;
 use harness::history::show::{self, Confirm};
-use harness::history::{self as record, HistoryOptions, RecordProgress, Recorded, Shard};
-use harness::trials::{self, Progress};
+use harness::history::{self as record, HistoryOptions, Recorded, Shard};
 use history::{RunOutcome, Store};
 use phases::changepoint::ChangeRule;
 use settings::Project;
-use timeline::{TrialKind, TrialRecord, Variant};
 
 /// `coldstart history`'s subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -148,7 +145,7 @@ fn show(args: HistoryShowArgs, project: &Project) -> Result<ExitCode> {
         ..ChangeRule::default()
     };
     let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
-    let bar = &mut crate::bench::Bar(indicatif::ProgressBar::hidden());
+    let bar = &mut crate::progress::Bar(indicatif::ProgressBar::hidden());
     let confirm = match args.no_confirm {
         true => None,
         false => Some(Confirm {
@@ -211,7 +208,7 @@ fn record_range(args: HistoryRecordArgs, project: &Project) -> Result<ExitCode> 
         warmup: args.warmup,
         root: project.root.clone(),
     };
-    let mut bar = CommitBar::new((commits.len() * targets.len()) as u64);
+    let mut bar = crate::progress::CommitBar::new((commits.len() * targets.len()) as u64);
     let done = record::record(
         &mut store, &top, &targets, &commits, &opts, &interrupt, &mut bar,
     )?;
@@ -257,84 +254,4 @@ pub(crate) fn store_runs(
         );
     }
     Ok(())
-}
-
-/// The bar over every commit of every target (on a terminal; a line per
-/// commit elsewhere), its message the commit's trials.
-struct CommitBar(indicatif::ProgressBar);
-
-impl CommitBar {
-    fn new(len: u64) -> CommitBar {
-        if !std::io::stderr().is_terminal() {
-            return CommitBar(indicatif::ProgressBar::hidden());
-        }
-        let bar = indicatif::ProgressBar::new(len);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:30} commit {pos}/{len}  {msg}  ({elapsed} so far, {eta} left)",
-            )
-            .expect("a valid template"),
-        );
-        CommitBar(bar)
-    }
-
-    fn say(&self, line: String) {
-        if self.0.is_hidden() {
-            eprintln!("{line}");
-        } else {
-            self.0.println(line);
-        }
-    }
-}
-
-impl RecordProgress for CommitBar {
-    fn commit(&mut self, k: usize, n: usize, commit: &str, target: &str) {
-        self.0.set_message(format!(
-            "{} {target} ({k} of {n})",
-            &commit[..12.min(commit.len())]
-        ));
-    }
-
-    fn recorded(&mut self, commit: &str, target: &str, what: &Recorded) {
-        self.0.inc(1);
-        let what = match what {
-            Recorded::Skipped => "already stored, skipped".to_owned(),
-            Recorded::Absent => "not at this commit, nothing stored".to_owned(),
-            Recorded::Stored(RunOutcome::Measured) => "stored".to_owned(),
-            Recorded::Stored(RunOutcome::Failed { message }) => {
-                format!("stored as failed: {message}")
-            }
-        };
-        self.say(format!(
-            "{} {target}: {what}",
-            &commit[..12.min(commit.len())]
-        ));
-    }
-
-    fn trials(&mut self) -> &mut dyn Progress {
-        self
-    }
-}
-
-impl Progress for CommitBar {
-    fn start(&mut self, _most: u64) {}
-
-    fn trial(&mut self, records: &[TrialRecord], variants: &[Variant]) {
-        let measured = records
-            .iter()
-            .filter(|r| r.kind == TrialKind::Measured)
-            .count();
-        if measured > 0 {
-            self.0.set_message(format!(
-                "trial {measured}: {}",
-                trials::live_message(records, variants)
-            ));
-        }
-    }
-
-    fn finish(&mut self) {}
-
-    fn announce(&mut self, event: &trials::Event) {
-        self.say(event.to_string());
-    }
 }

@@ -32,6 +32,7 @@ pub mod lazy;
 pub mod live;
 pub mod outputs;
 pub mod profile;
+pub mod progress;
 pub mod signals;
 pub mod snapshot;
 pub mod trace;

@@ -1,5 +1,5 @@
 //! The start-up history's two jobs over [`history::Store`]: measuring
-//! commits into it ([`record`]: `history record`, `bench --record`) and
+//! commits into it ([`mod@record`]: `history record`, `bench --record`) and
 //! reading a target's series back ([`show`]: `history show`, its change
 //! points confirmed by re-measuring).
 //!
