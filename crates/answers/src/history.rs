@@ -14,6 +14,7 @@
 //!     "other_environments": 0,                 // runs of this target kept for other environments
 //!     "points": [ { "commit", "subject", "time_unix_s",
 //!                   "ready_ms": { "median", "lo", "hi" } | null,
+//!                   "cpu_ms": .. | null,                  // the series' measure
 //!                   "trials", "failures", "peak_rss_bytes": .. | null,
 //!                   "modules", "failed": "..." | null } ],    // oldest first
 //!     "changes": [ Change ],                   // confirmed by re-measuring only
@@ -21,7 +22,7 @@
 //!     "drifts": [ { "from", "to", "commits", "total", "per_commit", "p",
 //!                   "confirmation" } ] } ] }
 //! Change = { "commit", "subject", "parent",       // full hashes; parent: the commit measured before
-//!            "series": { "before_ms", "after_ms", "change", "p" },
+//!            "series": { "before_ms", "after_ms", "change", "p" },   // CPU time
 //!            "confirmation": { "status": "confirmed" | "not_confirmed" | "inconclusive" | "not_measured",
 //!                              "comparison": Comparison | null, "message": "..." | null },
 //!            "imports": [ { "change": "added" | "removed", "module", "first_party",
@@ -64,6 +65,11 @@ pub struct Point {
     /// The median time to ready of its correct measured trials, ms, with
     /// its bootstrap interval (`None`: no correct trial).
     pub ready_ms: Option<Estimate>,
+    /// The median CPU time (user + system, `wait4`) of its correct
+    /// measured trials' workers, ms: the measure change points are
+    /// searched on (diff's basis, which the re-measurement uses too, and
+    /// which a loaded machine moves far less than wall time).
+    pub cpu_ms: Option<f64>,
     /// Its measured trials.
     pub trials: usize,
     /// Those that failed.
@@ -143,12 +149,13 @@ impl Confirmation {
     }
 }
 
-/// The series' side of a change: the medians of the segments around it.
+/// The series' side of a change: the medians of the per-commit CPU times
+/// of the segments around it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct SeriesChange {
-    /// The median ready time of the segment before, ms.
+    /// The median CPU time of the segment before, ms.
     pub before_ms: f64,
-    /// The median ready time of the segment from the change on, ms.
+    /// The median CPU time of the segment from the change on, ms.
     pub after_ms: f64,
     /// `after / before - 1`.
     pub change: f64,

@@ -1,7 +1,8 @@
 //! `history show`: a target's stored runs read back as a series along the
 //! first-parent history, its change points and drifts found
-//! ([`phases::changepoint::findings`] over each commit's median ready
-//! time), and each one **confirmed by re-measuring**: the commits on
+//! ([`phases::changepoint::findings`] over each commit's median CPU time,
+//! the basis the re-measurement judges on, which a loaded machine moves
+//! far less than wall time; ready time is the trend shown), and each one **confirmed by re-measuring**: the commits on
 //! either side compared again, interleaved, with diff's four verdicts
 //! ([`crate::diff::compare_commits`]). Only a change the re-measurement
 //! finds the same way is reported as a change; the others stay
@@ -94,6 +95,11 @@ pub fn point(commit: CommitRef, run: &Run) -> Point {
             hi: ci.map_or(m, |c| c.hi),
         }
     });
+    let cpu: Vec<f64> = correct
+        .iter()
+        .filter_map(|t| t.cpu_ns())
+        .map(|(u, s)| (u + s) as f64 / 1e6)
+        .collect();
     let peaks: Vec<f64> = correct
         .iter()
         .filter_map(|t| {
@@ -108,6 +114,7 @@ pub fn point(commit: CommitRef, run: &Run) -> Point {
         commit,
         time_unix_s: run.commit.time_unix_s,
         ready_ms,
+        cpu_ms: median(&cpu),
         trials: measured.clone().count(),
         failures: measured.filter(|t| !t.outcome.is_correct()).count(),
         peak_rss_bytes: median(&peaks),
@@ -218,12 +225,9 @@ pub fn target_history(
     let points: Vec<Point> = stored.iter().map(|(c, r)| point((*c).clone(), r)).collect();
     // The series: the points with a figure, and where each sits in `stored`.
     let at: Vec<usize> = (0..points.len())
-        .filter(|&i| points[i].failed.is_none() && points[i].ready_ms.is_some())
+        .filter(|&i| points[i].failed.is_none() && points[i].cpu_ms.is_some())
         .collect();
-    let values: Vec<f64> = at
-        .iter()
-        .filter_map(|&i| points[i].ready_ms.map(|e| e.median))
-        .collect();
+    let values: Vec<f64> = at.iter().filter_map(|&i| points[i].cpu_ms).collect();
     let mut history = TargetHistory {
         target: s.target.to_owned(),
         environment: s.environment.to_owned(),

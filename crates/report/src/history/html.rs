@@ -326,7 +326,7 @@ pub fn html(r: &HistoryReport) -> String {
         body.push_str("</section>");
     }
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>coldstart: start-up history</title><style>{STYLE}</style></head><body><h1>Start-up history</h1><p>Ready time per commit: the median of its trials, with its interval as the band. A change is marked only when re-measuring its two commits interleaved confirmed it (E-Divisive means, p &lt;= {}, at least {}).</p>{body}<div id=\"tip\"></div><script type=\"application/json\" id=\"history-data\">{}</script><script>{SCRIPT}</script></body></html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>coldstart: start-up history</title><style>{STYLE}</style></head><body><h1>Start-up history</h1><p>Ready time per commit: the median of its trials, with its interval as the band. Changes are searched for on each commit's median CPU time (E-Divisive means, p &lt;= {}, at least {}), and one is marked only when re-measuring its two commits interleaved confirmed it.</p>{body}<div id=\"tip\"></div><script type=\"application/json\" id=\"history-data\">{}</script><script>{SCRIPT}</script></body></html>\n",
         r.rule.max_p,
         fmt_pct(r.rule.min_magnitude),
         script_json(&serde_json::Value::Array(data))

@@ -51,7 +51,7 @@ pub fn confirmation_words(c: &Confirmation) -> String {
 /// A change's headline: where, how large on the series.
 fn change_line(c: &Change) -> String {
     format!(
-        "{} {}: ready {} -> {} ({}{}, p {:.3})",
+        "{} {}: CPU time {} -> {} ({}{}, p {:.3})",
         short(&c.at.commit),
         crate::printable(&c.at.subject),
         fmt_ms(c.series.before_ms),
@@ -107,6 +107,9 @@ fn point_figures(p: &Point) -> String {
     if p.failures > 0 {
         let _ = write!(s, ", {} of {} trials failed", p.failures, p.trials);
     }
+    if let Some(c) = p.cpu_ms {
+        let _ = write!(s, ", CPU {}", fmt_ms(c));
+    }
     if let Some(b) = p.peak_rss_bytes {
         let _ = write!(s, ", peak {}", fmt_mib(b));
     }
@@ -117,7 +120,7 @@ fn point_figures(p: &Point) -> String {
 }
 
 fn target_text(t: &TargetHistory, out: &mut String) {
-    let measured = t.points.iter().filter(|p| p.ready_ms.is_some()).count();
+    let measured = t.points.iter().filter(|p| p.cpu_ms.is_some()).count();
     let _ = writeln!(
         out,
         "`{}` in environment {} ({}): {} commits stored, {measured} with a figure",
@@ -169,7 +172,7 @@ pub fn text(r: &HistoryReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "start-up history: change points by E-Divisive means (p <= {}, at least {} and {} commits a side), each re-measured",
+        "start-up history: change points on each commit's median CPU time by E-Divisive means (p <= {}, at least {} and {} commits a side), each re-measured",
         r.rule.max_p,
         fmt_pct(r.rule.min_magnitude),
         r.rule.min_segment
@@ -241,7 +244,7 @@ pub fn markdown(r: &HistoryReport) -> String {
         );
         if !t.changes.is_empty() || !t.candidates.is_empty() {
             out.push_str(
-                "| commit | ready | series | re-measured | imports |\n|---|---|---|---|---|\n",
+                "| commit | CPU time | series | re-measured | imports |\n|---|---|---|---|---|\n",
             );
             for c in &t.changes {
                 let _ = writeln!(out, "{}", change_row(c, ""));

@@ -35,6 +35,7 @@ fn point(i: usize, ms: Option<f64>) -> Point {
             lo: m * 0.98,
             hi: m * 1.02,
         }),
+        cpu_ms: ms.map(|m| m * 0.8),
         trials: 10,
         failures: 0,
         peak_rss_bytes: ms.map(|_| 40.0 * 1024.0 * 1024.0),

@@ -9,7 +9,10 @@ use importguard::recorder::CallSite;
 use phases::changepoint::ChangeRule;
 use phases::compare::{Comparison, Method, Verdict};
 use phases::stats::Interval;
-use timeline::{Outcome, PhaseDurations, TrialKind, TrialRecord, Variant};
+use timeline::{
+    Escalation, Marks, Outcome, PhaseDurations, TrialKind, TrialRecord, Usage, Variant,
+    WorkerRecord,
+};
 
 use super::{Remeasure, Series, import_changes, target_history};
 
@@ -40,7 +43,22 @@ fn trial(i: usize, ms: f64) -> TrialRecord {
             ..PhaseDurations::default()
         },
         outcome: Outcome::Correct,
-        workers: Vec::new(),
+        workers: vec![WorkerRecord {
+            pid: Some(100 + i as u32),
+            marks: Marks::default(),
+            // As much CPU as wall time, less a fixed 10 ms.
+            usage: Some(Usage {
+                user_ns: ((ms - 10.0) * 1e6) as u64,
+                sys_ns: 0,
+                max_rss_bytes: 40 << 20,
+            }),
+            rss_at_ready_bytes: None,
+            cgroup_peak_bytes: None,
+            exit: None,
+            escalation: Escalation::None,
+            noise_lines: 0,
+            outcome: Outcome::Correct,
+        }],
     }
 }
 
@@ -192,7 +210,12 @@ fn a_step_confirmed_by_re_measuring_its_two_commits_is_a_change_with_what_arrive
         (c.at.commit.as_str(), c.parent.as_str()),
         (sha(8).as_str(), sha(7).as_str())
     );
-    assert!((c.series.change - 0.4).abs() < 0.02, "{:?}", c.series);
+    // On CPU time: 90 ms to 130 ms.
+    assert!(
+        (c.series.change - 40.0 / 90.0).abs() < 0.02,
+        "{:?}",
+        c.series
+    );
     assert_eq!(c.confirmation.status, Confirmed::Confirmed);
     let arrived: Vec<_> = c
         .imports
