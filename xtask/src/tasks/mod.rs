@@ -1,5 +1,6 @@
 //! The workspace-only tasks; each has an `Args` (clap) and a `run`.
 
+pub mod bench_history;
 pub mod bench_parser;
 pub mod dist;
 pub mod dupnames;

@@ -139,6 +139,46 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     hash
 }
 
+/// A Python with `packages` (pinned, from PyPI) importable, for a
+/// benchmark's contenders: a venv cached in the temp directory under
+/// `coldstart-NAME`, made from `python` and filled with pip on first use;
+/// `probe` is the Python that must run in it (an import) for it to count.
+pub fn tool_python(python: &str, name: &str, packages: &[&str], probe: &str) -> Result<PathBuf> {
+    let venv = std::env::temp_dir().join(format!("coldstart-{name}"));
+    let py = venv.join("bin/python");
+    let ready = |py: &Path| {
+        Command::new(py)
+            .args(["-c", probe])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if py.exists() && ready(&py) {
+        return Ok(py);
+    }
+    let status = Command::new(python)
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .with_context(|| format!("running `{python} -m venv`"))?;
+    if !status.success() {
+        bail!("`{python} -m venv {}` failed", venv.display());
+    }
+    let out = Command::new(&py)
+        .args("-m pip install --quiet --disable-pip-version-check".split(' '))
+        .args(packages)
+        .output()
+        .context("running pip")?;
+    if !out.status.success() || !ready(&py) {
+        bail!(
+            "could not install {} with pip: {}",
+            packages.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(py)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -318,41 +318,14 @@ fn report(label: &str, mb: f64, size: u64, runs: &[Run]) -> f64 {
     median
 }
 
-/// A Python with tuna importable: a cached venv in the temp directory,
-/// created and filled with pip on first use.
+/// A Python with tuna importable (a cached venv, [`super::venv::tool_python`]).
 fn tuna_python(python: &str) -> anyhow::Result<PathBuf> {
-    let venv = std::env::temp_dir().join("coldstart-bench-parser-tuna");
-    let py = venv.join("bin/python");
-    let has_tuna = |py: &Path| {
-        Command::new(py)
-            .args(["-c", "import tuna._import_profile"])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if py.exists() && has_tuna(&py) {
-        return Ok(py);
-    }
-    let status = Command::new(python)
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .with_context(|| format!("running `{python} -m venv`"))?;
-    if !status.success() {
-        bail!("`{python} -m venv {}` failed", venv.display());
-    }
-    let out = Command::new(&py)
-        .args("-m pip install --quiet --disable-pip-version-check".split(' '))
-        .arg(TUNA)
-        .output()
-        .context("running pip")?;
-    if !out.status.success() || !has_tuna(&py) {
-        bail!(
-            "could not install {TUNA} with pip: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(py)
+    super::venv::tool_python(
+        python,
+        "bench-parser-tuna",
+        &[TUNA],
+        "import tuna._import_profile",
+    )
 }
 
 /// The median of a non-empty slice (the statistics crate's one median).
@@ -360,7 +333,8 @@ fn median_of(v: &[f64]) -> f64 {
     phases::stats::median(v).unwrap_or(f64::NAN)
 }
 
-fn load() -> String {
+/// The machine's load averages (1, 5, 15 minutes), for a benchmark's header.
+pub(super) fn load() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "unknown".to_owned())

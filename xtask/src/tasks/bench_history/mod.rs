@@ -1,0 +1,391 @@
+//! `cargo xtask bench-history`: the start-up history measured end to end
+//! on a generated repository of 40 commits with known changes, and the
+//! same series handed to two other change detectors.
+//!
+//! The repository's worker (the boundary fixtures' protocol loop) burns a
+//! fixed 100 ms of CPU at start-up; then, at known commits: a +40% step
+//! (a module burning 55 ms more), a drift of about +3% a commit over ten
+//! commits (a module burning 6 ms more each commit), a forbidden import
+//! arriving (a stand-in torch, generated here, that burns 60 ms as
+//! importing the real one costs far more), and the first step reversed.
+//! Every commit is recorded (`history record`, its trials), shown
+//! (`history show`: change points re-measured), and bisected over the
+//! first step; the per-commit median CPU times (the series `history show`
+//! searches) then go to asv's step detector and
+//! Apache Otava (pinned, in a venv of their own, `detectors.py`). The
+//! table says, for each, which known changes were found at their commit,
+//! which were missed, what was reported in the flat stretches, and the
+//! trials each spent.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use super::bench_parser::load;
+use super::project_root;
+
+const ASV: &str = "asv==0.6.6";
+const OTAVA: &str = "apache-otava==0.8.0";
+const DETECTORS: &str = include_str!("detectors.py");
+
+/// The commits generated.
+const COMMITS: usize = 40;
+/// The +40% step.
+const STEP_UP: usize = 8;
+/// The drift's commits (each +6 ms of start-up work).
+const DRIFT: std::ops::RangeInclusive<usize> = 16..=25;
+/// The forbidden import arriving.
+const FORBIDDEN: usize = 31;
+/// The step reversed.
+const STEP_DOWN: usize = 36;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Measured trials per commit.
+    #[arg(long, default_value_t = 5)]
+    pub trials: usize,
+    /// Python that runs the workers and makes the detectors' venv.
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// Generate the repository here and keep it with the results (default:
+    /// a temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let tmp = tempfile::tempdir()?;
+    let dir = args
+        .keep
+        .clone()
+        .unwrap_or_else(|| tmp.path().to_path_buf());
+    let coldstart = build_coldstart()?;
+    let python = real_python(&args.python)?;
+    let repo = dir.join("svc");
+    let commits = generate(&repo, &python)?;
+    let history = dir.join("history.db");
+    let h = history.to_str().context("the folder's path is not UTF-8")?;
+    let trials = args.trials.to_string();
+    println!(
+        "==> {COMMITS} commits generated in {}; machine load {}",
+        repo.display(),
+        load()
+    );
+    let cs = |a: &[&str]| Command::new(&coldstart).args(a).current_dir(&repo).output();
+    let t = Instant::now();
+    for range in [commits[0].clone(), format!("{}..HEAD", commits[0])] {
+        let out = cs(&[
+            "history",
+            "record",
+            &range,
+            "--trials",
+            &trials,
+            "--history",
+            h,
+        ])?;
+        if !out.status.success() {
+            bail!(
+                "history record failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    let record_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let confirm = dir.join("confirm");
+    let out = cs(&[
+        "history",
+        "show",
+        "--format",
+        "json",
+        "--history",
+        h,
+        "--out",
+        confirm.to_str().context("not UTF-8")?,
+    ])?;
+    let show_s = t.elapsed().as_secs_f64();
+    let show: Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("history show: {}", String::from_utf8_lossy(&out.stderr)))?;
+    let t = Instant::now();
+    let out = cs(&["bisect", &commits[0], &commits[15], "--format", "json"])?;
+    let bisect_s = t.elapsed().as_secs_f64();
+    let bisect: Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("bisect: {}", String::from_utf8_lossy(&out.stderr)))?;
+    let target = &show["targets"][0];
+    let series: Vec<f64> = target["points"]
+        .as_array()
+        .context("history show gave no points")?
+        .iter()
+        .map(|p| p["cpu_ms"].as_f64().unwrap_or(f64::NAN))
+        .collect();
+    let others = detectors(&args.python, &series)?;
+    println!(
+        "==> per-commit median CPU time (ms), the series every detector is given: {}",
+        fmt_series(&series)
+    );
+    let index = |c: &Value| commits.iter().position(|x| *x == c["commit"]);
+    let changes: Vec<usize> = array(&target["changes"]).iter().filter_map(index).collect();
+    let candidates: Vec<usize> = array(&target["candidates"])
+        .iter()
+        .filter_map(index)
+        .collect();
+    let drifts: Vec<(usize, usize)> = array(&target["drifts"])
+        .iter()
+        .filter_map(|d| Some((index(&d["from"])?, index(&d["to"])?)))
+        .collect();
+    let remeasured = rounds(target);
+    let recorded = COMMITS * (args.trials + 1);
+    println!(
+        "\n| detector | steps found at their commit (of 3) | drift | in the flat stretches | trials |"
+    );
+    println!("|---|---|---|---|---|");
+    row(
+        "coldstart history show (confirmed changes)",
+        &changes,
+        &drifts,
+        &format!("{recorded} recorded + {remeasured} re-measuring"),
+    );
+    println!("| (its candidates, not confirmed) | {candidates:?} | | | |");
+    for (name, found) in [("asv step_detect", &others.0), ("Apache Otava", &others.1)] {
+        row(name, found, &[], &format!("{recorded} recorded"));
+    }
+    let culprit = bisect["culprit"]["commit"].as_str().unwrap_or("none");
+    let steps = array(&bisect["steps"]);
+    let bisect_rounds: u64 = steps.iter().filter_map(|s| s["rounds"].as_u64()).sum();
+    println!(
+        "\nbisect {}..{}: culprit {} (the step is commit {STEP_UP}: {}), {} steps, {bisect_rounds} rounds a side in all",
+        short(&commits[0]),
+        short(&commits[15]),
+        commits
+            .iter()
+            .position(|c| c == culprit)
+            .map_or("none".to_owned(), |i| format!("commit {i}")),
+        if culprit == commits[STEP_UP] {
+            "right"
+        } else {
+            "WRONG"
+        },
+        steps.len()
+    );
+    println!(
+        "wall time: record {record_s:.0} s ({:.1} s a commit), show {show_s:.0} s, bisect {bisect_s:.0} s; load after {}",
+        record_s / COMMITS as f64,
+        load()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn array(v: &Value) -> Vec<Value> {
+    v.as_array().cloned().unwrap_or_default()
+}
+
+fn short(c: &str) -> &str {
+    &c[..c.len().min(10)]
+}
+
+fn fmt_series(s: &[f64]) -> String {
+    s.iter()
+        .map(|v| format!("{v:.0}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One detector's row: the known steps found at their commit, the drift,
+/// what it reported in the flat stretches.
+fn row(name: &str, found: &[usize], drifts: &[(usize, usize)], trials: &str) {
+    let known = [STEP_UP, FORBIDDEN, STEP_DOWN];
+    let hit: Vec<usize> = known
+        .iter()
+        .copied()
+        .filter(|k| found.contains(k))
+        .collect();
+    let missed: Vec<usize> = known
+        .iter()
+        .copied()
+        .filter(|k| !found.contains(k))
+        .collect();
+    let in_drift: Vec<usize> = found
+        .iter()
+        .copied()
+        .filter(|i| DRIFT.contains(i))
+        .collect();
+    let flat: Vec<usize> = found
+        .iter()
+        .copied()
+        .filter(|i| !known.contains(i) && !DRIFT.contains(i))
+        .collect();
+    let drift = match drifts.first() {
+        Some((a, b)) => format!(
+            "a drift over {a}..{b} (true: {}..{})",
+            DRIFT.start(),
+            DRIFT.end()
+        ),
+        None if in_drift.is_empty() => "missed".to_owned(),
+        None => format!("split into steps at {in_drift:?}"),
+    };
+    println!(
+        "| {name} | {} {hit:?}{} | {drift} | {} | {trials} |",
+        hit.len(),
+        if missed.is_empty() {
+            String::new()
+        } else {
+            format!(", missed {missed:?}")
+        },
+        if flat.is_empty() {
+            "none".to_owned()
+        } else {
+            format!("{flat:?}")
+        },
+    );
+}
+
+/// The rounds each side of every re-measurement ran (both sides counted).
+fn rounds(target: &Value) -> usize {
+    let mut all = array(&target["changes"]);
+    all.extend(array(&target["candidates"]));
+    all.extend(array(&target["drifts"]));
+    all.iter()
+        .filter_map(|c| {
+            let cmp = &c["confirmation"]["comparison"];
+            Some((cmp["n_a"].as_u64()? + cmp["n_b"].as_u64()?) as usize)
+        })
+        .sum()
+}
+
+/// asv's and Otava's change points on `series`.
+fn detectors(python: &str, series: &[f64]) -> anyhow::Result<(Vec<usize>, Vec<usize>)> {
+    let py = super::venv::tool_python(
+        python,
+        "bench-history-detectors",
+        &[ASV, OTAVA],
+        "import asv.step_detect, otava.analysis",
+    )?;
+    let mut child = Command::new(py)
+        .args(["-c", DETECTORS])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let input = serde_json::json!({ "series": series }).to_string();
+    std::io::Write::write_all(&mut child.stdin.take().context("stdin")?, input.as_bytes())?;
+    let out = child.wait_with_output()?;
+    let v: Value = serde_json::from_slice(&out.stdout).context("the detectors' answer")?;
+    let list = |k: &str| -> Vec<usize> {
+        array(&v[k])
+            .iter()
+            .filter_map(|i| i.as_u64().map(|i| i as usize))
+            .collect()
+    };
+    Ok((list("asv"), list("otava")))
+}
+
+/// The workspace's coldstart, built now.
+fn build_coldstart() -> anyhow::Result<PathBuf> {
+    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["build", "--quiet", "-p", "coldstart", "--bin", "coldstart"])
+        .current_dir(project_root())
+        .status()?;
+    if !status.success() {
+        bail!("cargo build -p coldstart failed");
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| project_root().join("target"), PathBuf::from);
+    Ok(target.join("debug/coldstart"))
+}
+
+/// The interpreter behind `python` (a pyenv shim resolved).
+fn real_python(python: &str) -> anyhow::Result<String> {
+    let out = Command::new(python)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .with_context(|| format!("running {python}"))?;
+    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
+}
+
+/// Burns `ms` of CPU when imported.
+fn busy(ms: usize) -> String {
+    format!(
+        "import time\n\n_start = time.process_time()\nwhile time.process_time() - _start < {}:\n    pass\n",
+        ms as f64 / 1e3
+    )
+}
+
+fn write(root: &Path, rel: &str, text: &str) -> anyhow::Result<()> {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().expect("a file in a folder"))?;
+    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+}
+
+fn git(root: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.com",
+        ])
+        .args(["-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(root)
+        .output()?;
+    if !out.status.success() {
+        bail!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
+}
+
+/// The repository with its 40 commits, oldest first.
+fn generate(root: &Path, python: &str) -> anyhow::Result<Vec<String>> {
+    if root.exists() {
+        std::fs::remove_dir_all(root)?;
+    }
+    std::fs::create_dir_all(root)?;
+    git(root, &["init", "-q", "-b", "main"])?;
+    let protokit = project_root().join("tests/fixtures/boundary/workers/protokit.py");
+    write(root, "src/protokit.py", &std::fs::read_to_string(protokit)?)?;
+    write(root, ".gitignore", "__pycache__/\n")?;
+    write(root, "src/app/__init__.py", "")?;
+    write(root, "src/app/base_work.py", &busy(100))?;
+    write(
+        root,
+        "coldstart.toml",
+        &format!(
+            "[[target]]\nname = \"w\"\ncommand = [\"{python}\", \"-m\", \"app\"]\nenv = {{ PYTHONPATH = \"src:stand-ins\" }}\n"
+        ),
+    )?;
+    let mut commits = Vec::new();
+    for i in 0..COMMITS {
+        let mut main = String::from("import protokit\nimport app.base_work\n");
+        if (STEP_UP..STEP_DOWN).contains(&i) {
+            write(root, "src/app/step.py", &busy(55))?;
+            main.push_str("import app.step\n");
+        }
+        if i >= *DRIFT.start() {
+            let k = i.min(*DRIFT.end()) + 1 - DRIFT.start();
+            write(root, "src/app/drift.py", &busy(6 * k))?;
+            main.push_str("import app.drift\n");
+        }
+        if i == FORBIDDEN {
+            write(
+                root,
+                "stand-ins/torch/__init__.py",
+                &format!(
+                    "\"\"\"STAND-IN for the benchmark: not the real torch; burns CPU as an import does.\"\"\"\n{}",
+                    busy(60)
+                ),
+            )?;
+        }
+        if i >= FORBIDDEN {
+            main.push_str("import torch\n");
+        }
+        main.push_str("\nprotokit.serve()\n");
+        write(root, "src/app/__main__.py", &main)?;
+        write(root, "NOTES.md", &format!("commit {i}\n"))?;
+        git(root, &["add", "-A"])?;
+        git(root, &["commit", "-q", "-m", &format!("commit {i}")])?;
+        commits.push(git(root, &["rev-parse", "HEAD"])?);
+    }
+    Ok(commits)
+}
