@@ -3,7 +3,18 @@
 //! speedscope's import, Perfetto's legacy importer): `M` metadata naming
 //! each process and thread, `X` complete events for slices, `i` instants,
 //! `C` counters, `s`/`f` flow events bound to the slices they leave and
-//! reach. Timestamps are µs (fractions keep the ns) on the trace's clock.
+//! reach.
+//!
+//! Timestamps are whole µs on the trace's clock, each rounded from its ns
+//! (the Perfetto trace keeps the ns). Whole, because readers sum a slice's
+//! end, `ts + dur`, in f64: with fractions of a µs on a clock at 10^10 µs
+//! the sums round apart, a frame that ends with its parent ends after it,
+//! and speedscope's import breaks ("Tried to end ... when ... was on the
+//! top of the stack"). Integers below 2^53 sum exactly, and rounding each
+//! end keeps every nesting (a slice inside another stays inside, at worst
+//! at the same start or end). At one start and length, the enclosing slice
+//! comes first ([`crate::Thread::slice_order`]), the order readers need to
+//! nest them.
 
 use serde_json::{Value, json};
 
@@ -54,7 +65,7 @@ pub fn to_json(trace: &Trace) -> Result<String, Error> {
                     s.start_ns,
                     json!({"ph": "X", "name": s.name, "cat": s.category, "pid": p.pid,
                            "tid": t.tid, "ts": us(s.start_ns),
-                           "dur": us(s.end_ns - s.start_ns)}),
+                           "dur": us(s.end_ns) - us(s.start_ns)}),
                 ));
                 let key = (p.pid, t.tid, i);
                 for id in flows.leaving.get(&key).into_iter().flatten() {
@@ -87,14 +98,10 @@ pub fn to_json(trace: &Trace) -> Result<String, Error> {
     Ok(serde_json::to_string(&doc).expect("a JSON value always serializes"))
 }
 
-/// ns as µs, the format's unit, the ns kept as a fraction.
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1000.0
+/// ns as whole µs, the format's unit, rounded to the nearest.
+fn us(ns: u64) -> u64 {
+    ns.saturating_add(500) / 1000
 }
-
-/// How far apart two times in µs may be and still be one: a slice's end,
-/// `ts + dur`, is summed from two rounded figures (a ns is 0.001 µs).
-const ROUNDING_US: f64 = 0.001;
 
 /// A Chrome Trace Event JSON document that breaks a rule of the format.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -120,8 +127,10 @@ pub struct Counts {
 /// Format): a `traceEvents` array; every event with a known `ph`, a `pid`
 /// and a `tid`, a numeric `ts` but for metadata; each `X` with a `dur` not
 /// negative; every `B` ended by an `E` on its thread, in order; a thread's
-/// slices nested; each `s` flow paired with one `f` of its id, both inside
-/// a slice of their thread; every process and thread with an event named
+/// slices nested, each end summed as `ts + dur` in f64 as readers sum it
+/// (no tolerance: a child that ends a rounding after its parent breaks
+/// them); each `s` flow paired with one `f` of its id, both inside a
+/// slice of their thread; every process and thread with an event named
 /// by `process_name`/`thread_name` metadata; timestamps not going back on
 /// a thread in the file's order.
 pub fn validate(json: &str) -> Result<Counts, Invalid> {
@@ -223,10 +232,7 @@ fn timed_event(
 ) -> Result<bool, Invalid> {
     let bad = |s: String| Err(Invalid(s));
     // Slices that ended by this time are closed.
-    while stack
-        .last()
-        .is_some_and(|&(_, end)| end <= ts + ROUNDING_US)
-    {
+    while stack.last().is_some_and(|&(_, end)| end <= ts) {
         stack.pop();
     }
     match ph {
@@ -234,10 +240,7 @@ fn timed_event(
             let Some(dur) = e.get("dur").and_then(Value::as_f64).filter(|d| *d >= 0.0) else {
                 return bad(format!("complete event {n} has no duration: {e}"));
             };
-            if stack
-                .last()
-                .is_some_and(|&(_, end)| ts + dur > end + ROUNDING_US)
-            {
+            if stack.last().is_some_and(|&(_, end)| ts + dur > end) {
                 return bad(format!("slice {n} overlaps its enclosing slice: {e}"));
             }
             stack.push((ts, ts + dur));
@@ -312,13 +315,102 @@ mod tests {
             .iter()
             .find(|e| e["name"] == "load (mlworker/model.py:10)")
             .unwrap();
-        // µs, the ns kept as a fraction.
-        assert_eq!(
-            (x["ts"].as_f64(), x["dur"].as_f64()),
-            (Some(1.6), Some(2.4))
-        );
+        // Whole µs, each end rounded from its ns: 1600 -> 2, 4000 -> 4.
+        assert_eq!((x["ts"].as_u64(), x["dur"].as_u64()), (Some(2), Some(2)));
         let f = events.iter().find(|e| e["ph"] == "f").unwrap();
         assert_eq!((&f["pid"], &f["bp"]), (&json!(200), &json!("e")));
+    }
+
+    /// The X events as a reader nests them (speedscope's import: by `ts`,
+    /// the longer first at one `ts`, else in the file's order; a slice
+    /// ends at `ts + dur` summed in f64): each one's name and depth.
+    fn nested_as_read(json: &str) -> Vec<(String, usize)> {
+        let doc: Value = serde_json::from_str(json).unwrap();
+        let mut xs: Vec<(f64, f64, String)> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| {
+                let num = |k: &str| e[k].as_f64().unwrap();
+                (
+                    num("ts"),
+                    num("dur"),
+                    e["name"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        xs.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        let mut ends: Vec<f64> = Vec::new();
+        let mut out = Vec::new();
+        for (ts, dur, name) in xs {
+            while ends.last().is_some_and(|&end| end <= ts) {
+                ends.pop();
+            }
+            out.push((name, ends.len()));
+            ends.push(ts + dur);
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// Sampled stacks on a clock far from zero (the kernel's monotonic
+        /// clock at days of uptime), frames opening and closing together:
+        /// the document is valid and every frame is read back at its own
+        /// depth, never inside its child.
+        #[test]
+        fn sampled_stacks_far_from_zero_are_read_back_at_their_depth(
+            base in 10u64.pow(15)..10u64.pow(17),
+            samples in proptest::collection::vec(
+                (
+                    0u64..3_000_000,
+                    1_000u64..20_000_000,
+                    proptest::collection::vec(0usize..2, 1..6),
+                ),
+                1..40,
+            ),
+        ) {
+            let mut t = base;
+            let stacks: Vec<crate::flame::TimedStack> = samples
+                .iter()
+                .map(|(gap, span, frames)| {
+                    // A gap under a millisecond continues the last sample.
+                    let start = t + if *gap < 1_000_000 { 0 } else { *gap };
+                    t = start + span;
+                    crate::flame::TimedStack {
+                        start_ns: start,
+                        end_ns: t,
+                        frames: frames
+                            .iter()
+                            .enumerate()
+                            .map(|(depth, f)| crate::flame::Frame {
+                                name: format!("d{depth}:{}", ["a", "b"][*f]),
+                                category: "python".into(),
+                            })
+                            .collect(),
+                    }
+                })
+                .collect();
+            let trace = Trace {
+                processes: vec![crate::Process {
+                    pid: 1,
+                    name: "p".into(),
+                    threads: vec![crate::Thread {
+                        tid: 1,
+                        name: "t".into(),
+                        slices: crate::flame::slices(&stacks),
+                        instants: Vec::new(),
+                    }],
+                    ..crate::Process::default()
+                }],
+                flows: Vec::new(),
+            };
+            let json = to_json(&trace).unwrap();
+            proptest::prop_assert!(validate(&json).is_ok(), "{:?}", validate(&json));
+            for (name, depth) in nested_as_read(&json) {
+                proptest::prop_assert_eq!(&name[..2], format!("d{depth}"), "{}", json);
+            }
+        }
     }
 
     #[test]

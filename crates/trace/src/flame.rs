@@ -72,17 +72,20 @@ pub fn slices(samples: &[TimedStack]) -> Vec<Slice> {
     out
 }
 
-/// Closes the open frames from `depth` up, innermost first, at `end_ns`.
+/// Closes the open frames from `depth` up at `end_ns`, written outermost
+/// first: frames opened together and closed together have one span, and
+/// at one span the earlier slice is the enclosing one
+/// ([`Thread::slice_order`](crate::Thread::slice_order)).
 fn close(open: &mut Vec<Open>, depth: usize, end_ns: u64, out: &mut Vec<Slice>) {
-    while open.len() > depth {
-        let o = open.pop().expect("deeper than depth");
-        out.push(Slice {
-            name: o.frame.name,
-            category: o.frame.category,
-            start_ns: o.start_ns,
-            end_ns,
-        });
+    if open.len() <= depth {
+        return;
     }
+    out.extend(open.drain(depth..).map(|o| Slice {
+        name: o.frame.name,
+        category: o.frame.category,
+        start_ns: o.start_ns,
+        end_ns,
+    }));
 }
 
 #[cfg(test)]

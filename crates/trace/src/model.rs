@@ -37,7 +37,8 @@ pub struct Thread {
     pub tid: u32,
     /// Its name.
     pub name: String,
-    /// Its slices; two slices of one thread either nest or do not overlap.
+    /// Its slices; two slices of one thread either nest or do not overlap,
+    /// and of two with one start and end the earlier encloses the later.
     pub slices: Vec<Slice>,
     /// Moments on this thread.
     pub instants: Vec<Instant>,
@@ -191,7 +192,10 @@ pub(crate) struct FlowsBySlice {
 
 impl Thread {
     /// The indices of its slices in drawing order: by start, the longer
-    /// (the enclosing) first at one start.
+    /// (the enclosing) first at one start; at one start and end, in their
+    /// order in `slices`, which is the rule for slices of one span: the
+    /// earlier one encloses the later (as [`crate::flame::slices`] writes
+    /// a stack's frames that begin and end together).
     pub fn slice_order(&self) -> Vec<usize> {
         let mut order: Vec<usize> = (0..self.slices.len()).collect();
         order.sort_by_key(|&i| {
