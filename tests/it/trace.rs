@@ -137,7 +137,7 @@ fn trace_of_a_command_draws_workers_that_come_and_go_and_only_the_proven_waits()
     let root = *processes
         .iter()
         .find(|(_, n)| n.starts_with("sh "))
-        .expect("the parent is named")
+        .unwrap_or_else(|| panic!("the parent is named: {processes:#?}\n{stdout}"))
         .0;
     let unread = *processes
         .iter()
@@ -145,6 +145,13 @@ fn trace_of_a_command_draws_workers_that_come_and_go_and_only_the_proven_waits()
         .expect("the unread worker is on the trace")
         .0;
     assert_eq!(threads.get(&(root, root)).map(String::as_str), Some("sh"));
+    // Every process's track has its first sight, the traced command's too.
+    assert!(
+        events
+            .iter()
+            .any(|e| e["ph"] == "i" && e["pid"] == root && e["name"] == "first seen"),
+        "no first seen for the traced command {root}"
+    );
     for pid in [first, second, unread] {
         assert_eq!(
             threads.get(&(pid, pid)).map(String::as_str),

@@ -85,12 +85,20 @@ impl Launched {
             .spawn()
             .map_err(|e| Error::io("start", std::path::Path::new("sh"), e))?;
         let children = format!("/proc/{0}/task/{0}/children", shell.id());
+        let shells_own = std::fs::read(format!("/proc/{}/cmdline", shell.id())).ok();
         let deadline = Instant::now() + LAUNCH_TIMEOUT;
         loop {
-            let pid = std::fs::read_to_string(&children)
+            let pid: Option<u32> = std::fs::read_to_string(&children)
                 .ok()
                 .and_then(|s| s.split_whitespace().next()?.parse().ok());
-            if let Some(pid) = pid {
+            // The command once it has exec'd: before, its child shows the
+            // shell's command line, and during the exec none (a name read
+            // then would name the wrong program, or nothing).
+            let execd = |pid: u32| match std::fs::read(format!("/proc/{pid}/cmdline")) {
+                Ok(line) => !line.is_empty() && Some(&line) != shells_own.as_ref(),
+                Err(_) => true,
+            };
+            if let Some(pid) = pid.filter(|&p| execd(p)) {
                 return Ok(Launched { shell, pid });
             }
             if let Ok(Some(status)) = shell.try_wait() {
@@ -300,7 +308,7 @@ fn build(root: u32, profile: &Profile, watched: &Watched) -> Trace {
     let mut processes: Vec<Process> = profile
         .processes
         .iter()
-        .map(|p| process_track(p, root, watched))
+        .map(|p| process_track(p, watched))
         .collect();
     // Each thread's samples as timed stacks, by (pid, tid).
     let mut stacks: BTreeMap<(u32, u32), Vec<TimedStack>> = BTreeMap::new();
@@ -333,7 +341,11 @@ fn build(root: u32, profile: &Profile, watched: &Watched) -> Trace {
                 frames,
             });
     }
-    let waits = wait_runs(&watched.waits);
+    // A wait is drawn only on a process the trace holds: a shell's
+    // subshell also holds the pipe it reads, between its fork and the
+    // worker's, and is no worker to point at.
+    let mut waits = wait_runs(&watched.waits);
+    waits.retain(|w| w.worker != root && profile.processes.iter().any(|p| p.pid == w.worker));
     for w in &waits {
         add_wait(stacks.entry((root, w.tid)).or_default(), w);
     }
@@ -370,15 +382,13 @@ fn build(root: u32, profile: &Profile, watched: &Watched) -> Trace {
     Trace { processes, flows }
 }
 
-/// A process's track: its name, its first sight and exit, its CPU and RSS.
-fn process_track(p: &pystacks::SampledProcess, root: u32, watched: &Watched) -> Process {
-    let mut instants = Vec::new();
-    if p.pid != root {
-        instants.push(::trace::Instant {
-            name: "first seen".into(),
-            t_ns: p.seen_ns,
-        });
-    }
+/// A process's track: its name, its first sight (the traced command's
+/// own: when the trace began to watch it) and exit, its CPU and RSS.
+fn process_track(p: &pystacks::SampledProcess, watched: &Watched) -> Process {
+    let mut instants = vec![::trace::Instant {
+        name: "first seen".into(),
+        t_ns: p.seen_ns,
+    }];
     if let Some(t_ns) = p.gone_ns {
         instants.push(::trace::Instant {
             name: "exited".into(),
