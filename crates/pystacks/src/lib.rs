@@ -127,4 +127,4 @@ pub const NATIVE: bool = cfg!(feature = "native");
 /// its `remoteprocess` dependency links from the system
 /// (`-lunwind -lunwind-ptrace -lunwind-x86_64 -llzma`): it does not build
 /// from crates alone, so it is a feature of its own.
-pub const NATIVE_UNAVAILABLE: &str = "native (C) frames are not in this build: install the system's libunwind (Debian/Ubuntu: `apt-get install libunwind-dev`) and build coldstart with `--features native` (`cargo install --path crates/coldstart --features native`); the Python frames are complete without them";
+pub const NATIVE_UNAVAILABLE: &str = "native (C) frames are not in this build: install the system's libunwind (Debian/Ubuntu: `apt-get install libunwind-dev`) and build coldstart with `--features native` (`cargo install --path crates/coldstart --features native`); or run without --native: the Python frames alone are complete";
