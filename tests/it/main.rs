@@ -26,3 +26,4 @@ mod tcp;
 mod tokio_front;
 mod trace;
 mod user_project;
+mod viewers;

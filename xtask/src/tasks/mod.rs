@@ -11,6 +11,7 @@ pub mod steps;
 pub mod system;
 pub mod test;
 pub mod venv;
+pub mod viewers;
 
 use std::path::{Path, PathBuf};
 

@@ -13,7 +13,9 @@
 //!    a failure there is a warning here, and the PEP 810 cases fail); then
 //!    the Debian packages of [`super::system`] (zsh and fish, whose
 //!    completions are run for real; PostgreSQL's server, which the history
-//!    store's tests start themselves), with `apt-get` when missing;
+//!    store's tests start themselves; Chromium, which opens pages), with
+//!    `apt-get` when missing; then the trace viewers of [`super::viewers`]
+//!    (speedscope, pinned, `npm ci` into `tests/viewers`);
 //! 2. check: `cargo xtask modcycles` and `cargo xtask dupnames` (in
 //!    process, no build), then `cargo fmt --all --check`, then
 //!    `cargo clippy --workspace --all-targets -- -D warnings`, then
@@ -43,7 +45,7 @@ use anyhow::Result;
 use super::interpreters::{self, Mode};
 use super::project_root;
 use super::steps::{run_step, step};
-use super::{system, venv};
+use super::{system, venv, viewers};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -67,6 +69,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     } else {
         venv::provision(&root)?;
         system::provision()?;
+        viewers::provision(&root)?;
         interpreters::python315(Mode::Download)
     };
 
