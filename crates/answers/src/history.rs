@@ -199,6 +199,20 @@ pub struct DriftFound {
     pub p: f64,
     /// What re-measuring `from` against `to` said.
     pub confirmation: Confirmation,
+    /// The commits of the window whose import tree differs from the
+    /// commit's before it, with what arrived and left: where within a
+    /// drift to look (a step that noise spread over its neighbours shows
+    /// here as the one commit where a package left or arrived).
+    pub imports: Vec<ImportsAt>,
+}
+
+/// A commit's import changes against the commit before it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImportsAt {
+    /// The commit.
+    pub at: CommitRef,
+    /// What arrived and left there.
+    pub changes: Vec<ImportChange>,
 }
 
 /// One target's history in one environment.

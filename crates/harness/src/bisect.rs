@@ -189,7 +189,8 @@ impl Measured<'_> {
             ],
             commits: [Some(self.good_commit.clone()), at.map(|c| c.commit.clone())],
         };
-        let mut results = compare_trees(&trees, self.plan, opts, self.interrupt, self.progress)?;
+        let plan = self.plan.as_declared_now();
+        let mut results = compare_trees(&trees, &plan, opts, self.interrupt, self.progress)?;
         let tree = trees.paths[1].clone();
         match results.pop() {
             Some(r) => Ok((r, tree)),
@@ -220,7 +221,7 @@ impl StepSource for Measured<'_> {
         let (mut r, tree) = compare_commits(
             &self.top,
             [&parent.commit, &at.commit],
-            self.plan,
+            &self.plan.as_declared_now(),
             &opts,
             self.interrupt,
             self.progress,
@@ -270,7 +271,7 @@ fn step_of(at: CommitRef, r: &TargetDiff) -> Step {
     match (r.status, &r.error) {
         (DiffStatus::New, _) => {
             return skipped(format!(
-                "the target `{}` does not exist at this commit",
+                "the target `{}`'s folder does not exist at this commit",
                 r.name
             ));
         }

@@ -179,14 +179,42 @@ fn forbidden(v: &MergedViolation) -> ForbiddenChange {
     }
 }
 
+/// How many instrumented processes [`importing_lines`] may run.
+const LINE_PASSES: usize = 4;
+
 /// The first-party line and chain that bring each of `names` (new
 /// packages and first-party modules) into `b`'s start-up, by name: one
 /// more instrumented process of B whose recorder walks the stack for those
-/// names (it blocks nothing).
+/// names (it blocks nothing). A name imported beneath another one asked
+/// for is no chain of its own (the recorder reports the outer one: a
+/// third-party package under the project's module that imports it), so
+/// the names still without a line are asked again without those found,
+/// up to [`LINE_PASSES`] processes in all.
 pub(crate) fn importing_lines(
     b: &Target,
     packages: &[String],
 ) -> BTreeMap<String, MergedViolation> {
+    let mut out = BTreeMap::new();
+    let mut left: Vec<String> = packages.to_vec();
+    for _ in 0..LINE_PASSES {
+        if left.is_empty() {
+            break;
+        }
+        for (module, v) in one_pass_of_lines(b, &left) {
+            out.entry(module).or_insert(v);
+        }
+        let before = left.len();
+        left.retain(|n| !out.contains_key(n));
+        if left.len() == before {
+            break;
+        }
+    }
+    out
+}
+
+/// One instrumented process of [`importing_lines`]: each chain's first
+/// module asked for, with its evidence.
+fn one_pass_of_lines(b: &Target, packages: &[String]) -> BTreeMap<String, MergedViolation> {
     if packages.is_empty() {
         return BTreeMap::new();
     }

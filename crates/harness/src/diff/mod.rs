@@ -151,6 +151,19 @@ impl std::fmt::Debug for DiffTargets<'_> {
 }
 
 impl DiffTargets<'_> {
+    /// The same targets, measured at every commit as the working tree
+    /// declares them, whether or not that commit's own config names them
+    /// (their folder must still be there): the rule of `history record`,
+    /// `history show`'s re-measuring and `bisect`, whose commits mostly
+    /// predate the config.
+    pub fn as_declared_now(&self) -> DiffTargets<'_> {
+        DiffTargets {
+            targets: self.targets.clone(),
+            config: None,
+            names_at: self.names_at,
+        }
+    }
+
     /// Whether the target `name` exists in the checkout at `tree`: its
     /// config names it (when there is a config) and its folder is there.
     pub fn exists_at(

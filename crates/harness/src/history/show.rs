@@ -18,8 +18,8 @@ use std::path::Path;
 
 use answers::bisect::CommitRef;
 use answers::history::{
-    Change, Confirmation, Confirmed, DriftFound, Estimate, HistoryReport, ImportChange, Point,
-    SeriesChange, TargetHistory,
+    Change, Confirmation, Confirmed, DriftFound, Estimate, HistoryReport, ImportChange, ImportsAt,
+    Point, SeriesChange, TargetHistory,
 };
 use history::{ModuleTime, Run, RunOutcome, StoredRun};
 use importguard::importtime::{stdlib, top_level};
@@ -283,7 +283,17 @@ pub fn target_history(
             }
             Finding::Drift(d) => {
                 let (from, to) = (at[d.start.saturating_sub(1)], at[d.end]);
+                let imports = (from + 1..=to)
+                    .filter_map(|i| {
+                        let changes = import_changes(stored[i - 1].1, stored[i].1).ok()?;
+                        (!changes.is_empty()).then(|| ImportsAt {
+                            at: stored[i].0.clone(),
+                            changes,
+                        })
+                    })
+                    .collect();
                 history.drifts.push(DriftFound {
+                    imports,
                     from: stored[from].0.clone(),
                     to: stored[to].0.clone(),
                     commits: d.end + 1 - d.start,
@@ -417,7 +427,8 @@ impl Remeasure for Remeasured<'_> {
         let (mut results, _) = compare_commits(
             &self.top,
             [&earlier.commit, &later.commit],
-            self.plan,
+            // As `record` measured them: the working tree's target.
+            &self.plan.as_declared_now(),
             &opts,
             self.interrupt,
             self.progress,
@@ -435,7 +446,7 @@ impl Remeasure for Remeasured<'_> {
         }
         Ok(r.answer()
             .cloned()
-            .ok_or_else(|| format!("the target `{}` is not at both commits", r.name)))
+            .ok_or_else(|| format!("the target `{}`'s folder is not at both commits", r.name)))
     }
 
     fn interrupted(&self) -> bool {

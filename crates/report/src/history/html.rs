@@ -15,7 +15,10 @@ use std::fmt::Write as _;
 use answers::history::{Confirmed, HistoryReport, Point, TargetHistory};
 use answers::words::fmt_pct;
 
-use super::{change_line, confirmation_words, drift_line, import_lines, point_figures, short};
+use super::{
+    change_line, confirmation_words, drift_import_lines, drift_line, import_lines, point_figures,
+    short,
+};
 use crate::check::ci::xml;
 
 const WIDTH: f64 = 900.0;
@@ -257,10 +260,14 @@ fn tables(t: &TargetHistory, out: &mut String) {
     for d in &t.drifts {
         let _ = write!(
             out,
-            "<li class=\"drift\">{}<br>{}</li>",
+            "<li class=\"drift\">{}<br>{}",
             esc(&drift_line(d)),
             esc(&confirmation_words(&d.confirmation))
         );
+        for l in drift_import_lines(d) {
+            let _ = write!(out, "<br><code>{}</code>", esc(&l));
+        }
+        out.push_str("</li>");
     }
     out.push_str("</ul><h3>Commits, oldest first</h3><table><tr><th>commit</th><th>subject</th><th>figures</th></tr>");
     for p in &t.points {

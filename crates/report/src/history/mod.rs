@@ -9,7 +9,8 @@ mod html;
 use std::fmt::Write as _;
 
 use answers::history::{
-    Change, Confirmation, Confirmed, DriftFound, HistoryJson, HistoryReport, Point, TargetHistory,
+    Change, Confirmation, Confirmed, DriftFound, HistoryJson, HistoryReport, ImportChange, Point,
+    TargetHistory,
 };
 use answers::words::{fmt_mib, fmt_ms, fmt_pct, fmt_ratio};
 
@@ -63,21 +64,37 @@ fn change_line(c: &Change) -> String {
 }
 
 /// The import lines under a change.
+/// One module that arrived or left, with its line.
+fn import_words(i: &ImportChange) -> String {
+    let at =
+        i.at.as_ref()
+            .map_or_else(String::new, |s| format!(" at {s}"));
+    format!("{} {}{at}", i.change, crate::printable(&i.module))
+}
+
 fn import_lines(c: &Change) -> Vec<String> {
-    let mut out: Vec<String> = c
-        .imports
-        .iter()
-        .map(|i| {
-            let at =
-                i.at.as_ref()
-                    .map_or_else(String::new, |s| format!(" at {s}"));
-            format!("{} {}{at}", i.change, crate::printable(&i.module))
-        })
-        .collect();
+    let mut out: Vec<String> = c.imports.iter().map(import_words).collect();
     if let Some(e) = &c.imports_error {
         out.push(format!("imports not compared: {e}"));
     }
     out
+}
+
+/// The commits of a drift whose import tree changed, each with what
+/// arrived and left there.
+fn drift_import_lines(d: &DriftFound) -> Vec<String> {
+    d.imports
+        .iter()
+        .map(|i| {
+            let what: Vec<String> = i.changes.iter().map(import_words).collect();
+            format!(
+                "imports changed at {} {}: {}",
+                short(&i.at.commit),
+                crate::printable(&i.at.subject),
+                what.join(", ")
+            )
+        })
+        .collect()
 }
 
 fn drift_line(d: &DriftFound) -> String {
@@ -149,6 +166,9 @@ fn target_text(t: &TargetHistory, out: &mut String) {
     for d in &t.drifts {
         let _ = writeln!(out, "  {}", drift_line(d));
         let _ = writeln!(out, "    {}", confirmation_words(&d.confirmation));
+        for l in drift_import_lines(d) {
+            let _ = writeln!(out, "    {l}");
+        }
     }
     for c in &t.candidates {
         let _ = writeln!(out, "  candidate, not a change: {}", change_line(c));
@@ -261,6 +281,9 @@ pub fn markdown(r: &HistoryReport) -> String {
                 md(&drift_line(d)),
                 md(&confirmation_words(&d.confirmation))
             );
+            for l in drift_import_lines(d) {
+                let _ = writeln!(out, "  - {}", md(&l));
+            }
         }
         if t.changes.is_empty() && t.drifts.is_empty() {
             out.push_str("No change and no drift found.\n");

@@ -4,8 +4,8 @@
 
 use answers::bisect::CommitRef;
 use answers::history::{
-    Change, Confirmation, DriftFound, Estimate, HistoryReport, ImportChange, Point, SeriesChange,
-    TargetHistory,
+    Change, Confirmation, DriftFound, Estimate, HistoryReport, ImportChange, ImportsAt, Point,
+    SeriesChange, TargetHistory,
 };
 use importguard::recorder::CallSite;
 use phases::changepoint::ChangeRule;
@@ -119,6 +119,19 @@ fn report() -> HistoryReport {
                 per_commit: 0.03,
                 p: 0.01,
                 confirmation: Confirmation::not_measured("not re-measured: interrupted"),
+                imports: vec![ImportsAt {
+                    at: commit(7, "<b>drop</b> pyparsing"),
+                    changes: vec![ImportChange {
+                        change: "removed",
+                        module: "pyparsing".to_owned(),
+                        first_party: false,
+                        at: Some(CallSite {
+                            file: "pkg/requirements.py".to_owned(),
+                            line: 10,
+                            func: "<module>".to_owned(),
+                        }),
+                    }],
+                }],
             }],
         }],
     }

@@ -259,9 +259,13 @@ fn a_step_re_measuring_does_not_confirm_or_that_is_not_re_measured_stays_a_candi
 
 #[test]
 fn a_slow_drift_is_a_drift_with_its_total_and_no_change() {
-    // Six flat, ten commits of +3% each, six flat.
+    // Six flat, ten commits of +3% each, six flat; torch arrives at the
+    // ramp's commit 10 (its time spread over the ramp, as noise spreads a
+    // step: the drift names the commit where a package arrived).
     let level = |i: usize| 100.0 * 1.03f64.powi(i.clamp(5, 15) as i32 - 5);
-    let runs: Vec<StoredRun> = (0..22).map(|i| run(i, level(i), false, env("A"))).collect();
+    let runs: Vec<StoredRun> = (0..22)
+        .map(|i| run(i, level(i), i >= 10, env("A")))
+        .collect();
     let (order, fp) = (order(22), env("A").fingerprint());
     let mut fixed = Fixed {
         verdict: Verdict::Slower,
@@ -279,6 +283,18 @@ fn a_slow_drift_is_a_drift_with_its_total_and_no_change() {
     assert!((d.total - (1.03f64.powi(10) - 1.0)).abs() < 0.08, "{d:?}");
     assert_eq!(d.confirmation.status, Confirmed::Confirmed);
     assert_eq!(fixed.asked, [(d.from.commit.clone(), d.to.commit.clone())]);
+    let at: Vec<(&str, Vec<(&str, &str)>)> = d
+        .imports
+        .iter()
+        .map(|i| {
+            let what = i.changes.iter().map(|c| (c.change, c.module.as_str()));
+            (i.at.commit.as_str(), what.collect())
+        })
+        .collect();
+    assert_eq!(
+        at,
+        [(runs[10].run.commit.sha.as_str(), vec![("added", "torch")])]
+    );
 }
 
 #[test]
