@@ -152,6 +152,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for (name, found) in [("asv step_detect", &others.0), ("Apache Otava", &others.1)] {
         row(name, found, &[], &format!("{recorded} recorded"));
     }
+    print_bisect(&bisect, &commits);
+    println!(
+        "wall time: record {record_s:.0} s ({:.1} s a commit), show {show_s:.0} s, bisect {bisect_s:.0} s; load after {}",
+        record_s / COMMITS as f64,
+        load()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The bisect's line: its culprit against the known step, its cost.
+fn print_bisect(bisect: &Value, commits: &[String]) {
     let culprit = bisect["culprit"]["commit"].as_str().unwrap_or("none");
     let steps = array(&bisect["steps"]);
     let bisect_rounds: u64 = steps.iter().filter_map(|s| s["rounds"].as_u64()).sum();
@@ -170,12 +181,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
         steps.len()
     );
-    println!(
-        "wall time: record {record_s:.0} s ({:.1} s a commit), show {show_s:.0} s, bisect {bisect_s:.0} s; load after {}",
-        record_s / COMMITS as f64,
-        load()
-    );
-    Ok(ExitCode::SUCCESS)
 }
 
 fn array(v: &Value) -> Vec<Value> {
