@@ -488,3 +488,26 @@ pub fn redactions() -> insta::Settings {
     }
     settings
 }
+
+/// Headless Chromium (`chromium`, the path the case found installed) with
+/// what every page test needs: no sandbox, no GPU, no network or update
+/// of its own, no scroll bars, and a profile of its own under `tmp`, kept
+/// while the returned folder lives. The case adds its window size, its
+/// time budget and what to do with the page.
+pub fn headless_chromium(chromium: &Path, tmp: &Path) -> (Command, tempfile::TempDir) {
+    let profile = tempfile::tempdir_in(tmp).unwrap();
+    let mut cmd = Command::new(chromium);
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.path().display()));
+    (cmd, profile)
+}

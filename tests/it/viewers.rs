@@ -79,26 +79,17 @@ fn speedscope(case: &str) -> Option<PathBuf> {
 /// Headless Chromium on `url`, with `extra` flags and the page's console
 /// on stderr: (stdout, stderr).
 fn chromium(chromium: &Path, tmp: &Path, url: &str, extra: &[&str]) -> (String, String) {
-    let profile = tempfile::tempdir_in(tmp).unwrap();
+    let (mut browser, _profile) = support::headless_chromium(chromium, tmp);
     let out = printed(
-        Command::new(chromium)
+        browser
             .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
+                // WebGL, which speedscope draws with, on the CPU.
                 "--enable-unsafe-swiftshader",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--hide-scrollbars",
                 "--enable-logging=stderr",
                 "--v=0",
                 "--window-size=1200,800",
                 "--virtual-time-budget=10000",
             ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
             .args(extra)
             .arg(url)
             .output()

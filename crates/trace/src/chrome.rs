@@ -14,7 +14,8 @@
 //! end keeps every nesting (a slice inside another stays inside, at worst
 //! at the same start or end). At one start and length, the enclosing slice
 //! comes first ([`crate::Thread::slice_order`]), the order readers need to
-//! nest them.
+//! nest them; a slice that ends where another begins ends a µs before it
+//! (see `end_us`).
 
 use serde_json::{Value, json};
 
@@ -59,13 +60,15 @@ pub fn to_json(trace: &Trace) -> Result<String, Error> {
                 json!({"ph": "M", "name": "thread_name", "pid": p.pid, "tid": t.tid,
                               "args": {"name": t.name}}),
             );
+            let starts: std::collections::BTreeSet<u64> =
+                t.slices.iter().map(|s| us(s.start_ns)).collect();
             for i in t.slice_order() {
                 let s = &t.slices[i];
+                let (start, end) = (us(s.start_ns), end_us(s, &starts));
                 events.push((
                     s.start_ns,
                     json!({"ph": "X", "name": s.name, "cat": s.category, "pid": p.pid,
-                           "tid": t.tid, "ts": us(s.start_ns),
-                           "dur": us(s.end_ns) - us(s.start_ns)}),
+                           "tid": t.tid, "ts": start, "dur": end - start}),
                 ));
                 let key = (p.pid, t.tid, i);
                 for id in flows.leaving.get(&key).into_iter().flatten() {
@@ -101,6 +104,22 @@ pub fn to_json(trace: &Trace) -> Result<String, Error> {
 /// ns as whole µs, the format's unit, rounded to the nearest.
 fn us(ns: u64) -> u64 {
     ns.saturating_add(500) / 1000
+}
+
+/// A slice's end in µs: rounded, and one µs earlier where another slice
+/// of its thread begins at that µs. A reader cannot tell which comes
+/// first of an end and a begin at one time: speedscope begins first when
+/// the two frames have one name (it takes them for a zero-length frame),
+/// and then ends the wrong frames ("Tried to end ... when ... was on the
+/// top of the stack"). Every slice ending at that µs moves alike, so what
+/// nests still nests; a zero-length slice stays as it is.
+fn end_us(s: &crate::Slice, starts: &std::collections::BTreeSet<u64>) -> u64 {
+    let (start, end) = (us(s.start_ns), us(s.end_ns));
+    if end > start && starts.contains(&end) {
+        end - 1
+    } else {
+        end
+    }
 }
 
 /// A Chrome Trace Event JSON document that breaks a rule of the format.
@@ -315,8 +334,9 @@ mod tests {
             .iter()
             .find(|e| e["name"] == "load (mlworker/model.py:10)")
             .unwrap();
-        // Whole µs, each end rounded from its ns: 1600 -> 2, 4000 -> 4.
-        assert_eq!((x["ts"].as_u64(), x["dur"].as_u64()), (Some(2), Some(2)));
+        // Whole µs, each end rounded from its ns: 1600 -> 2, 4000 -> 4,
+        // and a µs earlier, since `serve` begins at 4.
+        assert_eq!((x["ts"].as_u64(), x["dur"].as_u64()), (Some(2), Some(1)));
         let f = events.iter().find(|e| e["ph"] == "f").unwrap();
         assert_eq!((&f["pid"], &f["bp"]), (&json!(200), &json!("e")));
     }
@@ -409,6 +429,20 @@ mod tests {
             proptest::prop_assert!(validate(&json).is_ok(), "{:?}", validate(&json));
             for (name, depth) in nested_as_read(&json) {
                 proptest::prop_assert_eq!(&name[..2], format!("d{depth}"), "{}", json);
+            }
+            // No slice ends at a µs where another begins: a reader would
+            // have to guess which comes first.
+            let doc: Value = serde_json::from_str(&json).unwrap();
+            let xs: Vec<(u64, u64)> = doc["traceEvents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|e| e["ph"] == "X")
+                .map(|e| (e["ts"].as_u64().unwrap(), e["dur"].as_u64().unwrap()))
+                .collect();
+            let begins: std::collections::BTreeSet<u64> = xs.iter().map(|x| x.0).collect();
+            for (ts, dur) in xs {
+                proptest::prop_assert!(dur == 0 || !begins.contains(&(ts + dur)), "{}", json);
             }
         }
     }

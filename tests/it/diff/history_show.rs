@@ -9,7 +9,6 @@
 //! screenshot and DOM are read back.
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::diff::{MAIN, Repo, busy};
 use crate::support::printed;
@@ -170,23 +169,10 @@ fn the_page_opens_in_chromium(page: &Path, tmp: &Path) {
         return;
     };
     let run = |extra: &[&str]| {
-        let profile = tempfile::tempdir_in(tmp).unwrap();
+        let (mut browser, _profile) = crate::support::headless_chromium(chromium, tmp);
         printed(
-            Command::new(chromium)
-                .args([
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-quic",
-                    "--no-first-run",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--hide-scrollbars",
-                    "--window-size=1000,1300",
-                    "--virtual-time-budget=2000",
-                ])
-                .arg(format!("--user-data-dir={}", profile.path().display()))
+            browser
+                .args(["--window-size=1000,1300", "--virtual-time-budget=2000"])
                 .args(extra)
                 .arg(format!("file://{}", page.display()))
                 .output()
