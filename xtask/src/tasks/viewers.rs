@@ -35,7 +35,7 @@ pub fn provision(root: &Path) -> Result<bool> {
         step("provision: trace viewers present (tests/viewers: speedscope)");
         return Ok(true);
     }
-    if which("npm").is_none() {
+    if harness::env::which("npm", None, &dir).is_none() {
         eprintln!(
             "==> provision: warning: npm is missing, so speedscope cannot be installed \
              for the trace tests: install Node.js and npm (Debian: `apt-get install npm`)"
@@ -64,11 +64,4 @@ fn same_pins(installed: &Option<Vec<u8>>, lock: &Option<Vec<u8>>) -> bool {
         Some(out)
     };
     pins(installed).is_some_and(|i| Some(i) == pins(lock))
-}
-
-/// `name` on PATH.
-fn which(name: &str) -> Option<std::path::PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }

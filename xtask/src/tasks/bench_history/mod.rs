@@ -202,16 +202,7 @@ fn fmt_series(s: &[f64]) -> String {
 /// what it reported in the flat stretches.
 fn row(name: &str, found: &[usize], drifts: &[(usize, usize)], trials: &str) {
     let known = [STEP_UP, FORBIDDEN, STEP_DOWN];
-    let hit: Vec<usize> = known
-        .iter()
-        .copied()
-        .filter(|k| found.contains(k))
-        .collect();
-    let missed: Vec<usize> = known
-        .iter()
-        .copied()
-        .filter(|k| !found.contains(k))
-        .collect();
+    let (hit, missed): (Vec<usize>, Vec<usize>) = known.iter().partition(|k| found.contains(k));
     let in_drift: Vec<usize> = found
         .iter()
         .copied()
