@@ -19,6 +19,8 @@
 //!   "steps": [ { "commit", "subject", "answer", "change": Comparison | null,
 //!                "rounds", "message", "run_dir" } ],
 //!   "error": "..." | null,                  // outcome "good_failed": why
+//!   "history": { "store", "stored", "suggested": { "commit", "subject" } | null } | null,
+//!                                           // the start-up history's hint: tried first, never an answer
 //!   "skipped": [ { "commit", "subject", "answer", "message", ... } ],
 //!   "exit_code": 0 | 1 | 2 }
 //! ```
@@ -177,6 +179,26 @@ pub struct BisectReport {
     pub steps: Vec<Step>,
     /// Why the good commit could not be run (outcome `good_failed`).
     pub error: Option<String>,
+    /// What the start-up history said before the search, when one was
+    /// read.
+    pub history: Option<Guide>,
+}
+
+/// The start-up history's hint to a bisect: the stored runs of the target
+/// in this environment over the good commit and the commits searched, and
+/// the commit their figures point at. The suggested commit and the one
+/// before it are compared first; every step is still measured, so the
+/// hint saves steps when it is right and costs at most two when it is
+/// not, and never decides an answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Guide {
+    /// The store read, a password redacted.
+    pub store: String,
+    /// The commits (the good one among them) with a stored figure.
+    pub stored: usize,
+    /// The first commit whose stored figure (and the next stored one's)
+    /// is above the good commit's by more than the threshold.
+    pub suggested: Option<CommitRef>,
 }
 
 impl BisectReport {

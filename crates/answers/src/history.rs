@@ -19,8 +19,11 @@
 //!                   "modules", "failed": "..." | null } ],    // oldest first
 //!     "changes": [ Change ],                   // confirmed by re-measuring only
 //!     "candidates": [ Change ],                // found on the series, not confirmed
-//!     "drifts": [ { "from", "to", "commits", "total", "per_commit", "p",
-//!                   "confirmation" } ] } ] }
+//!     "drifts": [ Drift ],                     // confirmed by re-measuring only
+//!     "drift_candidates": [ Drift ] } ] }      // found on the series, not confirmed
+//! Drift = { "from", "to",                         // the last commit on the level before, the ramp's last
+//!           "commits", "total", "per_commit", "p", "confirmation",
+//!           "imports": [ { "at", "changes": [ ImportChange ] } ] }
 //! Change = { "commit", "subject", "parent",       // full hashes; parent: the commit measured before
 //!            "series": { "before_ms", "after_ms", "change", "p" },   // CPU time
 //!            "confirmation": { "status": "confirmed" | "not_confirmed" | "inconclusive" | "not_measured",
@@ -185,11 +188,11 @@ pub struct Change {
 /// A slow change over a window that no single commit explains.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DriftFound {
-    /// The last commit before the ramp.
+    /// The last commit on the level before the ramp.
     pub from: CommitRef,
     /// The ramp's last commit.
     pub to: CommitRef,
-    /// The commits of the ramp.
+    /// The commits that moved: those after `from`, up to `to`.
     pub commits: usize,
     /// The level after over the level before, less 1.
     pub total: f64,
@@ -232,8 +235,10 @@ pub struct TargetHistory {
     pub changes: Vec<Change>,
     /// The changes the series shows that re-measuring did not confirm.
     pub candidates: Vec<Change>,
-    /// The drifts.
+    /// The drifts confirmed by re-measuring their window's ends.
     pub drifts: Vec<DriftFound>,
+    /// The drifts the series shows that re-measuring did not confirm.
+    pub drift_candidates: Vec<DriftFound>,
 }
 
 /// The whole answer.

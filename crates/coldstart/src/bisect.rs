@@ -57,6 +57,55 @@ pub struct Args {
     /// How the report is printed.
     #[command(flatten)]
     format: TextOrJsonArgs,
+    /// The start-up history read for a hint: the commit its stored
+    /// figures point at is compared first (every step is still measured).
+    #[command(flatten)]
+    store: crate::args::HistoryArgs,
+    /// Do not read the start-up history: halve the range from the start.
+    #[arg(long, conflicts_with = "history")]
+    no_history: bool,
+}
+
+/// The stored runs of `target` that `args` name, for the search's hint:
+/// `None` with `--no-history`, or when no store exists at the default
+/// place (one is never made here). A store that cannot be read is said
+/// on stderr and the search goes on without it: a hint is never worth
+/// failing for.
+fn stored(
+    args: &Args,
+    project: &Project,
+    target: &harness::Target,
+) -> Option<harness::bisect::Stored> {
+    if args.no_history {
+        return None;
+    }
+    let location = args.store.location(project);
+    if let history::Location::Sqlite(path) = &location
+        && args.store.history.is_none()
+        && !path.exists()
+    {
+        return None;
+    }
+    let read = || -> Result<Vec<history::StoredRun>> {
+        let mut store = history::Store::open(&location)?;
+        Ok(store.runs(&history::RunFilter {
+            target: Some(target.name.clone()),
+            ..Default::default()
+        })?)
+    };
+    match read() {
+        Ok(runs) => Some(harness::bisect::Stored {
+            store: location.to_string(),
+            environment: harness::history::environment(target).fingerprint(),
+            runs,
+        }),
+        Err(e) => {
+            eprintln!(
+                "the start-up history at {location} could not be read, so the search halves the range from the start: {e:#}"
+            );
+            None
+        }
+    }
 }
 
 /// Runs the bisect (or, with `--run`, one step of `git bisect run`).
@@ -113,17 +162,18 @@ fn search(args: Args, project: &Project) -> Result<ExitCode> {
         commit_ref(&top, &git::resolve(&top, Some(&args.good))?.commit)?,
         commit_ref(&top, &git::resolve(&top, Some(bad))?.commit)?,
     );
-    let target = vec![args.target.one_target(project)?];
+    let target = args.target.one_target(project)?;
+    let stored = stored(&args, project, &target);
     let plan = crate::args::plan(
         project,
-        target,
+        vec![target],
         Some(args.threshold),
         &settings::target_names,
     );
     let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
     let bar = &mut Bar(indicatif::ProgressBar::hidden());
     let mut m = measured(&args, &top, &plan, &interrupt, bar)?;
-    let report = harness::bisect::run(&top, &good, &bad, args.threshold, &mut m)?;
+    let report = harness::bisect::run(&top, &good, &bad, args.threshold, &mut m, stored.as_ref())?;
     drop(m);
     print!(
         "{}",

@@ -30,14 +30,16 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use answers::bisect::{Answer, Arrived, BisectReport, CommitRef, Culprit, Outcome, Step};
+use answers::bisect::{Answer, Arrived, BisectReport, CommitRef, Culprit, Guide, Outcome, Step};
 use answers::diff::{DiffStatus, ImportDiff, TargetDiff};
+use history::StoredRun;
 use importguard::recorder::CallSite;
 
 use crate::diff::{
     DiffOptions, DiffTargets, Trees, Worktree, compare_commits, compare_trees, git::git_ok,
 };
 use crate::error::{Error, Result, invalid};
+use crate::history::show::point;
 use crate::interrupt::Interrupt;
 use crate::trials::Progress;
 
@@ -59,17 +61,30 @@ pub enum Found {
 /// the candidate nearest the middle of what remains is tried next, as
 /// `git bisect` does. Stops when no untried candidate lies between the
 /// ends, or when `probe` says to stop (`None`: interrupted).
-pub fn search(n: usize, mut probe: impl FnMut(usize) -> Result<Option<Answer>>) -> Result<Found> {
+///
+/// `first` are indices to try before the middle, in order, each while it
+/// still lies between the ends (a hint: the start-up history's suggested
+/// commit and the one before it). A hint changes which commits are
+/// compared, never what an answer means.
+pub fn search(
+    n: usize,
+    first: &[usize],
+    mut probe: impl FnMut(usize) -> Result<Option<Answer>>,
+) -> Result<Found> {
     assert!(n > 0, "the bad commit is one of the commits searched");
     // `good` is one past the last index known good (0: only the good
     // commit itself), `bad` the first known slow.
     let (mut good, mut bad) = (0usize, n - 1);
     let mut set_aside = BTreeSet::new();
+    let mut hints = first.iter().copied();
     loop {
         let middle = (good + bad) / 2;
-        let next = (good..bad)
-            .filter(|i| !set_aside.contains(i))
-            .min_by_key(|&i| (i.abs_diff(middle), i));
+        let open = |i: &usize| (good..bad).contains(i) && !set_aside.contains(i);
+        let next = hints.by_ref().find(open).or_else(|| {
+            (good..bad)
+                .filter(|i| !set_aside.contains(i))
+                .min_by_key(|&i| (i.abs_diff(middle), i))
+        });
         let Some(i) = next else { break };
         match probe(i)? {
             Some(Answer::Slower) => bad = i,
@@ -368,15 +383,74 @@ fn culprit(
     }
 }
 
+/// The start-up history a bisect reads for its hint: the runs stored in
+/// `store` (its name, redacted) of the target in `environment` (the
+/// fingerprint of the environment the steps run in).
+#[derive(Debug)]
+pub struct Stored {
+    /// The store's name as the report gives it.
+    pub store: String,
+    /// The environment's fingerprint.
+    pub environment: String,
+    /// The stored runs (of any target and environment: those of others
+    /// are left out here).
+    pub runs: Vec<StoredRun>,
+}
+
+/// The index in `commits` of the first commit whose stored median CPU
+/// time, and the next stored commit's when there is one, is above the
+/// good commit's by more than `threshold`; with how many of the good
+/// commit and `commits` have a stored figure. `None` without the good
+/// commit's figure or when no commit stands out. Two in a row, so one
+/// noisy run does not send the search astray.
+pub fn suggest(
+    stored: &Stored,
+    target: &str,
+    good: &CommitRef,
+    commits: &[CommitRef],
+    threshold: f64,
+) -> (usize, Option<usize>) {
+    let figures: std::collections::BTreeMap<&str, f64> = stored
+        .runs
+        .iter()
+        .map(|r| &r.run)
+        .filter(|r| r.target == target && r.environment.fingerprint() == stored.environment)
+        .filter(|r| matches!(r.outcome, history::RunOutcome::Measured))
+        .filter_map(|r| {
+            let c = CommitRef {
+                commit: r.commit.sha.clone(),
+                subject: String::new(),
+            };
+            Some((r.commit.sha.as_str(), point(c, r).cpu_ms?))
+        })
+        .collect();
+    let at: Vec<(usize, f64)> = commits
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| Some((i, *figures.get(c.commit.as_str())?)))
+        .collect();
+    let Some(base) = figures.get(good.commit.as_str()) else {
+        return (at.len(), None);
+    };
+    let slow = |v: f64| v > base * (1.0 + threshold);
+    let found = (0..at.len())
+        .find(|&k| slow(at[k].1) && at.get(k + 1).is_none_or(|n| slow(n.1)))
+        .map(|k| at[k].0);
+    (at.len() + 1, found)
+}
+
 /// The whole search from `good` to `bad` in the repository at `top`
 /// ([`search`] over [`commits_between`], each step answered by `m`),
-/// then what arrived at the culprit.
+/// then what arrived at the culprit. With `stored`, the commit the
+/// start-up history suggests ([`suggest`]) and the one before it are
+/// compared first.
 pub fn run(
     top: &Path,
     good: &CommitRef,
     bad: &CommitRef,
     threshold: f64,
     m: &mut dyn StepSource,
+    stored: Option<&Stored>,
 ) -> Result<BisectReport> {
     let commits = commits_between(top, &good.commit, &bad.commit)?;
     if commits.last().is_none_or(|c| c.commit != bad.commit) {
@@ -397,7 +471,20 @@ pub fn run(
         range: Vec::new(),
         steps: Vec::new(),
         error: None,
+        history: None,
     };
+    let mut hints = Vec::new();
+    if let Some(stored) = stored {
+        let (count, found) = suggest(stored, &report.target, good, &commits, threshold);
+        if let Some(i) = found {
+            hints = vec![i, i.saturating_sub(1)];
+        }
+        report.history = Some(Guide {
+            store: stored.store.clone(),
+            stored: count,
+            suggested: found.map(|i| commits[i].clone()),
+        });
+    }
     let first = match m.step(Some(bad))? {
         Ok(s) => s,
         Err(e) => {
@@ -412,7 +499,7 @@ pub fn run(
         return Ok(report);
     }
     let mut good_failed = None;
-    let found = search(commits.len(), |i| {
+    let found = search(commits.len(), &hints, |i| {
         if m.interrupted() {
             return Ok(None);
         }
@@ -456,7 +543,7 @@ mod tests {
     /// `unknown` commits answering `unknown_as`; the indices probed.
     fn bisect(n: usize, first: usize, unknown: &[usize], as_: Answer) -> (Found, Vec<usize>) {
         let mut probed = Vec::new();
-        let found = search(n, |i| {
+        let found = search(n, &[], |i| {
             probed.push(i);
             Ok(Some(if unknown.contains(&i) {
                 as_
@@ -588,7 +675,7 @@ mod tests {
             broken: vec![4],
             asked: Vec::new(),
         };
-        let r = run(dir.path(), &good, &bad, 0.1, &mut table).unwrap();
+        let r = run(dir.path(), &good, &bad, 0.1, &mut table, None).unwrap();
         assert_eq!(r.outcome, Outcome::Found);
         let c = r.culprit.as_ref().unwrap();
         assert_eq!(c.at.commit, after[6].commit);
@@ -611,7 +698,7 @@ mod tests {
 
         // The skipped commit is the first slow one: a range, not a guess.
         table.first = 4;
-        let r = run(dir.path(), &good, &bad, 0.1, &mut table).unwrap();
+        let r = run(dir.path(), &good, &bad, 0.1, &mut table, None).unwrap();
         assert_eq!(r.outcome, Outcome::Range);
         let range: Vec<&str> = r.range.iter().map(|c| c.subject.as_str()).collect();
         assert_eq!(range, ["change 4", "change 5"]);
@@ -620,18 +707,125 @@ mod tests {
 
         // A bad commit that is not slower: nothing searched.
         table.first = 10;
-        let r = run(dir.path(), &good, &bad, 0.1, &mut table).unwrap();
+        let r = run(dir.path(), &good, &bad, 0.1, &mut table, None).unwrap();
         assert_eq!((r.outcome, r.steps.len()), (Outcome::NotSlower, 1));
         assert_eq!(answers::bisect::exit_code(&r), 2);
 
         // Bad before good: said, not searched.
-        let e = run(dir.path(), &bad, &good, 0.1, &mut table).unwrap_err();
+        let e = run(dir.path(), &bad, &good, 0.1, &mut table, None).unwrap_err();
         assert!(e.to_string().contains("is not a descendant of"), "{e}");
     }
 
     #[test]
     fn an_interrupted_search_ends_in_the_range_left() {
-        let found = search(8, |_| Ok(None)).unwrap();
+        let found = search(8, &[], |_| Ok(None)).unwrap();
         assert_eq!(found, Found::Range((0..8).collect()));
+    }
+
+    #[test]
+    fn a_hint_right_ends_the_search_in_two_steps_and_a_wrong_one_costs_at_most_two() {
+        for n in 2usize..24 {
+            for first in 0..n {
+                let hints = [first, first.saturating_sub(1)];
+                let mut probed = Vec::new();
+                let found = search(n, &hints, |i| {
+                    probed.push(i);
+                    Ok(Some(if i >= first {
+                        Answer::Slower
+                    } else {
+                        Answer::NotSlower
+                    }))
+                })
+                .unwrap();
+                assert_eq!(found, Found::One(first), "n {n} first {first}");
+                assert!(probed.len() <= 2, "n {n} first {first}: {probed:?}");
+                for wrong in (0..n).filter(|&w| w != first) {
+                    let hints = [wrong, wrong.saturating_sub(1)];
+                    let mut probed = Vec::new();
+                    let found = search(n, &hints, |i| {
+                        probed.push(i);
+                        Ok(Some(if i >= first {
+                            Answer::Slower
+                        } else {
+                            Answer::NotSlower
+                        }))
+                    })
+                    .unwrap();
+                    assert_eq!(found, Found::One(first), "n {n} first {first} hint {wrong}");
+                    let most = (n as f64).log2().ceil() as usize + 3;
+                    assert!(probed.len() <= most, "n {n} hint {wrong}: {probed:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_stored_history_points_the_search_at_its_commit_first() {
+        use crate::history::testruns::{env, run as stored_run};
+        let dir = tempfile::tempdir().unwrap();
+        let (good, after) = history(dir.path(), 12);
+        let bad = after[11].clone();
+        // Stored: the good commit and every other commit; the step at 7
+        // (+40%), one noisy commit at 3 (+30%, alone: not two in a row),
+        // and a run of another environment that would point at 1.
+        let mut runs = vec![stored_run(0, 100.0, false, env("A"))];
+        runs[0].run.commit.sha = good.commit.clone();
+        for (i, c) in after
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == 1 || *i == 8)
+        {
+            let ms = match i {
+                3 => 130.0,
+                i if i >= 7 => 140.0,
+                _ => 100.0,
+            };
+            let mut r = stored_run(i + 1, ms, false, env("A"));
+            r.run.commit.sha = c.commit.clone();
+            runs.push(r);
+        }
+        let mut other = stored_run(99, 300.0, false, env("B"));
+        other.run.commit.sha = after[1].commit.clone();
+        runs.push(other);
+        let stored = Stored {
+            store: "history.db".to_owned(),
+            environment: env("A").fingerprint(),
+            runs,
+        };
+        let (count, found) = suggest(&stored, "worker", &good, &after, 0.1);
+        assert_eq!((count, found), (8, Some(7)));
+        let mut table = Table {
+            commits: after.iter().map(|c| c.commit.clone()).collect(),
+            first: 7,
+            broken: Vec::new(),
+            asked: Vec::new(),
+        };
+        // The table's target is `w`: name the stored runs so.
+        let stored = Stored {
+            runs: stored
+                .runs
+                .into_iter()
+                .map(|mut r| {
+                    r.run.target = "w".to_owned();
+                    r
+                })
+                .collect(),
+            ..stored
+        };
+        let r = run(dir.path(), &good, &bad, 0.1, &mut table, Some(&stored)).unwrap();
+        assert_eq!(r.outcome, Outcome::Found);
+        assert_eq!(r.culprit.unwrap().at.commit, after[7].commit);
+        assert_eq!(
+            table.asked,
+            [
+                bad.commit.clone(),
+                after[7].commit.clone(),
+                after[6].commit.clone()
+            ],
+            "the bad commit, then the suggested commit and the one before it"
+        );
+        let guide = r.history.unwrap();
+        assert_eq!(guide.suggested.unwrap().commit, after[7].commit);
+        assert_eq!(guide.stored, 8);
     }
 }

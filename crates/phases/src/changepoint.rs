@@ -108,9 +108,11 @@ pub struct ChangePoint {
 /// A monotone trend over a window that no single step explains.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Drift {
-    /// The first index of the ramp.
+    /// The ramp's first index: the last value on the level before (the
+    /// fitted line leaves that level there), so the commits that moved
+    /// are `start + 1..=end`.
     pub start: usize,
-    /// The last index of the ramp.
+    /// The ramp's last index: the first value on the level after.
     pub end: usize,
     /// The level after over the level before, less 1.
     pub total: f64,
@@ -359,8 +361,9 @@ fn is_step(series: &[f64], c: &ChangePoint, lo: usize, hi: usize) -> bool {
         && jump.abs() >= 3.0 * typical
 }
 
-/// The steps and drifts of `series` (see the module doc), by index.
-pub fn findings(series: &[f64], rule: &ChangeRule) -> Vec<Finding> {
+/// The change points of `series` that one commit explains (see the module
+/// doc), by index: the steps, before any drift is searched for.
+pub fn steps(series: &[f64], rule: &ChangeRule) -> Vec<ChangePoint> {
     let candidates = e_divisive(series, rule);
     let bound = |i: usize, after: bool| {
         if after {
@@ -371,21 +374,37 @@ pub fn findings(series: &[f64], rule: &ChangeRule) -> Vec<Finding> {
             candidates[i - 1].index
         }
     };
-    let steps: Vec<ChangePoint> = candidates
+    candidates
         .iter()
         .enumerate()
         .filter(|(i, c)| is_step(series, c, bound(*i, false), bound(*i, true)))
         .map(|(_, c)| *c)
-        .collect();
-    let mut out: Vec<Finding> = Vec::new();
-    let mut edges: Vec<usize> = steps.iter().map(|s| s.index).collect();
+        .collect()
+}
+
+/// The drifts of `series` in the stretches between the steps at
+/// `step_indices` (ascending): at most one a stretch. A caller that drops
+/// a step (re-measuring did not confirm it) passes the steps it kept, so
+/// a drift is looked for over the whole stretch the dropped step had cut
+/// in two.
+pub fn drifts(series: &[f64], step_indices: &[usize], rule: &ChangeRule) -> Vec<Drift> {
+    let mut edges: Vec<usize> = step_indices.to_vec();
     edges.insert(0, 0);
     edges.push(series.len());
-    for w in edges.windows(2) {
-        if let Some(d) = drift_in(&series[w[0]..w[1]], w[0], rule) {
-            out.push(Finding::Drift(d));
-        }
-    }
+    edges
+        .windows(2)
+        .filter_map(|w| drift_in(&series[w[0]..w[1]], w[0], rule))
+        .collect()
+}
+
+/// The steps and drifts of `series` (see the module doc), by index.
+pub fn findings(series: &[f64], rule: &ChangeRule) -> Vec<Finding> {
+    let steps = steps(series, rule);
+    let at: Vec<usize> = steps.iter().map(|s| s.index).collect();
+    let mut out: Vec<Finding> = drifts(series, &at, rule)
+        .into_iter()
+        .map(Finding::Drift)
+        .collect();
     out.extend(steps.into_iter().map(Finding::Step));
     out.sort_by_key(|f| match f {
         Finding::Step(c) => c.index,
@@ -409,7 +428,7 @@ mod tests {
             .collect()
     }
 
-    fn steps(f: &[Finding]) -> Vec<usize> {
+    fn step_at(f: &[Finding]) -> Vec<usize> {
         f.iter()
             .filter_map(|f| match f {
                 Finding::Step(c) => Some(c.index),
@@ -418,7 +437,7 @@ mod tests {
             .collect()
     }
 
-    fn drifts(f: &[Finding]) -> Vec<Drift> {
+    fn drifts_of(f: &[Finding]) -> Vec<Drift> {
         f.iter()
             .filter_map(|f| match f {
                 Finding::Drift(d) => Some(*d),
@@ -433,8 +452,8 @@ mod tests {
         s.extend(noisy(12, 140.0, 0.02, 2));
         s.extend(noisy(12, 100.0, 0.02, 3));
         let f = findings(&s, &ChangeRule::default());
-        assert_eq!(steps(&f), [12, 24], "{f:?}");
-        assert!(drifts(&f).is_empty(), "{f:?}");
+        assert_eq!(step_at(&f), [12, 24], "{f:?}");
+        assert!(drifts_of(&f).is_empty(), "{f:?}");
         let Finding::Step(up) = f[0] else { panic!() };
         assert!((up.change - 0.4).abs() < 0.05, "{up:?}");
         let Finding::Step(down) = f[1] else { panic!() };
@@ -449,8 +468,8 @@ mod tests {
         s.extend(ramp);
         s.extend(noisy(10, top, 0.01, 5));
         let f = findings(&s, &ChangeRule::default());
-        assert!(steps(&f).is_empty(), "{f:?}");
-        let d = drifts(&f);
+        assert!(step_at(&f).is_empty(), "{f:?}");
+        let d = drifts_of(&f);
         assert_eq!(d.len(), 1, "{f:?}");
         assert!(
             (9..=11).contains(&d[0].start) && (18..=20).contains(&d[0].end),
@@ -470,14 +489,30 @@ mod tests {
         s.extend(noisy(8, top, 0.01, 8));
         s.extend(noisy(8, top / 1.4, 0.01, 9));
         let f = findings(&s, &ChangeRule::default());
-        assert_eq!(steps(&f), [8, 34], "{f:?}");
-        let d = drifts(&f);
+        assert_eq!(step_at(&f), [8, 34], "{f:?}");
+        let d = drifts_of(&f);
         assert_eq!(d.len(), 1, "{f:?}");
         assert!(
             (15..=17).contains(&d[0].start) && (24..=26).contains(&d[0].end),
             "{d:?}"
         );
         assert!((d[0].total - 0.34).abs() < 0.06, "{d:?}");
+    }
+
+    /// A step the caller dropped (re-measuring did not confirm it) no
+    /// longer cuts a drift: with it as an edge each half is searched
+    /// alone; without it the one ramp is found over its whole window.
+    #[test]
+    fn a_dropped_step_inside_a_drift_leaves_the_whole_drift() {
+        let mut s = noisy(6, 100.0, 0.005, 10);
+        s.extend((1..=10).map(|i| 100.0 * 1.03f64.powi(i)));
+        s.extend(noisy(6, 100.0 * 1.03f64.powi(10), 0.005, 11));
+        let rule = ChangeRule::default();
+        let whole = drifts(&s, &[], &rule);
+        assert_eq!(whole.len(), 1, "{whole:?}");
+        assert!((4..=6).contains(&whole[0].start) && (15..=17).contains(&whole[0].end));
+        let cut = drifts(&s, &[11], &rule);
+        assert!(cut.iter().all(|d| d.end < 11 || d.start >= 11), "{cut:?}");
     }
 
     /// The per-commit median CPU times (ms) of `cargo xtask bench-history`
@@ -495,7 +530,7 @@ mod tests {
             288., 296., 285., 351., 345., 334., 336., 333., 280., 300., 283., 281.,
         ];
         let f = findings(&s, &ChangeRule::default());
-        let found = steps(&f);
+        let found = step_at(&f);
         for step in [8, 31, 36] {
             assert!(found.contains(&step), "{step} in {f:?}");
         }
@@ -530,7 +565,7 @@ mod tests {
             let mut s = noisy(before, 100.0, 0.02, seed);
             s.extend(noisy(after, if up { 112.0 } else { 88.0 }, 0.02, seed ^ 1));
             let f = findings(&s, &ChangeRule::default());
-            prop_assert_eq!(steps(&f), vec![before]);
+            prop_assert_eq!(step_at(&f), vec![before]);
         }
     }
 }

@@ -112,6 +112,24 @@ pub fn text(r: &BisectReport) -> String {
             let _ = writeln!(out, "  {}", crate::printable(l));
         }
     }
+    if let Some(g) = &r.history {
+        let _ = match &g.suggested {
+            Some(c) => writeln!(
+                out,
+                "the start-up history ({} commits stored in {}) pointed at {} {}: it and the commit before it were compared first",
+                g.stored,
+                crate::printable(&g.store),
+                c.short(),
+                crate::printable(&c.subject)
+            ),
+            None => writeln!(
+                out,
+                "the start-up history ({} commits stored in {}) pointed at no commit: the search halved the range",
+                g.stored,
+                crate::printable(&g.store)
+            ),
+        };
+    }
     let _ = writeln!(out, "steps ({}):", r.steps.len());
     for s in &r.steps {
         let _ = writeln!(out, "  {}", step_line(s));
@@ -166,6 +184,11 @@ mod tests {
             range: Vec::new(),
             steps: vec![skipped],
             error: None,
+            history: Some(answers::bisect::Guide {
+                store: "postgres://ci:***@db/history".to_owned(),
+                stored: 9,
+                suggested: Some(at(6, "change 6")),
+            }),
         };
         let text = super::text(&r);
         assert!(
@@ -186,7 +209,12 @@ mod tests {
             ),
             "{text}"
         );
+        assert!(
+            text.contains("the start-up history (9 commits stored in postgres://ci:***@db/history) pointed at 666666666666 change 6"),
+            "{text}"
+        );
         let json: serde_json::Value = serde_json::from_str(&super::json(&r)).unwrap();
+        assert_eq!(json["history"]["suggested"]["commit"], "6".repeat(40));
         assert_eq!(json["schema"], "coldstart.bisect/1");
         assert_eq!(json["culprit"]["commit"], "6".repeat(40));
         assert_eq!(json["skipped"][0]["commit"], "4".repeat(40));

@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 
 mod ci;
 mod history;
-mod history_show;
+mod history_known;
 mod layouts;
 mod outputs;
 
@@ -32,12 +32,7 @@ pub(crate) struct Repo {
 pub(crate) const MAIN: &str = "import protokit\nimport app\n\nprotokit.serve()\n";
 
 /// Burns `ms` of CPU when imported.
-pub(crate) fn busy(ms: u32) -> String {
-    format!(
-        "import time\n\n_start = time.process_time()\nwhile time.process_time() - _start < {}:\n    pass\n",
-        f64::from(ms) / 1e3
-    )
-}
+pub(crate) use test_history::busy;
 
 impl Repo {
     /// A repository whose first commit holds the worker and its config.
@@ -207,10 +202,10 @@ fn verdict(v: &serde_json::Value) -> &str {
 
 /// A third of the worker's CPU time at start-up, in ms (from a plain
 /// A/A run), at least 15 ms.
-fn a_third(v: &serde_json::Value) -> u32 {
+fn a_third(v: &serde_json::Value) -> usize {
     let res = &v["targets"][0]["time"]["summary"]["resources"][0];
     let cpu = res["user_ms"].as_f64().unwrap() + res["sys_ms"].as_f64().unwrap();
-    ((cpu / 3.0) as u32).max(15)
+    ((cpu / 3.0) as usize).max(15)
 }
 
 /// One rule for what answers health, whatever the task: a worker whose

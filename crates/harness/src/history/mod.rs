@@ -9,6 +9,8 @@
 
 pub mod record;
 pub mod show;
+#[cfg(test)]
+pub(crate) mod testruns;
 
 pub use record::{
     HistoryOptions, RecordProgress, Recorded, Shard, commit_info, commits, current_run, diff_runs,

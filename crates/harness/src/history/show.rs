@@ -23,7 +23,7 @@ use answers::history::{
 };
 use history::{ModuleTime, Run, RunOutcome, StoredRun};
 use importguard::importtime::{stdlib, top_level};
-use phases::changepoint::{ChangeRule, Finding, findings};
+use phases::changepoint::{ChangeRule, drifts, steps};
 use phases::compare::Comparison;
 use phases::stats::{Resampling, median, median_ci};
 use timeline::TrialKind;
@@ -237,6 +237,7 @@ pub fn target_history(
         changes: Vec::new(),
         candidates: Vec::new(),
         drifts: Vec::new(),
+        drift_candidates: Vec::new(),
     };
     let mut confirm = |earlier: usize, later: usize, direction: f64| -> Result<Confirmation> {
         let Some(m) = remeasure.as_deref_mut() else {
@@ -252,57 +253,66 @@ pub fn target_history(
             Err(why) => Confirmation::not_measured(format!("could not be re-measured: {why}")),
         })
     };
-    for f in findings(&values, rule) {
-        match f {
-            Finding::Step(cp) => {
-                let (before, after) = (at[cp.index - 1], at[cp.index]);
-                let confirmation = confirm(before, after, cp.change)?;
-                let (imports, imports_error) =
-                    match import_changes(stored[before].1, stored[after].1) {
-                        Ok(i) => (i, None),
-                        Err(e) => (Vec::new(), Some(e)),
-                    };
-                let change = Change {
-                    at: stored[after].0.clone(),
-                    parent: stored[before].0.commit.clone(),
-                    series: SeriesChange {
-                        before_ms: cp.before,
-                        after_ms: cp.after,
-                        change: cp.change,
-                        p: cp.p,
-                    },
-                    confirmation,
-                    imports,
-                    imports_error,
-                };
-                if change.confirmation.status == Confirmed::Confirmed {
-                    history.changes.push(change);
-                } else {
-                    history.candidates.push(change);
-                }
-            }
-            Finding::Drift(d) => {
-                let (from, to) = (at[d.start.saturating_sub(1)], at[d.end]);
-                let imports = (from + 1..=to)
-                    .filter_map(|i| {
-                        let changes = import_changes(stored[i - 1].1, stored[i].1).ok()?;
-                        (!changes.is_empty()).then(|| ImportsAt {
-                            at: stored[i].0.clone(),
-                            changes,
-                        })
-                    })
-                    .collect();
-                history.drifts.push(DriftFound {
-                    imports,
-                    from: stored[from].0.clone(),
-                    to: stored[to].0.clone(),
-                    commits: d.end + 1 - d.start,
-                    total: d.total,
-                    per_commit: d.per_commit,
-                    p: d.p,
-                    confirmation: confirm(from, to, d.total)?,
-                });
-            }
+    // Steps first: each re-measured, the confirmed kept as the stretches'
+    // edges; a drift is then searched for between confirmed steps only,
+    // so a noisy commit inside a drift that re-measuring does not confirm
+    // no longer cuts the drift in two.
+    let mut kept = Vec::new();
+    for cp in steps(&values, rule) {
+        let (before, after) = (at[cp.index - 1], at[cp.index]);
+        let confirmation = confirm(before, after, cp.change)?;
+        let (imports, imports_error) = match import_changes(stored[before].1, stored[after].1) {
+            Ok(i) => (i, None),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        let change = Change {
+            at: stored[after].0.clone(),
+            parent: stored[before].0.commit.clone(),
+            series: SeriesChange {
+                before_ms: cp.before,
+                after_ms: cp.after,
+                change: cp.change,
+                p: cp.p,
+            },
+            confirmation,
+            imports,
+            imports_error,
+        };
+        if change.confirmation.status == Confirmed::Confirmed {
+            kept.push(cp.index);
+            history.changes.push(change);
+        } else {
+            history.candidates.push(change);
+        }
+    }
+    for d in drifts(&values, &kept, rule) {
+        // The ramp's first point is the last on the level before: the
+        // re-measurement compares it with the ramp's last, both inside
+        // the stretch (never across a step at its edge).
+        let (from, to) = (at[d.start], at[d.end]);
+        let imports = (from + 1..=to)
+            .filter_map(|i| {
+                let changes = import_changes(stored[i - 1].1, stored[i].1).ok()?;
+                (!changes.is_empty()).then(|| ImportsAt {
+                    at: stored[i].0.clone(),
+                    changes,
+                })
+            })
+            .collect();
+        let found = DriftFound {
+            imports,
+            from: stored[from].0.clone(),
+            to: stored[to].0.clone(),
+            commits: d.end - d.start,
+            total: d.total,
+            per_commit: d.per_commit,
+            p: d.p,
+            confirmation: confirm(from, to, d.total)?,
+        };
+        if found.confirmation.status == Confirmed::Confirmed {
+            history.drifts.push(found);
+        } else {
+            history.drift_candidates.push(found);
         }
     }
     Ok(history)

@@ -257,10 +257,16 @@ fn tables(t: &TargetHistory, out: &mut String) {
         }
         out.push_str("</li>");
     }
-    for d in &t.drifts {
+    for (d, kind) in t
+        .drifts
+        .iter()
+        .map(|d| (d, "drift"))
+        .chain(t.drift_candidates.iter().map(|d| (d, "drift candidate")))
+    {
         let _ = write!(
             out,
-            "<li class=\"drift\">{}<br>{}",
+            "<li class=\"{}\"><b>{kind}</b> {}<br>{}",
+            kind.replace(' ', "-"),
             esc(&drift_line(d)),
             esc(&confirmation_words(&d.confirmation))
         );
@@ -318,7 +324,7 @@ pub fn html(r: &HistoryReport) -> String {
             esc(&t.interpreter),
             t.points.len(),
             t.drifts.len(),
-            t.candidates.len()
+            t.candidates.len() + t.drift_candidates.len()
         );
         body.push_str(&ready_chart(t, k));
         body.push_str(&small_chart(t, ("peak RSS", "MiB", 1), |p| {

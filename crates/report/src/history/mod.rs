@@ -174,6 +174,14 @@ fn target_text(t: &TargetHistory, out: &mut String) {
         let _ = writeln!(out, "  candidate, not a change: {}", change_line(c));
         let _ = writeln!(out, "    {}", confirmation_words(&c.confirmation));
     }
+    for d in &t.drift_candidates {
+        let _ = writeln!(
+            out,
+            "  candidate, not a drift: {}",
+            drift_line(d).trim_start_matches("drift ")
+        );
+        let _ = writeln!(out, "    {}", confirmation_words(&d.confirmation));
+    }
     let _ = writeln!(out, "  commits, oldest first:");
     for p in &t.points {
         let _ = writeln!(
@@ -274,11 +282,21 @@ pub fn markdown(r: &HistoryReport) -> String {
             }
             out.push('\n');
         }
-        for d in &t.drifts {
+        for (d, label) in t.drifts.iter().map(|d| (d, "")).chain(
+            t.drift_candidates
+                .iter()
+                .map(|d| (d, "candidate, not a drift: ")),
+        ) {
+            let line = drift_line(d);
+            let line = if label.is_empty() {
+                line.as_str()
+            } else {
+                line.trim_start_matches("drift ")
+            };
             let _ = writeln!(
                 out,
-                "- {}; {}",
-                md(&drift_line(d)),
+                "- {label}{}; {}",
+                md(line),
                 md(&confirmation_words(&d.confirmation))
             );
             for l in drift_import_lines(d) {

@@ -101,6 +101,28 @@ fn report() -> HistoryReport {
         imports: Vec::new(),
         ..change.clone()
     };
+    let drift = DriftFound {
+        from: commit(5, "a"),
+        to: commit(8, "b"),
+        commits: 3,
+        total: 0.09,
+        per_commit: 0.03,
+        p: 0.01,
+        confirmation: Confirmation::not_measured("not re-measured: interrupted"),
+        imports: vec![ImportsAt {
+            at: commit(7, "<b>drop</b> pyparsing"),
+            changes: vec![ImportChange {
+                change: "removed",
+                module: "pyparsing".to_owned(),
+                first_party: false,
+                at: Some(CallSite {
+                    file: "pkg/requirements.py".to_owned(),
+                    line: 10,
+                    func: "<module>".to_owned(),
+                }),
+            }],
+        }],
+    };
     HistoryReport {
         rule: ChangeRule::default(),
         targets: vec![TargetHistory {
@@ -112,27 +134,11 @@ fn report() -> HistoryReport {
             changes: vec![change],
             candidates: vec![candidate],
             drifts: vec![DriftFound {
-                from: commit(5, "a"),
-                to: commit(8, "b"),
-                commits: 3,
-                total: 0.09,
-                per_commit: 0.03,
-                p: 0.01,
-                confirmation: Confirmation::not_measured("not re-measured: interrupted"),
-                imports: vec![ImportsAt {
-                    at: commit(7, "<b>drop</b> pyparsing"),
-                    changes: vec![ImportChange {
-                        change: "removed",
-                        module: "pyparsing".to_owned(),
-                        first_party: false,
-                        at: Some(CallSite {
-                            file: "pkg/requirements.py".to_owned(),
-                            line: 10,
-                            func: "<module>".to_owned(),
-                        }),
-                    }],
-                }],
+                confirmation: Confirmation::of(comparison(Verdict::Slower, 1.09), 0.09),
+                imports: Vec::new(),
+                ..drift.clone()
             }],
+            drift_candidates: vec![drift],
         }],
     }
 }

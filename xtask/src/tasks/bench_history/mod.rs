@@ -2,12 +2,10 @@
 //! on a generated repository of 40 commits with known changes, and the
 //! same series handed to two other change detectors.
 //!
-//! The repository's worker (the boundary fixtures' protocol loop) burns a
-//! fixed 100 ms of CPU at start-up; then, at known commits: a +40% step
-//! (a module burning 55 ms more), a drift of about +3% a commit over ten
-//! commits (a module burning 6 ms more each commit), a forbidden import
-//! arriving (a stand-in torch, generated here, that burns 60 ms as
-//! importing the real one costs far more), and the first step reversed.
+//! The repository is `test_history`'s: a worker burning a fixed CPU at
+//! start-up, then a +40% step, a drift of about +3% a commit over ten
+//! commits, a forbidden import arriving (a stand-in torch), and the first
+//! step reversed, each at a known commit.
 //! Every commit is recorded (`history record`, its trials), shown
 //! (`history show`: change points re-measured), and bisected over the
 //! first step; the per-commit median CPU times (the series `history show`
@@ -31,16 +29,7 @@ const ASV: &str = "asv==0.6.6";
 const OTAVA: &str = "apache-otava==0.8.0";
 const DETECTORS: &str = include_str!("detectors.py");
 
-/// The commits generated.
-const COMMITS: usize = 40;
-/// The +40% step.
-const STEP_UP: usize = 8;
-/// The drift's commits (each +6 ms of start-up work).
-const DRIFT: std::ops::RangeInclusive<usize> = 16..=25;
-/// The forbidden import arriving.
-const FORBIDDEN: usize = 31;
-/// The step reversed.
-const STEP_DOWN: usize = 36;
+use test_history::{COMMITS, DRIFT, FORBIDDEN, STEP_DOWN, STEP_UP};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -300,88 +289,11 @@ fn real_python(python: &str) -> anyhow::Result<String> {
     Ok(String::from_utf8(out.stdout)?.trim().to_owned())
 }
 
-/// Burns `ms` of CPU when imported.
-fn busy(ms: usize) -> String {
-    format!(
-        "import time\n\n_start = time.process_time()\nwhile time.process_time() - _start < {}:\n    pass\n",
-        ms as f64 / 1e3
-    )
-}
-
-fn write(root: &Path, rel: &str, text: &str) -> anyhow::Result<()> {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().expect("a file in a folder"))?;
-    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
-}
-
-fn git(root: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=bench",
-            "-c",
-            "user.email=bench@example.com",
-        ])
-        .args(["-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(root)
-        .output()?;
-    if !out.status.success() {
-        bail!("git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(String::from_utf8(out.stdout)?.trim().to_owned())
-}
-
 /// The repository with its 40 commits, oldest first.
 fn generate(root: &Path, python: &str) -> anyhow::Result<Vec<String>> {
-    if root.exists() {
-        std::fs::remove_dir_all(root)?;
-    }
-    std::fs::create_dir_all(root)?;
-    git(root, &["init", "-q", "-b", "main"])?;
     let protokit = project_root().join("tests/fixtures/boundary/workers/protokit.py");
-    write(root, "src/protokit.py", &std::fs::read_to_string(protokit)?)?;
-    write(root, ".gitignore", "__pycache__/\n")?;
-    write(root, "src/app/__init__.py", "")?;
-    write(root, "src/app/base_work.py", &busy(100))?;
-    write(
-        root,
-        "coldstart.toml",
-        &format!(
-            "[[target]]\nname = \"w\"\ncommand = [\"{python}\", \"-m\", \"app\"]\nenv = {{ PYTHONPATH = \"src:stand-ins\" }}\n"
-        ),
-    )?;
-    let mut commits = Vec::new();
-    for i in 0..COMMITS {
-        let mut main = String::from("import protokit\nimport app.base_work\n");
-        if (STEP_UP..STEP_DOWN).contains(&i) {
-            write(root, "src/app/step.py", &busy(55))?;
-            main.push_str("import app.step\n");
-        }
-        if i >= *DRIFT.start() {
-            let k = i.min(*DRIFT.end()) + 1 - DRIFT.start();
-            write(root, "src/app/drift.py", &busy(6 * k))?;
-            main.push_str("import app.drift\n");
-        }
-        if i == FORBIDDEN {
-            write(
-                root,
-                "stand-ins/torch/__init__.py",
-                &format!(
-                    "\"\"\"STAND-IN for the benchmark: not the real torch; burns CPU as an import does.\"\"\"\n{}",
-                    busy(60)
-                ),
-            )?;
-        }
-        if i >= FORBIDDEN {
-            main.push_str("import torch\n");
-        }
-        main.push_str("\nprotokit.serve()\n");
-        write(root, "src/app/__main__.py", &main)?;
-        write(root, "NOTES.md", &format!("commit {i}\n"))?;
-        git(root, &["add", "-A"])?;
-        git(root, &["commit", "-q", "-m", &format!("commit {i}")])?;
-        commits.push(git(root, &["rev-parse", "HEAD"])?);
-    }
-    Ok(commits)
+    let source = std::fs::read_to_string(&protokit)
+        .with_context(|| format!("reading {}", protokit.display()))?;
+    test_history::generate(root, python, &source, &|i| format!("commit {i}"))
+        .context("generating the repository")
 }

@@ -4,107 +4,14 @@
 
 use answers::bisect::CommitRef;
 use answers::history::Confirmed;
-use history::{Commit, Environment, ModuleTime, Run, RunOutcome, StoredRun};
-use importguard::recorder::CallSite;
+use history::{RunOutcome, StoredRun};
 use phases::changepoint::ChangeRule;
 use phases::compare::{Comparison, Method, Verdict};
 use phases::stats::Interval;
-use timeline::{
-    Escalation, Marks, Outcome, PhaseDurations, TrialKind, TrialRecord, Usage, Variant,
-    WorkerRecord,
-};
+
+use crate::history::testruns::{env, module, run, sha};
 
 use super::{Remeasure, Series, import_changes, target_history};
-
-fn env(cpu: &str) -> Environment {
-    Environment {
-        interpreter: "CPython 3.11.7 GIL /usr/bin/python3".to_owned(),
-        packages_hash: "p".to_owned(),
-        cpu_model: cpu.to_owned(),
-        limits: "none".to_owned(),
-    }
-}
-
-fn sha(i: usize) -> String {
-    format!("{i:040x}")
-}
-
-/// A trial whose ready came after `ms`.
-fn trial(i: usize, ms: f64) -> TrialRecord {
-    TrialRecord {
-        trial: i,
-        round: i,
-        kind: TrialKind::Measured,
-        variant: Variant::A,
-        started_unix_ms: 0,
-        started_ns: 0,
-        phases: PhaseDurations {
-            ready_ns: Some((ms * 1e6) as u64),
-            ..PhaseDurations::default()
-        },
-        outcome: Outcome::Correct,
-        workers: vec![WorkerRecord {
-            pid: Some(100 + i as u32),
-            marks: Marks::default(),
-            // As much CPU as wall time, less a fixed 10 ms.
-            usage: Some(Usage {
-                user_ns: ((ms - 10.0) * 1e6) as u64,
-                sys_ns: 0,
-                max_rss_bytes: 40 << 20,
-            }),
-            rss_at_ready_bytes: None,
-            cgroup_peak_bytes: None,
-            exit: None,
-            escalation: Escalation::None,
-            noise_lines: 0,
-            outcome: Outcome::Correct,
-        }],
-    }
-}
-
-fn module(name: &str, first_party: bool, line: Option<u32>) -> ModuleTime {
-    ModuleTime {
-        module: name.to_owned(),
-        cumulative_us: 1000,
-        self_us: 100,
-        first_party,
-        imported_at: line.map(|line| CallSite {
-            file: "src/app/worker.py".to_owned(),
-            line,
-            func: "<module>".to_owned(),
-        }),
-    }
-}
-
-/// Commit `i` measured at about `ms` (five trials, ±1%), `torch` in its
-/// tree when `torch`.
-fn run(i: usize, ms: f64, torch: bool, environment: Environment) -> StoredRun {
-    let mut modules = vec![module("app", true, None), module("json", false, None)];
-    if torch {
-        modules.push(module("torch", false, Some(7)));
-        modules.push(module("torch.nn", false, None));
-    }
-    StoredRun {
-        id: i as i64,
-        run: Run {
-            commit: Commit {
-                sha: sha(i),
-                parent: None,
-                branch: None,
-                time_unix_s: i as i64,
-            },
-            target: "worker".to_owned(),
-            tool_version: "0".to_owned(),
-            environment,
-            recorded_unix_ms: 0,
-            outcome: RunOutcome::Measured,
-            trials: (0..5)
-                .map(|k| trial(k, ms * (1.0 + (k as f64 - 2.0) / 200.0)))
-                .collect(),
-            modules,
-        },
-    }
-}
 
 fn order(n: usize) -> Vec<CommitRef> {
     (0..n)
@@ -313,5 +220,89 @@ fn import_trees_are_compared_by_package_and_own_module_and_a_missing_tree_is_sai
         import_changes(&before, &after)
             .unwrap_err()
             .contains("bench --record")
+    );
+}
+
+/// Answers a re-measurement of two neighbouring commits with "equivalent"
+/// (the jump between them was noise) and of any wider pair with "slower".
+struct NeighboursEqual;
+
+impl Remeasure for NeighboursEqual {
+    fn compare(
+        &mut self,
+        earlier: &CommitRef,
+        later: &CommitRef,
+    ) -> crate::Result<std::result::Result<Comparison, String>> {
+        let index = |c: &CommitRef| usize::from_str_radix(&c.commit, 16).unwrap();
+        let mut fixed = Fixed {
+            verdict: if index(later) == index(earlier) + 1 {
+                Verdict::Equivalent
+            } else {
+                Verdict::Slower
+            },
+            asked: Vec::new(),
+        };
+        fixed.compare(earlier, later)
+    }
+
+    fn interrupted(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_step_inside_a_drift_that_re_measuring_rejects_leaves_one_drift_over_the_window() {
+    // Six flat, ten commits of +3% each, six flat; commit 10's figure
+    // jumps 40% more (the series alone reads it as a step with a drift on
+    // either side). Re-measured, commits 9 and 10 are the same: one drift
+    // across 10, its ends re-measured, and 10 a candidate.
+    let level = |i: usize| {
+        100.0 * 1.03f64.powi(i.clamp(5, 15) as i32 - 5) * if i >= 10 { 1.4 } else { 1.0 }
+    };
+    let runs: Vec<StoredRun> = (0..22).map(|i| run(i, level(i), false, env("A"))).collect();
+    let (order, fp) = (order(22), env("A").fingerprint());
+    let h = target_history(
+        &series(&runs, &order, &fp),
+        &ChangeRule::default(),
+        Some(&mut NeighboursEqual),
+    )
+    .unwrap();
+    assert!(h.changes.is_empty(), "{h:#?}");
+    let candidates: Vec<&str> = h.candidates.iter().map(|c| c.at.commit.as_str()).collect();
+    assert_eq!(candidates, [sha(10)], "{h:#?}");
+    assert_eq!(h.drifts.len(), 1, "{h:#?}");
+    assert!(h.drift_candidates.is_empty(), "{h:#?}");
+    let d = &h.drifts[0];
+    let (from, to) = (
+        usize::from_str_radix(&d.from.commit, 16).unwrap(),
+        usize::from_str_radix(&d.to.commit, 16).unwrap(),
+    );
+    assert!(
+        from < 10 && 10 <= to,
+        "the drift spans the rejected step: {d:?}"
+    );
+    assert_eq!(d.commits, to - from);
+}
+
+#[test]
+fn a_drift_re_measuring_does_not_confirm_is_a_candidate_not_a_drift() {
+    let level = |i: usize| 100.0 * 1.03f64.powi(i.clamp(5, 15) as i32 - 5);
+    let runs: Vec<StoredRun> = (0..22).map(|i| run(i, level(i), false, env("A"))).collect();
+    let (order, fp) = (order(22), env("A").fingerprint());
+    let mut fixed = Fixed {
+        verdict: Verdict::Equivalent,
+        asked: Vec::new(),
+    };
+    let h = target_history(
+        &series(&runs, &order, &fp),
+        &ChangeRule::default(),
+        Some(&mut fixed),
+    )
+    .unwrap();
+    assert!(h.drifts.is_empty(), "{h:#?}");
+    assert_eq!(h.drift_candidates.len(), 1, "{h:#?}");
+    assert_eq!(
+        h.drift_candidates[0].confirmation.status,
+        Confirmed::NotConfirmed
     );
 }
