@@ -95,6 +95,11 @@ pub struct Args {
     /// only if the violations are gone).
     #[arg(long, requires = "suggest")]
     fix: bool,
+    /// `--record`: each target's start-up import tree also stored as the
+    /// current commit's run (no extra process; no trial: a checked
+    /// process runs under the recorder).
+    #[command(flatten)]
+    record: crate::args::RecordFlagArgs,
 }
 
 /// A check cut short by a signal: the reports of the targets it finished
@@ -190,11 +195,44 @@ fn checked(
     // then shows the targets it finished, says which one it cut short,
     // and exits 128 + the signal's number without a verdict.
     let interrupt = crate::signals::interrupt(OnPress::KillNow).unwrap_or_default();
+    if args.record.record && (args.fix || args.module.is_some()) {
+        bail!(
+            "--record stores what was checked as the current commit's run: drop --fix (it changes the files checked) and --module (no target of the project)"
+        );
+    }
     let outcome = harness::check_run::run(&targets, opts, &gated, &project.root, &interrupt)?;
     if let Some(cut) = &outcome.interrupted {
         return Ok(Err(interrupted(&interrupt, &outcome.checked, cut, format)?));
     }
+    if args.record.record {
+        record(&args.record, project, &targets, &outcome)?;
+    }
     Ok(Ok(outcome))
+}
+
+/// `--record`: each checked target's import tree stored as the current
+/// commit's run; a target whose check kept no log is said and left out.
+fn record(
+    args: &crate::args::RecordFlagArgs,
+    project: &Project,
+    targets: &[harness::Target],
+    outcome: &CheckRun,
+) -> Result<()> {
+    let top = harness::diff::git::toplevel(&project.root)?;
+    let mut runs = Vec::new();
+    for c in &outcome.checked {
+        let Some(target) = targets.iter().find(|t| t.name == c.report.name) else {
+            continue;
+        };
+        match harness::history::check_run(&top, target, &c.report)? {
+            Some(run) => runs.push(run),
+            None => eprintln!(
+                "--record: `{}` not recorded: its check kept no import log (its worker did not start)",
+                target.name
+            ),
+        }
+    }
+    crate::history::store_runs(&args.store, project, &runs)
 }
 
 /// On stderr: the files `--fix` wrote and each gated snapshot's drift.

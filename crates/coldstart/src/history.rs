@@ -245,6 +245,7 @@ pub(crate) fn store_runs(
         let what = match store.record(run)? {
             history::Written::Stored(_) => "recorded",
             history::Written::Existing(_) => "already recorded (kept as it was)",
+            history::Written::Completed(_) => "added to the run already recorded, which lacked it",
         };
         let commit = &run.commit.sha;
         eprintln!(

@@ -47,6 +47,12 @@ pub enum Written {
     Stored(i64),
     /// A run of the same key was already stored (this id); nothing changed.
     Existing(i64),
+    /// A run of the same key was stored without the trials, or without
+    /// the import tree, that this one brings (a `check --record` run keeps
+    /// an import tree and no trial, a `bench --record` run trials and no
+    /// tree): what it lacked was added to it (this id), and nothing it
+    /// held was changed.
+    Completed(i64),
 }
 
 /// Which runs [`Store::runs`] reads; `None` matches any.
@@ -238,12 +244,67 @@ fn insert(tx: &mut Tx<'_>, run: &Run) -> Result<Written> {
         .and_then(Value::int)
     else {
         let id = run_id(tx, &run.key())?.unwrap_or_default();
-        return Ok(Written::Existing(id));
+        return complete(tx, id, run);
     };
     for (i, t) in run.trials.iter().enumerate() {
         insert_trial(tx, id, i, t)?;
     }
-    for (i, m) in run.modules.iter().enumerate() {
+    insert_modules(tx, id, &run.modules)?;
+    Ok(Written::Stored(id))
+}
+
+/// How many rows of `table` (`trials` or `modules`) belong to run `id`.
+fn rows_of(tx: &mut Tx<'_>, table: &str, id: i64) -> Result<i64> {
+    let rows = tx.query(
+        &format!("SELECT COUNT(*) FROM {table} WHERE run_id = $1"),
+        &[Value::Int(id)],
+    )?;
+    Ok(rows
+        .first()
+        .and_then(|r| r.first())
+        .and_then(Value::int)
+        .unwrap_or(0))
+}
+
+/// The stored run `id` of `run`'s key given what `run` brings and it
+/// lacks: its trials when it has none, its import tree when it has none,
+/// both only when both runs measured the commit (a failed run stays as it
+/// was stored).
+fn complete(tx: &mut Tx<'_>, id: i64, run: &Run) -> Result<Written> {
+    if tx.dialect() == Dialect::Postgres {
+        // Two writers completing the same run: the second waits, then
+        // finds it complete.
+        tx.query(
+            "SELECT id FROM runs WHERE id = $1 FOR UPDATE",
+            &[Value::Int(id)],
+        )?;
+    }
+    let status = tx.query("SELECT status FROM runs WHERE id = $1", &[Value::Int(id)])?;
+    let measured = |v: Option<&Value>| matches!(v, Some(Value::Text(s)) if s == "measured");
+    if !measured(status.first().and_then(|r| r.first())) || run.outcome != RunOutcome::Measured {
+        return Ok(Written::Existing(id));
+    }
+    let mut added = false;
+    if !run.trials.is_empty() && rows_of(tx, "trials", id)? == 0 {
+        for (i, t) in run.trials.iter().enumerate() {
+            insert_trial(tx, id, i, t)?;
+        }
+        added = true;
+    }
+    if !run.modules.is_empty() && rows_of(tx, "modules", id)? == 0 {
+        insert_modules(tx, id, &run.modules)?;
+        added = true;
+    }
+    Ok(if added {
+        Written::Completed(id)
+    } else {
+        Written::Existing(id)
+    })
+}
+
+/// Run `id`'s import tree, in order.
+fn insert_modules(tx: &mut Tx<'_>, id: i64, modules: &[ModuleTime]) -> Result<()> {
+    for (i, m) in modules.iter().enumerate() {
         let at = m.imported_at.as_ref();
         tx.execute(
             "INSERT INTO modules (run_id, position, module, cumulative_us, self_us, \
@@ -261,7 +322,7 @@ fn insert(tx: &mut Tx<'_>, run: &Run) -> Result<Written> {
             ],
         )?;
     }
-    Ok(Written::Stored(id))
+    Ok(())
 }
 
 /// The serde name of a value that serializes as a string or as a map

@@ -313,8 +313,62 @@ fn two_writers(loc: &Location) -> Answers {
 
 type Scenario = fn(&Location) -> Answers;
 
+/// A run stored with its import tree and no trial (`check --record`) is
+/// completed by one with trials and no tree (`bench --record`), and the
+/// other way round; a complete run, a failed one, or a failed newcomer
+/// changes nothing.
+fn completion(loc: &Location) -> Answers {
+    let mut store = Store::open(loc).unwrap();
+    // PostgreSQL's ids skip the values a conflict took: compare the kind
+    // of each answer and that it names the first write's run.
+    let mut record = |r: &Run| match store.record(r).unwrap() {
+        Written::Stored(id) => ("stored", id),
+        Written::Existing(id) => ("existing", id),
+        Written::Completed(id) => ("completed", id),
+    };
+    let full = run(1, "worker", environment("Xeon A"), false);
+    let tree_only = Run {
+        trials: Vec::new(),
+        ..full.clone()
+    };
+    let trials_only = Run {
+        modules: Vec::new(),
+        ..full.clone()
+    };
+    let (_, a) = record(&tree_only);
+    assert_eq!(record(&tree_only), ("existing", a));
+    assert_eq!(record(&trials_only), ("completed", a));
+    assert_eq!(record(&full), ("existing", a));
+    let other = run(2, "worker", environment("Xeon A"), false);
+    let (kind, b) = record(&Run {
+        modules: Vec::new(),
+        ..other.clone()
+    });
+    assert_eq!(kind, "stored");
+    let failed = Run {
+        outcome: RunOutcome::Failed {
+            message: "it did not start".to_owned(),
+        },
+        trials: Vec::new(),
+        ..other.clone()
+    };
+    assert_eq!(record(&failed), ("existing", b));
+    let tree = Run {
+        trials: Vec::new(),
+        ..other.clone()
+    };
+    assert_eq!(record(&tree), ("completed", b));
+    let all = store.runs(&RunFilter::default()).unwrap();
+    let runs: Vec<&Run> = all.iter().map(|r| &r.run).collect();
+    assert_eq!(runs, [&full, &other], "each run whole once completed");
+    all.iter()
+        .map(|r| serde_json::to_string(&r.run).unwrap())
+        .collect()
+}
+
 const SCENARIOS: &[(&str, Scenario)] = &[
     ("round_trip", round_trip),
+    ("completion", completion),
     ("migration", migration),
     ("newer_schema", newer_schema),
     ("two_writers", two_writers),

@@ -10,7 +10,7 @@ use std::process::{Output, Stdio};
 
 use history::{Location, RunFilter, RunOutcome, Store, StoredRun};
 
-use super::{Repo, busy};
+use super::{MAIN, Repo, busy};
 use crate::support::printed;
 
 impl Repo {
@@ -319,6 +319,79 @@ fn bench_record_stores_the_current_commits_trials_once() {
         "{err}"
     );
     assert_eq!(r.stored().len(), 1);
+}
+
+/// `check --record` stores the commit's import tree (the forbidden module
+/// at the line that imports it) and no trial; `bench --record` then adds
+/// its trials to that run, and `history record` skips the commit.
+#[test]
+fn check_record_stores_the_tree_and_bench_record_completes_the_run() {
+    let r = Repo::new();
+    r.write(
+        "src/app/__main__.py",
+        &format!("import torch  # the stand-in\n{MAIN}"),
+    );
+    r.commit("import torch at start-up");
+    let file = r.history_file();
+    let file = file.to_str().unwrap();
+    let out = printed(
+        r.command(&["check", "--record", "--history", file])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.status.code(), Some(1), "torch is imported at start-up");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("recorded in"), "{err}");
+    let runs = r.stored();
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0].run;
+    assert!(run.trials.is_empty(), "a checked process is no trial");
+    assert_eq!(run.commit.sha, r.head_commits(1)[0]);
+    let torch = run
+        .modules
+        .iter()
+        .find(|m| m.module == "torch")
+        .expect("torch in the stored tree");
+    let at = torch
+        .imported_at
+        .as_ref()
+        .expect("the line that imports it");
+    assert_eq!((at.file.as_str(), at.line), ("src/app/__main__.py", 1));
+    assert!(
+        run.modules
+            .iter()
+            .any(|m| m.module == "app" && m.first_party)
+    );
+
+    let out = printed(
+        r.command(&[
+            "bench",
+            "--trials",
+            "2",
+            "--warmup",
+            "0",
+            "--record",
+            "--history",
+            file,
+        ])
+        .output()
+        .unwrap(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("added to the run already recorded"), "{err}");
+    let runs = r.stored();
+    assert_eq!(runs.len(), 1, "one run, completed");
+    assert_eq!(runs[0].run.trials.len(), 2);
+    assert_eq!(runs[0].run.modules, run.modules, "the tree kept as it was");
+
+    let out = printed(
+        r.command(&["check", "--record", "--fix", "--suggest", "--history", file])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("drop --fix"));
 }
 
 /// `diff --record` stores what the diff measured, each side as its own

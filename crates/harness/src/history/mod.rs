@@ -13,6 +13,6 @@ pub mod show;
 pub(crate) mod testruns;
 
 pub use record::{
-    HistoryOptions, RecordProgress, Recorded, Shard, commit_info, commits, current_run, diff_runs,
-    dirty, environment, record,
+    HistoryOptions, RecordProgress, Recorded, Shard, check_run, commit_info, commits, current_run,
+    diff_runs, dirty, environment, record,
 };

@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use history::{Commit, Environment, ModuleTime, Run, RunKey, RunOutcome, Store};
-use importguard::importtime::{NodeKind, stdlib, top_level};
+use importguard::importtime::{ImportLog, NodeKind, stdlib, top_level};
 use importguard::verdict::Policy;
 use timeline::TrialRecord;
 
@@ -346,9 +346,15 @@ fn import_tree(
 
 /// Every module the importtime log timed, in import order, once each.
 fn modules_of(p: &Instrumented, own: &std::collections::BTreeSet<String>) -> Vec<ModuleTime> {
-    let Some(log) = &p.report.log else {
-        return Vec::new();
-    };
+    p.report
+        .log
+        .as_ref()
+        .map_or_else(Vec::new, |log| modules_in(log, own))
+}
+
+/// Every module `log` timed, in import order, once each; first-party when
+/// its top-level name is one of `own`.
+fn modules_in(log: &ImportLog, own: &std::collections::BTreeSet<String>) -> Vec<ModuleTime> {
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     for (i, n) in log.nodes().iter().enumerate() {
@@ -399,7 +405,7 @@ fn timed_trials(
 
 /// The current commit's run of `target` from trials already measured in
 /// the working tree at `top` (`bench --record`: no extra trial, no import
-/// tree); refused when the tree has uncommitted changes, whose figures
+/// tree; [`check_run`] gives the tree); refused when the tree has uncommitted changes, whose figures
 /// are not the commit's.
 pub fn current_run(top: &Path, target: &Target, trials: Vec<TrialRecord>) -> Result<Run> {
     if dirty(top)? {
@@ -419,6 +425,40 @@ pub fn current_run(top: &Path, target: &Target, trials: Vec<TrialRecord>) -> Res
         trials,
         modules: Vec::new(),
     })
+}
+
+/// The current commit's run of `target` from what `check` found in the
+/// working tree at `top` (`check --record`: no extra process): the import
+/// tree of its first process with a log, the forbidden modules at the
+/// first-party line that imported them (the only lines a check traces;
+/// `history record` finds every package's), and no trial, since a
+/// checked process runs under the recorder and its times are not a plain
+/// start-up's. `None` when the check kept no log (its worker did not get
+/// that far). Refused when the tree has uncommitted changes.
+pub fn check_run(
+    top: &Path,
+    target: &Target,
+    report: &answers::check::TargetReport,
+) -> Result<Option<Run>> {
+    let Some(log) = report.processes.iter().find_map(|p| p.log.as_ref()) else {
+        return Ok(None);
+    };
+    let mut run = current_run(top, target, Vec::new())?;
+    run.modules = modules_in(log, &imports::own_names(&[target]));
+    for m in &mut run.modules {
+        m.imported_at = report
+            .violations
+            .iter()
+            .find(|v| v.first.module == m.module)
+            .and_then(|v| v.first.origin.clone())
+            .map(|mut c| {
+                if let Ok(rel) = Path::new(&c.file).strip_prefix(top) {
+                    c.file = rel.display().to_string();
+                }
+                c
+            });
+    }
+    Ok(Some(run))
 }
 
 /// The runs a diff measured, for `diff --record`: each target's timed

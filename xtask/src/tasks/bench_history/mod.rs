@@ -98,11 +98,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let show_s = t.elapsed().as_secs_f64();
     let show: Value = serde_json::from_slice(&out.stdout)
         .with_context(|| format!("history show: {}", String::from_utf8_lossy(&out.stderr)))?;
-    let t = Instant::now();
-    let out = cs(&["bisect", &commits[0], &commits[15], "--format", "json"])?;
-    let bisect_s = t.elapsed().as_secs_f64();
-    let bisect: Value = serde_json::from_slice(&out.stdout)
-        .with_context(|| format!("bisect: {}", String::from_utf8_lossy(&out.stderr)))?;
+    // Bisect twice: halving the range alone, then guided by the history.
+    let mut bisects = Vec::new();
+    for store in [vec!["--no-history"], vec!["--history", h]] {
+        let t = Instant::now();
+        let mut a = vec!["bisect", &commits[0], &commits[15], "--format", "json"];
+        a.extend(store);
+        let out = cs(&a)?;
+        let b: Value = serde_json::from_slice(&out.stdout)
+            .with_context(|| format!("bisect: {}", String::from_utf8_lossy(&out.stderr)))?;
+        bisects.push((b, t.elapsed().as_secs_f64()));
+    }
     let target = &show["targets"][0];
     let series: Vec<f64> = target["points"]
         .as_array()
@@ -141,9 +147,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for (name, found) in [("asv step_detect", &others.0), ("Apache Otava", &others.1)] {
         row(name, found, &[], &format!("{recorded} recorded"));
     }
-    print_bisect(&bisect, &commits);
+    for ((b, secs), how) in bisects
+        .iter()
+        .zip(["halving alone", "guided by the history"])
+    {
+        print_bisect(b, &commits, how, *secs);
+    }
     println!(
-        "wall time: record {record_s:.0} s ({:.1} s a commit), show {show_s:.0} s, bisect {bisect_s:.0} s; load after {}",
+        "wall time: record {record_s:.0} s ({:.1} s a commit), show {show_s:.0} s; load after {}",
         record_s / COMMITS as f64,
         load()
     );
@@ -151,12 +162,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The bisect's line: its culprit against the known step, its cost.
-fn print_bisect(bisect: &Value, commits: &[String]) {
+fn print_bisect(bisect: &Value, commits: &[String], how: &str, secs: f64) {
     let culprit = bisect["culprit"]["commit"].as_str().unwrap_or("none");
     let steps = array(&bisect["steps"]);
     let bisect_rounds: u64 = steps.iter().filter_map(|s| s["rounds"].as_u64()).sum();
     println!(
-        "\nbisect {}..{}: culprit {} (the step is commit {STEP_UP}: {}), {} steps, {bisect_rounds} rounds a side in all",
+        "bisect {}..{} ({how}): culprit {} (the step is commit {STEP_UP}: {}), {} steps, {bisect_rounds} rounds a side in all, {secs:.0} s",
         short(&commits[0]),
         short(&commits[15]),
         commits
@@ -204,8 +215,8 @@ fn row(name: &str, found: &[usize], drifts: &[(usize, usize)], trials: &str) {
         .collect();
     let drift = match drifts.first() {
         Some((a, b)) => format!(
-            "a drift over {a}..{b} (true: {}..{})",
-            DRIFT.start(),
+            "a drift from {a} to {b} (true: from {} to {})",
+            DRIFT.start() - 1,
             DRIFT.end()
         ),
         None if in_drift.is_empty() => "missed".to_owned(),
