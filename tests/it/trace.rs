@@ -388,6 +388,69 @@ fn trace_stopped_by_ctrl_c_writes_the_trace_and_waits_for_the_command() {
     }
 }
 
+/// A command that starts a worker and is ended by `--duration`: the
+/// worker (still running, in the command's process group) ends with it,
+/// and nothing the trace started outlives coldstart. A `--native` that
+/// this build cannot read is refused before anything starts.
+#[test]
+fn trace_leaves_no_worker_of_the_command_it_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = support::marker("trace", "orphan");
+    let python = support::python();
+    // The worker: a Python process that sleeps until it is killed, and
+    // ignores SIGTERM (the grace, then SIGKILL, must end it).
+    let worker = format!(
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)  # {marker}"
+    );
+    let parent = format!(
+        "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {worker:?}], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); time.sleep(600)"
+    );
+    let out = dir.path().join("t.json");
+    let assert = coldstart(dir.path())
+        .args(["trace", "--duration", "1", "--output"])
+        .arg(format!("chrome-json={}", out.display()))
+        .arg("--")
+        .arg(python)
+        .args(["-c", &parent])
+        .assert();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(
+        assert.get_output().status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&assert.get_output().stderr)
+    );
+    assert!(stdout.contains("the command ended"), "{stdout}");
+    let left = support::running_with(&marker);
+    let ps = support::ps();
+    for (pid, _) in &left {
+        // SAFETY: kill(2) on a leftover of this test, found by its marker.
+        unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "left running: {left:?}\n{ps}");
+
+    if !cfg!(feature = "native") {
+        let started = support::marker("trace", "native-refused");
+        let out = coldstart(dir.path())
+            .args(["trace", "--native", "--duration", "1", "--output"])
+            .arg(format!("chrome-json={}", out.display()))
+            .arg("--")
+            .arg(python)
+            .args(["-c", &format!("import time; time.sleep(30)  # {started}")])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--native: native (C) frames are not in this build"),
+            "{err}"
+        );
+        assert!(
+            !err.contains("Terminated") && !err.contains("tracing process"),
+            "refused before the command started: {err}"
+        );
+    }
+}
+
 #[test]
 fn trace_without_a_process_or_a_file_says_what_to_name() {
     let cwd = tempfile::tempdir().unwrap();

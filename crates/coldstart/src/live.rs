@@ -118,6 +118,11 @@ pub struct RecordArgs {
 }
 
 impl ReadArgs {
+    /// Whether `--native` was given.
+    pub(crate) fn native(&self) -> bool {
+        self.native
+    }
+
     pub(crate) fn options(&self, subprocesses: bool, rate: Option<u32>, idle: bool) -> LiveOptions {
         LiveOptions {
             subprocesses,

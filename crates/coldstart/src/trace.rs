@@ -83,6 +83,10 @@ fn started(args: &Args) -> Result<(u32, Option<Launched>, Option<Receiver>)> {
     Ok(match (args.pid, args.command.is_empty()) {
         (Some(pid), true) => (pid, None, None),
         (None, false) => {
+            if args.read.native() && !harness::live::NATIVE {
+                // Said before the command starts, not after it is stopped.
+                bail!("--native: {}", harness::live::NATIVE_UNAVAILABLE);
+            }
             let spans = Receiver::start()?;
             let l = Launched::start(&args.command, &spans.env())?;
             (l.pid, Some(l), Some(spans))

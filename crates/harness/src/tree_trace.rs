@@ -13,6 +13,7 @@
 //! on anything else (a socket, a futex, a pipe of no worker) gets nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +35,9 @@ pub const WATCH_PERIOD: Duration = Duration::from_millis(50);
 
 /// How long a launched command may take to appear under its shell.
 const LAUNCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the launched command, then what is left of its process
+/// group, has after SIGTERM before SIGKILL.
+const END_GRACE: Duration = Duration::from_secs(5);
 
 /// How long the sampler waits for a first process it can read: a
 /// command's workers may take a while to start.
@@ -63,7 +67,10 @@ pub struct TraceOptions {
 /// the command is not coldstart's own child (a native read stops its
 /// target with ptrace and waits for it, which in the parent would take
 /// the command's exit status: `pystacks` refuses native reads of its own
-/// children).
+/// children). The shell leads a process group of its own, which the
+/// command and what it starts inherit: ending the trace ends them all
+/// ([`Launched::end`]), so a worker the command started and did not stop
+/// is not left running.
 #[derive(Debug)]
 pub struct Launched {
     shell: Child,
@@ -82,6 +89,7 @@ impl Launched {
             .args(["-c", "\"$@\"; exit $?", "coldstart-trace"])
             .args(command)
             .envs(env.iter().map(|(k, v)| (k, v)))
+            .process_group(0)
             .spawn()
             .map_err(|e| Error::io("start", std::path::Path::new("sh"), e))?;
         let children = format!("/proc/{0}/task/{0}/children", shell.id());
@@ -119,16 +127,86 @@ impl Launched {
         }
     }
 
-    /// Ends the command if it still runs (SIGTERM) and waits for it.
+    /// Ends the command if it still runs (SIGTERM, then SIGKILL to its
+    /// group after [`END_GRACE`]), then whatever is left of its process
+    /// group (the workers it started: SIGTERM, the grace, SIGKILL), and
+    /// reaps the shell: the command's exit status.
     fn end(mut self) -> Result<ExitStatus> {
-        if matches!(self.shell.try_wait(), Ok(None)) {
+        let pgid = self.shell.id() as i32;
+        // The shell is not reaped until the end: while it is a zombie its
+        // pid, the group's id, cannot be reused, so the group can be
+        // signalled safely throughout.
+        if !self.shell_exited() {
             // SAFETY: kill(2) on the command's pid, which the shell we
             // have not reaped holds as its child (so the pid is not reused).
             unsafe { libc::kill(self.pid as i32, libc::SIGTERM) };
+            if !wait_until(END_GRACE, || self.shell_exited()) {
+                // SAFETY: the group of the unreaped shell (see above).
+                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            }
+        }
+        if group_alive(pgid) {
+            // SAFETY: as above.
+            unsafe { libc::kill(-pgid, libc::SIGTERM) };
+            if !wait_until(END_GRACE, || !group_alive(pgid)) {
+                // SAFETY: as above.
+                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            }
         }
         self.shell
             .wait()
             .map_err(|e| Error::io("wait for", std::path::Path::new("sh"), e))
+    }
+
+    /// Whether the shell has exited, leaving it unreaped (`waitid` with
+    /// `WNOWAIT`).
+    fn shell_exited(&self) -> bool {
+        // SAFETY: a zeroed siginfo_t is a valid out-parameter for waitid,
+        // which writes it; the pid is our unreaped child.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                self.shell.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            ) == 0
+                && info.si_pid() != 0
+        }
+    }
+}
+
+/// Whether a process of group `pgid` other than a zombie still runs
+/// (`/proc/PID/stat`: the state, and the group four fields on).
+fn group_alive(pgid: i32) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .any(|stat| {
+            // After the command name, which may hold spaces, in parentheses.
+            let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+            let mut fields = rest.split_whitespace();
+            let state = fields.next();
+            let group = fields.nth(1).and_then(|g| g.parse::<i32>().ok());
+            state != Some("Z") && group == Some(pgid)
+        })
+}
+
+/// Polls `done` until it holds or `bound` passes; whether it held. Polled:
+/// neither a process group's end nor an unreaped child's has an event a
+/// thread could block on beside the other work.
+fn wait_until(bound: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + bound;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
