@@ -138,11 +138,12 @@ fn print_summary(
     };
     let t = &done.trace;
     let mut stdout = std::io::stdout().lock();
+    let threads = t.processes.iter().map(|p| p.threads.len()).sum::<usize>();
     writeln!(
         stdout,
         "traced {} processes, {} threads, {} slices, {} proven waits on a worker over {:.1} s ({why}): {}",
         t.processes.len(),
-        t.processes.iter().map(|p| p.threads.len()).sum::<usize>(),
+        threads - done.span_tracks,
         t.processes
             .iter()
             .flat_map(|p| &p.threads)
@@ -157,11 +158,14 @@ fn print_summary(
             .join(", ")
     )?;
     if let Some(status) = &done.exit {
-        writeln!(
-            stdout,
-            "the command ended: {status}; {} spans received over OTLP",
-            done.spans
-        )?;
+        let spans = match (done.spans, done.span_requests) {
+            (_, 0) => "no OTLP export request arrived".to_owned(),
+            (n, r) => format!(
+                "{n} spans received over OTLP in {r} export requests, drawn on {} tracks",
+                done.span_tracks
+            ),
+        };
+        writeln!(stdout, "the command ended: {status}; {spans}")?;
     }
     Ok(())
 }

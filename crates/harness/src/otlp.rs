@@ -30,14 +30,54 @@ pub struct ReceivedSpan {
     pub service: String,
     /// The resource's `process.pid`, where set.
     pub pid: Option<u32>,
-    /// The span's `thread.id`, where set.
+    /// The span's `thread.id`, where set: the SDK's own number for the
+    /// thread (Rust's `ThreadId`, a JVM's), not always the kernel's tid.
     pub thread: Option<u32>,
+    /// The span's `thread.name`, where set.
+    pub thread_name: Option<String>,
     /// Its name.
     pub name: String,
+    /// The values of its descriptive attributes ([`DESCRIPTIVE`], in that
+    /// order): what tells one `request` span from the next.
+    pub detail: Vec<String>,
+    /// Its span id, hex (empty when the exporter gave none).
+    pub id: String,
+    /// Its parent's span id, hex; empty for a root span.
+    pub parent: String,
     /// Its start and end, CLOCK_MONOTONIC ns.
     pub start_ns: u64,
     /// See `start_ns`.
     pub end_ns: u64,
+}
+
+/// The span attributes whose values name a span for a person, in the
+/// order they are shown after its name (OpenTelemetry's semantic
+/// conventions, old and new, and `tower-http`'s plain `method` and `uri`).
+pub const DESCRIPTIVE: &[&str] = &[
+    "http.request.method",
+    "http.method",
+    "method",
+    "http.route",
+    "url.path",
+    "http.target",
+    "uri",
+    "rpc.service",
+    "rpc.method",
+    "db.operation.name",
+    "db.operation",
+    "messaging.operation",
+    "code.function",
+];
+
+/// What the receiver got: the spans, and how many export requests carried
+/// them (none at all says the exporter never sent, which no span count
+/// can tell from an exporter that sent nothing to say).
+#[derive(Debug, Default)]
+pub struct Received {
+    /// Every span, in the order received.
+    pub spans: Vec<ReceivedSpan>,
+    /// The export requests decoded (`POST /v1/traces`), empty ones too.
+    pub requests: usize,
 }
 
 /// The receiver, listening until [`Receiver::stop`].
@@ -45,7 +85,7 @@ pub struct ReceivedSpan {
 pub struct Receiver {
     port: u16,
     stop: Arc<AtomicBool>,
-    spans: Arc<Mutex<Vec<ReceivedSpan>>>,
+    spans: Arc<Mutex<Received>>,
     thread: JoinHandle<()>,
 }
 
@@ -59,7 +99,7 @@ impl Receiver {
             .map_err(|e| Error::io("listen on", std::path::Path::new("127.0.0.1"), e))?
             .port();
         let stop = Arc::new(AtomicBool::new(false));
-        let spans = Arc::new(Mutex::new(Vec::new()));
+        let spans = Arc::new(Mutex::new(Received::default()));
         let (flag, sink) = (Arc::clone(&stop), Arc::clone(&spans));
         let thread = std::thread::spawn(move || {
             for conn in listener.incoming() {
@@ -94,8 +134,8 @@ impl Receiver {
         ]
     }
 
-    /// Stops listening; every span received.
-    pub fn stop(self) -> Vec<ReceivedSpan> {
+    /// Stops listening; every span received, and the requests.
+    pub fn stop(self) -> Received {
         self.stop.store(true, Ordering::Relaxed);
         // Wakes the blocked accept.
         let _ = TcpStream::connect(("127.0.0.1", self.port));
@@ -105,7 +145,7 @@ impl Receiver {
 }
 
 /// Serves one connection's requests (kept alive) until it closes.
-fn serve(conn: TcpStream, sink: &Mutex<Vec<ReceivedSpan>>) {
+fn serve(conn: TcpStream, sink: &Mutex<Received>) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
     let Ok(mut out) = conn.try_clone() else {
         return;
@@ -158,7 +198,9 @@ fn serve(conn: TcpStream, sink: &Mutex<Vec<ReceivedSpan>>) {
                 };
                 match decoded {
                     Some(spans) => {
-                        sink.lock().unwrap_or_else(|e| e.into_inner()).extend(spans);
+                        let mut got = sink.lock().unwrap_or_else(|e| e.into_inner());
+                        got.spans.extend(spans);
+                        got.requests += 1;
                         "200 OK"
                     }
                     None => "400 Bad Request",
@@ -229,6 +271,10 @@ struct ScopeSpans {
 
 #[derive(Clone, PartialEq, Message)]
 struct Span {
+    #[prost(bytes = "vec", tag = "2")]
+    span_id: Vec<u8>,
+    #[prost(bytes = "vec", tag = "4")]
+    parent_span_id: Vec<u8>,
     #[prost(string, tag = "5")]
     name: String,
     #[prost(fixed64, tag = "7")]
@@ -252,8 +298,32 @@ struct KeyValue {
 struct AnyValue {
     #[prost(string, optional, tag = "1")]
     string_value: Option<String>,
+    #[prost(bool, optional, tag = "2")]
+    bool_value: Option<bool>,
     #[prost(int64, optional, tag = "3")]
     int_value: Option<i64>,
+    #[prost(double, optional, tag = "4")]
+    double_value: Option<f64>,
+}
+
+impl AnyValue {
+    /// The value as text (the scalar kinds; `None` for the others).
+    fn text(&self) -> Option<String> {
+        self.string_value
+            .clone()
+            .or_else(|| self.int_value.map(|i| i.to_string()))
+            .or_else(|| self.bool_value.map(|b| b.to_string()))
+            .or_else(|| self.double_value.map(|d| d.to_string()))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The values of `DESCRIPTIVE` attributes that `value_of` finds.
+fn detail(value_of: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    DESCRIPTIVE.iter().filter_map(|k| value_of(k)).collect()
 }
 
 fn attribute<'a>(attrs: &'a [KeyValue], key: &str) -> Option<&'a AnyValue> {
@@ -280,10 +350,15 @@ pub fn from_protobuf(body: &[u8]) -> Option<Vec<ReceivedSpan>> {
             .unwrap_or_default();
         let pid = int_of(attribute(&attrs, "process.pid"));
         for span in rs.scope_spans.into_iter().flat_map(|s| s.spans) {
+            let text = |k: &str| attribute(&span.attributes, k).and_then(AnyValue::text);
             out.push(ReceivedSpan {
                 service: service.clone(),
                 pid,
                 thread: int_of(attribute(&span.attributes, "thread.id")),
+                thread_name: text("thread.name"),
+                detail: detail(text),
+                id: hex(&span.span_id),
+                parent: hex(&span.parent_span_id),
                 start_ns: monotonic_of(span.start_time_unix_nano, offset),
                 end_ns: monotonic_of(
                     span.end_time_unix_nano.max(span.start_time_unix_nano),
@@ -328,12 +403,28 @@ pub fn from_json(body: &[u8]) -> Option<Vec<ReceivedSpan>> {
         {
             let start = number(&span["startTimeUnixNano"])?;
             let end = number(&span["endTimeUnixNano"])?.max(start);
+            // OTLP/JSON: ids in hex, an AnyValue as `{"stringValue": ..}`,
+            // `{"intValue": ..}` (a string or a number) and so on.
+            let text = |k: &str| -> Option<String> {
+                let v = attr(&span["attributes"], k)?;
+                let (_, inner) = v.as_object()?.iter().next()?;
+                match inner {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Number(_) | Value::Bool(_) => Some(inner.to_string()),
+                    _ => None,
+                }
+            };
+            let id = |k: &str| span[k].as_str().unwrap_or_default().to_ascii_lowercase();
             out.push(ReceivedSpan {
                 service: service.clone(),
                 pid,
                 thread: attr(&span["attributes"], "thread.id")
                     .and_then(|v| number(&v["intValue"]))
                     .and_then(|t| u32::try_from(t).ok()),
+                thread_name: text("thread.name"),
+                detail: detail(text),
+                id: id("spanId"),
+                parent: id("parentSpanId"),
                 name: span["name"].as_str().unwrap_or_default().to_owned(),
                 start_ns: monotonic_of(start, offset),
                 end_ns: monotonic_of(end, offset),
@@ -357,38 +448,33 @@ mod tests {
             key: key.into(),
             value: Some(value),
         };
+        let text = |s: &str| AnyValue {
+            string_value: Some(s.into()),
+            ..AnyValue::default()
+        };
+        let int = |i: i64| AnyValue {
+            int_value: Some(i),
+            ..AnyValue::default()
+        };
         let request = ExportRequest {
             resource_spans: vec![ResourceSpans {
                 resource: Some(Resource {
-                    attributes: vec![
-                        kv(
-                            "service.name",
-                            AnyValue {
-                                string_value: Some("svc".into()),
-                                int_value: None,
-                            },
-                        ),
-                        kv(
-                            "process.pid",
-                            AnyValue {
-                                string_value: None,
-                                int_value: Some(42),
-                            },
-                        ),
-                    ],
+                    attributes: vec![kv("service.name", text("svc")), kv("process.pid", int(42))],
                 }),
                 scope_spans: vec![ScopeSpans {
                     spans: vec![Span {
+                        span_id: vec![0xab, 0x01],
+                        parent_span_id: vec![0x0c],
                         name: "handle".into(),
                         start_time_unix_nano: now_unix,
                         end_time_unix_nano: now_unix + 5_000_000,
-                        attributes: vec![kv(
-                            "thread.id",
-                            AnyValue {
-                                string_value: None,
-                                int_value: Some(7),
-                            },
-                        )],
+                        attributes: vec![
+                            kv("thread.id", int(7)),
+                            kv("thread.name", text("tokio-worker")),
+                            kv("uri", text("/health")),
+                            kv("method", text("GET")),
+                            kv("other", text("not shown")),
+                        ],
                     }],
                 }],
             }],
@@ -399,9 +485,15 @@ mod tests {
                 {"key": "service.name", "value": {"stringValue": "svc"}},
                 {"key": "process.pid", "value": {"intValue": "42"}}]},
             "scopeSpans": [{"spans": [{
+                "spanId": "AB01", "parentSpanId": "0c",
                 "name": "handle", "startTimeUnixNano": now_unix.to_string(),
                 "endTimeUnixNano": now_unix + 5_000_000,
-                "attributes": [{"key": "thread.id", "value": {"intValue": 7}}]}]}]}]});
+                "attributes": [
+                    {"key": "thread.id", "value": {"intValue": 7}},
+                    {"key": "thread.name", "value": {"stringValue": "tokio-worker"}},
+                    {"key": "uri", "value": {"stringValue": "/health"}},
+                    {"key": "method", "value": {"stringValue": "GET"}},
+                    {"key": "other", "value": {"stringValue": "not shown"}}]}]}]}]});
         let from_js = from_json(json.to_string().as_bytes()).unwrap();
         for spans in [&from_pb, &from_js] {
             let s = &spans[0];
@@ -409,6 +501,9 @@ mod tests {
                 (s.service.as_str(), s.pid, s.thread, s.name.as_str()),
                 ("svc", Some(42), Some(7), "handle")
             );
+            assert_eq!(s.thread_name.as_deref(), Some("tokio-worker"));
+            assert_eq!(s.detail, ["GET", "/health"], "in DESCRIPTIVE's order");
+            assert_eq!((s.id.as_str(), s.parent.as_str()), ("ab01", "0c"));
             assert_eq!(s.end_ns - s.start_ns, 5_000_000);
             // Moved to the monotonic clock: within a second of now on it.
             assert!(s.start_ns.abs_diff(timeline::monotonic_ns()) < 1_000_000_000);

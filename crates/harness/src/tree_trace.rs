@@ -223,6 +223,10 @@ pub struct TreeTrace {
     pub waits: usize,
     /// The spans received over OTLP and drawn.
     pub spans: usize,
+    /// The OTLP export requests received (0: the exporter never sent).
+    pub span_requests: usize,
+    /// The tracks that hold those spans (beside the threads' own).
+    pub span_tracks: usize,
     /// The launched command's exit status, for `trace -- CMD`.
     pub exit: Option<ExitStatus>,
 }
@@ -296,7 +300,7 @@ impl TreeTracer {
         let exit = self.launched.map(Launched::end).transpose()?;
         let spans = self.spans.map(Receiver::stop).unwrap_or_default();
         let mut trace = build(self.root, &profile, &watched);
-        add_spans(&mut trace, self.root, &spans);
+        let span_tracks = add_spans(&mut trace, self.root, &spans.spans);
         trace.check().map_err(Error::Trace)?;
         let waits = wait_slices(&trace, self.root).len();
         Ok(TreeTrace {
@@ -304,7 +308,9 @@ impl TreeTracer {
             profile,
             ended,
             waits,
-            spans: spans.len(),
+            spans: spans.spans.len(),
+            span_requests: spans.requests,
+            span_tracks,
             exit,
         })
     }
@@ -635,37 +641,50 @@ fn wait_flows(root: u32, processes: &[Process]) -> Vec<Flow> {
     flows
 }
 
+/// A lane of a span track: its slices, and the spans still open on it
+/// (their end and span id).
+type Lane<'a> = (Vec<Slice>, Vec<(u64, &'a str)>);
+
 /// The spans received, each on a track of its process (the resource's
 /// `process.pid` when the trace has that process, else the root): one
-/// named after its thread (`spans on thread TID`) for spans that carry a
-/// `thread.id`, else one per service (`spans: SERVICE`); spans that
-/// overlap without nesting go to further lanes of that track, so each
-/// lane's slices nest.
-fn add_spans(trace: &mut Trace, root: u32, spans: &[ReceivedSpan]) {
+/// named after its thread (`spans on NAME` from `thread.name`, else
+/// `spans on thread.id N`, the SDK's number, which need not be a kernel
+/// tid) for spans that say one, else one per service (`spans: SERVICE`).
+/// A span nests under the innermost span open on a lane only when that
+/// span is its parent (by span id); a span that overlaps others without
+/// being their child (a root of another trace, a sibling) goes to a
+/// further lane, so no lane shows a nesting the spans do not have. Each
+/// slice is named by the span's name and its descriptive attributes'
+/// values (`request GET /health`). Returns the tracks added.
+fn add_spans(trace: &mut Trace, root: u32, spans: &[ReceivedSpan]) -> usize {
     let mut groups: BTreeMap<(u32, String), Vec<&ReceivedSpan>> = BTreeMap::new();
     for s in spans {
         let pid = s
             .pid
             .filter(|p| trace.processes.iter().any(|q| q.pid == *p))
             .unwrap_or(root);
-        let label = match s.thread {
-            Some(t) => format!("spans on thread {t}"),
-            None if s.service.is_empty() => "spans".to_owned(),
-            None => format!("spans: {}", s.service),
+        let label = match (&s.thread_name, s.thread) {
+            (Some(name), _) => format!("spans on {name}"),
+            (None, Some(t)) => format!("spans on thread.id {t}"),
+            (None, None) if s.service.is_empty() => "spans".to_owned(),
+            (None, None) => format!("spans: {}", s.service),
         };
         groups.entry((pid, label)).or_default().push(s);
     }
     let mut next_tid = SPAN_TRACK_TIDS;
+    let mut added = 0;
     for ((pid, label), mut group) in groups {
         group.sort_by_key(|s| (s.start_ns, std::cmp::Reverse(s.end_ns)));
-        // Each lane: its slices and the ends of those still open.
-        let mut lanes: Vec<(Vec<Slice>, Vec<u64>)> = Vec::new();
+        // Each lane: its slices and the spans still open on it (end, id).
+        let mut lanes: Vec<Lane<'_>> = Vec::new();
         for s in group {
-            let fits = |open: &Vec<u64>| {
-                open.iter()
-                    .rev()
-                    .find(|&&end| end > s.start_ns)
-                    .is_none_or(|&end| s.end_ns <= end)
+            let fits = |open: &Vec<(u64, &str)>| match open
+                .iter()
+                .rev()
+                .find(|(end, _)| *end > s.start_ns)
+            {
+                None => true,
+                Some((end, id)) => s.end_ns <= *end && !s.parent.is_empty() && s.parent == *id,
             };
             let lane = match lanes.iter().position(|(_, open)| fits(open)) {
                 Some(i) => i,
@@ -675,10 +694,15 @@ fn add_spans(trace: &mut Trace, root: u32, spans: &[ReceivedSpan]) {
                 }
             };
             let (slices, open) = &mut lanes[lane];
-            open.retain(|&end| end > s.start_ns);
-            open.push(s.end_ns);
+            open.retain(|(end, _)| *end > s.start_ns);
+            open.push((s.end_ns, s.id.as_str()));
+            let mut name = s.name.clone();
+            for d in &s.detail {
+                name.push(' ');
+                name.push_str(d);
+            }
             slices.push(Slice {
-                name: s.name.clone(),
+                name,
                 category: SPAN_CATEGORY.into(),
                 start_ns: s.start_ns,
                 end_ns: s.end_ns,
@@ -700,8 +724,10 @@ fn add_spans(trace: &mut Trace, root: u32, spans: &[ReceivedSpan]) {
                 instants: Vec::new(),
             });
             next_tid += 1;
+            added += 1;
         }
     }
+    added
 }
 
 /// The slices of `trace` on the root's threads that are proven waits.
@@ -840,15 +866,20 @@ mod tests {
     }
 
     #[test]
-    fn spans_that_overlap_without_nesting_go_to_another_lane_of_their_track() {
-        let span = |name: &str, start_ns, end_ns, thread| ReceivedSpan {
-            service: "svc".into(),
-            pid: Some(5),
-            thread,
-            name: name.into(),
-            start_ns,
-            end_ns,
-        };
+    fn spans_nest_only_under_their_parent_and_are_named_by_thread_and_detail() {
+        let span =
+            |name: &str, (start_ns, end_ns), (id, parent): (&str, &str), thread| ReceivedSpan {
+                service: "svc".into(),
+                pid: Some(5),
+                thread,
+                thread_name: None,
+                name: name.into(),
+                detail: Vec::new(),
+                id: id.into(),
+                parent: parent.into(),
+                start_ns,
+                end_ns,
+            };
         let mut trace = Trace {
             processes: vec![Process {
                 pid: 1,
@@ -856,14 +887,22 @@ mod tests {
             }],
             flows: Vec::new(),
         };
-        add_spans(
+        let named = ReceivedSpan {
+            thread_name: Some("temporal-worker".into()),
+            detail: vec!["GET".into(), "/health".into()],
+            ..span("request", (30, 31), ("e", ""), Some(13))
+        };
+        let tracks = add_spans(
             &mut trace,
             1,
             &[
-                span("a", 0, 10, None),
-                span("b", 2, 5, None),
-                span("c", 8, 20, None),
-                span("d", 0, 1, Some(7)),
+                span("a", (0, 10), ("a", ""), None),
+                span("b", (2, 5), ("b", "a"), None),
+                // Inside `a` in time, but the root of another trace.
+                span("poll", (6, 9), ("p", ""), None),
+                span("c", (8, 20), ("c", ""), None),
+                span("d", (0, 1), ("d", ""), Some(7)),
+                named,
             ],
         );
         // Process 5 is not on the trace: the root holds them.
@@ -880,11 +919,14 @@ mod tests {
         assert_eq!(
             lanes,
             vec![
-                ("spans on thread 7", vec!["d"]),
+                ("spans on temporal-worker", vec!["request GET /health"]),
+                ("spans on thread.id 7", vec!["d"]),
                 ("spans: svc (1)", vec!["a", "b"]),
-                ("spans: svc (2)", vec!["c"]),
+                ("spans: svc (2)", vec!["poll"]),
+                ("spans: svc (3)", vec!["c"]),
             ]
         );
+        assert_eq!(tracks, 5);
         assert_eq!(trace.check(), Ok(()));
     }
 }
