@@ -495,10 +495,12 @@ fn process_track(p: &pystacks::SampledProcess, watched: &Watched) -> Process {
             value: r.2 as f64,
         })
         .collect();
+    // Every viewer shows the pid beside the name (speedscope, Perfetto,
+    // chrome://tracing): the name is the command alone.
     let name = if p.command.is_empty() {
         format!("process {}", p.pid)
     } else {
-        format!("{} (pid {})", p.command, p.pid)
+        p.command.clone()
     };
     Process {
         pid: p.pid,
