@@ -403,9 +403,10 @@ fn trace_stopped_by_ctrl_c_writes_the_trace_and_waits_for_the_command() {
     }
 }
 
-/// A command that starts a worker and is ended by `--duration`: the
-/// worker (still running, in the command's process group) ends with it,
-/// and nothing the trace started outlives coldstart. A `--native` that
+/// A command that starts two workers and is ended by `--duration`: the
+/// workers (still running, one in the command's process group, one in a
+/// session of its own) end with it, and nothing the trace started
+/// outlives coldstart. A `--native` that
 /// this build cannot read is refused before anything starts.
 #[test]
 fn trace_leaves_no_worker_of_the_command_it_ended() {
@@ -417,8 +418,10 @@ fn trace_leaves_no_worker_of_the_command_it_ended() {
     let worker = format!(
         "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)  # {marker}"
     );
+    // Two workers: one in the command's process group, one in a group of
+    // its own (as the real service starts each worker, `setpgid(0, 0)`).
     let parent = format!(
-        "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {worker:?}], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); time.sleep(600)"
+        "import subprocess, sys, time\nfor own in (False, True):\n    subprocess.Popen([sys.executable, '-c', {worker:?}], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=own)\ntime.sleep(600)"
     );
     let out = dir.path().join("t.json");
     let assert = coldstart(dir.path())

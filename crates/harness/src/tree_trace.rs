@@ -68,9 +68,11 @@ pub struct TraceOptions {
 /// target with ptrace and waits for it, which in the parent would take
 /// the command's exit status: `pystacks` refuses native reads of its own
 /// children). The shell leads a process group of its own, which the
-/// command and what it starts inherit: ending the trace ends them all
-/// ([`Launched::end`]), so a worker the command started and did not stop
-/// is not left running.
+/// command and what it starts inherit, and coldstart becomes a child
+/// subreaper, so a worker orphaned by the command (one in a group of its
+/// own too, as a service puts each worker) is re-parented to it: ending
+/// the trace ends them all ([`Launched::end`]), and a worker the command
+/// started and did not stop is not left running.
 #[derive(Debug)]
 pub struct Launched {
     shell: Child,
@@ -85,6 +87,8 @@ impl Launched {
         let Some(program) = command.first() else {
             invalid!("name a command to trace after `--`, or a PID");
         };
+        // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only sets a process flag.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
         let mut shell = Command::new("sh")
             .args(["-c", "\"$@\"; exit $?", "coldstart-trace"])
             .args(command)
@@ -153,6 +157,7 @@ impl Launched {
                 unsafe { libc::kill(-pgid, libc::SIGKILL) };
             }
         }
+        end_orphans(self.shell.id());
         self.shell
             .wait()
             .map_err(|e| Error::io("wait for", std::path::Path::new("sh"), e))
@@ -172,6 +177,60 @@ impl Launched {
                 libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
             ) == 0
                 && info.si_pid() != 0
+        }
+    }
+}
+
+/// This process's children but `shell` (`/proc/self/task/*/children`):
+/// what the traced command left, re-parented here (a subreaper).
+fn orphans(shell: u32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut out: Vec<i32> = tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|c| {
+            c.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .filter(|&p| p != shell as i32)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Ends and reaps the processes the command left behind, re-parented
+/// here: SIGTERM, [`END_GRACE`], SIGKILL, each reaped (they are this
+/// process's children, so their pids are not reused until then). Again
+/// for their own children, which come here as they die, a few rounds.
+fn end_orphans(shell: u32) {
+    for _ in 0..4 {
+        let left = orphans(shell);
+        if left.is_empty() {
+            return;
+        }
+        let mut alive = left.clone();
+        let reap = |alive: &mut Vec<i32>| {
+            // SAFETY: waitpid on our own children, without blocking.
+            alive
+                .retain(|&p| unsafe { libc::waitpid(p, std::ptr::null_mut(), libc::WNOHANG) == 0 });
+            alive.is_empty()
+        };
+        for &p in &left {
+            // SAFETY: our unreaped child.
+            unsafe { libc::kill(p, libc::SIGTERM) };
+        }
+        if !wait_until(END_GRACE, || reap(&mut alive)) {
+            for &p in &alive {
+                // SAFETY: our unreaped child.
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+            for &p in &alive {
+                // SAFETY: waitpid on our own child, which SIGKILL ends.
+                unsafe { libc::waitpid(p, std::ptr::null_mut(), 0) };
+            }
         }
     }
 }
