@@ -442,7 +442,7 @@ pub fn suggest(
 /// The whole search from `good` to `bad` in the repository at `top`
 /// ([`search`] over [`commits_between`], each step answered by `m`),
 /// then what arrived at the culprit. With `stored`, the commit the
-/// start-up history suggests ([`suggest`]) and the one before it are
+/// start-up history suggests ([`fn@suggest`]) and the one before it are
 /// compared first.
 pub fn run(
     top: &Path,

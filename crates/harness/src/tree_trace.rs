@@ -71,7 +71,7 @@ pub struct TraceOptions {
 /// command and what it starts inherit, and coldstart becomes a child
 /// subreaper, so a worker orphaned by the command (one in a group of its
 /// own too, as a service puts each worker) is re-parented to it: ending
-/// the trace ends them all ([`Launched::end`]), and a worker the command
+/// the trace ends them all (when the trace finishes), and a worker the command
 /// started and did not stop is not left running.
 #[derive(Debug)]
 pub struct Launched {
