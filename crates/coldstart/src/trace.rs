@@ -157,6 +157,25 @@ fn print_summary(
             .collect::<Vec<_>>()
             .join(", ")
     )?;
+    // What was read, not what was asked: a native read of a large process
+    // takes long, and the rate is lowered to keep reading under its share.
+    let p = &done.profile;
+    let secs = p.cost.wall_ns() as f64 / 1e9;
+    if secs > 0.0 {
+        let achieved = p.ticks as f64 / secs;
+        writeln!(
+            stdout,
+            "sampled {} rounds, {achieved:.0} a second (asked {} Hz{}), {} late",
+            p.ticks,
+            p.rate_hz,
+            p.adapted_rate_hz
+                .filter(|&r| r < f64::from(p.rate_hz) - 0.5)
+                .map_or(String::new(), |r| format!(
+                    ", lowered to {r:.0} Hz at times so reading stays under its share"
+                )),
+            p.late_ticks
+        )?;
+    }
     if let Some(status) = &done.exit {
         let spans = match (done.spans, done.span_requests) {
             (_, 0) => "no OTLP export request arrived".to_owned(),
