@@ -542,8 +542,19 @@ mod tests {
     /// The answers of a history whose first slow commit is `first`, with
     /// `unknown` commits answering `unknown_as`; the indices probed.
     fn bisect(n: usize, first: usize, unknown: &[usize], as_: Answer) -> (Found, Vec<usize>) {
+        searched(n, &[], first, unknown, as_)
+    }
+
+    /// [`bisect`], trying `hints` first.
+    fn searched(
+        n: usize,
+        hints: &[usize],
+        first: usize,
+        unknown: &[usize],
+        as_: Answer,
+    ) -> (Found, Vec<usize>) {
         let mut probed = Vec::new();
-        let found = search(n, &[], |i| {
+        let found = search(n, hints, |i| {
             probed.push(i);
             Ok(Some(if unknown.contains(&i) {
                 as_
@@ -722,37 +733,29 @@ mod tests {
         assert_eq!(found, Found::Range((0..8).collect()));
     }
 
+    /// The search over `n` commits whose first slow one is `first`, tried
+    /// first at `hint` and the commit before it.
+    fn hinted(n: usize, first: usize, hint: usize) -> (Found, Vec<usize>) {
+        searched(
+            n,
+            &[hint, hint.saturating_sub(1)],
+            first,
+            &[],
+            Answer::Skipped,
+        )
+    }
+
     #[test]
     fn a_hint_right_ends_the_search_in_two_steps_and_a_wrong_one_costs_at_most_two() {
         for n in 2usize..24 {
+            let most = (n as f64).log2().ceil() as usize + 3;
             for first in 0..n {
-                let hints = [first, first.saturating_sub(1)];
-                let mut probed = Vec::new();
-                let found = search(n, &hints, |i| {
-                    probed.push(i);
-                    Ok(Some(if i >= first {
-                        Answer::Slower
-                    } else {
-                        Answer::NotSlower
-                    }))
-                })
-                .unwrap();
+                let (found, probed) = hinted(n, first, first);
                 assert_eq!(found, Found::One(first), "n {n} first {first}");
                 assert!(probed.len() <= 2, "n {n} first {first}: {probed:?}");
                 for wrong in (0..n).filter(|&w| w != first) {
-                    let hints = [wrong, wrong.saturating_sub(1)];
-                    let mut probed = Vec::new();
-                    let found = search(n, &hints, |i| {
-                        probed.push(i);
-                        Ok(Some(if i >= first {
-                            Answer::Slower
-                        } else {
-                            Answer::NotSlower
-                        }))
-                    })
-                    .unwrap();
+                    let (found, probed) = hinted(n, first, wrong);
                     assert_eq!(found, Found::One(first), "n {n} first {first} hint {wrong}");
-                    let most = (n as f64).log2().ceil() as usize + 3;
                     assert!(probed.len() <= most, "n {n} hint {wrong}: {probed:?}");
                 }
             }

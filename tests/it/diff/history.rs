@@ -46,6 +46,24 @@ impl Repo {
         r
     }
 
+    /// `bench --record` of two trials into the history at `file`.
+    fn bench_record(&self, file: &str) -> Output {
+        printed(
+            self.command(&[
+                "bench",
+                "--trials",
+                "2",
+                "--warmup",
+                "0",
+                "--record",
+                "--history",
+                file,
+            ])
+            .output()
+            .unwrap(),
+        )
+    }
+
     fn head_commits(&self, n: usize) -> Vec<String> {
         let out = std::process::Command::new("git")
             .args(["rev-list", "--reverse", &format!("HEAD~{n}..HEAD")])
@@ -280,22 +298,7 @@ fn a_killed_recording_loses_no_stored_run_and_the_next_removes_its_checkout() {
 fn bench_record_stores_the_current_commits_trials_once() {
     let r = Repo::new();
     let file = r.history_file();
-    let bench = |r: &Repo| {
-        printed(
-            r.command(&[
-                "bench",
-                "--trials",
-                "2",
-                "--warmup",
-                "0",
-                "--record",
-                "--history",
-                file.to_str().unwrap(),
-            ])
-            .output()
-            .unwrap(),
-        )
-    };
+    let bench = |r: &Repo| r.bench_record(file.to_str().unwrap());
     let out = bench(&r);
     assert_eq!(out.status.code(), Some(0));
     let runs = r.stored();
@@ -363,20 +366,7 @@ fn check_record_stores_the_tree_and_bench_record_completes_the_run() {
             .any(|m| m.module == "app" && m.first_party)
     );
 
-    let out = printed(
-        r.command(&[
-            "bench",
-            "--trials",
-            "2",
-            "--warmup",
-            "0",
-            "--record",
-            "--history",
-            file,
-        ])
-        .output()
-        .unwrap(),
-    );
+    let out = r.bench_record(file);
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("added to the run already recorded"), "{err}");

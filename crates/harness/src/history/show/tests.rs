@@ -164,26 +164,40 @@ fn a_step_re_measuring_does_not_confirm_or_that_is_not_re_measured_stays_a_candi
     assert_eq!(h.candidates[0].confirmation.status, Confirmed::NotMeasured);
 }
 
+/// Six flat commits, ten of +3% each, six flat, re-measured by
+/// `remeasure`: from commit 10 on each figure is `jump` times more, and
+/// torch is in the tree when `torch`. The runs and what was read.
+fn ramp(
+    jump: f64,
+    torch: bool,
+    remeasure: &mut dyn Remeasure,
+) -> (Vec<StoredRun>, answers::history::TargetHistory) {
+    let level = |i: usize| {
+        100.0 * 1.03f64.powi(i.clamp(5, 15) as i32 - 5) * if i >= 10 { jump } else { 1.0 }
+    };
+    let runs: Vec<StoredRun> = (0..22)
+        .map(|i| run(i, level(i), torch && i >= 10, env("A")))
+        .collect();
+    let (order, fp) = (order(22), env("A").fingerprint());
+    let h = target_history(
+        &series(&runs, &order, &fp),
+        &ChangeRule::default(),
+        Some(remeasure),
+    )
+    .unwrap();
+    (runs, h)
+}
+
 #[test]
 fn a_slow_drift_is_a_drift_with_its_total_and_no_change() {
     // Six flat, ten commits of +3% each, six flat; torch arrives at the
     // ramp's commit 10 (its time spread over the ramp, as noise spreads a
     // step: the drift names the commit where a package arrived).
-    let level = |i: usize| 100.0 * 1.03f64.powi(i.clamp(5, 15) as i32 - 5);
-    let runs: Vec<StoredRun> = (0..22)
-        .map(|i| run(i, level(i), i >= 10, env("A")))
-        .collect();
-    let (order, fp) = (order(22), env("A").fingerprint());
     let mut fixed = Fixed {
         verdict: Verdict::Slower,
         asked: Vec::new(),
     };
-    let h = target_history(
-        &series(&runs, &order, &fp),
-        &ChangeRule::default(),
-        Some(&mut fixed),
-    )
-    .unwrap();
+    let (runs, h) = ramp(1.0, true, &mut fixed);
     assert!(h.changes.is_empty() && h.candidates.is_empty(), "{h:#?}");
     assert_eq!(h.drifts.len(), 1, "{h:#?}");
     let d = &h.drifts[0];
@@ -256,17 +270,7 @@ fn a_step_inside_a_drift_that_re_measuring_rejects_leaves_one_drift_over_the_win
     // jumps 40% more (the series alone reads it as a step with a drift on
     // either side). Re-measured, commits 9 and 10 are the same: one drift
     // across 10, its ends re-measured, and 10 a candidate.
-    let level = |i: usize| {
-        100.0 * 1.03f64.powi(i.clamp(5, 15) as i32 - 5) * if i >= 10 { 1.4 } else { 1.0 }
-    };
-    let runs: Vec<StoredRun> = (0..22).map(|i| run(i, level(i), false, env("A"))).collect();
-    let (order, fp) = (order(22), env("A").fingerprint());
-    let h = target_history(
-        &series(&runs, &order, &fp),
-        &ChangeRule::default(),
-        Some(&mut NeighboursEqual),
-    )
-    .unwrap();
+    let (_, h) = ramp(1.4, false, &mut NeighboursEqual);
     assert!(h.changes.is_empty(), "{h:#?}");
     let candidates: Vec<&str> = h.candidates.iter().map(|c| c.at.commit.as_str()).collect();
     assert_eq!(candidates, [sha(10)], "{h:#?}");
@@ -286,19 +290,11 @@ fn a_step_inside_a_drift_that_re_measuring_rejects_leaves_one_drift_over_the_win
 
 #[test]
 fn a_drift_re_measuring_does_not_confirm_is_a_candidate_not_a_drift() {
-    let level = |i: usize| 100.0 * 1.03f64.powi(i.clamp(5, 15) as i32 - 5);
-    let runs: Vec<StoredRun> = (0..22).map(|i| run(i, level(i), false, env("A"))).collect();
-    let (order, fp) = (order(22), env("A").fingerprint());
     let mut fixed = Fixed {
         verdict: Verdict::Equivalent,
         asked: Vec::new(),
     };
-    let h = target_history(
-        &series(&runs, &order, &fp),
-        &ChangeRule::default(),
-        Some(&mut fixed),
-    )
-    .unwrap();
+    let (_, h) = ramp(1.0, false, &mut fixed);
     assert!(h.drifts.is_empty(), "{h:#?}");
     assert_eq!(h.drift_candidates.len(), 1, "{h:#?}");
     assert_eq!(
