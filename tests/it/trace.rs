@@ -424,20 +424,31 @@ fn trace_leaves_no_worker_of_the_command_it_ended() {
         "import subprocess, sys, time\nfor own in (False, True):\n    subprocess.Popen([sys.executable, '-c', {worker:?}], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=own)\ntime.sleep(600)"
     );
     let out = dir.path().join("t.json");
-    let assert = coldstart(dir.path())
+    // Its output to files, not pipes: should a worker outlive coldstart
+    // with them open, the test still ends (and says so) instead of
+    // waiting on a pipe for as long as the worker lives.
+    let (stdout_file, stderr_file) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut tracer = Command::new(support::coldstart_bin())
+        .current_dir(dir.path())
         .args(["trace", "--duration", "1", "--output"])
         .arg(format!("chrome-json={}", out.display()))
         .arg("--")
         .arg(python)
         .args(["-c", &parent])
-        .assert();
-    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
-    assert!(
-        assert.get_output().status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&assert.get_output().stderr)
-    );
-    assert!(stdout.contains("the command ended"), "{stdout}");
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&stdout_file).unwrap())
+        .stderr(std::fs::File::create(&stderr_file).unwrap())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    support::wait_until("coldstart trace ended", TIMEOUT, || {
+        status = tracer.try_wait().unwrap();
+        status.is_some()
+    });
+    let stdout = std::fs::read_to_string(&stdout_file).unwrap();
+    let stderr = std::fs::read_to_string(&stderr_file).unwrap();
+    assert!(status.unwrap().success(), "{stdout}{stderr}");
+    assert!(stdout.contains("the command ended"), "{stdout}{stderr}");
     let left = support::running_with(&marker);
     let ps = support::ps();
     for (pid, _) in &left {

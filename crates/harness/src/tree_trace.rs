@@ -78,6 +78,9 @@ pub struct Launched {
     shell: Child,
     /// The command's pid.
     pub pid: u32,
+    /// Whether [`Launched::end`] ran (else dropping it ends the command:
+    /// an error between the start and the end leaves nothing running).
+    ended: bool,
 }
 
 impl Launched {
@@ -111,7 +114,11 @@ impl Launched {
                 Err(_) => true,
             };
             if let Some(pid) = pid.filter(|&p| execd(p)) {
-                return Ok(Launched { shell, pid });
+                return Ok(Launched {
+                    shell,
+                    pid,
+                    ended: false,
+                });
             }
             if let Ok(Some(status)) = shell.try_wait() {
                 invalid!(
@@ -119,7 +126,8 @@ impl Launched {
                 );
             }
             if Instant::now() >= deadline {
-                let _ = shell.kill();
+                // SAFETY: the group of the unreaped shell, which leads it.
+                unsafe { libc::kill(-(shell.id() as i32), libc::SIGKILL) };
                 let _ = shell.wait();
                 invalid!(
                     "`{program}` did not start within {}s under sh",
@@ -136,6 +144,12 @@ impl Launched {
     /// group (the workers it started: SIGTERM, the grace, SIGKILL), and
     /// reaps the shell: the command's exit status.
     fn end(mut self) -> Result<ExitStatus> {
+        self.end_all()
+    }
+
+    /// [`Launched::end`]'s work, once.
+    fn end_all(&mut self) -> Result<ExitStatus> {
+        self.ended = true;
         let pgid = self.shell.id() as i32;
         // The shell is not reaped until the end: while it is a zombie its
         // pid, the group's id, cannot be reused, so the group can be
@@ -177,6 +191,15 @@ impl Launched {
                 libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
             ) == 0
                 && info.si_pid() != 0
+        }
+    }
+}
+
+impl Drop for Launched {
+    /// A trace that ends in an error still ends what it started.
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.end_all();
         }
     }
 }

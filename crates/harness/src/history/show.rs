@@ -259,8 +259,29 @@ pub fn target_history(
     // no longer cuts the drift in two.
     let mut kept = Vec::new();
     for cp in steps(&values, rule) {
-        let (before, after) = (at[cp.index - 1], at[cp.index]);
-        let confirmation = confirm(before, after, cp.change)?;
+        // The commits on either side first; when re-measuring does not
+        // confirm them, the pairs one commit earlier and one later (a
+        // noisy median can put a step one commit off its commit): the
+        // first confirmed is the step, else the first pair's answer
+        // stands and the change is a candidate.
+        let pairs = [
+            Some((cp.index - 1, cp.index)),
+            (cp.index >= 2).then(|| (cp.index - 2, cp.index - 1)),
+            (cp.index + 1 < at.len()).then_some((cp.index, cp.index + 1)),
+        ];
+        let mut answer: Option<(usize, usize, Confirmation)> = None;
+        for (b, a) in pairs.into_iter().flatten() {
+            let c = confirm(at[b], at[a], cp.change)?;
+            let done = c.status == Confirmed::Confirmed || c.status == Confirmed::NotMeasured;
+            if answer.is_none() || c.status == Confirmed::Confirmed {
+                answer = Some((b, a, c));
+            }
+            if done {
+                break;
+            }
+        }
+        let (b, a, confirmation) = answer.expect("the pair on either side is always tried");
+        let (before, after) = (at[b], at[a]);
         let (imports, imports_error) = match import_changes(stored[before].1, stored[after].1) {
             Ok(i) => (i, None),
             Err(e) => (Vec::new(), Some(e)),
@@ -279,7 +300,7 @@ pub fn target_history(
             imports_error,
         };
         if change.confirmation.status == Confirmed::Confirmed {
-            kept.push(cp.index);
+            kept.push(a);
             history.changes.push(change);
         } else {
             history.candidates.push(change);

@@ -302,3 +302,71 @@ fn a_drift_re_measuring_does_not_confirm_is_a_candidate_not_a_drift() {
         Confirmed::NotConfirmed
     );
 }
+
+/// Answers "slower" for one pair of commits only, "equivalent" for any
+/// other; keeps what it was asked.
+struct OnlyPair {
+    pair: (String, String),
+    asked: Vec<(String, String)>,
+}
+
+impl Remeasure for OnlyPair {
+    fn compare(
+        &mut self,
+        earlier: &CommitRef,
+        later: &CommitRef,
+    ) -> crate::Result<std::result::Result<Comparison, String>> {
+        let asked = (earlier.commit.clone(), later.commit.clone());
+        self.asked.push(asked.clone());
+        let mut fixed = Fixed {
+            verdict: if asked == self.pair {
+                Verdict::Slower
+            } else {
+                Verdict::Equivalent
+            },
+            asked: Vec::new(),
+        };
+        fixed.compare(earlier, later)
+    }
+
+    fn interrupted(&self) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_step_the_series_puts_one_commit_late_is_confirmed_at_its_commit() {
+    // The step is at 8; commit 8's median has barely moved (a noisy
+    // commit), so the series puts the change at 9. Re-measuring 8
+    // against 9 finds nothing; 7 against 8 finds the step.
+    let runs: Vec<StoredRun> = (0..18)
+        .map(|i| {
+            let ms = match i {
+                0..=7 => 100.0,
+                8 => 108.0,
+                _ => 140.0,
+            };
+            run(i, ms, i >= 8, env("A"))
+        })
+        .collect();
+    let (order, fp) = (order(18), env("A").fingerprint());
+    let mut only = OnlyPair {
+        pair: (sha(7), sha(8)),
+        asked: Vec::new(),
+    };
+    let h = target_history(
+        &series(&runs, &order, &fp),
+        &ChangeRule::default(),
+        Some(&mut only),
+    )
+    .unwrap();
+    let at: Vec<&str> = h.changes.iter().map(|c| c.at.commit.as_str()).collect();
+    assert_eq!(at, [sha(8)], "{h:#?}");
+    assert_eq!(h.changes[0].parent, sha(7));
+    assert!(h.candidates.is_empty(), "{h:#?}");
+    assert_eq!(
+        only.asked,
+        [(sha(8), sha(9)), (sha(7), sha(8))],
+        "the series put it at 9"
+    );
+}
