@@ -259,46 +259,9 @@ pub fn target_history(
     // no longer cuts the drift in two.
     let mut kept = Vec::new();
     for cp in steps(&values, rule) {
-        // The commits on either side first; when re-measuring does not
-        // confirm them, the pairs one commit earlier and one later (a
-        // noisy median can put a step one commit off its commit): the
-        // first confirmed is the step, else the first pair's answer
-        // stands and the change is a candidate.
-        let pairs = [
-            Some((cp.index - 1, cp.index)),
-            (cp.index >= 2).then(|| (cp.index - 2, cp.index - 1)),
-            (cp.index + 1 < at.len()).then_some((cp.index, cp.index + 1)),
-        ];
-        let mut answer: Option<(usize, usize, Confirmation)> = None;
-        for (b, a) in pairs.into_iter().flatten() {
-            let c = confirm(at[b], at[a], cp.change)?;
-            let done = c.status == Confirmed::Confirmed || c.status == Confirmed::NotMeasured;
-            if answer.is_none() || c.status == Confirmed::Confirmed {
-                answer = Some((b, a, c));
-            }
-            if done {
-                break;
-            }
-        }
-        let (b, a, confirmation) = answer.expect("the pair on either side is always tried");
-        let (before, after) = (at[b], at[a]);
-        let (imports, imports_error) = match import_changes(stored[before].1, stored[after].1) {
-            Ok(i) => (i, None),
-            Err(e) => (Vec::new(), Some(e)),
-        };
-        let change = Change {
-            at: stored[after].0.clone(),
-            parent: stored[before].0.commit.clone(),
-            series: SeriesChange {
-                before_ms: cp.before,
-                after_ms: cp.after,
-                change: cp.change,
-                p: cp.p,
-            },
-            confirmation,
-            imports,
-            imports_error,
-        };
+        let (b, a, confirmation) =
+            confirmed_pair(cp.index, at.len(), |b, a| confirm(at[b], at[a], cp.change))?;
+        let change = change_of(&stored, &cp, (at[b], at[a]), confirmation);
         if change.confirmation.status == Confirmed::Confirmed {
             kept.push(a);
             history.changes.push(change);
@@ -311,17 +274,8 @@ pub fn target_history(
         // re-measurement compares it with the ramp's last, both inside
         // the stretch (never across a step at its edge).
         let (from, to) = (at[d.start], at[d.end]);
-        let imports = (from + 1..=to)
-            .filter_map(|i| {
-                let changes = import_changes(stored[i - 1].1, stored[i].1).ok()?;
-                (!changes.is_empty()).then(|| ImportsAt {
-                    at: stored[i].0.clone(),
-                    changes,
-                })
-            })
-            .collect();
         let found = DriftFound {
-            imports,
+            imports: imports_between(&stored, from, to),
             from: stored[from].0.clone(),
             to: stored[to].0.clone(),
             commits: d.end - d.start,
@@ -337,6 +291,76 @@ pub fn target_history(
         }
     }
     Ok(history)
+}
+
+/// The pair of series indices whose re-measurement stands for the change
+/// point at `index` (of `len`): the commits on either side first; when
+/// `confirm` does not confirm them, the pairs one commit earlier and one
+/// later (a noisy median can put a step one commit off its commit). The
+/// first confirmed pair is the step; else the first pair's answer stands.
+fn confirmed_pair(
+    index: usize,
+    len: usize,
+    mut confirm: impl FnMut(usize, usize) -> Result<Confirmation>,
+) -> Result<(usize, usize, Confirmation)> {
+    let pairs = [
+        Some((index - 1, index)),
+        (index >= 2).then(|| (index - 2, index - 1)),
+        (index + 1 < len).then_some((index, index + 1)),
+    ];
+    let mut answer: Option<(usize, usize, Confirmation)> = None;
+    for (b, a) in pairs.into_iter().flatten() {
+        let c = confirm(b, a)?;
+        let done = c.status == Confirmed::Confirmed || c.status == Confirmed::NotMeasured;
+        if answer.is_none() || c.status == Confirmed::Confirmed {
+            answer = Some((b, a, c));
+        }
+        if done {
+            break;
+        }
+    }
+    Ok(answer.expect("the pair on either side is always tried"))
+}
+
+/// The change at `cp` between the stored runs `before` and `after`, with
+/// what their import trees say arrived and left.
+fn change_of(
+    stored: &[(&CommitRef, &Run)],
+    cp: &phases::changepoint::ChangePoint,
+    (before, after): (usize, usize),
+    confirmation: Confirmation,
+) -> Change {
+    let (imports, imports_error) = match import_changes(stored[before].1, stored[after].1) {
+        Ok(i) => (i, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    Change {
+        at: stored[after].0.clone(),
+        parent: stored[before].0.commit.clone(),
+        series: SeriesChange {
+            before_ms: cp.before,
+            after_ms: cp.after,
+            change: cp.change,
+            p: cp.p,
+        },
+        confirmation,
+        imports,
+        imports_error,
+    }
+}
+
+/// The stored runs after `from` up to `to` whose import tree differs from
+/// the run's before it, with what arrived and left.
+fn imports_between(stored: &[(&CommitRef, &Run)], from: usize, to: usize) -> Vec<ImportsAt> {
+    (from + 1..=to)
+        .filter_map(|i| {
+            let changes = import_changes(stored[i - 1].1, stored[i].1).ok()?;
+            (!changes.is_empty()).then(|| ImportsAt {
+                at: stored[i].0.clone(),
+                changes,
+            })
+        })
+        .collect()
 }
 
 /// How the changes found are re-measured: with these options, stopped by
