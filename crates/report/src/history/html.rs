@@ -245,9 +245,15 @@ fn tables(t: &TargetHistory, out: &mut String) {
         .map(|c| (c, "change"))
         .chain(t.candidates.iter().map(|c| (c, "candidate")))
     {
+        // A confirmed change in the chart's colour: red up, green down.
+        let class = match (kind, c.series.change >= 0.0) {
+            ("change", true) => "change rise",
+            ("change", false) => "change fall",
+            _ => kind,
+        };
         let _ = write!(
             out,
-            "<li class=\"{kind}\"><b>{kind}</b> at <code>{}</code> {}<br>{}",
+            "<li class=\"{class}\"><b>{kind}</b> at <code>{}</code> {}<br>{}",
             esc(&c.at.commit),
             esc(&change_line(c)),
             esc(&confirmation_words(&c.confirmation))
@@ -288,7 +294,7 @@ fn tables(t: &TargetHistory, out: &mut String) {
     out.push_str("</table>");
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px;text-align:left}#tip{position:fixed;display:none;background:#fff;border:1px solid #888;padding:6px;font-size:12px;max-width:420px;pointer-events:none;white-space:pre-line}li.change{color:#a00}li.candidate{color:#666}";
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px;text-align:left}#tip{position:fixed;display:none;background:#fff;border:1px solid #888;padding:6px;font-size:12px;max-width:420px;pointer-events:none;white-space:pre-line}li.change{color:#a00}li.change.fall{color:#080}li.candidate{color:#666}";
 
 /// Shows a point's details beside the pointer; text only.
 const SCRIPT: &str = r#"(function(){var data=JSON.parse(document.getElementById('history-data').textContent);var tip=document.getElementById('tip');document.querySelectorAll('svg.chart').forEach(function(svg){var t=data[+svg.dataset.target];svg.querySelectorAll('.pt').forEach(function(el){el.addEventListener('mouseenter',function(ev){var p=t.points[+el.dataset.i];tip.textContent=p.commit+'\n'+p.subject+'\n'+p.figures;tip.style.left=(ev.clientX+12)+'px';tip.style.top=(ev.clientY+12)+'px';tip.style.display='block';});el.addEventListener('mouseleave',function(){tip.style.display='none';});});});document.body.dataset.ready='1';})();"#;

@@ -181,6 +181,7 @@ fn the_html_page_is_one_file_with_its_marks_and_no_markup_from_a_commit() {
     for needle in [
         r#"class="band""#,
         r#"class="change slower""#,
+        r#"<li class="change rise">"#,
         r#"class="candidate""#,
         r#"class="drift""#,
         r#"class="pt failed""#,
