@@ -237,23 +237,25 @@ fn import_trees_are_compared_by_package_and_own_module_and_a_missing_tree_is_sai
     );
 }
 
-/// Answers a re-measurement of two neighbouring commits with "equivalent"
-/// (the jump between them was noise) and of any wider pair with "slower".
-struct NeighboursEqual;
+/// Answers each re-measurement with `rule(earlier, later)` over the two
+/// commits' indices (their made-up hashes are the index in hex), and
+/// keeps what it was asked.
+struct ByPair {
+    rule: fn(usize, usize) -> Verdict,
+    asked: Vec<(usize, usize)>,
+}
 
-impl Remeasure for NeighboursEqual {
+impl Remeasure for ByPair {
     fn compare(
         &mut self,
         earlier: &CommitRef,
         later: &CommitRef,
     ) -> crate::Result<std::result::Result<Comparison, String>> {
         let index = |c: &CommitRef| usize::from_str_radix(&c.commit, 16).unwrap();
+        let pair = (index(earlier), index(later));
+        self.asked.push(pair);
         let mut fixed = Fixed {
-            verdict: if index(later) == index(earlier) + 1 {
-                Verdict::Equivalent
-            } else {
-                Verdict::Slower
-            },
+            verdict: (self.rule)(pair.0, pair.1),
             asked: Vec::new(),
         };
         fixed.compare(earlier, later)
@@ -270,7 +272,18 @@ fn a_step_inside_a_drift_that_re_measuring_rejects_leaves_one_drift_over_the_win
     // jumps 40% more (the series alone reads it as a step with a drift on
     // either side). Re-measured, commits 9 and 10 are the same: one drift
     // across 10, its ends re-measured, and 10 a candidate.
-    let (_, h) = ramp(1.4, false, &mut NeighboursEqual);
+    // Two neighbouring commits re-measure the same; any wider pair slower.
+    let mut neighbours_equal = ByPair {
+        rule: |a, b| {
+            if b == a + 1 {
+                Verdict::Equivalent
+            } else {
+                Verdict::Slower
+            }
+        },
+        asked: Vec::new(),
+    };
+    let (_, h) = ramp(1.4, false, &mut neighbours_equal);
     assert!(h.changes.is_empty(), "{h:#?}");
     let candidates: Vec<&str> = h.candidates.iter().map(|c| c.at.commit.as_str()).collect();
     assert_eq!(candidates, [sha(10)], "{h:#?}");
@@ -303,37 +316,6 @@ fn a_drift_re_measuring_does_not_confirm_is_a_candidate_not_a_drift() {
     );
 }
 
-/// Answers "slower" for one pair of commits only, "equivalent" for any
-/// other; keeps what it was asked.
-struct OnlyPair {
-    pair: (String, String),
-    asked: Vec<(String, String)>,
-}
-
-impl Remeasure for OnlyPair {
-    fn compare(
-        &mut self,
-        earlier: &CommitRef,
-        later: &CommitRef,
-    ) -> crate::Result<std::result::Result<Comparison, String>> {
-        let asked = (earlier.commit.clone(), later.commit.clone());
-        self.asked.push(asked.clone());
-        let mut fixed = Fixed {
-            verdict: if asked == self.pair {
-                Verdict::Slower
-            } else {
-                Verdict::Equivalent
-            },
-            asked: Vec::new(),
-        };
-        fixed.compare(earlier, later)
-    }
-
-    fn interrupted(&self) -> bool {
-        false
-    }
-}
-
 #[test]
 fn a_step_the_series_puts_one_commit_late_is_confirmed_at_its_commit() {
     // The step is at 8; commit 8's median has barely moved (a noisy
@@ -350,8 +332,15 @@ fn a_step_the_series_puts_one_commit_late_is_confirmed_at_its_commit() {
         })
         .collect();
     let (order, fp) = (order(18), env("A").fingerprint());
-    let mut only = OnlyPair {
-        pair: (sha(7), sha(8)),
+    // Only 7 against 8 re-measures slower.
+    let mut only = ByPair {
+        rule: |a, b| {
+            if (a, b) == (7, 8) {
+                Verdict::Slower
+            } else {
+                Verdict::Equivalent
+            }
+        },
         asked: Vec::new(),
     };
     let h = target_history(
@@ -364,9 +353,5 @@ fn a_step_the_series_puts_one_commit_late_is_confirmed_at_its_commit() {
     assert_eq!(at, [sha(8)], "{h:#?}");
     assert_eq!(h.changes[0].parent, sha(7));
     assert!(h.candidates.is_empty(), "{h:#?}");
-    assert_eq!(
-        only.asked,
-        [(sha(8), sha(9)), (sha(7), sha(8))],
-        "the series put it at 9"
-    );
+    assert_eq!(only.asked, [(8, 9), (7, 8)], "the series put it at 9");
 }
