@@ -180,8 +180,12 @@ fn print_summary(
         let spans = match (done.spans, done.span_requests) {
             (_, 0) => "no OTLP export request arrived".to_owned(),
             (n, r) => format!(
-                "{n} spans received over OTLP in {r} export requests, drawn on {} tracks",
-                done.span_tracks
+                "{n} spans received over OTLP in {r} export requests, drawn on {} tracks{}",
+                done.span_tracks,
+                match done.span_flows {
+                    0 => String::new(),
+                    f => format!("; {f} flow to the worker their thread was proven waiting on"),
+                }
             ),
         };
         writeln!(stdout, "the command ended: {status}; {spans}")?;

@@ -11,6 +11,12 @@
 //! reading a pipe whose write end a worker holds gets a slice `waiting on
 //! worker PID` and a flow to what that worker was doing; a thread blocked
 //! on anything else (a socket, a futex, a pipe of no worker) gets nothing.
+//! A span the command exports over OTLP that says its thread
+//! (`thread.name`, naming one thread of its process) flows to the worker
+//! that thread was proven waiting on while the span was open: the request
+//! drawn to the worker it waited for. A span whose thread is parked in
+//! `epoll_wait` (a tokio task awaiting a reply) proves nothing, and gets
+//! no flow.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::CommandExt as _;
@@ -309,6 +315,9 @@ pub struct TreeTrace {
     pub span_requests: usize,
     /// The tracks that hold those spans (beside the threads' own).
     pub span_tracks: usize,
+    /// The flows from a span to the worker its thread was proven waiting
+    /// on while it was open.
+    pub span_flows: usize,
     /// The launched command's exit status, for `trace -- CMD`.
     pub exit: Option<ExitStatus>,
 }
@@ -382,7 +391,8 @@ impl TreeTracer {
         let exit = self.launched.map(Launched::end).transpose()?;
         let spans = self.spans.map(Receiver::stop).unwrap_or_default();
         let mut trace = build(self.root, &profile, &watched);
-        let span_tracks = add_spans(&mut trace, self.root, &spans.spans);
+        let tracks = add_spans(&mut trace, self.root, &spans.spans);
+        let span_flows = span_flows(&mut trace, &tracks);
         trace.check().map_err(Error::Trace)?;
         let waits = wait_slices(&trace, self.root).len();
         Ok(TreeTrace {
@@ -392,7 +402,8 @@ impl TreeTracer {
             waits,
             spans: spans.spans.len(),
             span_requests: spans.requests,
-            span_tracks,
+            span_tracks: tracks.len(),
+            span_flows,
             exit,
         })
     }
@@ -683,29 +694,17 @@ fn wait_flows(root: u32, processes: &[Process]) -> Vec<Flow> {
     };
     for t in &parent.threads {
         for (i, s) in t.slices.iter().enumerate() {
-            if s.category != WAIT_CATEGORY {
+            // A wait seen in one look only, on a thread not sampled then,
+            // is an instant: a reader binds a flow to the slice open at
+            // its time, and a zero-length slice is open at none.
+            if s.category != WAIT_CATEGORY || s.start_ns == s.end_ns {
                 continue;
             }
-            let Some(worker) = s
-                .name
-                .strip_prefix("waiting on worker ")
-                .and_then(|w| w.parse::<u32>().ok())
-                .and_then(|w| processes.iter().find(|p| p.pid == w))
+            let Some(worker) = waited_worker(s).and_then(|w| processes.iter().find(|p| p.pid == w))
             else {
                 continue;
             };
-            let target = worker
-                .threads
-                .iter()
-                .flat_map(|wt| {
-                    wt.slices
-                        .iter()
-                        .enumerate()
-                        .map(move |(j, x)| (wt.tid, j, x))
-                })
-                .filter(|(_, _, x)| x.start_ns <= s.end_ns && x.end_ns >= s.start_ns)
-                .min_by_key(|(_, _, x)| (x.start_ns, std::cmp::Reverse(x.end_ns)));
-            if let Some((tid, index, _)) = target {
+            if let Some(to) = outermost_within(worker, s.start_ns, s.end_ns) {
                 flows.push(Flow {
                     id: flows.len() as u64 + 1,
                     from: SliceAt {
@@ -713,11 +712,7 @@ fn wait_flows(root: u32, processes: &[Process]) -> Vec<Flow> {
                         tid: t.tid,
                         index: i,
                     },
-                    to: SliceAt {
-                        pid: worker.pid,
-                        tid,
-                        index,
-                    },
+                    to,
                 });
             }
         }
@@ -729,6 +724,29 @@ fn wait_flows(root: u32, processes: &[Process]) -> Vec<Flow> {
 /// (their end and span id).
 type Lane<'a> = (Vec<Slice>, Vec<(u64, &'a str)>);
 
+/// A track of spans added to a process: its track's id, and the kernel
+/// thread its spans ran on, where their `thread.name` names exactly one of
+/// the process's threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SpanTrack {
+    pid: u32,
+    track: u32,
+    thread: Option<u32>,
+}
+
+/// The one thread of `process` named `name` (or its first 15 bytes, all
+/// the kernel keeps of a thread's name); none when no thread or several
+/// have it, so a span is never put on a thread by a guess.
+fn thread_named(process: &Process, name: &str) -> Option<u32> {
+    let kernel = name.get(..15).unwrap_or(name);
+    let mut found = process
+        .threads
+        .iter()
+        .filter(|t| t.tid < SPAN_TRACK_TIDS && (t.name == name || t.name == kernel));
+    let first = found.next()?;
+    found.next().is_none().then_some(first.tid)
+}
+
 /// The spans received, each on a track of its process (the resource's
 /// `process.pid` when the trace has that process, else the root): one
 /// named after its thread (`spans on NAME` from `thread.name`, else
@@ -739,8 +757,9 @@ type Lane<'a> = (Vec<Slice>, Vec<(u64, &'a str)>);
 /// being their child (a root of another trace, a sibling) goes to a
 /// further lane, so no lane shows a nesting the spans do not have. Each
 /// slice is named by the span's name and its descriptive attributes'
-/// values (`request GET /health`). Returns the tracks added.
-fn add_spans(trace: &mut Trace, root: u32, spans: &[ReceivedSpan]) -> usize {
+/// values (`request GET /health`). Returns the tracks added, each with
+/// the kernel thread its `thread.name` finds ([`thread_named`]).
+fn add_spans(trace: &mut Trace, root: u32, spans: &[ReceivedSpan]) -> Vec<SpanTrack> {
     let mut groups: BTreeMap<(u32, String), Vec<&ReceivedSpan>> = BTreeMap::new();
     for s in spans {
         let pid = s
@@ -756,45 +775,14 @@ fn add_spans(trace: &mut Trace, root: u32, spans: &[ReceivedSpan]) -> usize {
         groups.entry((pid, label)).or_default().push(s);
     }
     let mut next_tid = SPAN_TRACK_TIDS;
-    let mut added = 0;
-    for ((pid, label), mut group) in groups {
-        group.sort_by_key(|s| (s.start_ns, std::cmp::Reverse(s.end_ns)));
-        // Each lane: its slices and the spans still open on it (end, id).
-        let mut lanes: Vec<Lane<'_>> = Vec::new();
-        for s in group {
-            let fits = |open: &Vec<(u64, &str)>| match open
-                .iter()
-                .rev()
-                .find(|(end, _)| *end > s.start_ns)
-            {
-                None => true,
-                Some((end, id)) => s.end_ns <= *end && !s.parent.is_empty() && s.parent == *id,
-            };
-            let lane = match lanes.iter().position(|(_, open)| fits(open)) {
-                Some(i) => i,
-                None => {
-                    lanes.push((Vec::new(), Vec::new()));
-                    lanes.len() - 1
-                }
-            };
-            let (slices, open) = &mut lanes[lane];
-            open.retain(|(end, _)| *end > s.start_ns);
-            open.push((s.end_ns, s.id.as_str()));
-            let mut name = s.name.clone();
-            for d in &s.detail {
-                name.push(' ');
-                name.push_str(d);
-            }
-            slices.push(Slice {
-                name,
-                category: SPAN_CATEGORY.into(),
-                start_ns: s.start_ns,
-                end_ns: s.end_ns,
-            });
-        }
+    let mut added = Vec::new();
+    for ((pid, label), group) in groups {
+        let thread_name = group[0].thread_name.clone();
+        let lanes = span_lanes(group);
         let Some(process) = trace.processes.iter_mut().find(|p| p.pid == pid) else {
             continue;
         };
+        let thread = thread_name.and_then(|n| thread_named(process, &n));
         let count = lanes.len();
         for (i, (slices, _)) in lanes.into_iter().enumerate() {
             process.threads.push(Thread {
@@ -807,11 +795,139 @@ fn add_spans(trace: &mut Trace, root: u32, spans: &[ReceivedSpan]) -> usize {
                 slices,
                 instants: Vec::new(),
             });
+            added.push(SpanTrack {
+                pid,
+                track: next_tid,
+                thread,
+            });
             next_tid += 1;
-            added += 1;
         }
     }
     added
+}
+
+/// One track's spans laid out in lanes (see [`add_spans`]).
+fn span_lanes(mut group: Vec<&ReceivedSpan>) -> Vec<Lane<'_>> {
+    group.sort_by_key(|s| (s.start_ns, std::cmp::Reverse(s.end_ns)));
+    // Each lane: its slices and the spans still open on it (end, id).
+    let mut lanes: Vec<Lane<'_>> = Vec::new();
+    for s in group {
+        let fits =
+            |open: &Vec<(u64, &str)>| match open.iter().rev().find(|(end, _)| *end > s.start_ns) {
+                None => true,
+                Some((end, id)) => s.end_ns <= *end && !s.parent.is_empty() && s.parent == *id,
+            };
+        let lane = match lanes.iter().position(|(_, open)| fits(open)) {
+            Some(i) => i,
+            None => {
+                lanes.push((Vec::new(), Vec::new()));
+                lanes.len() - 1
+            }
+        };
+        let (slices, open) = &mut lanes[lane];
+        open.retain(|(end, _)| *end > s.start_ns);
+        open.push((s.end_ns, s.id.as_str()));
+        let mut name = s.name.clone();
+        for d in &s.detail {
+            name.push(' ');
+            name.push_str(d);
+        }
+        slices.push(Slice {
+            name,
+            category: SPAN_CATEGORY.into(),
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+        });
+    }
+    lanes
+}
+
+/// A flow from each span to the worker its thread was proven waiting on
+/// while the span was open: to what the worker was doing then (its
+/// outermost slice within both). Of nested spans that cover one wait, the
+/// innermost has the flow. A span whose thread is not known (no
+/// `thread.name`, or one that names no single thread) has none: the
+/// kernel proves a thread's wait, not a span's. Returns the flows added.
+fn span_flows(trace: &mut Trace, tracks: &[SpanTrack]) -> usize {
+    let mut flows = Vec::new();
+    for t in tracks {
+        let Some(thread) = t.thread else { continue };
+        let Some(process) = trace.processes.iter().find(|p| p.pid == t.pid) else {
+            continue;
+        };
+        let waits: Vec<(u64, u64, u32)> = process
+            .threads
+            .iter()
+            .filter(|th| th.tid == thread)
+            .flat_map(|th| &th.slices)
+            .filter(|s| s.category == WAIT_CATEGORY)
+            .filter_map(|s| Some((s.start_ns, s.end_ns, waited_worker(s)?)))
+            .collect();
+        let Some(track) = process.threads.iter().find(|th| th.tid == t.track) else {
+            continue;
+        };
+        let overlap = |s: &Slice, w: &(u64, u64, u32)| s.start_ns <= w.1 && s.end_ns >= w.0;
+        for (i, s) in track.slices.iter().enumerate() {
+            if s.start_ns == s.end_ns {
+                continue;
+            }
+            for w in waits.iter().filter(|w| overlap(s, w)) {
+                let inner = track.slices.iter().enumerate().any(|(j, x)| {
+                    j != i
+                        && x.start_ns >= s.start_ns
+                        && x.end_ns <= s.end_ns
+                        && (x.start_ns, x.end_ns) != (s.start_ns, s.end_ns)
+                        && overlap(x, w)
+                });
+                let (lo, hi) = (s.start_ns.max(w.0), s.end_ns.min(w.1));
+                let target = trace
+                    .processes
+                    .iter()
+                    .find(|p| p.pid == w.2)
+                    .and_then(|p| outermost_within(p, lo, hi));
+                if let (false, Some(to)) = (inner, target) {
+                    let from = SliceAt {
+                        pid: t.pid,
+                        tid: t.track,
+                        index: i,
+                    };
+                    flows.push((from, to));
+                }
+            }
+        }
+    }
+    let added = flows.len();
+    for (from, to) in flows {
+        let id = trace.flows.len() as u64 + 1;
+        trace.flows.push(Flow { id, from, to });
+    }
+    added
+}
+
+/// The worker a wait slice names.
+fn waited_worker(s: &Slice) -> Option<u32> {
+    s.name.strip_prefix("waiting on worker ")?.parse().ok()
+}
+
+/// The earliest-starting (and, of those, longest) slice of `worker` that
+/// overlaps `lo..=hi` and lasts (a flow cannot reach a zero-length one).
+fn outermost_within(worker: &Process, lo: u64, hi: u64) -> Option<SliceAt> {
+    worker
+        .threads
+        .iter()
+        .flat_map(|wt| {
+            wt.slices
+                .iter()
+                .enumerate()
+                .map(move |(j, x)| (wt.tid, j, x))
+        })
+        .filter(|(_, _, x)| x.start_ns <= hi && x.end_ns >= lo && x.end_ns > x.start_ns)
+        .min_by_key(|(_, _, x)| (x.start_ns, std::cmp::Reverse(x.end_ns)))
+        .map(|(tid, index, _)| SliceAt {
+            pid: worker.pid,
+            tid,
+            index,
+        })
 }
 
 /// The slices of `trace` on the root's threads that are proven waits.
@@ -889,7 +1005,7 @@ mod tests {
     }
 
     #[test]
-    fn a_wait_flows_to_what_its_worker_did_then_and_to_nothing_when_it_did_nothing() {
+    fn a_wait_flows_to_what_its_worker_did_then_and_not_when_it_did_nothing_or_was_an_instant() {
         let slice = |name: &str, category: &str, start_ns, end_ns| Slice {
             name: name.into(),
             category: category.into(),
@@ -915,6 +1031,8 @@ mod tests {
                     vec![
                         slice("waiting on worker 9", WAIT_CATEGORY, 10, 30),
                         slice("waiting on worker 8", WAIT_CATEGORY, 40, 50),
+                        // One look: an instant no reader binds a flow to.
+                        slice("waiting on worker 9", WAIT_CATEGORY, 60, 60),
                     ],
                 )],
             ),
@@ -1010,7 +1128,131 @@ mod tests {
                 ("spans: svc (3)", vec!["c"]),
             ]
         );
-        assert_eq!(tracks, 5);
+        assert_eq!(tracks.len(), 5);
+        // No thread of the root is named temporal-worker: no thread found.
+        assert!(tracks.iter().all(|t| t.thread.is_none()), "{tracks:?}");
+        assert_eq!(trace.check(), Ok(()));
+    }
+
+    fn span_on(
+        thread: &str,
+        name: &str,
+        (id, parent): (&str, &str),
+        (start_ns, end_ns): (u64, u64),
+    ) -> ReceivedSpan {
+        ReceivedSpan {
+            service: "svc".into(),
+            pid: Some(1),
+            thread: None,
+            thread_name: Some(thread.into()),
+            name: name.into(),
+            detail: Vec::new(),
+            id: id.into(),
+            parent: parent.into(),
+            start_ns,
+            end_ns,
+        }
+    }
+
+    fn named_thread(tid: u32, name: &str, slices: Vec<Slice>) -> Thread {
+        Thread {
+            tid,
+            name: name.into(),
+            slices,
+            instants: Vec::new(),
+        }
+    }
+
+    fn wait_on(worker: u32, start_ns: u64, end_ns: u64) -> Slice {
+        Slice {
+            name: wait_name(worker),
+            category: WAIT_CATEGORY.into(),
+            start_ns,
+            end_ns,
+        }
+    }
+
+    #[test]
+    fn a_span_is_put_on_the_one_thread_its_name_finds_and_the_kernel_keeps_15_bytes() {
+        let process = Process {
+            pid: 1,
+            threads: vec![
+                named_thread(2, "dispatch-blocki", Vec::new()),
+                named_thread(3, "tokio-rt-worker", Vec::new()),
+                named_thread(4, "tokio-rt-worker", Vec::new()),
+            ],
+            ..Process::default()
+        };
+        assert_eq!(thread_named(&process, "dispatch-blocking-1"), Some(2));
+        assert_eq!(thread_named(&process, "dispatch-blocki"), Some(2));
+        // Two threads have the name: no guess.
+        assert_eq!(thread_named(&process, "tokio-rt-worker"), None);
+        assert_eq!(thread_named(&process, "main"), None);
+    }
+
+    /// The request's round trip ran on thread 3, which was proven waiting
+    /// on worker 9 during it: the inner span flows to what worker 9 did
+    /// then, its enclosing span does not, and a span on a thread with no
+    /// proven wait (thread 2, in epoll) has no flow.
+    #[test]
+    fn a_span_flows_to_the_worker_its_thread_was_proven_waiting_on_and_only_the_innermost() {
+        let python = |name: &str, start_ns, end_ns| Slice {
+            name: name.into(),
+            category: "python".into(),
+            start_ns,
+            end_ns,
+        };
+        let mut trace = Trace {
+            processes: vec![
+                Process {
+                    pid: 1,
+                    threads: vec![
+                        named_thread(2, "dispatch-0", Vec::new()),
+                        named_thread(3, "dispatch-3", vec![wait_on(9, 120, 180)]),
+                    ],
+                    ..Process::default()
+                },
+                Process {
+                    pid: 9,
+                    threads: vec![named_thread(
+                        9,
+                        "MainThread",
+                        vec![python("main", 0, 300), python("stall", 110, 190)],
+                    )],
+                    ..Process::default()
+                },
+            ],
+            flows: Vec::new(),
+        };
+        let tracks = add_spans(
+            &mut trace,
+            1,
+            &[
+                span_on("dispatch-0", "request", ("r", ""), (90, 210)),
+                span_on("dispatch-3", "round trip", ("a", "r"), (100, 200)),
+                span_on("dispatch-3", "await reply", ("b", "a"), (110, 195)),
+            ],
+        );
+        let threads: Vec<Option<u32>> = tracks.iter().map(|t| t.thread).collect();
+        assert_eq!(threads, vec![Some(2), Some(3)]);
+        assert_eq!(span_flows(&mut trace, &tracks), 1);
+        let track = tracks[1].track;
+        assert_eq!(
+            trace.flows,
+            vec![Flow {
+                id: 1,
+                from: SliceAt {
+                    pid: 1,
+                    tid: track,
+                    index: 1,
+                },
+                to: SliceAt {
+                    pid: 9,
+                    tid: 9,
+                    index: 0,
+                },
+            }]
+        );
         assert_eq!(trace.check(), Ok(()));
     }
 }
