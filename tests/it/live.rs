@@ -269,6 +269,72 @@ fn match_selects_workers_by_command_line() {
         .stderr(predicates::str::contains("no running process"));
 }
 
+/// The Rust dispatcher fixture (tokio; see
+/// `tests/fixtures/trace/dispatcher`) holding a request to a worker that
+/// stalls: `dump` says the dispatcher waits on that worker, naming the
+/// blocking thread that reads its pipe, shows the worker's stall, and
+/// claims no wait on the other worker once its reply is in.
+#[test]
+fn dump_says_the_rust_dispatcher_waits_on_the_worker_that_stalls() {
+    let mut cmd = Command::new(support::dispatcher_bin());
+    cmd.arg(support::python())
+        .arg(support::fixtures().join("trace/dispatch_worker.py"))
+        .arg("--hold");
+    let mut tree = Tree::start(cmd);
+    let line = |prefix: &str| -> Vec<u32> {
+        loop {
+            let l = tree
+                .lines
+                .recv_timeout(LINE_TIMEOUT)
+                .unwrap_or_else(|e| panic!("no {prefix:?} line: {e}"));
+            if let Some(rest) = l.strip_prefix(prefix) {
+                return rest
+                    .split_whitespace()
+                    .map(|p| p.parse().unwrap())
+                    .collect();
+            }
+        }
+    };
+    let workers = line("workers ");
+    let stalled = line("stalling: worker ")[0];
+    let other = *workers.iter().find(|w| **w != stalled).unwrap();
+    tree.announced.extend(&workers);
+    let cwd = tempfile::tempdir().unwrap();
+    let pid = tree.pid();
+    // The request is written before its reply is read, and the other
+    // worker's request lasts a moment: each dump is one look, taken again
+    // (a bounded number of times) until both hold.
+    let (waits, no_other) = (
+        format!("Process {pid} waits on worker {stalled}: its thread "),
+        format!("waits on worker {other}"),
+    );
+    let mut text = String::new();
+    for _ in 0..30 {
+        let out = coldstart(cwd.path())
+            .args(["dump", &pid.to_string()])
+            .output()
+            .unwrap();
+        text = stdout_of(&out);
+        assert!(out.status.success(), "{text}");
+        if text.contains(&waits) && !text.contains(&no_other) {
+            break;
+        }
+    }
+    println!("{text}");
+    assert!(text.contains(&waits), "{text}");
+    assert!(!text.contains(&no_other), "{text}");
+    let says = text.lines().find(|l| l.contains(&waits)).unwrap();
+    assert!(says.contains("\"dispatch-"), "{says}");
+    assert!(
+        says.ends_with(&format!("a pipe worker {stalled} writes to.")),
+        "{says}"
+    );
+    assert!(
+        text.contains("stall_in_model_download (dispatch_worker.py:"),
+        "{text}"
+    );
+}
+
 #[test]
 fn dump_says_a_parent_waits_on_a_worker_only_where_it_reads_that_workers_pipe() {
     let (tree, workers) = Tree::two_workers("pipe_parent.sh", &tag("pipe"));

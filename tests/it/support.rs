@@ -160,19 +160,47 @@ fn built_with(package: &str, bin: &str, extra: &[&str]) -> PathBuf {
 /// run's target folder so coldstart's compiled crates are reused; stdin
 /// closed, PYTHONPATH unset. Prints what it ran.
 pub fn example_cargo(args: &[&str]) -> Output {
+    cargo_in(&root().join("examples/ml-service"), args)
+}
+
+/// `cargo ARGS` in `dir`, a workspace of its own (the example project, a
+/// Rust fixture), with this run's target folder; stdin closed, PYTHONPATH
+/// unset. Prints what it ran.
+fn cargo_in(dir: &Path, args: &[&str]) -> Output {
     let exe = std::env::current_exe().unwrap();
     let target_dir = exe.ancestors().nth(3).expect("target dir").to_path_buf();
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let example = root().join("examples/ml-service");
-    eprintln!("$ cd {} && cargo {}", example.display(), args.join(" "));
+    eprintln!("$ cd {} && cargo {}", dir.display(), args.join(" "));
     Command::new(cargo)
         .args(args)
-        .current_dir(&example)
+        .current_dir(dir)
         .env("CARGO_TARGET_DIR", &target_dir)
         .env_remove("PYTHONPATH")
         .stdin(Stdio::null())
         .output()
         .unwrap()
+}
+
+/// The dispatcher fixture (`tests/fixtures/trace/dispatcher`: a tokio
+/// program that exports OTLP spans with the opentelemetry crates and
+/// dispatches to two Python workers over pipes), built on first use into
+/// this run's target dir from its own workspace and lock file.
+pub fn dispatcher_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let dir = fixtures().join("trace/dispatcher");
+        let out = printed(cargo_in(&dir, &["build", "-q", "--locked"]));
+        assert!(
+            out.status.success(),
+            "building the dispatcher fixture failed"
+        );
+        let exe = std::env::current_exe().unwrap();
+        exe.ancestors()
+            .nth(3)
+            .expect("target dir")
+            .join("debug")
+            .join("dispatcher")
+    })
 }
 
 /// `out`, once printed (exit code, stdout, stderr) for a failure's log.

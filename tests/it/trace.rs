@@ -300,7 +300,7 @@ fn trace_of_a_command_puts_the_spans_it_exports_over_otlp_on_a_track_of_its_own(
         "protocol http/protobuf",
         "status 200 application/json",
         "status 200 application/x-protobuf",
-        "4 spans received over OTLP in 2 export requests, drawn on 2 tracks",
+        "4 spans received over OTLP in 2 export requests, drawn on 2 tracks\n",
     ] {
         assert!(stdout.contains(line), "{line:?} not in {stdout}");
     }
@@ -349,6 +349,109 @@ fn trace_of_a_command_puts_the_spans_it_exports_over_otlp_on_a_track_of_its_own(
         "{tokenize:?}"
     );
     assert!(load.0 >= handle.1, "{handle:?} {load:?}");
+}
+
+/// A Rust parent of the real shape, the dispatcher fixture (tokio, the
+/// opentelemetry crates' OTLP exporter, two Python workers over pipes, one
+/// stalling in one round; see its `src/main.rs`): the request's spans on
+/// the parent, the stalled worker's Python stack during the stall, the
+/// parent's blocking thread proven waiting on that worker, and a flow from
+/// the span of that round trip to the worker, drawn because the span's
+/// thread is the thread the kernel shows blocked on the worker's pipe.
+#[test]
+fn trace_of_a_rust_dispatcher_flows_from_its_span_to_the_worker_it_waited_on() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = coldstart(cwd.path())
+        .args(["trace", "--idle", "--output", "chrome-json=t.json"])
+        .args(["--output", "perfetto=t.pb", "--"])
+        .arg(support::dispatcher_bin())
+        .arg(support::python())
+        .arg(fixture("trace", "dispatch_worker.py"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stalled: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("stalling: worker "))
+        .unwrap_or_else(|| panic!("no stall in {stdout}"))
+        .parse()
+        .unwrap();
+    assert!(
+        stdout.contains("flow to the worker their thread was proven waiting on"),
+        "{stdout}"
+    );
+    let events = chrome_events(&cwd.path().join("t.json"));
+    let (processes, threads) = names(&events);
+    let parent = *processes
+        .iter()
+        .find(|(_, n)| n.contains("dispatcher"))
+        .unwrap_or_else(|| panic!("the parent is on the trace: {processes:#?}"))
+        .0;
+    // The stalled worker's stack while the parent waits.
+    assert!(
+        events.iter().any(|e| e["ph"] == "X"
+            && e["pid"] == stalled
+            && e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("stall_in_model_download (dispatch_worker.py:"))),
+        "no stall frame on worker {stalled}"
+    );
+    // The parent's blocking thread, proven waiting on it through the
+    // stall: the longest of its waits on that worker (the main thread
+    // also waits on each worker's ready line, briefly).
+    let wait = events
+        .iter()
+        .filter(|e| {
+            e["ph"] == "X"
+                && e["pid"] == parent
+                && e["name"] == format!("waiting on worker {stalled}").as_str()
+        })
+        .max_by_key(|e| e["dur"].as_u64())
+        .unwrap_or_else(|| panic!("no wait on {stalled}: {threads:#?}"));
+    assert!(wait["dur"].as_f64().unwrap() > 500_000.0, "{wait}");
+    let waiter = &threads[&(parent, wait["tid"].as_u64().unwrap())];
+    assert!(waiter.starts_with("dispatch-"), "{waiter}");
+    // The round trip's span, on the track of that thread's spans.
+    let track = threads
+        .iter()
+        .find(|((p, _), n)| *p == parent && **n == format!("spans on {waiter}"))
+        .unwrap_or_else(|| panic!("no span track for {waiter}: {threads:#?}"))
+        .0
+        .1;
+    let span = events
+        .iter()
+        .find(|e| e["ph"] == "X" && e["tid"] == track && e["name"] == "await reply stall")
+        .unwrap_or_else(|| panic!("no `await reply stall` span on {waiter}'s track"));
+    let (start, end) = (
+        span["ts"].as_f64().unwrap(),
+        span["ts"].as_f64().unwrap() + span["dur"].as_f64().unwrap(),
+    );
+    // Its enclosing request, on the tokio thread that awaited it.
+    assert!(
+        events
+            .iter()
+            .any(|e| e["ph"] == "X" && e["pid"] == parent && e["name"] == "request worker 1 stall"),
+        "no request span"
+    );
+    // The flow leaves the span and reaches the stalled worker.
+    let leaving: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "s" && e["tid"] == track)
+        .filter(|e| (start..=end).contains(&e["ts"].as_f64().unwrap()))
+        .collect();
+    assert!(
+        leaving.iter().any(|s| events
+            .iter()
+            .any(|f| f["ph"] == "f" && f["id"] == s["id"] && f["pid"] == stalled)),
+        "no flow from the span to worker {stalled}: {leaving:#?}"
+    );
+    let (p_names, _) = perfetto_names(&cwd.path().join("t.pb"));
+    assert_eq!(p_names.len(), processes.len(), "{p_names:?}");
 }
 
 /// Ctrl-C (SIGINT to coldstart alone) ends a trace cleanly: exit 0, the
