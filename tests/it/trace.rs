@@ -452,6 +452,27 @@ fn trace_of_a_rust_dispatcher_flows_from_its_span_to_the_worker_it_waited_on() {
     );
     let (p_names, _) = perfetto_names(&cwd.path().join("t.pb"));
     assert_eq!(p_names.len(), processes.len(), "{p_names:?}");
+    // In Perfetto the span track is nested under its thread's track.
+    let bytes = std::fs::read(cwd.path().join("t.pb")).unwrap();
+    let pb = PbTrace::decode(bytes.as_slice()).unwrap();
+    let tracks: Vec<_> = pb
+        .packet
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref())
+        .collect();
+    let thread_track = tracks
+        .iter()
+        .find(|t| {
+            t.thread.as_ref().is_some_and(|th| {
+                th.pid == Some(parent as i32) && th.thread_name.as_deref() == Some(waiter)
+            })
+        })
+        .unwrap_or_else(|| panic!("no Perfetto track of {waiter}"));
+    let spans_track = tracks
+        .iter()
+        .find(|t| t.name.as_deref() == Some(format!("spans on {waiter}").as_str()))
+        .unwrap_or_else(|| panic!("no Perfetto track of {waiter}'s spans"));
+    assert_eq!(spans_track.parent_uuid, thread_track.uuid);
 }
 
 /// Ctrl-C (SIGINT to coldstart alone) ends a trace cleanly: exit 0, the

@@ -553,6 +553,7 @@ fn build(root: u32, profile: &Profile, watched: &Watched) -> Trace {
                 .unwrap_or_else(|| format!("thread {tid}")),
             slices: ::trace::flame::slices(&items),
             instants: Vec::new(),
+            beside: None,
         });
     }
     let flows = wait_flows(root, &processes);
@@ -794,6 +795,7 @@ fn add_spans(trace: &mut Trace, root: u32, spans: &[ReceivedSpan]) -> Vec<SpanTr
                 },
                 slices,
                 instants: Vec::new(),
+                beside: thread,
             });
             added.push(SpanTrack {
                 pid,
@@ -1017,6 +1019,7 @@ mod tests {
             name: String::new(),
             slices,
             instants: Vec::new(),
+            beside: None,
         };
         let process = |pid, threads| Process {
             pid,
@@ -1160,6 +1163,7 @@ mod tests {
             name: name.into(),
             slices,
             instants: Vec::new(),
+            beside: None,
         }
     }
 

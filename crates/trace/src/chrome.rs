@@ -322,8 +322,8 @@ mod tests {
             counts,
             Counts {
                 processes: 2,
-                threads: 3,
-                slices: 7,
+                threads: 4,
+                slices: 8,
                 flows: 1,
                 counters: 3,
             }
@@ -420,6 +420,7 @@ mod tests {
                         name: "t".into(),
                         slices: crate::flame::slices(&stacks),
                         instants: Vec::new(),
+                        beside: None,
                     }],
                     ..crate::Process::default()
                 }],

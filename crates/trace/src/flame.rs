@@ -173,6 +173,7 @@ mod tests {
                     name: "t".into(),
                     slices: s.clone(),
                     instants: Vec::new(),
+                    beside: None,
                 }],
                 ..Process::default()
             }],

@@ -44,12 +44,22 @@ pub(crate) fn example() -> Trace {
                     name: "spawned worker 200".into(),
                     t_ns: 1_500,
                 }],
+                beside: None,
             },
             Thread {
                 tid: 101,
                 name: "tokio-rt-worker".into(),
                 slices: vec![slice("poll", "native", 3_000, 3_000)],
                 instants: Vec::new(),
+                beside: None,
+            },
+            // The spans that ran on thread 101, beside its track.
+            Thread {
+                tid: 1 << 30,
+                name: "spans on tokio-rt-worker".into(),
+                slices: vec![slice("request POST /infer", "span", 2_500, 6_000)],
+                instants: Vec::new(),
+                beside: Some(101),
             },
         ],
         instants: Vec::new(),
@@ -80,6 +90,7 @@ pub(crate) fn example() -> Trace {
                 slice("serve (mlworker/__main__.py:20)", "python", 4_000, 8_000),
             ],
             instants: Vec::new(),
+            beside: None,
         }],
         instants: vec![Instant {
             name: "exited".into(),

@@ -42,6 +42,12 @@ pub struct Thread {
     pub slices: Vec<Slice>,
     /// Moments on this thread.
     pub instants: Vec<Instant>,
+    /// The thread of the same process this track belongs beside (a track
+    /// of the spans that ran on that thread, whose sampled slices they
+    /// would cross): Perfetto draws it nested under that thread's track;
+    /// Chrome's format has no nested tracks, so there it is a thread of
+    /// its own, as when this is `None`.
+    pub beside: Option<u32>,
 }
 
 /// An interval on a thread: a stack frame seen over consecutive samples, a
@@ -258,6 +264,7 @@ mod tests {
                     name: "main".into(),
                     slices,
                     instants: Vec::new(),
+                    beside: None,
                 }],
                 ..Process::default()
             }],

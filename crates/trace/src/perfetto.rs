@@ -7,6 +7,8 @@
 //! `protos/perfetto/trace/perfetto_trace.proto` written here, declared with
 //! its field numbers (no interned data).
 
+use std::collections::BTreeMap;
+
 use prost::Message;
 
 use crate::error::Error;
@@ -248,18 +250,31 @@ pub fn to_message(trace: &Trace) -> Result<PbTrace, Error> {
                 events.push((pt.t_ns, e));
             }
         }
+        // Each thread's track, by tid: a track beside a thread (its spans)
+        // is nested under that thread's, when that thread came first.
+        let mut thread_tracks: BTreeMap<u32, u64> = BTreeMap::new();
         for t in &p.threads {
             let track = next_uuid();
-            packets.push(descriptor(TrackDescriptor {
-                uuid: Some(track),
-                parent_uuid: Some(process),
-                thread: Some(ThreadDescriptor {
-                    pid: Some(p.pid as i32),
-                    tid: Some(i64::from(t.tid)),
-                    thread_name: Some(t.name.clone()),
-                }),
-                ..TrackDescriptor::default()
+            let under = t.beside.and_then(|tid| thread_tracks.get(&tid).copied());
+            packets.push(descriptor(match under {
+                Some(parent) => TrackDescriptor {
+                    uuid: Some(track),
+                    parent_uuid: Some(parent),
+                    name: Some(t.name.clone()),
+                    ..TrackDescriptor::default()
+                },
+                None => TrackDescriptor {
+                    uuid: Some(track),
+                    parent_uuid: Some(process),
+                    thread: Some(ThreadDescriptor {
+                        pid: Some(p.pid as i32),
+                        tid: Some(i64::from(t.tid)),
+                        thread_name: Some(t.name.clone()),
+                    }),
+                    ..TrackDescriptor::default()
+                },
             }));
+            thread_tracks.insert(t.tid, track);
             for i in &t.instants {
                 events.push((i.t_ns, event(EventType::Instant, track, Some(&i.name))));
             }
@@ -339,8 +354,8 @@ mod tests {
             .iter()
             .filter_map(|p| p.track_descriptor.as_ref())
             .collect();
-        // 2 processes, 3 threads, 2 counters.
-        assert_eq!(tracks.len(), 7);
+        // 2 processes, 3 threads, a span track, 2 counters.
+        assert_eq!(tracks.len(), 8);
         let thread = tracks
             .iter()
             .find(|t| t.thread.as_ref().and_then(|t| t.tid) == Some(101))
@@ -349,6 +364,13 @@ mod tests {
             thread.thread.as_ref().unwrap().thread_name.as_deref(),
             Some("tokio-rt-worker")
         );
+        // The span track is nested under its thread's, not a thread.
+        let spans = tracks
+            .iter()
+            .find(|t| t.name.as_deref() == Some("spans on tokio-rt-worker"))
+            .unwrap();
+        assert!(spans.thread.is_none());
+        assert_eq!(spans.parent_uuid, thread.uuid);
         let events: Vec<(u64, &TrackEvent)> = trace
             .packet
             .iter()
@@ -371,7 +393,7 @@ mod tests {
         }
         assert!(depth.values().all(|d| *d == 0), "{depth:?}");
         let begins = events.iter().filter(|(_, e)| e.r#type == Some(1)).count();
-        assert_eq!(begins, 7);
+        assert_eq!(begins, 8);
         let out = events.iter().find(|(_, e)| !e.flow_ids.is_empty()).unwrap();
         let into = events
             .iter()
