@@ -382,7 +382,7 @@ fn trace_of_a_rust_dispatcher_flows_from_its_span_to_the_worker_it_waited_on() {
         .parse()
         .unwrap();
     assert!(
-        stdout.contains("flow to the worker their thread was proven waiting on"),
+        stdout.contains("of them flow to the worker their thread was proven waiting on"),
         "{stdout}"
     );
     let events = chrome_events(&cwd.path().join("t.json"));

@@ -11,6 +11,7 @@ use harness::OnPress;
 use harness::live::SamplingEnd;
 use harness::otlp::Receiver;
 use harness::tree_trace::{Launched, TraceOptions, TreeTracer};
+use report::plural;
 
 use crate::live::ReadArgs;
 use crate::outputs::Output;
@@ -138,18 +139,22 @@ fn print_summary(
     };
     let t = &done.trace;
     let mut stdout = std::io::stdout().lock();
-    let threads = t.processes.iter().map(|p| p.threads.len()).sum::<usize>();
+    let processes = t.processes.len();
+    let threads = t.processes.iter().map(|p| p.threads.len()).sum::<usize>() - done.span_tracks;
+    let slices = t
+        .processes
+        .iter()
+        .flat_map(|p| &p.threads)
+        .map(|th| th.slices.len())
+        .sum::<usize>();
     writeln!(
         stdout,
-        "traced {} processes, {} threads, {} slices, {} proven waits on a worker over {:.1} s ({why}): {}",
-        t.processes.len(),
-        threads - done.span_tracks,
-        t.processes
-            .iter()
-            .flat_map(|p| &p.threads)
-            .map(|th| th.slices.len())
-            .sum::<usize>(),
+        "traced {processes} process{}, {threads} thread{}, {slices} slice{}, {} proven wait{} on a worker over {:.1} s ({why}): {}",
+        plural(processes, "es"),
+        plural(threads, "s"),
+        plural(slices, "s"),
         done.waits,
+        plural(done.waits, "s"),
         done.profile.cost.wall_ns() as f64 / 1e9,
         outputs
             .iter()
@@ -180,11 +185,18 @@ fn print_summary(
         let spans = match (done.spans, done.span_requests) {
             (_, 0) => "no OTLP export request arrived".to_owned(),
             (n, r) => format!(
-                "{n} spans received over OTLP in {r} export requests, drawn on {} tracks{}",
+                "{n} span{} received over OTLP in {r} export request{}, drawn on {} track{}{}",
+                plural(n, "s"),
+                plural(r, "s"),
                 done.span_tracks,
+                plural(done.span_tracks, "s"),
                 match done.span_flows {
                     0 => String::new(),
-                    f => format!("; {f} flow to the worker their thread was proven waiting on"),
+                    1 => "; 1 of them flows to the worker its thread was proven waiting on"
+                        .to_owned(),
+                    f => format!(
+                        "; {f} of them flow to the worker their thread was proven waiting on"
+                    ),
                 }
             ),
         };

@@ -18,7 +18,7 @@ pub mod profile;
 
 /// `suffix` when `n` is not one: `process` and `processes`, `module` and
 /// `modules`.
-pub(crate) fn plural(n: usize, suffix: &'static str) -> &'static str {
+pub fn plural(n: usize, suffix: &'static str) -> &'static str {
     if n == 1 { "" } else { suffix }
 }
 
