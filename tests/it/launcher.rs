@@ -10,9 +10,9 @@
 //! (exit 2), never a pass.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use crate::support::{code_and_text, coldstart_bin, copy_dir, fixtures, python, uv, uv_project};
+use crate::support::{code_and_text, copy_dir, fixtures, python, uv, uv_project};
 
 /// A copy of the fixture: `svc/` (a uv project with its own `.venv`) in a
 /// temporary folder, beside uv's cache.
@@ -58,17 +58,15 @@ impl Svc {
     /// `coldstart ARGS --` in `cwd`, stand-ins on `PYTHONPATH`, uv's cache
     /// in the temporary folder and no venv of the caller's active.
     fn coldstart(&self, cwd: &Path, args: &[&str]) -> Command {
-        let mut cmd = Command::new(coldstart_bin());
+        let mut cmd = crate::support::coldstart(cwd);
         cmd.args(args)
             .arg("--")
-            .current_dir(cwd)
             .env(
                 "PYTHONPATH",
                 fixtures().join("boundary/stand-ins").as_os_str(),
             )
             .env("UV_CACHE_DIR", self.dir.path().join("uv-cache"))
-            .env_remove("VIRTUAL_ENV")
-            .stdin(Stdio::null());
+            .env_remove("VIRTUAL_ENV");
         cmd
     }
 }

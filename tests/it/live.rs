@@ -127,9 +127,7 @@ impl Drop for Tree {
 
 /// The installed `coldstart`, run from a fresh folder outside the workspace.
 fn coldstart(cwd: &Path) -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::from_std(support::coldstart(cwd));
-    cmd.timeout(LINE_TIMEOUT);
-    cmd
+    support::coldstart_bounded(cwd, LINE_TIMEOUT)
 }
 
 use support::stdout as stdout_of;

@@ -90,6 +90,14 @@ pub fn coldstart(dir: &Path) -> Command {
     cmd
 }
 
+/// [`coldstart`] as an `assert_cmd` command whose run is ended after
+/// `timeout` (a bound on a hang, never an expectation of speed).
+pub fn coldstart_bounded(dir: &Path, timeout: std::time::Duration) -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::from_std(coldstart(dir));
+    cmd.timeout(timeout);
+    cmd
+}
+
 /// The stand-in worker of a topic: `tests/fixtures/<topic>/standin.py`
 /// (each says what it simulates).
 pub fn standin(topic: &str) -> PathBuf {

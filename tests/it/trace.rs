@@ -26,9 +26,7 @@ fn fixture(dir: &str, name: &str) -> PathBuf {
 }
 
 fn coldstart(cwd: &Path) -> assert_cmd::Command {
-    let mut cmd = assert_cmd::Command::new(support::coldstart_bin());
-    cmd.current_dir(cwd).timeout(TIMEOUT);
-    cmd
+    support::coldstart_bounded(cwd, TIMEOUT)
 }
 
 /// The events of a Chrome JSON trace, after checking it by the rules.
