@@ -574,12 +574,7 @@ fn check_cost_of(python_flags: &[&str]) -> std::process::Output {
 #[test]
 fn check_cost_measures_the_recorder_alone_against_a_plain_lifecycle() {
     let out = check_cost_of(&[]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = support::succeeded(&out);
     let line = text
         .lines()
         .find(|l| l.contains("the recorder and its audit hook alone (no importtime)"))

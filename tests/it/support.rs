@@ -244,6 +244,20 @@ pub fn signal_and_wait(child: &mut Child, sig: i32) -> (Option<i32>, String, Str
     (status.code(), out, err)
 }
 
+/// The stdout of a run that must have succeeded: a failure panics with
+/// both its stdout and its stderr.
+#[track_caller]
+pub fn succeeded(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 /// A run's stdout as text (lossy).
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()

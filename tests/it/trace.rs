@@ -110,12 +110,7 @@ fn trace_of_a_command_draws_workers_that_come_and_go_and_only_the_proven_waits()
         .arg(support::python())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = support::succeeded(&out);
     assert!(stdout.contains("(the processes exited)"), "{stdout}");
     assert!(
         stdout.contains("the command ended: exit status: 0"),
@@ -248,12 +243,7 @@ fn trace_of_a_running_pid_names_the_parents_thread_and_claims_no_unproven_wait()
     for w in workers.values() {
         assert!(support::wait_until_gone(*w as u32, TIMEOUT));
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = support::succeeded(&out);
     assert!(stdout.contains("(the duration passed)"), "{stdout}");
     assert!(stdout.contains(" 0 proven waits on a worker"), "{stdout}");
     let events = chrome_events(&cwd.path().join("t.json"));
@@ -288,12 +278,7 @@ fn trace_of_a_command_puts_the_spans_it_exports_over_otlp_on_a_track_of_its_own(
         .arg(fixture("trace", "otlp_parent.py"))
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = support::succeeded(&out);
     for line in [
         "protocol http/protobuf",
         "status 200 application/json",
@@ -367,12 +352,7 @@ fn trace_of_a_rust_dispatcher_flows_from_its_span_to_the_worker_it_waited_on() {
         .arg(fixture("trace", "dispatch_worker.py"))
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = support::succeeded(&out);
     let stalled: u64 = stdout
         .lines()
         .find_map(|l| l.strip_prefix("stalling: worker "))
@@ -649,12 +629,7 @@ mod native_stacks {
             ])
             .output()
             .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "{stdout}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = support::succeeded(&out);
         let events = chrome_events(&cwd.path().join("t.json"));
         let (_, threads) = names(&events);
         assert!(

@@ -1072,19 +1072,11 @@ mod tests {
 
     #[test]
     fn spans_nest_only_under_their_parent_and_are_named_by_thread_and_detail() {
-        let span =
-            |name: &str, (start_ns, end_ns), (id, parent): (&str, &str), thread| ReceivedSpan {
-                service: "svc".into(),
-                pid: Some(5),
-                thread,
-                thread_name: None,
-                name: name.into(),
-                detail: Vec::new(),
-                id: id.into(),
-                parent: parent.into(),
-                start_ns,
-                end_ns,
-            };
+        let span = |name: &str, range, ids, thread| ReceivedSpan {
+            pid: Some(5),
+            thread,
+            ..received(name, ids, range)
+        };
         let mut trace = Trace {
             processes: vec![Process {
                 pid: 1,
@@ -1137,8 +1129,8 @@ mod tests {
         assert_eq!(trace.check(), Ok(()));
     }
 
-    fn span_on(
-        thread: &str,
+    /// A span of service `svc` in process 1, with no thread.
+    fn received(
         name: &str,
         (id, parent): (&str, &str),
         (start_ns, end_ns): (u64, u64),
@@ -1147,7 +1139,7 @@ mod tests {
             service: "svc".into(),
             pid: Some(1),
             thread: None,
-            thread_name: Some(thread.into()),
+            thread_name: None,
             name: name.into(),
             detail: Vec::new(),
             id: id.into(),
@@ -1157,6 +1149,12 @@ mod tests {
         }
     }
 
+    fn span_on(thread: &str, name: &str, ids: (&str, &str), range: (u64, u64)) -> ReceivedSpan {
+        ReceivedSpan {
+            thread_name: Some(thread.into()),
+            ..received(name, ids, range)
+        }
+    }
     fn named_thread(tid: u32, name: &str, slices: Vec<Slice>) -> Thread {
         Thread {
             tid,
