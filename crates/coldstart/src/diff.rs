@@ -104,27 +104,40 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         &interrupt,
         bar,
     )?;
-    let strict = args.strict;
-    let render = |format: Format| match format {
-        Format::Text => report::diff::text(&report, &project.cwd, strict),
-        Format::Markdown => report::diff::markdown(&report, &top, strict),
-        Format::Json => report::diff::json(&report, strict),
-        Format::Github => report::diff::github(&report, &top, strict),
-        Format::Junit => report::diff::junit(&report, strict),
-    };
+    let render = |format| render(format, &report, project, &top, args.strict);
     print!("{}", render(args.format));
     crate::outputs::write_all(&args.output, |f| Ok(render(f)))?;
     if interrupt.is_set() {
-        eprintln!(
-            "interrupted by {}: the report covers what was compared so far; the base's checkout is removed",
-            crate::signals::signal_name(&interrupt)
-        );
-        return Ok(crate::signals::interrupted_code(&interrupt));
+        return Ok(crate::signals::interrupted(
+            &interrupt,
+            ": the report covers what was compared so far; the base's checkout is removed",
+        ));
     }
     if args.record.record {
         record(&args.record, project, &plan, &report)?;
     }
-    Ok(ExitCode::from(answers::diff::exit_code(&report, strict)))
+    Ok(ExitCode::from(answers::diff::exit_code(
+        &report,
+        args.strict,
+    )))
+}
+
+/// The report in `format`; paths relative to the current folder in text,
+/// to the repository's top in Markdown and GitHub's annotations.
+fn render(
+    format: Format,
+    diff: &answers::diff::DiffReport,
+    project: &Project,
+    top: &std::path::Path,
+    strict: bool,
+) -> String {
+    match format {
+        Format::Text => report::diff::text(diff, &project.cwd, strict),
+        Format::Markdown => report::diff::markdown(diff, top, strict),
+        Format::Json => report::diff::json(diff, strict),
+        Format::Github => report::diff::github(diff, top, strict),
+        Format::Junit => report::diff::junit(diff, strict),
+    }
 }
 
 /// `--record`: each side's timed rounds stored as its commit's run.

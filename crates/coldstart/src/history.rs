@@ -125,17 +125,20 @@ fn show(args: HistoryShowArgs, project: &Project) -> Result<ExitCode> {
         bail!("--format html would print a page on the terminal; write it with --output html=PATH");
     }
     let top = git::toplevel(&project.root)?;
-    let targets = args.target.targets(project)?;
-    let plans: Vec<_> = targets
+    // One plan a target: each is read and confirmed on its own.
+    let plan = |t| {
+        crate::args::plan(
+            project,
+            vec![t],
+            Some(args.min_change),
+            &settings::target_names,
+        )
+    };
+    let plans: Vec<_> = args
+        .target
+        .targets(project)?
         .into_iter()
-        .map(|t| {
-            crate::args::plan(
-                project,
-                vec![t],
-                Some(args.min_change),
-                &settings::target_names,
-            )
-        })
+        .map(plan)
         .collect();
     let location = args.store.location(project);
     let mut store =
@@ -146,17 +149,7 @@ fn show(args: HistoryShowArgs, project: &Project) -> Result<ExitCode> {
     };
     let interrupt = crate::signals::interrupt(OnPress::FinishThenKill)?;
     let bar = &mut crate::progress::Bar(indicatif::ProgressBar::hidden());
-    let confirm = match args.no_confirm {
-        true => None,
-        false => Some(Confirm {
-            opts: DiffOptions {
-                out: crate::outputs::run_folder(args.out.as_deref(), "history")?,
-                ..DiffOptions::with_budgets(args.max_rounds, args.max_seconds)
-            },
-            interrupt: &interrupt,
-            progress: bar,
-        }),
-    };
+    let confirm = confirming(&args, &interrupt, bar)?;
     let report = show::run(
         &mut store,
         &top,
@@ -165,18 +158,45 @@ fn show(args: HistoryShowArgs, project: &Project) -> Result<ExitCode> {
         &rule,
         confirm,
     )?;
-    let render = |f: ShowFormat| match f {
-        ShowFormat::Text => report::history::text(&report),
-        ShowFormat::Markdown => report::history::markdown(&report),
-        ShowFormat::Json => report::history::json(&report),
-        ShowFormat::Html => report::history::html(&report),
-    };
+    let render = |f| render_show(f, &report);
     print!("{}", render(args.format));
     crate::outputs::write_all(&args.output, |f| Ok(render(f)))?;
     if interrupt.is_set() {
-        return Ok(crate::signals::interrupted_code(&interrupt));
+        return Ok(crate::signals::interrupted(
+            &interrupt,
+            ": the changes it had not re-measured are reported as not re-measured",
+        ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// How `show` re-measures each change it finds: none with `--no-confirm`.
+fn confirming<'a>(
+    args: &HistoryShowArgs,
+    interrupt: &'a harness::Interrupt,
+    progress: &'a mut crate::progress::Bar,
+) -> Result<Option<Confirm<'a>>> {
+    if args.no_confirm {
+        return Ok(None);
+    }
+    Ok(Some(Confirm {
+        opts: DiffOptions {
+            out: crate::outputs::run_folder(args.out.as_deref(), "history")?,
+            ..DiffOptions::with_budgets(args.max_rounds, args.max_seconds)
+        },
+        interrupt,
+        progress,
+    }))
+}
+
+/// `history show`'s report in `format`.
+fn render_show(format: ShowFormat, shown: &answers::history::HistoryReport) -> String {
+    match format {
+        ShowFormat::Text => report::history::text(shown),
+        ShowFormat::Markdown => report::history::markdown(shown),
+        ShowFormat::Json => report::history::json(shown),
+        ShowFormat::Html => report::history::html(shown),
+    }
 }
 
 fn record_range(args: HistoryRecordArgs, project: &Project) -> Result<ExitCode> {
@@ -213,6 +233,18 @@ fn record_range(args: HistoryRecordArgs, project: &Project) -> Result<ExitCode> 
         &mut store, &top, &targets, &commits, &opts, &interrupt, &mut bar,
     )?;
     bar.0.finish_and_clear();
+    print_recorded(&done);
+    if interrupt.is_set() {
+        return Ok(crate::signals::interrupted(
+            &interrupt,
+            ": every commit finished before it is stored; run the same command again to go on",
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `history record` did, in one line.
+fn print_recorded<A, B>(done: &[(A, B, Recorded)]) {
     let count = |f: fn(&Recorded) -> bool| done.iter().filter(|(_, _, r)| f(r)).count();
     println!(
         "{} stored ({} could not be measured), {} already stored, {} absent at their commit",
@@ -221,14 +253,6 @@ fn record_range(args: HistoryRecordArgs, project: &Project) -> Result<ExitCode> 
         count(|r| matches!(r, Recorded::Skipped)),
         count(|r| matches!(r, Recorded::Absent)),
     );
-    if interrupt.is_set() {
-        eprintln!(
-            "interrupted by {}: every commit finished before it is stored; run the same command again to go on",
-            crate::signals::signal_name(&interrupt)
-        );
-        return Ok(crate::signals::interrupted_code(&interrupt));
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `--record`: `runs` stored in the history `store` names, a line each

@@ -70,16 +70,28 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     let run = match harness::lazy::run(&t, &opts, &interrupt) {
         Ok(r) => r,
         Err(e) if interrupt.is_set() => {
-            eprintln!(
-                "interrupted by {} before anything could be reported ({e}); nothing was written",
-                crate::signals::signal_name(&interrupt)
-            );
-            return Ok(crate::signals::interrupted_code(&interrupt));
+            return Ok(crate::signals::interrupted(
+                &interrupt,
+                &format!(" before anything could be reported ({e}); nothing was written"),
+            ));
         }
         Err(e) => return Err(e.into()),
     };
+    print!("{}", render(args.format, &run)?);
+    if interrupt.is_set() {
+        return Ok(crate::signals::interrupted(
+            &interrupt,
+            ": the report covers the imports tried so far; nothing was written",
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The run's report in `format`: the pricing, and with `--fix` the
+/// project priced again after the cuts.
+fn render(format: Format, run: &harness::lazy::LazyRun) -> Result<String> {
     let mut text = String::new();
-    match args.format {
+    match format {
         Format::Json => {
             text = match &run.after {
                 Some(a) => {
@@ -91,13 +103,5 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
         }
         Format::Text => report::lazy::render_run(&run.before, run.after.as_ref(), &mut text),
     }
-    print!("{text}");
-    if interrupt.is_set() {
-        eprintln!(
-            "interrupted by {}: the report covers the imports tried so far; nothing was written",
-            crate::signals::signal_name(&interrupt)
-        );
-        return Ok(crate::signals::interrupted_code(&interrupt));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(text)
 }

@@ -182,13 +182,7 @@ pub fn top(args: TopArgs) -> Result<ExitCode> {
     let mut shown = 0u32;
     let mut next = Instant::now() + every;
     loop {
-        // Wait out the second, looking at the interrupt and the process.
-        while Instant::now() < next && !interrupt.is_set() && !sampler.is_finished() {
-            std::thread::sleep(
-                next.saturating_duration_since(Instant::now())
-                    .min(Duration::from_millis(50)),
-            );
-        }
+        wait_until(next, || interrupt.is_set() || sampler.is_finished());
         let started = next - every;
         next += every;
         if interrupt.is_set() {
@@ -217,6 +211,17 @@ pub fn top(args: TopArgs) -> Result<ExitCode> {
     }
     drop(sampler);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Waits out the time to `next`, looking every 50 ms whether `ended`
+/// (the interrupt, the process's exit) cuts it short.
+fn wait_until(next: Instant, ended: impl Fn() -> bool) {
+    while Instant::now() < next && !ended() {
+        std::thread::sleep(
+            next.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(50)),
+        );
+    }
 }
 
 /// One refresh: a header, then the functions on CPU by own share.

@@ -29,3 +29,11 @@ pub fn signal_name(interrupt: &Interrupt) -> &'static str {
         .unwrap_or(harness::Signal::Interrupt)
         .name()
 }
+
+/// Says on stderr that the run was cut short, `interrupted by SIGNAL:
+/// WHAT` (`what`: what the output covers, what was kept), and gives the
+/// exit code of [`interrupted_code`].
+pub fn interrupted(interrupt: &Interrupt, what: &str) -> ExitCode {
+    eprintln!("interrupted by {}{what}", signal_name(interrupt));
+    interrupted_code(interrupt)
+}
