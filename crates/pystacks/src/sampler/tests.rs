@@ -1,0 +1,123 @@
+use super::*;
+use std::time::Instant;
+
+#[test]
+fn a_process_that_never_becomes_python_is_an_error_after_the_attach_timeout() {
+    let mut cat = std::process::Command::new("cat")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("cat runs");
+    let options = SamplerOptions {
+        attach_timeout: Duration::from_millis(200),
+        ..SamplerOptions::default()
+    };
+    let t0 = Instant::now();
+    let err = Sampler::start(cat.id(), options).expect_err("cat is not Python");
+    let waited = t0.elapsed();
+    let _ = cat.kill();
+    let _ = cat.wait();
+    assert!(
+        matches!(
+            err,
+            Error::NotPython {
+                searched_children: true,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(waited >= Duration::from_millis(200), "{waited:?}");
+    assert!(
+        err.to_string().contains("none of its subprocesses"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_gone_process_or_a_zero_rate_is_an_error_at_once() {
+    let err = Sampler::start(u32::MAX - 1, SamplerOptions::default()).expect_err("gone");
+    assert!(matches!(err, Error::ProcessGone { .. }), "{err}");
+    let err = Sampler::start(std::process::id(), SamplerOptions::at_rate(0)).expect_err("0");
+    assert!(matches!(err, Error::ZeroRate), "{err}");
+}
+
+#[test]
+fn the_profile_aggregates_in_order_of_first_appearance() {
+    let profile = Profile {
+        rate_hz: 100,
+        samples: [(10, 0), (20, 1), (30, 0), (40, 0)]
+            .into_iter()
+            .map(|(t_ns, stack)| Sample {
+                t_ns,
+                pid: 1,
+                thread: 1,
+                stack,
+                active: true,
+                weight_ns: 10_000_000,
+            })
+            .collect(),
+        stacks: vec![vec!["a".into(), "b".into()], vec!["a".into()]],
+        ticks: 4,
+        late_ticks: 0,
+        errors: 0,
+        error_examples: vec![],
+        processes: vec![],
+        threads: vec![],
+        cost: SamplerCost::default(),
+        stop_reason: SamplingEnd::Stopped,
+        adapted_rate_hz: None,
+        kernel_cpu_ns: None,
+    };
+    let all = profile.collapsed();
+    assert_eq!(crate::collapsed_text(&all), "a;b 3\na 1\n");
+    let before = profile.collapsed_before(30);
+    assert_eq!(crate::collapsed_text(&before), "a;b 1\na 1\n");
+    assert_eq!(profile.sample_count(), 4);
+}
+
+/// A worker on CPU for 5 s read at a rate lowered to 5 Hz (25 samples
+/// of 200 ms each) and its idle thread kept with `--idle`: 5000 ms of
+/// CPU, not 25 samples at the asked 100 Hz (250 ms), nor 50 samples.
+#[test]
+fn cpu_time_weighs_each_sample_by_its_interval_and_counts_no_idle_one() {
+    let sample = |t_ns: u64, active: bool| Sample {
+        t_ns,
+        pid: 1,
+        thread: 1,
+        stack: u32::from(!active),
+        active,
+        weight_ns: 200_000_000,
+    };
+    let samples = (0..25u64)
+        .flat_map(|i| {
+            [
+                sample(i * 200_000_000, true),
+                sample(i * 200_000_000, false),
+            ]
+        })
+        .collect();
+    let profile = Profile {
+        rate_hz: 100,
+        samples,
+        stacks: vec![vec!["busy".into()], vec!["waits".into()]],
+        ticks: 25,
+        late_ticks: 0,
+        errors: 0,
+        error_examples: vec![],
+        processes: vec![],
+        threads: vec![],
+        cost: SamplerCost {
+            started_ns: 0,
+            stopped_ns: 5_000_000_000,
+            ..SamplerCost::default()
+        },
+        stop_reason: SamplingEnd::Deadline,
+        adapted_rate_hz: Some(5.0),
+        kernel_cpu_ns: None,
+    };
+    let time = profile.time_where(|_| true);
+    assert_eq!((time.samples, time.on_cpu), (50, 25));
+    assert_eq!(time.cpu_ns, 5_000_000_000);
+    assert!((profile.rounds_per_second() - 5.0).abs() < 1e-9);
+    assert_eq!(profile.time_where(|s| !s.active).cpu_ns, 0);
+}
