@@ -5,12 +5,16 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use ::trace::perfetto::PbTrace;
+use prost::Message as _;
+use serde_json::Value;
 use timeline::TrialRecord;
 
 /// Panics unless `svg` is well-formed XML with an `<svg>` root: every SVG a
@@ -560,4 +564,60 @@ pub fn headless_chromium(chromium: &Path, tmp: &Path) -> (Command, tempfile::Tem
     ])
     .arg(format!("--user-data-dir={}", profile.path().display()));
     (cmd, profile)
+}
+
+/// The events of a Chrome JSON trace, after checking it by the rules.
+pub fn chrome_events(path: &Path) -> Vec<Value> {
+    let json = std::fs::read_to_string(path).unwrap();
+    ::trace::chrome::validate(&json).unwrap_or_else(|e| panic!("{e}"));
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    doc["traceEvents"].as_array().unwrap().clone()
+}
+
+/// `process_name` and `thread_name` metadata: pid -> name, (pid, tid) -> name.
+pub fn names(events: &[Value]) -> (BTreeMap<u64, String>, BTreeMap<(u64, u64), String>) {
+    let (mut processes, mut threads) = (BTreeMap::new(), BTreeMap::new());
+    for e in events.iter().filter(|e| e["ph"] == "M") {
+        let (pid, tid) = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        let name = e["args"]["name"].as_str().unwrap().to_owned();
+        if e["name"] == "process_name" {
+            processes.insert(pid, name);
+        } else {
+            threads.insert((pid, tid), name);
+        }
+    }
+    (processes, threads)
+}
+
+/// The Perfetto file decoded: each track's begins and ends pair up, and
+/// (process names, thread names) of its descriptors.
+pub fn perfetto_names(path: &Path) -> (Vec<String>, Vec<String>) {
+    let bytes = std::fs::read(path).unwrap();
+    let trace = PbTrace::decode(bytes.as_slice()).expect("the Perfetto file decodes");
+    let mut depth = BTreeMap::<u64, i64>::new();
+    for e in trace.packet.iter().filter_map(|p| p.track_event.as_ref()) {
+        let d = depth.entry(e.track_uuid.unwrap()).or_default();
+        match e.r#type {
+            Some(1) => *d += 1,
+            Some(2) => *d -= 1,
+            _ => {}
+        }
+        assert!(*d >= 0, "a slice ends before it begins");
+    }
+    assert!(depth.values().all(|d| *d == 0), "{depth:?}");
+    let tracks = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref());
+    let mut processes = Vec::new();
+    let mut threads = Vec::new();
+    for t in tracks {
+        if let Some(p) = &t.process {
+            processes.push(p.process_name.clone().unwrap_or_default());
+        }
+        if let Some(th) = &t.thread {
+            threads.push(th.thread_name.clone().unwrap_or_default());
+        }
+    }
+    (processes, threads)
 }

@@ -12,11 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use ::trace::perfetto::PbTrace;
-use prost::Message;
 use serde_json::Value;
 
-use crate::support;
+use crate::support::{self, chrome_events, names, perfetto_names};
 
 /// Bounds a hang only.
 const TIMEOUT: Duration = Duration::from_secs(90);
@@ -29,29 +27,6 @@ fn coldstart(cwd: &Path) -> assert_cmd::Command {
     support::coldstart_bounded(cwd, TIMEOUT)
 }
 
-/// The events of a Chrome JSON trace, after checking it by the rules.
-fn chrome_events(path: &Path) -> Vec<Value> {
-    let json = std::fs::read_to_string(path).unwrap();
-    ::trace::chrome::validate(&json).unwrap_or_else(|e| panic!("{e}"));
-    let doc: Value = serde_json::from_str(&json).unwrap();
-    doc["traceEvents"].as_array().unwrap().clone()
-}
-
-/// `process_name` and `thread_name` metadata: pid -> name, (pid, tid) -> name.
-fn names(events: &[Value]) -> (BTreeMap<u64, String>, BTreeMap<(u64, u64), String>) {
-    let (mut processes, mut threads) = (BTreeMap::new(), BTreeMap::new());
-    for e in events.iter().filter(|e| e["ph"] == "M") {
-        let (pid, tid) = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
-        let name = e["args"]["name"].as_str().unwrap().to_owned();
-        if e["name"] == "process_name" {
-            processes.insert(pid, name);
-        } else {
-            threads.insert((pid, tid), name);
-        }
-    }
-    (processes, threads)
-}
-
 /// The names of the slices on thread `tid` of process `pid`.
 fn slices_on(events: &[Value], pid: u64, tid: u64) -> Vec<String> {
     events
@@ -59,39 +34,6 @@ fn slices_on(events: &[Value], pid: u64, tid: u64) -> Vec<String> {
         .filter(|e| e["ph"] == "X" && e["pid"] == pid && e["tid"] == tid)
         .map(|e| e["name"].as_str().unwrap().to_owned())
         .collect()
-}
-
-/// The Perfetto file decoded: each track's begins and ends pair up, and
-/// (process names, thread names) of its descriptors.
-fn perfetto_names(path: &Path) -> (Vec<String>, Vec<String>) {
-    let bytes = std::fs::read(path).unwrap();
-    let trace = PbTrace::decode(bytes.as_slice()).expect("the Perfetto file decodes");
-    let mut depth = BTreeMap::<u64, i64>::new();
-    for e in trace.packet.iter().filter_map(|p| p.track_event.as_ref()) {
-        let d = depth.entry(e.track_uuid.unwrap()).or_default();
-        match e.r#type {
-            Some(1) => *d += 1,
-            Some(2) => *d -= 1,
-            _ => {}
-        }
-        assert!(*d >= 0, "a slice ends before it begins");
-    }
-    assert!(depth.values().all(|d| *d == 0), "{depth:?}");
-    let tracks = trace
-        .packet
-        .iter()
-        .filter_map(|p| p.track_descriptor.as_ref());
-    let mut processes = Vec::new();
-    let mut threads = Vec::new();
-    for t in tracks {
-        if let Some(p) = &t.process {
-            processes.push(p.process_name.clone().unwrap_or_default());
-        }
-        if let Some(th) = &t.thread {
-            threads.push(th.thread_name.clone().unwrap_or_default());
-        }
-    }
-    (processes, threads)
 }
 
 /// Workers that start and end while the command is traced appear and end
