@@ -108,6 +108,51 @@ fn serve_open_loop_above_capacity_counts_the_queue_and_a_closed_loop_does_not() 
     assert!(last < first + 100.0, "first {first} ms, last {last} ms");
 }
 
+/// `--output chrome-json=` with a serve phase: each request is a slice
+/// on coldstart's track from its write to the read of its reply, with a
+/// flow into the serving worker's track and one back from its reply.
+#[test]
+fn serve_requests_are_on_the_bench_trace_with_a_flow_each_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let o = bench(
+        &dir.path().join("run"),
+        &[
+            "--requests",
+            "5",
+            "--output",
+            &format!("chrome-json={}", json.display()),
+        ],
+        &argv(&[]),
+    );
+    assert!(o.status.success());
+    let events = support::chrome_events(&json);
+    let x = |name: &str| -> Vec<&serde_json::Value> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"] == name)
+            .collect()
+    };
+    let phase = x("serve phase of command: 5 requests");
+    assert_eq!(phase.len(), 1, "the serve phase on coldstart's track");
+    let own = &phase[0]["pid"];
+    for i in 0..5 {
+        let mine = x(&format!("request {i}"));
+        assert_eq!(mine.len(), 1, "request {i}");
+        assert_eq!(&mine[0]["pid"], own);
+        let theirs = x(&format!(
+            "request {i}, answered within coldstart's round trip"
+        ));
+        assert_eq!(theirs.len(), 1);
+        assert_ne!(&theirs[0]["pid"], own, "on the worker's track");
+        assert_eq!(theirs[0]["ts"], mine[0]["ts"], "from its write");
+    }
+    let counts = ::trace::chrome::validate(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // The trial's five messages; the serve worker's ready line, shutdown
+    // and acknowledgement; two for each request.
+    assert_eq!(counts.flows, 5 + 3 + 2 * 5, "{counts:?}");
+}
+
 #[test]
 fn serve_below_capacity_completes_the_offered_rate() {
     let dir = tempfile::tempdir().unwrap();

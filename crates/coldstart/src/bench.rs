@@ -309,7 +309,15 @@ fn render(
     run: &trials::BenchRun,
     label: &dyn Fn(Variant) -> String,
 ) -> Result<Vec<u8>> {
-    let trace = || trials::trace::trace_of(&run.records, std::process::id(), label);
+    let trace = || {
+        trials::trace::trace_of(
+            &run.records,
+            &run.serve_workers,
+            &run.requests,
+            std::process::id(),
+            label,
+        )
+    };
     Ok(match format {
         Format::Text => {
             let mut text = report::bench::terminal::render(&run.summary);

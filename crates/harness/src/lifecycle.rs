@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use spawn::worker_proto::{Ready, Request};
 use spawn::{Exchange, Finished, ShutdownPolicy, Stamped, Worker};
-use timeline::{Stage, Timeline};
+use timeline::{Escalation, Outcome, Stage, Timeline, Usage, WorkerRecord};
 
 use crate::pyspy::{self, PySpy};
 use crate::target::Target;
@@ -311,6 +311,33 @@ impl Lived {
         match &self.end {
             Ok(f) => Some(f),
             Err(f) => f.finished(),
+        }
+    }
+
+    /// This life as a trial record's worker, with the `outcome` the
+    /// caller judged: its pid, its marks (a tcp worker's connection
+    /// stamp with them), `wait4`'s usage, its memory and its exit.
+    pub fn record(&self, outcome: Outcome) -> WorkerRecord {
+        let fin = self.finished();
+        let mut marks = self.timeline.marks();
+        marks.connected_ns = fin.and_then(|f| f.connected_ns);
+        WorkerRecord {
+            pid: self.pid,
+            marks,
+            usage: fin.and_then(|f| f.rusage).map(|u| Usage {
+                user_ns: u.user.as_nanos() as u64,
+                sys_ns: u.sys.as_nanos() as u64,
+                max_rss_bytes: u.max_rss_bytes,
+            }),
+            rss_at_ready_bytes: self.rss_at_ready_bytes,
+            cgroup_peak_bytes: fin
+                .and_then(|f| f.confinement.as_ref())
+                .filter(|c| c.limits.memory_bytes.is_some())
+                .and_then(|c| c.memory_peak_bytes),
+            exit: fin.map(|f| f.status),
+            escalation: fin.map_or(Escalation::None, |f| f.escalation),
+            noise_lines: fin.map_or(0, |f| f.noise.len()),
+            outcome,
         }
     }
 }

@@ -22,7 +22,7 @@ use phases::serve::{OfferedLoad, RequestOutcome, RequestRecord, ServeStats};
 use phases::stats::Resampling;
 use serde_json::{Map, Value};
 use spawn::worker_proto::{Reply, Request};
-use timeline::Variant;
+use timeline::{Variant, WorkerRecord};
 
 use crate::error::{Error, Result, invalid};
 use crate::interrupt::Interrupt;
@@ -499,6 +499,29 @@ fn wait_until(due: u64, now: u64) {
     }
 }
 
+/// The worker of a serve phase: its side and its life (pid, marks, exit),
+/// what a bench run's trace draws its requests against.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServeWorker {
+    /// The side whose worker served.
+    pub variant: Variant,
+    /// Its life as a trial's worker record (no health round trips: the
+    /// serve phase's requests are in its [`RequestRecord`]s).
+    pub record: WorkerRecord,
+}
+
+/// What one serve phase gave: its statistics, its requests (as appended
+/// to `requests.jsonl`) and its worker.
+#[derive(Debug)]
+pub struct ServePhase {
+    /// The phase's statistics.
+    pub stats: ServeStats,
+    /// One per request scheduled.
+    pub records: Vec<RequestRecord>,
+    /// The worker that served them.
+    pub worker: ServeWorker,
+}
+
 /// The serve phase of one fresh worker (not one of the timed trials): spawn,
 /// ready, serve, shutdown; every record appended to `log`
 /// (`requests.jsonl`).
@@ -510,7 +533,7 @@ pub fn run_serve(
     log: &mut jsonl::Writer,
     boot: &Resampling,
     stop: &Interrupt,
-) -> Result<(ServeStats, Vec<RequestRecord>)> {
+) -> Result<ServePhase> {
     // A fresh worker through the one lifecycle, serving before its
     // shutdown; no health round trips of its own.
     let lifecycle = Lifecycle {
@@ -524,6 +547,17 @@ pub fn run_serve(
         served: None,
     };
     let lived = lifecycle.drive(cmd, &mut hooks);
+    let mut record = lived.record(match &lived.end {
+        Ok(_) => timeline::Outcome::Correct,
+        Err(f) => timeline::Outcome::Failed {
+            stage: f.stage.clone(),
+            message: clip_to(&f.to_string(), 4000),
+        },
+    });
+    // This lifecycle sends no health of its own: a health round trip in
+    // its marks is one of the serve phase's requests, kept in `served`.
+    record.marks.health.clear();
+    let worker = ServeWorker { variant, record };
     let mut ended = None;
     if let Err(f) = lived.end {
         match f.stage {
@@ -558,7 +592,11 @@ pub fn run_serve(
         context: "could not summarise the serve phase",
         cause,
     })?;
-    Ok((stats, served.records))
+    Ok(ServePhase {
+        stats,
+        records: served.records,
+        worker,
+    })
 }
 
 /// The serve phase's hook: the requests, between ready and shutdown.

@@ -238,6 +238,7 @@ impl Bench {
             summary,
             records: timed.records,
             requests: untimed.requests,
+            serve_workers: untimed.serve_workers,
             // A press during the serve phase or a pool run stops the run too.
             interrupted_by: interrupt.is_set().then(|| {
                 interrupt
@@ -442,6 +443,8 @@ pub struct BenchRun {
     pub records: Vec<TrialRecord>,
     /// Every serve request, as in `requests.jsonl`.
     pub requests: Vec<RequestRecord>,
+    /// The worker of each serve phase (a pool's are not kept).
+    pub serve_workers: Vec<serve::ServeWorker>,
     /// The signal that stopped the run through the interrupt token (SIGINT
     /// for a press from elsewhere); `None` when it ran to its end.
     pub interrupted_by: Option<crate::interrupt::Signal>,

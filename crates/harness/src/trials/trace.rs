@@ -7,6 +7,16 @@
 //! line from the worker's start-up to coldstart's wait, each request and
 //! the shutdown from coldstart's slice to the worker's.
 //!
+//! After the trials, each serve phase's worker the same way, and each of
+//! its requests (at most [`MAX_REQUESTS_DRAWN`] a worker, the first ones:
+//! the serve phase's slice says how many were left out) as a slice on
+//! coldstart's side from its write to the read of its reply, with a flow
+//! into the worker's track and one back from its reply. Requests in
+//! flight together (`--in-flight`, an open loop) overlap, so each goes on
+//! the first lane free at its write: the main tracks first, then tracks
+//! of their own (`serve requests (2)`, ..., on coldstart's side and the
+//! worker's). A pool's requests (`--pool`) are not drawn.
+//!
 //! Every time is a mark the bench took on CLOCK_MONOTONIC, the trace's
 //! clock; nothing is drawn that no mark holds. A worker's handling of a
 //! request lies somewhere inside coldstart's round trip, so the request is
@@ -18,45 +28,54 @@
 use std::collections::BTreeMap;
 
 use ::trace::{Flow, Instant, Process, Slice, SliceAt, Thread, Trace};
+use phases::serve::{RequestOutcome, RequestRecord};
 use timeline::{TrialRecord, Variant, WorkerRecord};
 
-/// The trace of `records`, coldstart being process `own_pid`; `label`
-/// names each variant's target.
-pub fn trace_of(records: &[TrialRecord], own_pid: u32, label: &dyn Fn(Variant) -> String) -> Trace {
-    let mut b = Builder {
-        own: Thread {
-            tid: own_pid,
-            name: "coldstart bench".to_owned(),
-            ..Thread::default()
-        },
-        workers: BTreeMap::new(),
-        flows: Vec::new(),
-        own_pid,
-    };
+use crate::serve::ServeWorker;
+
+/// The most serve-phase requests drawn for one worker (the first ones):
+/// an open loop of thousands would bury the trace.
+pub const MAX_REQUESTS_DRAWN: usize = 200;
+
+/// The first id of tracks that are lanes, not kernel threads (above any
+/// thread id: Linux's `pid_max` is at most 2^22).
+pub(crate) const LANE_TIDS: u32 = 1 << 30;
+
+/// The trace of `records` and of the serve phases' `serve_workers` with
+/// their `requests`, coldstart being process `own_pid`; `label` names
+/// each variant's target.
+pub fn trace_of(
+    records: &[TrialRecord],
+    serve_workers: &[ServeWorker],
+    requests: &[RequestRecord],
+    own_pid: u32,
+    label: &dyn Fn(Variant) -> String,
+) -> Trace {
+    let mut b = Builder::new(own_pid, "coldstart bench");
     for r in records {
         b.trial(r, label);
     }
-    let mut processes = vec![Process {
-        pid: own_pid,
-        name: "coldstart bench".to_owned(),
-        threads: vec![b.own],
-        ..Process::default()
-    }];
-    processes.extend(b.workers.into_values());
-    Trace {
-        processes,
-        flows: b.flows,
+    for w in serve_workers {
+        let mine: Vec<&RequestRecord> = requests
+            .iter()
+            .filter(|r| r.variant == w.variant && r.sent_at_ns.is_some())
+            .collect();
+        b.serve_phase(w, &mine, &label(w.variant));
     }
+    b.finish()
 }
 
-struct Builder {
-    own: Thread,
+/// A trace in the making: coldstart's threads (its main one first, then
+/// lanes), the workers' processes, the flows.
+pub(crate) struct Builder {
+    own: Process,
     workers: BTreeMap<u32, Process>,
     flows: Vec<Flow>,
-    own_pid: u32,
 }
 
-fn slice(name: &str, category: &str, start_ns: u64, end_ns: u64) -> Slice {
+/// A slice named `name` of `category` from `start_ns` to `end_ns` (never
+/// before its start).
+pub(crate) fn slice(name: &str, category: &str, start_ns: u64, end_ns: u64) -> Slice {
     Slice {
         name: name.to_owned(),
         category: category.to_owned(),
@@ -65,30 +84,81 @@ fn slice(name: &str, category: &str, start_ns: u64, end_ns: u64) -> Slice {
     }
 }
 
+fn push(thread: &mut Thread, pid: u32, s: Slice) -> SliceAt {
+    thread.slices.push(s);
+    SliceAt {
+        pid,
+        tid: thread.tid,
+        index: thread.slices.len() - 1,
+    }
+}
+
 impl Builder {
-    fn own_slice(&mut self, s: Slice) -> SliceAt {
-        self.own.slices.push(s);
-        SliceAt {
-            pid: self.own_pid,
-            tid: self.own_pid,
-            index: self.own.slices.len() - 1,
+    /// coldstart (`own_pid`) alone, its main thread named `name`.
+    pub(crate) fn new(own_pid: u32, name: &str) -> Builder {
+        Builder {
+            own: Process {
+                pid: own_pid,
+                name: name.to_owned(),
+                threads: vec![Thread {
+                    tid: own_pid,
+                    name: name.to_owned(),
+                    ..Thread::default()
+                }],
+                ..Process::default()
+            },
+            workers: BTreeMap::new(),
+            flows: Vec::new(),
         }
     }
 
-    fn flow(&mut self, from: SliceAt, to: SliceAt) {
+    /// coldstart's main thread's id.
+    pub(crate) fn own_tid(&self) -> u32 {
+        self.own.pid
+    }
+
+    /// The whole trace: coldstart first, then the workers by pid.
+    pub(crate) fn finish(self) -> Trace {
+        let mut processes = vec![self.own];
+        processes.extend(self.workers.into_values());
+        Trace {
+            processes,
+            flows: self.flows,
+        }
+    }
+
+    /// `s` on coldstart's thread `tid` (its main one, or a lane made by
+    /// [`Builder::own_lane`]).
+    pub(crate) fn own_slice(&mut self, tid: u32, s: Slice) -> SliceAt {
+        let pid = self.own.pid;
+        let thread = thread_of(&mut self.own, tid, "");
+        push(thread, pid, s)
+    }
+
+    /// coldstart's track `tid` named `name` (a lane, not a kernel thread).
+    pub(crate) fn own_lane(&mut self, tid: u32, name: &str) {
+        thread_of(&mut self.own, tid, name);
+    }
+
+    /// An arrow from `from` to `to`.
+    pub(crate) fn flow(&mut self, from: SliceAt, to: SliceAt) {
         let id = self.flows.len() as u64 + 1;
         self.flows.push(Flow { id, from, to });
     }
 
+    /// Thread `tid` of process `pid` (made, named `name`, when new; the
+    /// process named `worker PID` when new).
+    pub(crate) fn thread(&mut self, pid: u32, tid: u32, name: &str) -> &mut Thread {
+        let process = self.workers.entry(pid).or_insert_with(|| Process {
+            pid,
+            name: format!("worker {pid}"),
+            ..Process::default()
+        });
+        thread_of(process, tid, name)
+    }
+
     fn trial(&mut self, r: &TrialRecord, label: &dyn Fn(Variant) -> String) {
-        let start = r.workers.iter().map(|w| w.marks.spawned_ns).min();
-        let end = r
-            .workers
-            .iter()
-            .filter_map(|w| w.marks.exited_ns)
-            .max()
-            .or(start);
-        let (Some(start), Some(end)) = (start, end) else {
+        let Some((start, end)) = span_of(&r.workers) else {
             return;
         };
         let kind = match r.kind {
@@ -96,17 +166,112 @@ impl Builder {
             timeline::TrialKind::Measured => "trial",
         };
         let name = format!("{kind} {} of {}", r.trial, label(r.variant));
-        self.own_slice(slice(&name, "trial", start, end));
+        let own = self.own_tid();
+        self.own_slice(own, slice(&name, "trial", start, end));
         let alone = r.workers.len() == 1;
         for w in &r.workers {
-            self.worker(w, alone, end);
+            self.worker(w, alone.then_some(own), end);
         }
     }
 
-    /// A worker's track, and, when it is the trial's only one, coldstart's
-    /// waits on it with the messages between them.
-    fn worker(&mut self, w: &WorkerRecord, alone: bool, trial_end: u64) {
-        let Some(pid) = w.pid else { return };
+    /// A serve phase's worker, as a trial alone, and its `requests` (the
+    /// ones written, in order).
+    fn serve_phase(&mut self, w: &ServeWorker, requests: &[&RequestRecord], label: &str) {
+        let Some((start, end)) = span_of(std::slice::from_ref(&w.record)) else {
+            return;
+        };
+        let left_out = requests.len().saturating_sub(MAX_REQUESTS_DRAWN);
+        let mut name = format!("serve phase of {label}: {} requests", requests.len());
+        if left_out > 0 {
+            name.push_str(&format!(
+                ", the first {MAX_REQUESTS_DRAWN} drawn ({left_out} left out)"
+            ));
+        }
+        let own = self.own_tid();
+        let phase = slice(&name, "serve", start, end);
+        self.own_slice(own, phase.clone());
+        self.worker(&w.record, Some(own), end);
+        if let Some(pid) = w.record.pid {
+            let m = &w.record.marks;
+            let ready = m.ready_t_ns.or(m.ready_read_ns).unwrap_or(start);
+            let stop = m.shutdown_sent_ns.or(m.stop_sent_ns).unwrap_or(end);
+            let lanes = Lanes {
+                pid,
+                own: phase,
+                theirs: slice("ready", "phase", ready, stop),
+            };
+            self.requests(&lanes, &requests[..requests.len() - left_out]);
+        }
+    }
+
+    /// Each request on the first lane free at its write: a slice on
+    /// coldstart's side with its write and its reply's read, the worker's
+    /// round trip on its side, a flow each way.
+    fn requests(&mut self, lanes_of: &Lanes, requests: &[&RequestRecord]) {
+        let (own, pid) = (self.own_tid(), lanes_of.pid);
+        let mut lanes: Vec<u64> = Vec::new();
+        for r in requests {
+            let Some(sent) = r.sent_at_ns else { continue };
+            let back = r.received_at_ns.filter(|b| *b >= sent);
+            let end = back.unwrap_or(sent);
+            let lane = match lanes.iter().position(|free| *free <= sent) {
+                Some(i) => i,
+                None => {
+                    lanes.push(0);
+                    lanes.len() - 1
+                }
+            };
+            let (own_tid, tid) = match lane {
+                0 => (own, pid),
+                i => {
+                    let tid = LANE_TIDS + i as u32;
+                    if lanes[i] == 0 {
+                        // A new lane: the phases its slices lie in (and
+                        // its flows, at their moments, inside them).
+                        self.own_lane(tid, &format!("serve requests ({})", i + 1));
+                        self.own_slice(tid, lanes_of.own.clone());
+                        let lane =
+                            self.thread(pid, tid, &format!("requests in flight ({})", i + 1));
+                        lane.slices.push(lanes_of.theirs.clone());
+                    }
+                    (tid, tid)
+                }
+            };
+            lanes[lane] = end.max(1);
+            let outcome = match &r.outcome {
+                RequestOutcome::Ok => String::new(),
+                RequestOutcome::ErrorReply { .. } => " (error reply)".to_owned(),
+                RequestOutcome::Timeout { .. } => " (timed out)".to_owned(),
+                RequestOutcome::Lost { .. } => " (no reply)".to_owned(),
+                RequestOutcome::WrongReply { .. } => " (wrong reply)".to_owned(),
+                RequestOutcome::Rejected { .. } => " (rejected)".to_owned(),
+            };
+            let name = format!("request {}{outcome}", r.index);
+            let lane_name = format!("requests in flight ({})", lane + 1);
+            let within = format!("{name}, answered within coldstart's round trip");
+            let thread = self.thread(pid, tid, &lane_name);
+            let theirs = push(thread, pid, slice(&within, "request", sent, end));
+            let reply = back.map(|b| push(thread, pid, slice("reply", "message", b, b)));
+            self.own_slice(own_tid, slice(&name, "request", sent, end));
+            let written = self.own_slice(own_tid, slice("request sent", "message", sent, sent));
+            self.flow(written, theirs);
+            if let (Some(from), Some(b)) = (reply, back) {
+                let read = self.own_slice(own_tid, slice("reply read", "message", b, b));
+                self.flow(from, read);
+            }
+        }
+    }
+
+    /// A worker's track, and, with `waits_on` (a track of coldstart's),
+    /// coldstart's waits on it there with the messages between them.
+    /// Returns its pid when it was started.
+    pub(crate) fn worker(
+        &mut self,
+        w: &WorkerRecord,
+        waits_on: Option<u32>,
+        trial_end: u64,
+    ) -> Option<u32> {
+        let pid = w.pid?;
         let m = &w.marks;
         let exited = m.exited_ns.unwrap_or(trial_end);
         let ready_read = m.ready_read_ns;
@@ -116,26 +281,20 @@ impl Builder {
             .filter(|t| *t >= m.spawned_ns && ready_read.is_none_or(|r| *t <= r))
             .or(ready_read);
         let stop = m.shutdown_sent_ns.or(m.stop_sent_ns);
-        let offset = self
-            .workers
-            .get(&pid)
-            .map_or(0, |p| p.threads[0].slices.len());
-        let mut track = Track {
-            pid,
-            offset,
-            thread: Thread::default(),
-        };
-        track.add(slice(
+        let track = self.thread(pid, pid, "main");
+        track.slices.push(slice(
             "start-up",
             "phase",
             m.spawned_ns,
             ready.unwrap_or(exited),
         ));
-        let ready_line = ready.map(|r| track.add(slice("ready line", "message", r, r)));
+        let ready_line = ready.map(|r| push(track, pid, slice("ready line", "message", r, r)));
         if let Some(r) = ready {
-            track.add(slice("ready", "phase", r, stop.unwrap_or(exited)));
+            track
+                .slices
+                .push(slice("ready", "phase", r, stop.unwrap_or(exited)));
         }
-        let served: Vec<(SliceAt, SliceAt)> = if alone {
+        let served: Vec<(SliceAt, SliceAt)> = if waits_on.is_some() {
             m.health
                 .iter()
                 .map(|h| {
@@ -147,101 +306,107 @@ impl Builder {
                     );
                     let r = h.received_ns;
                     (
-                        track.add(within),
-                        track.add(slice("health reply", "message", r, r)),
+                        push(track, pid, within),
+                        push(track, pid, slice("health reply", "message", r, r)),
                     )
                 })
                 .collect()
         } else {
             Vec::new()
         };
-        let shutting = stop.map(|s| track.add(slice("shutting down", "phase", s, exited)));
+        let shutting = stop.map(|s| push(track, pid, slice("shutting down", "phase", s, exited)));
         let acked = m
             .ack_read_ns
             .filter(|a| stop.is_some_and(|s| s <= *a) && *a <= exited)
-            .map(|a| track.add(slice("shutdown acknowledged", "message", a, a)));
-        track.thread.instants.push(Instant {
+            .map(|a| push(track, pid, slice("shutdown acknowledged", "message", a, a)));
+        track.instants.push(Instant {
             name: match &w.exit {
                 Some(e) => format!("exited: {e}"),
                 None => "not reaped".to_owned(),
             },
             t_ns: exited,
         });
-        self.add_worker(track);
-        if !alone {
-            return;
-        }
+        let Some(own) = waits_on else {
+            return Some(pid);
+        };
         // coldstart's side: each wait, and a message at the moment it is
         // written or read, so that each arrow is drawn at its mark.
         if let Some(r) = ready_read {
-            self.own_slice(slice("waiting for the ready line", "wait", m.spawned_ns, r));
-            let read = self.own_slice(slice("ready line read", "message", r, r));
+            self.own_slice(
+                own,
+                slice("waiting for the ready line", "wait", m.spawned_ns, r),
+            );
+            let read = self.own_slice(own, slice("ready line read", "message", r, r));
             if let Some(line) = ready_line {
                 self.flow(line, read);
             }
         }
         for (h, (within, reply)) in m.health.iter().zip(served) {
-            self.own_slice(slice("health", "request", h.sent_ns, h.received_ns));
-            let sent = self.own_slice(slice("health request", "message", h.sent_ns, h.sent_ns));
+            self.own_slice(own, slice("health", "request", h.sent_ns, h.received_ns));
+            let sent = self.own_slice(
+                own,
+                slice("health request", "message", h.sent_ns, h.sent_ns),
+            );
             self.flow(sent, within);
             let r = h.received_ns;
-            let read = self.own_slice(slice("health reply read", "message", r, r));
+            let read = self.own_slice(own, slice("health reply read", "message", r, r));
             self.flow(reply, read);
         }
         if let Some(s) = m.shutdown_sent_ns {
             let ack = m.ack_read_ns.unwrap_or(exited);
-            self.own_slice(slice("shutdown", "request", s, ack));
-            let sent = self.own_slice(slice("shutdown sent", "message", s, s));
+            self.own_slice(own, slice("shutdown", "request", s, ack));
+            let sent = self.own_slice(own, slice("shutdown sent", "message", s, s));
             if let Some(to) = shutting {
                 self.flow(sent, to);
             }
             if let (Some(from), Some(a)) = (acked, m.ack_read_ns) {
-                let read = self.own_slice(slice("acknowledgement read", "message", a, a));
+                let read = self.own_slice(own, slice("acknowledgement read", "message", a, a));
                 self.flow(from, read);
             }
         }
         let from = m.ack_read_ns.or(m.stop_sent_ns);
         if let Some(f) = from.filter(|f| *f <= exited) {
-            self.own_slice(slice("waiting for the exit", "wait", f, exited));
+            self.own_slice(own, slice("waiting for the exit", "wait", f, exited));
         }
-    }
-
-    /// A worker's slices onto its process (one per pid: a pid the kernel
-    /// gave again later is the same track, its lives apart in time).
-    fn add_worker(&mut self, track: Track) {
-        let process = self.workers.entry(track.pid).or_insert_with(|| Process {
-            pid: track.pid,
-            name: format!("worker {}", track.pid),
-            threads: vec![Thread {
-                tid: track.pid,
-                name: "main".to_owned(),
-                ..Thread::default()
-            }],
-            ..Process::default()
-        });
-        let thread = &mut process.threads[0];
-        thread.slices.extend(track.thread.slices);
-        thread.instants.extend(track.thread.instants);
+        Some(pid)
     }
 }
 
-/// One life of a worker's main thread, built before it joins its
-/// process, whose thread already holds `offset` slices.
-struct Track {
+/// The slices a serve worker's extra lanes begin with: coldstart's serve
+/// phase and the worker's ready phase, each the whole of what the lane's
+/// slices lie in.
+struct Lanes {
     pid: u32,
-    offset: usize,
-    thread: Thread,
+    own: Slice,
+    theirs: Slice,
 }
 
-impl Track {
-    fn add(&mut self, s: Slice) -> SliceAt {
-        self.thread.slices.push(s);
-        SliceAt {
-            pid: self.pid,
-            tid: self.pid,
-            index: self.offset + self.thread.slices.len() - 1,
+/// From the first spawn to the last exit of `workers` (to the first spawn
+/// when none was reaped); `None` without a worker.
+pub(crate) fn span_of(workers: &[WorkerRecord]) -> Option<(u64, u64)> {
+    let start = workers.iter().map(|w| w.marks.spawned_ns).min()?;
+    let end = workers
+        .iter()
+        .filter_map(|w| w.marks.exited_ns)
+        .max()
+        .unwrap_or(start);
+    Some((start, end))
+}
+
+/// Thread `tid` of `process`, made (named `name`) when it has none.
+fn thread_of<'a>(process: &'a mut Process, tid: u32, name: &str) -> &'a mut Thread {
+    let at = match process.threads.iter().position(|t| t.tid == tid) {
+        Some(i) => i,
+        None => {
+            process.threads.push(Thread {
+                tid,
+                name: name.to_owned(),
+                ..Thread::default()
+            });
+            process.threads.len() - 1
         }
-    }
+    };
+    &mut process.threads[at]
 }
 
 #[cfg(test)]
@@ -286,6 +451,8 @@ mod tests {
                 trial(0, vec![worker(11, 1000)]),
                 trial(1, vec![worker(12, 2000)]),
             ],
+            &[],
+            &[],
             7,
             &|_| "w".to_owned(),
         );
@@ -350,10 +517,146 @@ mod tests {
         );
     }
 
+    /// A serve worker spawned at `t0`, its ready line stamped at `t0 +
+    /// 90_000` and read at `t0 + 100_000`, asked to shut down at `t0 +
+    /// 9_000_000` and reaped at `t0 + 10_000_000` (whole µs, as the Chrome
+    /// file gives them).
+    fn serving(pid: u32, t0: u64) -> ServeWorker {
+        let mut w = worker(pid, t0);
+        w.marks.health.clear();
+        w.marks.ready_t_ns = Some(t0 + 90_000);
+        w.marks.ready_read_ns = Some(t0 + 100_000);
+        w.marks.shutdown_sent_ns = Some(t0 + 9_000_000);
+        w.marks.ack_read_ns = Some(t0 + 9_100_000);
+        w.marks.exited_ns = Some(t0 + 10_000_000);
+        ServeWorker {
+            variant: Variant::A,
+            record: w,
+        }
+    }
+
+    fn request(index: usize, sent: u64, back: Option<u64>) -> RequestRecord {
+        let mut r = RequestRecord::scheduled(Variant::A, index, sent);
+        r.sent_at_ns = Some(sent);
+        if let Some(b) = back {
+            r.answered(b, RequestOutcome::Ok);
+        }
+        r
+    }
+
+    fn names(t: &Thread) -> Vec<&str> {
+        t.slices.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    #[test]
+    fn each_serve_request_is_a_slice_on_coldstarts_side_with_a_flow_each_way() {
+        let requests = [
+            request(0, 1_200_000, Some(1_300_000)),
+            request(1, 1_400_000, Some(1_500_000)),
+            request(2, 1_600_000, None),
+        ];
+        let t = trace_of(&[], &[serving(11, 1_000_000)], &requests, 7, &|_| {
+            "w".into()
+        });
+        t.check().unwrap();
+        let json = ::trace::chrome::to_json(&t).unwrap();
+        ::trace::chrome::validate(&json).unwrap_or_else(|e| panic!("{e}"));
+        let own = names(&t.processes[0].threads[0]);
+        assert_eq!(own[0], "serve phase of w: 3 requests");
+        for name in ["request 0", "request 1", "request 2 (no reply)"] {
+            assert!(own.contains(&name), "{own:?}");
+        }
+        assert_eq!(t.processes[0].threads.len(), 1, "one at a time: one lane");
+        let w = names(&t.processes[1].threads[0]);
+        assert!(
+            w.contains(&"request 1, answered within coldstart's round trip"),
+            "{w:?}"
+        );
+        // The ready line, the shutdown and its acknowledgement, two flows
+        // for each answered request and one for the unanswered one.
+        assert_eq!(t.flows.len(), 3 + 2 * 2 + 1);
+        for f in &t.flows {
+            let (from, to) = (t.slice(f.from).unwrap(), t.slice(f.to).unwrap());
+            assert_eq!(from.start_ns, from.end_ns, "{from:?}");
+            assert!(to.start_ns >= from.start_ns, "{from:?} -> {to:?}");
+        }
+        let sent = t
+            .flows
+            .iter()
+            .find(|f| t.slice(f.from).unwrap().start_ns == 1_400_000 && f.from.pid == 7)
+            .unwrap();
+        let to = t.slice(sent.to).unwrap();
+        assert_eq!(
+            (sent.to.pid, to.start_ns, to.end_ns),
+            (11, 1_400_000, 1_500_000)
+        );
+    }
+
+    #[test]
+    fn overlapping_serve_requests_go_on_lanes_and_too_many_are_left_out() {
+        // Three in flight at once, then one after they all came back.
+        let mut requests = vec![
+            request(0, 1_200_000, Some(1_800_000)),
+            request(1, 1_300_000, Some(1_700_000)),
+            request(2, 1_400_000, Some(1_600_000)),
+            request(3, 1_900_000, Some(2_000_000)),
+        ];
+        let t = trace_of(&[], &[serving(11, 1_000_000)], &requests, 7, &|_| {
+            "w".into()
+        });
+        t.check().unwrap();
+        let lanes =
+            |p: &Process| -> Vec<String> { p.threads.iter().map(|t| t.name.clone()).collect() };
+        assert_eq!(
+            lanes(&t.processes[0]),
+            [
+                "coldstart bench",
+                "serve requests (2)",
+                "serve requests (3)"
+            ]
+        );
+        assert_eq!(
+            lanes(&t.processes[1]),
+            ["main", "requests in flight (2)", "requests in flight (3)"]
+        );
+        assert!(names(&t.processes[0].threads[0]).contains(&"request 3"));
+        // Each flow at its moment inside a slice of its lane, as readers
+        // bind it.
+        let json = ::trace::chrome::to_json(&t).unwrap();
+        ::trace::chrome::validate(&json).unwrap_or_else(|e| panic!("{e}"));
+        // Past the bound, the first ones are drawn and the rest counted.
+        requests = (0..MAX_REQUESTS_DRAWN + 5)
+            .map(|i| {
+                let sent = 1_200_000 + 10_000 * i as u64;
+                request(i, sent, Some(sent + 5_000))
+            })
+            .collect();
+        let t = trace_of(&[], &[serving(11, 1_000_000)], &requests, 7, &|_| {
+            "w".into()
+        });
+        t.check().unwrap();
+        let own = names(&t.processes[0].threads[0]);
+        assert_eq!(
+            own[0],
+            format!(
+                "serve phase of w: {} requests, the first {MAX_REQUESTS_DRAWN} drawn (5 left out)",
+                MAX_REQUESTS_DRAWN + 5
+            )
+        );
+        let numbered = |n: &&&str| {
+            n.strip_prefix("request ")
+                .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        };
+        let drawn = own.iter().filter(numbered).count();
+        assert_eq!(drawn, MAX_REQUESTS_DRAWN);
+    }
+
     #[test]
     fn concurrent_workers_keep_their_tracks_and_coldstart_draws_only_the_trial() {
         let t = trace_of(
             &[trial(0, vec![worker(11, 1000), worker(12, 1005)])],
+            &[],
+            &[],
             7,
             &|_| "w".to_owned(),
         );

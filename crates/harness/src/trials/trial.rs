@@ -1,7 +1,7 @@
 //! One timed trial: `concurrency` fresh workers, each through the one
 //! [`Lifecycle`](crate::lifecycle::Lifecycle), as its record.
 
-use timeline::{Escalation, Outcome, TrialKind, TrialRecord, Usage, WorkerRecord};
+use timeline::{Outcome, TrialKind, TrialRecord, WorkerRecord};
 
 use crate::env;
 use crate::interrupt::Interrupt;
@@ -12,7 +12,6 @@ use crate::side::Side;
 /// One worker's life through the one [`Lifecycle`], as its record.
 fn run_worker(p: &Side, interrupt: &Interrupt) -> WorkerRecord {
     let lived = p.lifecycle.drive(&p.cmd, &mut Plain);
-    let fin = lived.finished();
     let outcome = match &lived.end {
         Ok(_) => Outcome::Correct,
         Err(f) => {
@@ -25,26 +24,7 @@ fn run_worker(p: &Side, interrupt: &Interrupt) -> WorkerRecord {
             }
         }
     };
-    let mut marks = lived.timeline.marks();
-    marks.connected_ns = fin.and_then(|f| f.connected_ns);
-    WorkerRecord {
-        pid: lived.pid,
-        marks,
-        usage: fin.and_then(|f| f.rusage).map(|u| Usage {
-            user_ns: u.user.as_nanos() as u64,
-            sys_ns: u.sys.as_nanos() as u64,
-            max_rss_bytes: u.max_rss_bytes,
-        }),
-        rss_at_ready_bytes: lived.rss_at_ready_bytes,
-        cgroup_peak_bytes: fin
-            .and_then(|f| f.confinement.as_ref())
-            .filter(|c| c.limits.memory_bytes.is_some())
-            .and_then(|c| c.memory_peak_bytes),
-        exit: fin.map(|f| f.status),
-        escalation: fin.map_or(Escalation::None, |f| f.escalation),
-        noise_lines: fin.map_or(0, |f| f.noise.len()),
-        outcome,
-    }
+    lived.record(outcome)
 }
 
 /// One trial: `concurrency` workers at once.

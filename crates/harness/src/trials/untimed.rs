@@ -12,7 +12,7 @@ use phases::stats::Resampling;
 use super::progress::{Event, Progress};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
-use crate::serve::{self, ServeOptions};
+use crate::serve::{self, ServeOptions, ServeWorker};
 use crate::side::Side;
 
 /// The serve phases and memory views of a bench run.
@@ -28,6 +28,8 @@ pub(super) struct Untimed {
     pub requests: Vec<RequestRecord>,
     /// One per side that served through a pool (`--pool`).
     pub pool: Vec<PoolStats>,
+    /// The worker of each serve phase (not a pool's).
+    pub serve_workers: Vec<ServeWorker>,
 }
 
 /// After the timed trials: for each side, a serve phase on a fresh worker
@@ -96,9 +98,10 @@ pub(super) fn run_untimed(
                 boot,
                 stop,
             ) {
-                Ok((s, records)) => {
-                    extras.serve.push(s);
-                    extras.requests.extend(records);
+                Ok(phase) => {
+                    extras.serve.push(phase.stats);
+                    extras.requests.extend(phase.records);
+                    extras.serve_workers.push(phase.worker);
                 }
                 Err(e) => extras
                     .failures
