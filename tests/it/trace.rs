@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use ::trace::perfetto::PbTrace;
+use prost::Message as _;
 use serde_json::Value;
 
 use crate::support::{self, chrome_events, names, perfetto_names};
