@@ -82,7 +82,7 @@ pub fn xtask() -> assert_cmd::Command {
 /// Path of the xtask binary, built on first use into this run's target dir.
 pub fn xtask_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| built("xtask", "xtask"))
+    BIN.get_or_init(|| built("xtask"))
 }
 
 /// `coldstart` as a user runs it: the installed-style binary, from `dir`,
@@ -114,17 +114,7 @@ pub fn standin(topic: &str) -> PathBuf {
 /// coldstart's `native` feature.
 pub fn coldstart_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if cfg!(feature = "native") {
-            built_with(
-                "coldstart",
-                "coldstart",
-                &["--features", "coldstart/native"],
-            )
-        } else {
-            built("coldstart", "coldstart")
-        }
-    })
+    BIN.get_or_init(|| built("coldstart"))
 }
 
 /// The example project's service (`examples/ml-service`), built on first
@@ -143,28 +133,41 @@ pub fn example_service_bin() -> &'static Path {
     })
 }
 
-/// `cargo build --package PACKAGE --bin BIN` into this run's target dir;
-/// the binary's path.
-fn built(package: &str, bin: &str) -> PathBuf {
-    built_with(package, bin, &[])
-}
+/// The variable naming the `--features` of the test build running us, set
+/// by `cargo xtask test` for its native step (which owns the list).
+const TEST_FEATURES: &str = "COLDSTART_TEST_FEATURES";
 
-/// [`built`] with more arguments to `cargo build` (features).
-fn built_with(package: &str, bin: &str, extra: &[&str]) -> PathBuf {
+/// The workspace's binary `bin` in this run's target dir, built on first
+/// use as the test build selects and configures the workspace: `cargo
+/// build --workspace --bins --tests`, with the features in
+/// `$COLDSTART_TEST_FEATURES` (else, with this crate's `native` feature,
+/// coldstart's). The same package selection and
+/// features as `cargo nextest run --workspace` (dev-dependencies included)
+/// mean every library is the test build's and only the binaries are new;
+/// selecting `-p coldstart` alone resolves other features (tokio's, clap's)
+/// and compiles half the graph again. The test-only features this turns on
+/// (history's `test-server`, spawn's `tokio`) add modules the binary
+/// never calls.
+fn built(bin: &str) -> PathBuf {
     // This test binary is <target>/debug/deps/it-HASH.
     let exe = std::env::current_exe().expect("current_exe");
     let profile_dir = exe.parent().and_then(Path::parent).expect("target/debug");
     let target_dir = profile_dir.parent().expect("target dir");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args(["build", "--quiet", "--package", package, "--bin", bin])
-        .args(extra)
+    let mut build = Command::new(cargo);
+    build.args(["build", "--quiet", "--workspace", "--bins", "--tests"]);
+    if let Some(features) = std::env::var_os(TEST_FEATURES) {
+        build.arg("--features").arg(features);
+    } else if cfg!(feature = "native") {
+        build.args(["--features", "coldstart/native,coldstart-tests/native"]);
+    }
+    let status = build
         .arg("--target-dir")
         .arg(target_dir)
         .current_dir(root())
         .status()
-        .unwrap_or_else(|e| panic!("cargo build -p {package}: {e}"));
-    assert!(status.success(), "building {package} failed");
+        .unwrap_or_else(|e| panic!("cargo build --workspace --bins --tests: {e}"));
+    assert!(status.success(), "building the workspace's binaries failed");
     profile_dir.join(bin)
 }
 

@@ -25,12 +25,13 @@
 //!    given after `--`, and `$COLDSTART_PYTHON3_15` naming the provisioned
 //!    3.15 (the tests' lookup is the `test-interpreters` crate, which fails a
 //!    case whose variable names no working one: no NOT RUN in this run);
-//!    then, unless the tests are filtered, `pystacks`'s own tests again with
-//!    its `native` feature (native frames through the system's libunwind,
-//!    which the provision step installs): one crate, a few seconds; then
-//!    the integration tests' `native_stacks` module with theirs (the
-//!    coldstart they run built with its `native` feature: a Rust parent's
-//!    stacks through the command line).
+//!    then, unless the tests are filtered, one `--workspace` build with
+//!    the `native` features (native frames through the system's libunwind,
+//!    which the provision step installs) running `pystacks`'s own tests and
+//!    the integration tests' `native_stacks` module (the coldstart they run
+//!    built with its `native` feature: a Rust parent's stacks through the
+//!    command line); with `--workspace` every third-party crate is the
+//!    main step's build and only the crates above pystacks compile again.
 //!
 //! Exit codes: 0 all green, 1 a check or a test failed, 2 a step could not
 //! run (no python3, pip failed, cargo missing).
@@ -97,30 +98,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
         step("all steps passed (the native-frames run is left out when the tests are filtered)");
         return Ok(ExitCode::SUCCESS);
     }
-    let (label, native) = runner(
+    // Native frames, in one build: `pystacks`'s own tests and the
+    // integration tests' `native_stacks` module (the coldstart they run
+    // built with its `native` feature: a Rust parent's stacks through the
+    // command line). `--workspace` keeps every third-party crate the main
+    // step's; only the crates above pystacks build again.
+    let (label, mut native) = runner(
         &root,
         nextest,
-        &["-p", "pystacks", "--features", "native"],
-        None,
+        &["--workspace", "--features", NATIVE_FEATURES],
+        Some(("package(pystacks) | test(/native_stacks::/)", "native")),
     );
+    native.env(TEST_FEATURES, NATIVE_FEATURES);
+    native.env(system::PROVISIONED, "1");
     if !run_step(&label, native)? {
         return Ok(failed(
             "the native-frames tests failed (they need the system's libunwind: `apt-get install libunwind-dev`)",
-        ));
-    }
-    // The native stacks of a Rust parent through the command line: the
-    // integration tests' `native_stacks` module, with the coldstart they
-    // run built with its `native` feature.
-    let (label, mut stacks) = runner(
-        &root,
-        nextest,
-        &["-p", "coldstart-tests", "--features", "native"],
-        Some(("test(/native_stacks::/)", "native_stacks::")),
-    );
-    stacks.env(system::PROVISIONED, "1");
-    if !run_step(&label, stacks)? {
-        return Ok(failed(
-            "the native-stacks tests failed (`coldstart dump/top/record --native` on a Rust parent)",
         ));
     }
     step("all steps passed");
@@ -208,6 +201,14 @@ fn runner(
     }
     (label, cargo(root, &argv))
 }
+
+/// The features of the native step's one build.
+const NATIVE_FEATURES: &str = "pystacks/native,coldstart/native,coldstart-tests/native";
+
+/// The variable telling the integration tests which features their test
+/// build has, so the binaries they build (`support::built`) are the same
+/// build's rather than a second compile of the graph.
+const TEST_FEATURES: &str = "COLDSTART_TEST_FEATURES";
 
 fn failed(what: &str) -> ExitCode {
     eprintln!("error: {what}");
