@@ -1,4 +1,4 @@
-//! `coldstart compare A B`'s answer (`cargo xtask compare`): two saved bench
+//! `coldstart compare A B`'s answer: two saved bench
 //! runs compared phase by phase, each phase's statistics of both runs and
 //! their unpaired ratio B/A, and the exit rule of `--fail-if-slower`.
 //!

@@ -1,6 +1,6 @@
-//! `cargo xtask compare A B`: two saved bench runs compared phase by phase.
+//! `coldstart compare A B`: two saved bench runs compared phase by phase.
 //!
-//! Each folder is a `cargo xtask bench` output (`summary.json` and
+//! Each folder is a `coldstart bench` output (`summary.json` and
 //! `trials.jsonl`). The samples are taken again from the records (variant A
 //! of each run unless `--variant` says otherwise), and each phase gets the
 //! ratio of medians B/A with an unpaired bootstrap interval and the same

@@ -1,5 +1,5 @@
 # An independent probe of a worker's time to ready, for
-# `cargo xtask bench --probe-check`: Python's subprocess, readline and
+# `cargo xtask probe-check`: Python's subprocess, readline and
 # time.monotonic, as a person would measure it by hand. Standard library only.
 #
 # stdin line 1: {"command": [...], "env": {...}, "env_remove": [...], "cwd": "..."}

@@ -1,4 +1,4 @@
-//! The serve phase and the memory view of `cargo xtask bench`: after
+//! The serve phase and the memory view of `coldstart bench`: after
 //! ready, requests at a closed or an open loop, each reply checked; and a
 //! separate, untimed run with tracemalloc that reads Python-traced memory
 //! beside RSS.

@@ -569,7 +569,9 @@ mod tests {
             "echo.py",
             "import sys, signal\nfor line in sys.stdin:\n    if line.strip() == 'stop':\n        sys.stderr.write('stopping\\n'); sys.stderr.flush(); signal.pause()\n    print('echo ' + line.strip(), flush=True)\n",
         )
-        .timeout(Duration::from_secs(1))
+        // Bounds the hang the test provokes; long enough that a loaded
+        // machine starting the interpreter still answers "echo one" in it.
+        .timeout(Duration::from_secs(5))
         .spawn(python())
         .unwrap();
         let pid = c.pid() as i32;

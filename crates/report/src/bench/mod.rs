@@ -1,4 +1,4 @@
-//! Renderers for `cargo xtask bench` and `cargo xtask compare`: the
+//! Renderers for `coldstart bench` and `coldstart compare`: the
 //! terminal table, `summary.json` ([`json`]), `summary.md`, a
 //! hyperfine-compatible `hyperfine.json`, and `phases.svg` (a hand-written strip plot of every trial); [`serve`]
 //! adds the serve phase and memory view sections and panels, [`pool`] the

@@ -1,5 +1,5 @@
 //! The terminal table printed after a run, and the comparison table of
-//! `cargo xtask compare`. Plain text, aligned columns, no colour.
+//! `coldstart compare`. Plain text, aligned columns, no colour.
 
 use phases::compare::Comparison;
 use phases::phase::{PhaseSummary, SeriesSummary};
@@ -168,7 +168,7 @@ pub fn aligned(header: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// The table printed at the end of `cargo xtask bench`.
+/// The table printed at the end of `coldstart bench`.
 pub fn render(s: &RunSummary) -> String {
     let mut out = String::new();
     let t = &s.trials;
@@ -252,7 +252,7 @@ pub fn render(s: &RunSummary) -> String {
     out
 }
 
-/// The table printed by `cargo xtask compare`.
+/// The table printed by `coldstart compare`.
 pub fn render_comparison(a: &str, b: &str, phases: &[PhaseSummary]) -> String {
     let mut out = format!("A: {a}\nB: {b}\n\n");
     let (h, rows) = stats_rows(phases, ["A", "B"]);
