@@ -19,7 +19,7 @@ pub struct SamplerOptions {
     pub lines: Lines,
     /// Stop by itself this long after the start.
     pub deadline: Option<Duration>,
-    /// How long [`Sampler::start`] waits for the first Python process to
+    /// How long [`Sampler::start`](crate::Sampler::start) waits for the first Python process to
     /// become readable (an interpreter still starting up, a launcher that
     /// has not yet started its Python child).
     pub attach_timeout: Duration,
@@ -28,7 +28,7 @@ pub struct SamplerOptions {
     /// Off by default (`py-spy --nonblocking`): a paused read costs the
     /// process several times the time of a plain one (see the `overhead`
     /// example), and a read of a running process without a pause only now
-    /// and then fails (counted in [`Profile::errors`]).
+    /// and then fails (counted in [`Profile::errors`](crate::Profile::errors)).
     ///
     /// Children of this process are never paused, whatever this says:
     /// py-spy's pause waits on the process with `waitpid`, and when the
@@ -37,7 +37,7 @@ pub struct SamplerOptions {
     /// harness's, through `spawn`) would then never see.
     pub pause: bool,
     /// Native (C/C++) frames merged under the Python ones (the `native`
-    /// feature; [`Error::NativeUnavailable`] without it). Unwinding needs
+    /// feature; [`Error::NativeUnavailable`](crate::Error::NativeUnavailable) without it). Unwinding needs
     /// the process stopped, so it implies [`pause`](Self::pause). The
     /// asked-for process, when it is not Python (the Rust service above
     /// its workers), is then sampled too, its native stacks unwound; with
@@ -48,7 +48,7 @@ pub struct SamplerOptions {
     /// The most of the time the sampler may spend reading, e.g. `0.05`:
     /// when a round of reads takes longer than that share of the period
     /// (a large process: many threads, deep stacks, a big heap to search),
-    /// the rate is lowered until it fits ([`Profile::adapted_rate_hz`]).
+    /// the rate is lowered until it fits ([`Profile::adapted_rate_hz`](crate::Profile::adapted_rate_hz)).
     /// `None` (the default) keeps the asked rate whatever it costs.
     pub max_reading_share: Option<f64>,
 }

@@ -9,13 +9,13 @@ pub struct Sample {
     /// The process sampled.
     pub pid: u32,
     /// The thread: the kernel's thread id where the reader learnt it, else
-    /// the interpreter's (as [`ThreadStack::id_text`] shows it); named in
+    /// the interpreter's (as [`ThreadStack::id_text`](crate::ThreadStack::id_text) shows it); named in
     /// [`Profile::threads`].
     pub thread: u64,
     /// Index of its stack in [`Profile::stacks`].
     pub stack: u32,
     /// The thread was on CPU (running, not waiting); an idle thread's
-    /// sample (kept with [`SamplerOptions::include_idle`]) is not CPU time.
+    /// sample (kept with [`SamplerOptions::include_idle`](crate::SamplerOptions::include_idle)) is not CPU time.
     pub active: bool,
     /// The time this sample stands for: the interval since the previous
     /// read of its process (the period actually used, lowered rate and
@@ -27,9 +27,9 @@ pub struct Sample {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SamplingEnd {
-    /// [`Sampler::stop`] or a [`StopHandle`].
+    /// [`Sampler::stop`](crate::Sampler::stop) or a [`StopHandle`](crate::StopHandle).
     Stopped,
-    /// [`SamplerOptions::deadline`] passed.
+    /// [`SamplerOptions::deadline`](crate::SamplerOptions::deadline) passed.
     Deadline,
     /// Every sampled process (and the asked-for one) exited.
     Exited,
@@ -48,7 +48,7 @@ pub struct SampledProcess {
     /// The interpreter's version, for a Python process that was sampled.
     pub python_version: Option<String>,
     /// Sampled for its native stacks: the asked-for process, not Python,
-    /// with [`SamplerOptions::native`].
+    /// with [`SamplerOptions::native`](crate::SamplerOptions::native).
     pub native: bool,
     /// Why it was never sampled, for one that was not (not Python,
     /// denied, gone before its interpreter was readable, ...).
@@ -82,7 +82,7 @@ pub struct SamplerCost {
     /// See `started_ns`.
     pub stopped_ns: u64,
     /// Time spent reading stacks, summed over processes. With
-    /// [`SamplerOptions::pause`], each process is ptrace-stopped while it
+    /// [`SamplerOptions::pause`](crate::SamplerOptions::pause), each process is ptrace-stopped while it
     /// is read, so for one process this is the time it was kept from
     /// running; without, the process runs on while it is read.
     pub read_ns: u64,
@@ -100,7 +100,7 @@ impl SamplerCost {
     }
 
     /// `read_ns / wall_ns`: the share of the time spent reading (with
-    /// [`SamplerOptions::pause`], for one process, the share of its time it
+    /// [`SamplerOptions::pause`](crate::SamplerOptions::pause), for one process, the share of its time it
     /// was kept from running).
     pub fn reading_share(&self) -> f64 {
         match self.wall_ns() {
@@ -140,7 +140,7 @@ pub struct Profile {
     /// Why it ended.
     pub stop_reason: SamplingEnd,
     /// The lowest rate sampling was slowed to by
-    /// [`SamplerOptions::max_reading_share`], if it was.
+    /// [`SamplerOptions::max_reading_share`](crate::SamplerOptions::max_reading_share), if it was.
     pub adapted_rate_hz: Option<f64>,
     /// The CPU time the kernel counted for the sampled processes from
     /// each one's first read to its last (`utime + stime`, summed; the
@@ -159,7 +159,7 @@ pub struct SampledTime {
     /// Samples (threads seen, summed over rounds).
     pub samples: u64,
     /// Those of threads on CPU; the rest were idle (kept with
-    /// [`SamplerOptions::include_idle`]).
+    /// [`SamplerOptions::include_idle`](crate::SamplerOptions::include_idle)).
     pub on_cpu: u64,
     /// The CPU time the samples on CPU stand for: each weighted by the
     /// interval its read stood for ([`Sample::weight_ns`]), so a lowered
@@ -181,7 +181,7 @@ impl SampledTime {
 
 impl Profile {
     /// How many samples (threads seen, summed over rounds; idle ones only
-    /// with [`SamplerOptions::include_idle`]).
+    /// with [`SamplerOptions::include_idle`](crate::SamplerOptions::include_idle)).
     pub fn sample_count(&self) -> u64 {
         self.samples.len() as u64
     }
