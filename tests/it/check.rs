@@ -212,6 +212,146 @@ fn check_eager_re_export_fails_with_its_chain_and_line() {
     assert!(!text.contains("slowest imports (cumulative):"), "{text}");
 }
 
+/// `--output chrome-json=` and `perfetto=`: the check on one timeline.
+/// The eager worker's imports are nested slices on its track, each
+/// starting at the recorder's stamp: its `torch` (the stand-in) under
+/// `eagerworker.model`, which imported it, in the category `forbidden`,
+/// and `torch._C` under `torch`; the worker's phases and coldstart's check
+/// of the target are there, and the protocol's messages are flows (five a
+/// process). Both files are read back as the trace tests read them.
+#[test]
+fn check_output_draws_each_processs_phases_and_its_imports_nested_with_the_forbidden_apart() {
+    use prost::Message as _;
+    let cwd = tempfile::tempdir().unwrap();
+    let out = support::coldstart(cwd.path())
+        .args(["check", "--processes", "2", "--ready-timeout", "30"])
+        .args([
+            "--output",
+            "chrome-json=t.json",
+            "--output",
+            "perfetto=t.pb",
+        ])
+        .args(worker(&["-m", "eagerworker"]))
+        .env("PYTHONPATH", pythonpath(&["workers", "stand-ins"]))
+        .output()
+        .unwrap();
+    let out = support::printed(out);
+    assert_eq!(out.status.code(), Some(1), "the check fails on torch");
+    let events = support::chrome_events(&cwd.path().join("t.json"));
+    let (processes, threads) = support::names(&events);
+    assert_eq!(
+        processes.len(),
+        3,
+        "coldstart and two workers: {processes:?}"
+    );
+    for lane in ["checking process 1", "checking process 2"] {
+        assert!(threads.values().any(|n| n == lane), "{threads:?}");
+    }
+    let slices = |pid: &Value, name: &str| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && &e["pid"] == pid && e["name"] == name)
+            .cloned()
+            .collect()
+    };
+    let span = |e: &Value| {
+        let ts = e["ts"].as_u64().unwrap();
+        (ts, ts + e["dur"].as_u64().unwrap())
+    };
+    let check = events
+        .iter()
+        .find(|e| e["ph"] == "X" && e["name"] == "check of command")
+        .expect("coldstart's check of the target");
+    let workers: Vec<Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == "start-up")
+        .map(|e| e["pid"].clone())
+        .collect();
+    assert_eq!(workers.len(), 2, "{processes:?}");
+    for pid in &workers {
+        assert_ne!(pid, &check["pid"]);
+        for phase in ["start-up", "ready", "shutting down"] {
+            assert_eq!(slices(pid, phase).len(), 1, "{phase} of {pid}");
+        }
+        let (model, torch, c) = (
+            span(&slices(pid, "eagerworker.model")[0]),
+            &slices(pid, "torch")[0],
+            span(&slices(pid, "torch._C")[0]),
+        );
+        assert_eq!(torch["cat"], "forbidden", "{torch}");
+        assert_eq!(slices(pid, "eagerworker.model")[0]["cat"], "import");
+        assert_eq!(slices(pid, "transformers")[0]["cat"], "forbidden");
+        let torch = span(torch);
+        assert!(
+            model.0 <= torch.0 && torch.1 <= model.1,
+            "torch {torch:?} within its importer {model:?}"
+        );
+        assert!(
+            torch.0 <= c.0 && c.1 <= torch.1,
+            "torch._C {c:?} in {torch:?}"
+        );
+        let startup = span(&slices(pid, "start-up")[0]);
+        assert!(
+            startup.0 <= model.0 && model.1 <= startup.1,
+            "imported in start-up"
+        );
+    }
+    let counts =
+        ::trace::chrome::validate(&std::fs::read_to_string(cwd.path().join("t.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        counts.flows, 10,
+        "ready line, health and reply, shutdown and ack: {counts:?}"
+    );
+    let (p_names, t_names) = support::perfetto_names(&cwd.path().join("t.pb"));
+    assert_eq!(p_names.len(), 3, "{p_names:?}");
+    assert!(
+        t_names.iter().any(|t| t == "checking process 2"),
+        "{t_names:?}"
+    );
+    let pb = std::fs::read(cwd.path().join("t.pb")).unwrap();
+    let trace = ::trace::perfetto::PbTrace::decode(pb.as_slice()).unwrap();
+    let forbidden: Vec<&str> = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_event.as_ref())
+        .filter(|e| e.categories.iter().any(|c| c == "forbidden"))
+        .filter_map(|e| e.name.as_deref())
+        .collect();
+    for name in ["torch", "torch._C", "transformers"] {
+        assert!(forbidden.contains(&name), "{name} in {forbidden:?}");
+    }
+}
+
+/// A trace of a check that runs no worker, or checks twice, is refused
+/// before anything runs, saying why.
+#[test]
+fn check_output_trace_is_refused_with_log_and_with_fix() {
+    let cwd = tempfile::tempdir().unwrap();
+    let log = dir().join("logs/clean.importtime.log");
+    let (code, text) = support::code_and_text(
+        support::coldstart(cwd.path())
+            .args(["check", "--output", "perfetto=t.pb", "--log"])
+            .arg(&log),
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("--log runs none"), "{text}");
+    let (code, text) = support::code_and_text(
+        support::coldstart(cwd.path())
+            .args([
+                "check",
+                "--suggest",
+                "--fix",
+                "--output",
+                "chrome-json=t.json",
+            ])
+            .args(worker(&["-c", "pass"])),
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("--fix checks twice"), "{text}");
+    assert!(!cwd.path().join("t.json").exists());
+}
+
 /// The rows of the report's section under `heading` (up to its blank
 /// line), each as the whole row and what follows its "<ms> ms  " figure.
 fn rows_under<'a>(text: &'a str, heading: &str) -> Vec<(&'a str, &'a str)> {

@@ -33,6 +33,40 @@ pub enum Format {
     Junit,
 }
 
+/// A rendering that `--output FORMAT=PATH` writes: one of the report's
+/// formats, or the check on one timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// The report for people.
+    Text,
+    /// The machine-readable report.
+    Json,
+    /// GitHub Actions workflow commands.
+    Github,
+    /// JUnit XML.
+    Junit,
+    /// The check on one timeline, Perfetto's protobuf trace: coldstart's
+    /// track with each target's check, each process's phases and start-up
+    /// imports (forbidden ones in their own category), the protocol's
+    /// messages as flows.
+    Perfetto,
+    /// The same as Chrome's Trace Event JSON (chrome://tracing, speedscope).
+    ChromeJson,
+}
+
+impl OutputFormat {
+    /// The report's format, `None` for a trace.
+    fn report(self) -> Option<Format> {
+        match self {
+            OutputFormat::Text => Some(Format::Text),
+            OutputFormat::Json => Some(Format::Json),
+            OutputFormat::Github => Some(Format::Github),
+            OutputFormat::Junit => Some(Format::Junit),
+            OutputFormat::Perfetto | OutputFormat::ChromeJson => None,
+        }
+    }
+}
+
 /// The check's flags.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -77,9 +111,11 @@ pub struct Args {
     format: Format,
     /// Also write the same run's report in FORMAT to PATH (repeatable),
     /// e.g. `--format github --output junit=check.xml`: one measurement,
-    /// several renderings.
-    #[arg(long, value_name = "FORMAT=PATH", value_parser = crate::outputs::parse::<Format>)]
-    output: Vec<crate::outputs::Output<Format>>,
+    /// several renderings; `perfetto=PATH` and `chrome-json=PATH` write
+    /// the check on one timeline (each process's phases and start-up
+    /// imports, the protocol's messages as flows).
+    #[arg(long, value_name = "FORMAT=PATH", value_parser = crate::outputs::parse::<OutputFormat>)]
+    output: Vec<crate::outputs::Output<OutputFormat>>,
     /// The same as `--format json`.
     #[arg(long, conflicts_with = "format")]
     json: bool,
@@ -137,6 +173,7 @@ fn interrupted(
 /// Runs the check: flags in, one harness call, a rendering out.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     let format = if args.json { Format::Json } else { args.format };
+    refuse_trace_with(&args)?;
     let outcome = match checked(&args, project, format)? {
         Ok(outcome) => outcome,
         Err(interrupted) => return Ok(interrupted),
@@ -144,11 +181,46 @@ pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
     print_notes(&outcome);
     let render = |format: Format| render(format, &outcome, &project.root);
     print!("{}", render(format));
-    crate::outputs::write_all(&args.output, |f| Ok(render(f)))?;
+    crate::outputs::write_all(&args.output, |f| {
+        Ok(match f.report() {
+            Some(format) => render(format).into_bytes(),
+            None => {
+                let trace = outcome.trace(std::process::id());
+                match f {
+                    OutputFormat::Perfetto => ::trace::perfetto::to_protobuf(&trace)?,
+                    _ => ::trace::chrome::to_json(&trace)?.into_bytes(),
+                }
+            }
+        })
+    })?;
     if format == Format::Text {
         print_suggestions(&outcome, args.fix);
     }
     Ok(ExitCode::from(outcome.exit_code()))
+}
+
+/// A trace output (`perfetto=`, `chrome-json=`) where it would draw
+/// nothing true: `--log` runs no worker, `--fix` checks twice with the
+/// files changed between.
+fn refuse_trace_with(args: &Args) -> Result<()> {
+    let Some(trace) = args.output.iter().find(|o| o.format.report().is_none()) else {
+        return Ok(());
+    };
+    let name = match trace.format {
+        OutputFormat::Perfetto => "perfetto",
+        _ => "chrome-json",
+    };
+    if args.log.is_some() {
+        bail!(
+            "--output {name}= draws the workers a check runs, and --log runs none (it judges a recorded log): drop --log, or the trace output"
+        );
+    }
+    if args.fix {
+        bail!(
+            "--output {name}= draws one check of each target, and --fix checks twice with the files changed between: trace the check without --fix (--suggest alone changes nothing)"
+        );
+    }
+    Ok(())
 }
 
 /// The check itself: a recorded log judged (`--log`), or the targets run
@@ -170,6 +242,7 @@ fn checked(
                 root: project.cwd.clone(),
                 suggestions: Vec::new(),
                 written: Vec::new(),
+                workers: Vec::new(),
             }],
             ..CheckRun::default()
         }));

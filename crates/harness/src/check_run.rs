@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use ::suggest::Suggestion;
 use answers::check::{Status, TargetReport};
 
-use crate::check::{CheckOptions, check_target, suggest};
+use crate::check::trace::CheckedWorker;
+use crate::check::{CheckOptions, check_target_workers, suggest};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::snapshot::{self, Mode, Reviewed};
@@ -40,6 +41,10 @@ pub struct Checked {
     pub suggestions: Vec<Suggestion>,
     /// With `fix`: the files written.
     pub written: Vec<PathBuf>,
+    /// Each process of the check its report gives (with `fix`, the check
+    /// after writing): its life and its recorder's records, for the
+    /// check's trace ([`crate::check::trace::trace_of`]).
+    pub workers: Vec<CheckedWorker>,
 }
 
 /// A whole check.
@@ -60,6 +65,17 @@ impl CheckRun {
     /// The reports, in order.
     pub fn reports(&self) -> Vec<TargetReport> {
         self.checked.iter().map(|c| c.report.clone()).collect()
+    }
+
+    /// The check on one timeline, coldstart being process `own_pid`
+    /// ([`crate::check::trace`]).
+    pub fn trace(&self, own_pid: u32) -> ::trace::Trace {
+        crate::check::trace::trace_of(
+            self.checked
+                .iter()
+                .map(|c| (&c.report, c.workers.as_slice())),
+            own_pid,
+        )
     }
 
     /// The check's exit code: the reports' ([`answers::check::exit_code`]),
@@ -88,7 +104,7 @@ pub fn run(
 ) -> Result<CheckRun> {
     let mut out = CheckRun::default();
     for (i, t) in targets.iter().enumerate() {
-        let mut report = check_target(t, opts.check)?;
+        let (mut report, mut workers) = check_target_workers(t, opts.check, None)?;
         if interrupt.is_set() {
             out.interrupted = Some(targets[i..].to_vec());
             return Ok(out);
@@ -106,7 +122,7 @@ pub fn run(
             (suggestions, written) = (found.suggestions, found.written);
             if opts.fix && !written.is_empty() {
                 // The fixed project, checked again: its verdict is the answer.
-                report = check_target(t, opts.check)?;
+                (report, workers) = check_target_workers(t, opts.check, None)?;
             }
         }
         let checked = Checked {
@@ -114,6 +130,7 @@ pub fn run(
             root: t.root.clone(),
             suggestions,
             written,
+            workers,
         };
         if interrupt.is_set() {
             out.interrupted = Some(targets[i..].to_vec());

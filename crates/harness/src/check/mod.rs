@@ -25,6 +25,7 @@
 
 pub mod cost;
 pub mod suggest;
+pub mod trace;
 pub mod verify;
 
 use std::ffi::OsString;
@@ -35,7 +36,9 @@ use importguard::importtime::{self, ImportLog};
 use importguard::recorder::{Recorder, RecorderPolicy, Recording, is_module_pattern};
 use importguard::verdict::{self, Answering, Evidence, Policy, ProcessVerdict, RecorderState};
 use report::check::tree_text;
+use timeline::{Outcome, WorkerRecord};
 
+use self::trace::CheckedWorker;
 use crate::error::{Error, Result, invalid};
 use crate::lifecycle::{Failure, Lifecycle, Plain};
 use crate::target::{DEFAULT_FORBIDDEN, Origin, Target};
@@ -171,23 +174,35 @@ pub(crate) fn check_target_in(
     opts: CheckOptions,
     tree: Option<&Path>,
 ) -> Result<TargetReport> {
+    check_target_workers(t, opts, tree).map(|(report, _)| report)
+}
+
+/// [`check_target_in`], with what each process left for a trace: its
+/// life and its recorder's records ([`trace::CheckedWorker`]).
+pub(crate) fn check_target_workers(
+    t: &Target,
+    opts: CheckOptions,
+    tree: Option<&Path>,
+) -> Result<(TargetReport, Vec<CheckedWorker>)> {
     let policy = policy_of(t)?;
     if t.command.is_empty() {
         invalid!("target `{}` has no command", t.name);
     }
     let lifecycle = Lifecycle::of(t);
-    let processes: Vec<ProcessReport> = std::thread::scope(|s| {
+    let (processes, workers): (Vec<ProcessReport>, Vec<CheckedWorker>) = std::thread::scope(|s| {
         let handles: Vec<_> = (1..=t.processes)
             .map(|i| {
                 let (policy, lifecycle) = (&policy, &lifecycle);
-                s.spawn(move || check_process(t, lifecycle, policy, opts.block, i, tree))
+                s.spawn(move || checked_process(t, lifecycle, policy, opts.block, i, tree))
             })
             .collect();
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect::<Result<Vec<_>>>()
-    })?;
+    })?
+    .into_iter()
+    .unzip();
 
     let verdicts: Vec<ProcessVerdict> = processes.iter().map(|p| p.verdict.clone()).collect();
     let violations = verdict::merge(&verdicts);
@@ -200,7 +215,7 @@ pub(crate) fn check_target_in(
     };
     let ready: Vec<f64> = processes.iter().filter_map(|p| p.ready_ms).collect();
     let first_log = processes.iter().find_map(|p| p.log.as_ref());
-    Ok(TargetReport {
+    let report = TargetReport {
         name: t.name.clone(),
         origin: t.origin.to_string(),
         command: t.command.clone(),
@@ -237,7 +252,8 @@ pub(crate) fn check_target_in(
         tree: opts.tree.then(|| first_log.map(tree_text)).flatten(),
         processes,
         suggestions: Vec::new(),
-    })
+    };
+    Ok((report, workers))
 }
 
 /// The importtime log of one fresh instrumented lifecycle of `t` (ready,
@@ -273,6 +289,18 @@ pub(crate) fn check_process(
     index: usize,
     tree: Option<&Path>,
 ) -> Result<ProcessReport> {
+    checked_process(t, lifecycle, policy, block, index, tree).map(|(report, _)| report)
+}
+
+/// [`check_process`], with what the process left for a trace.
+fn checked_process(
+    t: &Target,
+    lifecycle: &Lifecycle,
+    policy: &Policy,
+    block: bool,
+    index: usize,
+    tree: Option<&Path>,
+) -> Result<(ProcessReport, CheckedWorker)> {
     let p = instrumented_process(t, lifecycle, policy, block, index)?;
     let mut report = p.report;
     if let Some(tree) = tree
@@ -288,7 +316,12 @@ pub(crate) fn check_process(
             report.error = Some(f.to_string());
         }
     }
-    Ok(report)
+    let worker = CheckedWorker {
+        index,
+        record: p.life,
+        recording: p.recording,
+    };
+    Ok((report, worker))
 }
 
 /// One instrumented process: its report (verdict and importtime log), the
@@ -301,6 +334,8 @@ pub(crate) struct Instrumented {
     pub recording: Recording,
     /// When the ready line was read (monotonic ns), if it was.
     pub ready_at_ns: Option<u64>,
+    /// Its life as a trial's worker record (pid, marks, exit).
+    pub life: WorkerRecord,
 }
 
 /// [`check_process`], keeping the records and the ready mark.
@@ -333,6 +368,13 @@ pub(crate) fn instrumented_process(
     cmd.stderr_file(&stderr_path);
 
     let lived = lifecycle.drive(&cmd, &mut Plain);
+    let life = lived.record(match &lived.end {
+        Ok(_) => Outcome::Correct,
+        Err(f) => Outcome::Failed {
+            stage: f.stage.clone(),
+            message: f.to_string(),
+        },
+    });
     let pid = lived.pid;
     let ready_ms = lived.ready_ms();
     // The process that answers the protocol: the ready line's own pid when
@@ -405,6 +447,7 @@ pub(crate) fn instrumented_process(
         report,
         recording,
         ready_at_ns: timeline.ready_at_ns(),
+        life,
     })
 }
 

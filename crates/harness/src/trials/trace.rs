@@ -157,6 +157,16 @@ impl Builder {
         thread_of(process, tid, name)
     }
 
+    /// Process `pid` named `name` (made when new): a process below a
+    /// worker, not the worker itself.
+    pub(crate) fn name_process(&mut self, pid: u32, name: &str) {
+        let process = self.workers.entry(pid).or_insert_with(|| Process {
+            pid,
+            ..Process::default()
+        });
+        process.name = name.to_owned();
+    }
+
     fn trial(&mut self, r: &TrialRecord, label: &dyn Fn(Variant) -> String) {
         let Some((start, end)) = span_of(&r.workers) else {
             return;
@@ -315,9 +325,12 @@ impl Builder {
             Vec::new()
         };
         let shutting = stop.map(|s| push(track, pid, slice("shutting down", "phase", s, exited)));
+        // At its read, or at the exit when the read came after the exit
+        // was marked: the worker wrote it before it exited.
         let acked = m
             .ack_read_ns
-            .filter(|a| stop.is_some_and(|s| s <= *a) && *a <= exited)
+            .filter(|a| stop.is_some_and(|s| s <= *a && s <= exited))
+            .map(|a| a.min(exited))
             .map(|a| push(track, pid, slice("shutdown acknowledged", "message", a, a)));
         track.instants.push(Instant {
             name: match &w.exit {
@@ -382,12 +395,17 @@ struct Lanes {
 }
 
 /// From the first spawn to the last exit of `workers` (to the first spawn
-/// when none was reaped); `None` without a worker.
+/// when none was reaped), or to a shutdown acknowledgement read after the
+/// exit was marked (the line waits in the pipe while the reap is noted),
+/// so that coldstart's wait for it lies inside; `None` without a worker.
 pub(crate) fn span_of(workers: &[WorkerRecord]) -> Option<(u64, u64)> {
     let start = workers.iter().map(|w| w.marks.spawned_ns).min()?;
     let end = workers
         .iter()
-        .filter_map(|w| w.marks.exited_ns)
+        .filter_map(|w| {
+            let m = &w.marks;
+            m.exited_ns.map(|e| e.max(m.ack_read_ns.unwrap_or(e)))
+        })
         .max()
         .unwrap_or(start);
     Some((start, end))
@@ -442,6 +460,17 @@ mod tests {
 
     fn trial(i: usize, workers: Vec<WorkerRecord>) -> TrialRecord {
         TrialRecord::new(i, i, TrialKind::Measured, Variant::A, 0, 0, workers)
+    }
+
+    #[test]
+    fn an_acknowledgement_read_after_the_exit_was_marked_stays_inside_its_trial() {
+        let mut w = worker(11, 1000);
+        w.marks.ack_read_ns = Some(1160);
+        let t = trace_of(&[trial(0, vec![w])], &[], &[], 7, &|_| "w".into());
+        t.check().unwrap();
+        assert_eq!(t.flows.len(), 5, "the acknowledgement's from the exit");
+        let own = &t.processes[0].threads[0];
+        assert_eq!((own.slices[0].start_ns, own.slices[0].end_ns), (1000, 1160));
     }
 
     #[test]
