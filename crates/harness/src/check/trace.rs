@@ -384,6 +384,12 @@ import time:         4 |          4 | json
             ]
         );
         assert!(t.instants[0].name.starts_with("imports: 4 drawn, 2 not"));
+        valid_alone(t);
+    }
+
+    /// `t` alone in a process is a trace that passes the trace's own
+    /// checks (slices nest, nothing ends before it starts).
+    fn valid_alone(t: Thread) {
         let trace = Trace {
             processes: vec![::trace::Process {
                 pid: 5,
@@ -414,15 +420,7 @@ import time:         4 |          4 | json
         assert_eq!(d[2], ("app.model", IMPORT_CATEGORY, 1_010_000, 1_045_000));
         assert_eq!(d[3], ("torch", FORBIDDEN_CATEGORY, 1_040_000, 1_045_000));
         assert_eq!(d[4].2, 1_041_000, "torch._C keeps its stamp");
-        let trace = Trace {
-            processes: vec![::trace::Process {
-                pid: 5,
-                threads: vec![t],
-                ..::trace::Process::default()
-            }],
-            flows: Vec::new(),
-        };
-        trace.check().unwrap();
+        valid_alone(t);
     }
 
     #[test]
