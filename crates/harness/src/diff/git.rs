@@ -136,6 +136,7 @@ pub const PREFIX: &str = "coldstart-base-";
 pub(crate) fn remove_orphans() {
     for o in spawn::owned::sweep(PREFIX) {
         let repo = PathBuf::from(&o.note);
+        let _held = repo.is_dir().then(|| registry_lock(&repo));
         if repo.is_dir() {
             let path = o.dir.join("base");
             let _ = git(
@@ -148,6 +149,32 @@ pub(crate) fn remove_orphans() {
             let _ = git(&repo, &["worktree", "prune"]);
         }
     }
+}
+
+/// Holds, until dropped, the lock on `repo`'s record of worktrees that
+/// every coldstart process takes around `git worktree add`, `remove` and
+/// `prune` in that repository: a prune removes `.git/worktrees` when it is
+/// empty, and one that runs while another process's add is between making
+/// that folder and the worktree's own fails the add ("could not create
+/// directory of '.git/worktrees/base'"), as two shards of one history run
+/// did. The lock file sits in the temporary folder, named by a hash of the
+/// repository's canonical path; `None` (no lock, the old behaviour) where
+/// it cannot be opened or locked.
+fn registry_lock(repo: &Path) -> Option<std::fs::File> {
+    use std::hash::{Hash, Hasher};
+    let canonical = repo.canonicalize().unwrap_or_else(|_| repo.to_path_buf());
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    canonical.hash(&mut hasher);
+    let path =
+        std::env::temp_dir().join(format!("coldstart-worktrees-{:016x}.lock", hasher.finish()));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .ok()?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive).ok()?;
+    Some(file)
 }
 
 /// A temporary detached checkout of a commit, removed (folder and git's
@@ -167,6 +194,7 @@ impl Worktree {
     /// registered each, and stale records pruned.
     pub fn add(top: &Path, commit: &str) -> Result<Worktree> {
         remove_orphans();
+        let _held = registry_lock(top);
         let _ = git(top, &["worktree", "prune"]);
         let dir = spawn::owned::tempdir(PREFIX, &top.display().to_string())
             .map_err(|e| Error::io("create", &std::env::temp_dir(), e))?;
@@ -204,6 +232,7 @@ impl Worktree {
 
 impl Drop for Worktree {
     fn drop(&mut self) {
+        let _held = registry_lock(&self.top);
         let _ = git(
             &self.top,
             &[
