@@ -170,12 +170,25 @@ impl Store {
 }
 
 fn open_sqlite(path: &std::path::Path, location: &Location) -> Result<rusqlite::Connection> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| Error::Folder {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-    }
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|source| Error::Folder {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    // Setting a new file's journal mode to WAL failed with "database is
+    // locked", busy timeout notwithstanding, when two processes opened one
+    // new store at once (two shards of a history run: 1 run in 4 of its
+    // test here). An exclusive flock on the folder, held until the journal
+    // mode is set, makes the openings take turns; it cannot touch SQLite's
+    // own fcntl locks, and the migration after it waits as every write does
+    // (BEGIN IMMEDIATE and the busy timeout). Where the folder cannot be
+    // locked the opening goes on unserialised, as before.
+    let _opening = std::fs::File::open(dir)
+        .ok()
+        .filter(|f| rustix::fs::flock(f, rustix::fs::FlockOperation::LockExclusive).is_ok());
     let err = |e: rusqlite::Error| fail(location, "open", e.to_string());
     let c = rusqlite::Connection::open(path).map_err(err)?;
     c.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
