@@ -276,4 +276,55 @@ mod tests {
             "test: cargo test --workspace -E test(/^conformance/)"
         );
     }
+
+    /// Each package with its features as `cargo tree ARGS` resolves them, as
+    /// (package, features) pairs: a package built for the host (a build
+    /// script's, a proc macro's) and for the target may have two.
+    fn resolved_features(args: &[&str]) -> std::collections::BTreeSet<(String, String)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let out = Command::new(cargo)
+            .arg("tree")
+            .args(args)
+            .args(["--prefix", "none", "--format", "{p}|{f}"])
+            .current_dir(root)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "cargo tree {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter_map(|line| line.trim_end_matches(" (*)").split_once('|'))
+            .map(|(package, features)| (package.to_owned(), features.to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn xtask_builds_its_dependencies_as_the_suite_does() {
+        // `cargo xtask` builds xtask alone; the suite's build is the whole
+        // workspace with its tests. Where a shared package's features differ,
+        // the test build compiles it and every crate above it again.
+        let xtask = resolved_features(&["-p", "xtask", "-e", "normal,build"]);
+        let suite = resolved_features(&["--workspace", "-e", "normal,build,dev"]);
+        let drifted: Vec<String> = xtask
+            .difference(&suite)
+            .map(|(package, features)| {
+                let theirs: Vec<&str> = suite
+                    .iter()
+                    .filter(|(p, _)| p == package)
+                    .map(|(_, f)| f.as_str())
+                    .collect();
+                format!("{package}: xtask [{features}], the suite {theirs:?}")
+            })
+            .collect();
+        assert!(
+            drifted.is_empty(),
+            "xtask/Cargo.toml should ask for these features as the suite does:\n{}",
+            drifted.join("\n")
+        );
+    }
 }
