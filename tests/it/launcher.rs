@@ -183,3 +183,63 @@ fn below_a_launcher_no_python_that_reported_is_never_a_pass() {
         "{text}"
     );
 }
+
+/// `check --output chrome-json=`: the process started (uv) holds the
+/// worker's phases and the protocol's messages, named as the launcher it
+/// is; the Python below it, whose imports they are, holds the imports on a
+/// track of its own, the forbidden one apart.
+#[test]
+fn a_check_trace_under_uv_run_draws_the_python_below_uv_with_its_imports() {
+    let s = Svc::new();
+    let trace = s.dir.path().join("t.json");
+    let output = format!("chrome-json={}", trace.display());
+    let (code, text) = s.under_uv(
+        &["check", "--processes", "1", "--output", &output],
+        &[],
+        "eager",
+    );
+    assert_eq!(code, Some(1), "{text}");
+    let events = crate::support::chrome_events(&trace);
+    let (processes, _) = crate::support::names(&events);
+    let pid_named = |prefix: &str| -> u64 {
+        let found: Vec<u64> = processes
+            .iter()
+            .filter(|(_, name)| name.starts_with(prefix))
+            .map(|(pid, _)| *pid)
+            .collect();
+        assert_eq!(found.len(), 1, "one {prefix}: {processes:?}");
+        found[0]
+    };
+    let uv = pid_named("uv ");
+    let python = pid_named("python ");
+    assert_eq!(processes[&uv], format!("uv {uv} (launcher)"));
+    assert_eq!(
+        processes[&python],
+        format!("python {python} (below uv {uv})")
+    );
+    let on = |pid: u64, cat: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["pid"] == pid && e["cat"] == cat)
+            .map(|e| e["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(on(uv, "phase"), ["start-up", "ready", "shutting down"]);
+    assert!(on(uv, "import").is_empty(), "uv imports nothing");
+    assert!(
+        on(python, "phase").is_empty(),
+        "the phases are the launcher's"
+    );
+    let imports = on(python, "import");
+    for module in ["app", "app.model", "app.protocol"] {
+        assert!(imports.iter().any(|m| m == module), "{module}: {imports:?}");
+    }
+    assert_eq!(on(python, "forbidden"), ["torch", "torch._C"]);
+    // The report says the same processes.
+    assert!(
+        text.contains(&format!(
+            "answered by pid {python} (python), started through uv (pid {uv})"
+        )),
+        "{text}"
+    );
+}

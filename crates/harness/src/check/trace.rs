@@ -100,16 +100,21 @@ pub fn trace_of<'a>(
             let Some(spawned) = b.worker(&w.record, Some(lane), end) else {
                 continue;
             };
-            let log = report
-                .processes
-                .iter()
-                .find(|p| p.index == w.index)
-                .and_then(|p| p.log.as_ref());
+            let process = report.processes.iter().find(|p| p.index == w.index);
+            let log = process.and_then(|p| p.log.as_ref());
             let (Some(log), Some(root)) = (log, w.recording.start.as_ref().map(|s| s.pid)) else {
                 continue;
             };
             if root != spawned {
-                b.name_process(root, &format!("python {root} (below worker {spawned})"));
+                // A launcher (`uv run`, a shell) stood between: the process
+                // started is named as the verdict names it, and the Python
+                // below it, whose imports these are, as below it.
+                let launcher = process
+                    .and_then(|p| p.verdict.answered.as_ref())
+                    .and_then(|a| a.through.iter().find(|l| l.pid == spawned))
+                    .map_or("launcher", |l| l.name.as_str());
+                b.name_process(spawned, &format!("{launcher} {spawned} (launcher)"));
+                b.name_process(root, &format!("python {root} (below {launcher} {spawned})"));
             }
             let thread = b.thread(root, root, "main");
             draw_imports(thread, log, &w.recording, policy.as_ref(), life);
