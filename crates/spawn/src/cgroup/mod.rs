@@ -23,17 +23,31 @@
 //!
 //! Linux only; elsewhere every limited spawn fails with
 //! [`CgroupError::Unavailable`].
+//!
+//! The rooms: `tree` (where the cgroup tree is and which interface holds
+//! the limits), `roots` (the harness's folder of worker cgroups, made,
+//! found by the guard, removed) and `join` (the child's move into its
+//! cgroup between `fork` and `exec`); the [`Cgroup`] itself is here.
 
-use std::ffi::CString;
 use std::fs;
 use std::io;
-use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
+use std::os::fd::{FromRawFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub use timeline::Limits;
+
+mod join;
+mod roots;
+mod tree;
+
+pub(crate) use join::{Entry, JoinFds, join};
+pub(crate) use roots::guard_roots;
+pub use roots::harness_folders;
+use roots::{make_roots, remove_dir, root_dirs};
+use tree::{Tree, find, needed, read_proc, wanted};
 
 /// The CFS period a CPU quota is counted in: 100 ms, the kernel's and
 /// docker's default.
@@ -90,7 +104,9 @@ pub enum CgroupError {
 }
 
 const HINT_ACCESS: &str = "coldstart needs write access to the cgroup tree: run it as root, or in a cgroup delegated to your user (`systemd-run --user --scope -p Delegate=yes coldstart ...`)";
+
 const HINT_BUSY: &str = "cgroup v2 gives no controllers to the children of a cgroup that holds processes: start coldstart in a cgroup of its own (`systemd-run --user --scope -p Delegate=yes coldstart ...`)";
+
 const HINT_OTHER: &str = "check that the cgroup filesystem is mounted read-write";
 
 fn write_error(action: &'static str, path: &Path, source: io::Error) -> CgroupError {
@@ -111,286 +127,11 @@ fn write(action: &'static str, path: &Path, text: &str) -> Result<(), CgroupErro
     fs::write(path, text).map_err(|e| write_error(action, path, e))
 }
 
-/// Where this process's cgroups are: the folder of its own cgroup in each
-/// hierarchy the limits need.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Tree {
-    V2 {
-        own: PathBuf,
-    },
-    /// The own cgroup in each v1 hierarchy a limit needs (`None`: not
-    /// needed).
-    V1 {
-        cpu: Option<PathBuf>,
-        memory: Option<PathBuf>,
-    },
-}
-
-/// One mounted cgroup hierarchy: its mount point, the cgroup its root
-/// is, and its kind (v2, or the v1 controllers it carries).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Mount {
-    point: PathBuf,
-    root: String,
-    v2: bool,
-    controllers: Vec<String>,
-}
-
-/// The cgroup mounts in a `/proc/self/mountinfo`.
-fn mounts(mountinfo: &str) -> Vec<Mount> {
-    mountinfo
-        .lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let left: Vec<&str> = left.split(' ').collect();
-            let right: Vec<&str> = right.split(' ').collect();
-            let (root, point) = (*left.get(3)?, *left.get(4)?);
-            let fstype = *right.first()?;
-            let options = right.get(2).copied().unwrap_or("");
-            let v2 = match fstype {
-                "cgroup2" => true,
-                "cgroup" => false,
-                _ => return None,
-            };
-            Some(Mount {
-                point: PathBuf::from(unescape(point)),
-                root: unescape(root),
-                v2,
-                controllers: if v2 {
-                    Vec::new()
-                } else {
-                    options.split(',').map(str::to_owned).collect()
-                },
-            })
-        })
-        .collect()
-}
-
-/// mountinfo escapes space, tab, newline and backslash as octal.
-fn unescape(field: &str) -> String {
-    let mut out = String::new();
-    let mut chars = field.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            let code: String = chars.by_ref().take(3).collect();
-            match u8::from_str_radix(&code, 8) {
-                Ok(b) => out.push(b as char),
-                Err(_) => {
-                    out.push('\\');
-                    out.push_str(&code);
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// This process's cgroup path in the v2 hierarchy and in the v1
-/// hierarchy carrying `controller`, from `/proc/self/cgroup`.
-fn own_path<'a>(proc_cgroup: &'a str, controller: Option<&str>) -> Option<&'a str> {
-    proc_cgroup.lines().find_map(|line| {
-        let mut parts = line.splitn(3, ':');
-        let (id, list, path) = (parts.next()?, parts.next()?, parts.next()?);
-        let hit = match controller {
-            None => id == "0" && list.is_empty(),
-            Some(c) => list.split(',').any(|x| x == c),
-        };
-        hit.then_some(path)
-    })
-}
-
-/// The folder of cgroup `path` in a hierarchy mounted as `mount`.
-fn folder(mount: &Mount, path: &str) -> PathBuf {
-    let rel = path.strip_prefix(mount.root.as_str()).unwrap_or(path);
-    mount.point.join(rel.trim_start_matches('/'))
-}
-
-/// The controllers a set of limits needs.
-fn needed(limits: &Limits) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    if limits.cpus.is_some() {
-        out.push("cpu");
-    }
-    if limits.memory_bytes.is_some() {
-        out.push("memory");
-    }
-    out
-}
-
-fn wanted(limits: &Limits) -> &'static str {
-    match (limits.cpus.is_some(), limits.memory_bytes.is_some()) {
-        (true, true) => "a CPU quota and a memory limit",
-        (true, false) => "a CPU quota",
-        _ => "a memory limit",
-    }
-}
-
-/// Finds the tree to set `limits` in: v2 when its controllers are there
-/// for this process, else v1.
-fn find(mountinfo: &str, proc_cgroup: &str, limits: &Limits) -> Result<Tree, CgroupError> {
-    let mounts = mounts(mountinfo);
-    let need = needed(limits);
-    let mut found = Vec::new();
-    if let (Some(m), Some(path)) = (mounts.iter().find(|m| m.v2), own_path(proc_cgroup, None)) {
-        let own = folder(m, path);
-        let offered = fs::read_to_string(own.join("cgroup.controllers")).unwrap_or_default();
-        let offered: Vec<&str> = offered.split_whitespace().collect();
-        if need.iter().all(|c| offered.contains(c)) {
-            return Ok(Tree::V2 { own });
-        }
-        found.push(format!(
-            "cgroup v2 at {} offers {}",
-            m.point.display(),
-            if offered.is_empty() {
-                "no controllers".to_owned()
-            } else {
-                format!("only {}", offered.join(" "))
-            }
-        ));
-    }
-    let v1 = |c: &str| {
-        let m = mounts
-            .iter()
-            .find(|m| !m.v2 && m.controllers.iter().any(|x| x == c))?;
-        Some(folder(m, own_path(proc_cgroup, Some(c))?))
-    };
-    let (cpu, memory) = (v1("cpu"), v1("memory"));
-    let missing: Vec<&str> = need
-        .iter()
-        .copied()
-        .filter(|c| match *c {
-            "cpu" => cpu.is_none(),
-            _ => memory.is_none(),
-        })
-        .collect();
-    if missing.is_empty() {
-        return Ok(Tree::V1 {
-            cpu: cpu.filter(|_| need.contains(&"cpu")),
-            memory: memory.filter(|_| need.contains(&"memory")),
-        });
-    }
-    found.push(format!(
-        "no cgroup v1 hierarchy for {}",
-        missing.join(" or ")
-    ));
-    Err(CgroupError::Unavailable {
-        wanted: wanted(limits),
-        found: found.join("; "),
-    })
-}
-
-fn read_proc(file: &str) -> String {
-    fs::read_to_string(file).unwrap_or_default()
-}
-
-/// Where harness process `pid` (this process, or a harness it started)
-/// makes its workers' cgroups: its `coldstart-<pid>` folder in each
-/// hierarchy it could use, read from this process's own cgroups (a child
-/// starts in its parent's). Most of them do not exist at any moment; all
-/// are gone once that harness and its guard are.
-pub fn harness_folders(pid: u32) -> Vec<PathBuf> {
-    let (info, own) = (
-        read_proc("/proc/self/mountinfo"),
-        read_proc("/proc/self/cgroup"),
-    );
-    let name = format!("coldstart-{pid}");
-    let mut out = Vec::new();
-    for m in &mounts(&info) {
-        let path = if m.v2 {
-            own_path(&own, None)
-        } else {
-            m.controllers
-                .iter()
-                .filter(|c| *c == "cpu" || *c == "memory")
-                .find_map(|c| own_path(&own, Some(c)))
-        };
-        if let Some(path) = path {
-            out.push(folder(m, path).join(&name));
-        }
-    }
-    out
-}
-
-/// The folders the guard empties and removes when the harness dies
-/// ([`harness_folders`] of this process), as C strings made before the
-/// guard's fork.
-pub(crate) fn guard_roots() -> Vec<CString> {
-    use std::os::unix::ffi::OsStrExt as _;
-    harness_folders(std::process::id())
-        .into_iter()
-        .filter_map(|d| CString::new(d.as_os_str().as_bytes()).ok())
-        .collect()
-}
-
-fn root_name() -> String {
-    format!("coldstart-{}", std::process::id())
-}
-
 /// How many worker cgroups live under this harness's folders: the last
 /// one removed takes the folders with it.
 static LIVE: Mutex<usize> = Mutex::new(0);
+
 static NEXT: AtomicU64 = AtomicU64::new(1);
-
-/// The `coldstart-<pid>` folders of `tree`, one per hierarchy used, each
-/// with the controllers it carries.
-fn root_dirs(tree: &Tree) -> Vec<(PathBuf, Vec<&'static str>)> {
-    let name = root_name();
-    match tree {
-        Tree::V2 { own } => vec![(own.join(name), vec!["cpu", "memory"])],
-        Tree::V1 { cpu, memory } => {
-            let mut v: Vec<(PathBuf, Vec<&'static str>)> = Vec::new();
-            for (dir, c) in [(cpu, "cpu"), (memory, "memory")] {
-                let Some(dir) = dir else { continue };
-                let dir = dir.join(&name);
-                match v.iter_mut().find(|(d, _)| *d == dir) {
-                    Some((_, cs)) => cs.push(c),
-                    None => v.push((dir, vec![c])),
-                }
-            }
-            v
-        }
-    }
-}
-
-/// Makes the harness's root folders in `tree` (v2: with the controllers
-/// enabled down to them).
-fn make_roots(tree: &Tree, need: &[&str]) -> Result<(), CgroupError> {
-    if let Tree::V2 { own } = tree {
-        enable(own, need)?;
-    }
-    for (dir, _) in root_dirs(tree) {
-        match fs::create_dir(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(write_error("create the cgroup", &dir, e)),
-        }
-        if matches!(tree, Tree::V2 { .. }) {
-            enable(&dir, need)?;
-        }
-    }
-    Ok(())
-}
-
-/// Enables controllers for the children of cgroup `dir` (v2).
-fn enable(dir: &Path, need: &[&str]) -> Result<(), CgroupError> {
-    let file = dir.join("cgroup.subtree_control");
-    let on = fs::read_to_string(&file).unwrap_or_default();
-    let missing: Vec<String> = need
-        .iter()
-        .filter(|c| !on.split_whitespace().any(|x| x == **c))
-        .map(|c| format!("+{c}"))
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    write(
-        "enable the controllers for the children of",
-        &file,
-        &missing.join(" "),
-    )
-}
 
 /// One worker's cgroup: its folder in each hierarchy, the limits set in it.
 #[derive(Debug)]
@@ -630,95 +371,6 @@ impl Drop for Cgroup {
     }
 }
 
-/// Kills the processes of cgroup `dir` and removes it, retrying while it
-/// is still busy, until `deadline`.
-fn remove_dir(dir: &Path, deadline: Instant) {
-    loop {
-        for pid in fs::read_to_string(dir.join("cgroup.procs"))
-            .unwrap_or_default()
-            .split_whitespace()
-            .filter_map(|p| p.parse::<i32>().ok())
-        {
-            // SAFETY: kill has no memory-safety preconditions.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        match fs::remove_dir(dir) {
-            Ok(()) => return,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            Err(_) => return,
-        }
-    }
-}
-
-/// The open `cgroup.procs` files a child writes itself into, and the pipe
-/// on which it says how long joining took.
-#[derive(Debug)]
-pub(crate) struct Entry {
-    fds: Vec<OwnedFd>,
-    stamp_rx: OwnedFd,
-    stamp_tx: OwnedFd,
-}
-
-/// What the child's `pre_exec` needs: the `cgroup.procs` fds and the
-/// pipe's write end.
-#[derive(Debug, Clone)]
-pub(crate) struct JoinFds {
-    procs: Vec<i32>,
-    stamp: i32,
-}
-
-impl Entry {
-    /// The raw fds, for the child's `pre_exec`.
-    pub(crate) fn raw(&self) -> JoinFds {
-        JoinFds {
-            procs: self.fds.iter().map(|f| f.as_raw_fd()).collect(),
-            stamp: self.stamp_tx.as_raw_fd(),
-        }
-    }
-
-    /// How long the child took to join its cgroup, once it has exec'd:
-    /// the kernel's cgroup migration (on v1 it can wait out an RCU grace
-    /// period, tens of ms), which a container's process does not count
-    /// in its own start-up, so neither does the worker's.
-    pub(crate) fn join_ns(&self) -> Option<u64> {
-        let mut word = [0u8; 8];
-        // SAFETY: reading at most 8 bytes into a stack buffer from an
-        // open, non-blocking fd.
-        let n = unsafe { libc::read(self.stamp_rx.as_raw_fd(), word.as_mut_ptr().cast(), 8) };
-        (n == 8).then(|| u64::from_ne_bytes(word))
-    }
-}
-
-fn now_ns() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into a timespec on the stack; it is
-    // async-signal-safe.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-}
-
-/// Writes the calling process into each cgroup (`0` is the writer), then
-/// how long that took on the stamp pipe. Async-signal-safe: `write`s and
-/// `clock_gettime`, no allocation; usable between `fork` and `exec`.
-pub(crate) fn join(fds: &JoinFds) -> io::Result<()> {
-    let start = now_ns();
-    for &fd in &fds.procs {
-        // SAFETY: writing one byte from a static buffer to an open fd.
-        if unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) } != 1 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    let took = now_ns().saturating_sub(start).to_ne_bytes();
-    // SAFETY: 8 bytes from a stack buffer to an open pipe (below
-    // PIPE_BUF: one write); a failure only loses the figure.
-    unsafe { libc::write(fds.stamp, took.as_ptr().cast(), 8) };
-    Ok(())
-}
-
 /// Whether this process can put workers under `limits` here: `Ok` with the
 /// interface it would use, or the error a limited spawn would meet.
 /// Makes and removes one cgroup.
@@ -729,6 +381,9 @@ pub fn probe(limits: &Limits) -> Result<Version, CgroupError> {
 
 #[cfg(test)]
 mod tests {
+
+    use super::roots::*;
+    use super::tree::*;
     use super::*;
 
     const MOUNTINFO_V1: &str = "\
