@@ -36,6 +36,9 @@ enum Task {
     Coldstart(coldstart::Command),
     /// Benchmark the importtime parser on a large log (throughput, peak memory).
     BenchParser(tasks::bench_parser::Args),
+    /// What one native sample of a Python worker costs it, `coldstart
+    /// record --native` beside `py-spy record --native` on the same process.
+    BenchNative(tasks::bench_native::Args),
     /// The start-up history end to end on 40 generated commits with known
     /// changes, beside asv's and Apache Otava's change detectors.
     BenchHistory(tasks::bench_history::Args),
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
             .map_err(anyhow::Error::from)
             .and_then(|project| coldstart::run(command, &project)),
         Task::BenchParser(args) => tasks::bench_parser::run(args),
+        Task::BenchNative(args) => tasks::bench_native::run(args),
         Task::BenchHistory(args) => tasks::bench_history::run(args),
         Task::ProbeCheck(args) => tasks::self_check::probe_check(args),
         Task::CheckCost(args) => tasks::self_check::check_cost(args),

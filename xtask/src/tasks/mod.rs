@@ -1,6 +1,7 @@
 //! The workspace-only tasks; each has an `Args` (clap) and a `run`.
 
 pub mod bench_history;
+pub mod bench_native;
 pub mod bench_parser;
 pub mod dist;
 pub mod dupnames;
