@@ -5,7 +5,7 @@
 //! The process is a Python loop that has imported the named modules (by
 //! default numpy, whose BLAS is a large shared library; pass `--import
 //! torch,transformers` with a Python that has them for the ML worker) and
-//! calls into them, so every stack has native frames under Python ones.
+//! calls into them (torch's matmul where torch is imported, else numpy's), so every stack has native frames under Python ones.
 //! Each round runs, in alternating order, nothing (the process alone), then
 //! each tool for `--duration` seconds at `--rate` Hz, a rate neither keeps
 //! on such a process: the samples each achieves say what a sample costs.
@@ -39,15 +39,21 @@ const NUMPY: &str = "numpy==2.4.6";
 const LOOP: &str = r#"
 import importlib, sys
 mods = [importlib.import_module(m) for m in sys.argv[1].split(",") if m]
-np = sys.modules.get("numpy")
-a = np.ones((32, 32)) if np is not None else None
+torch, np = sys.modules.get("torch"), sys.modules.get("numpy")
+if torch is not None:
+    torch.set_num_threads(1)
+    a = torch.ones((32, 32))
+    native_work = lambda: a @ a
+elif np is not None:
+    a = np.ones((32, 32))
+    native_work = lambda: np.dot(a, a)
+else:
+    native_work = lambda: sorted(range(3000), key=lambda x: -x)
 def python_work():
     t = 0
     for i in range(3000):
         t += i * i
     return t
-def native_work():
-    return np.dot(a, a) if a is not None else sorted(range(3000), key=lambda x: -x)
 print("ready", flush=True)
 while True:
     python_work()
