@@ -398,13 +398,12 @@ fn trace_of_a_rust_dispatcher_flows_from_its_span_to_the_worker_it_waited_on() {
 #[test]
 fn trace_stopped_by_ctrl_c_writes_the_trace_and_waits_for_the_command() {
     let cwd = tempfile::tempdir().unwrap();
-    let mut tracer = Command::new(support::coldstart_bin())
+    let mut tracer = support::coldstart(cwd.path())
         .args(["trace", "--output", "chrome-json=t.json", "--"])
         .arg("sh")
         .arg(fixture("live", "standin_parent.sh"))
         .arg(support::python())
         .arg(format!("coldstart-trace-sigint-{}", std::process::id()))
-        .current_dir(cwd.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -470,14 +469,12 @@ fn trace_leaves_no_worker_of_the_command_it_ended() {
     // with them open, the test still ends (and says so) instead of
     // waiting on a pipe for as long as the worker lives.
     let (stdout_file, stderr_file) = (dir.path().join("stdout"), dir.path().join("stderr"));
-    let mut tracer = Command::new(support::coldstart_bin())
-        .current_dir(dir.path())
+    let mut tracer = support::coldstart(dir.path())
         .args(["trace", "--duration", "1", "--output"])
         .arg(format!("chrome-json={}", out.display()))
         .arg("--")
         .arg(python)
         .args(["-c", &parent])
-        .stdin(Stdio::null())
         .stdout(std::fs::File::create(&stdout_file).unwrap())
         .stderr(std::fs::File::create(&stderr_file).unwrap())
         .spawn()
