@@ -164,7 +164,7 @@ fn the_guide_lists_every_command_and_the_readme_stays_short() {
         first_screen.contains("cargo xtask check") && first_screen.contains("cargo xtask test")
     );
     let index = std::fs::read_to_string(root().join("docs/README.md")).unwrap();
-    let help = std::process::Command::new(crate::support::coldstart_bin())
+    let help = crate::support::coldstart(root())
         .arg("--help")
         .output()
         .unwrap();

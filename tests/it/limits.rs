@@ -7,9 +7,6 @@
 //! Where this machine gives no writable cgroup, each case says NOT RUN, and
 //! fails under `cargo xtask test` (which runs where cgroups are given).
 
-use std::path::Path;
-use std::process::Stdio;
-
 use crate::support;
 
 /// Half a CPU: what the cases ask the machine for.
@@ -35,23 +32,6 @@ fn standin(extra: &str) -> String {
         support::python().display(),
         script.display()
     )
-}
-
-/// Runs coldstart in `dir` to its end: its pid, exit code, stdout and stderr.
-fn coldstart(dir: &Path, args: &[&str]) -> (u32, Option<i32>, String, String) {
-    let child = support::coldstart(dir)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("coldstart runs");
-    let pid = child.id();
-    let out = child.wait_with_output().unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    (pid, out.status.code(), stdout, stderr)
 }
 
 /// Waits (at most ten seconds) until every one of a harness's cgroup
@@ -89,7 +69,7 @@ fn a_cpu_bound_start_up_takes_about_twice_as_long_under_half_a_cpu() {
     .unwrap();
     let out = dir.path().join("run");
     let out_s = out.display().to_string();
-    let (pid, code, stdout, stderr) = coldstart(
+    let run = support::coldstart_run(
         dir.path(),
         &[
             "bench",
@@ -106,9 +86,12 @@ fn a_cpu_bound_start_up_takes_about_twice_as_long_under_half_a_cpu() {
             "--out",
             &out_s,
         ],
+        &[],
+        &[],
     );
-    assert_eq!(code, Some(0), "{stdout}{stderr}");
-    no_cgroup_left(pid);
+    let (stdout, stderr) = (support::stdout(&run), String::from_utf8_lossy(&run.stderr));
+    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    no_cgroup_left(run.pid);
     assert!(
         stdout.contains("measured: A: start-up as a plain parent sees it")
             && stdout.contains(
@@ -173,7 +156,7 @@ fn a_worker_over_its_memory_limit_is_reported_oom_killed_with_its_limit() {
         support::python().display().to_string(),
         script.display().to_string(),
     );
-    let (pid, code, stdout, stderr) = coldstart(
+    let run = support::coldstart_run(
         dir.path(),
         &[
             "bench",
@@ -192,9 +175,16 @@ fn a_worker_over_its_memory_limit_is_reported_oom_killed_with_its_limit() {
             "--alloc-mib",
             "200",
         ],
+        &[],
+        &[],
     );
-    assert_eq!(code, Some(1), "a failed trial: {stdout}{stderr}");
-    no_cgroup_left(pid);
+    let (stdout, stderr) = (support::stdout(&run), String::from_utf8_lossy(&run.stderr));
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "a failed trial: {stdout}{stderr}"
+    );
+    no_cgroup_left(run.pid);
     let records = support::trials(&out);
     match &records[0].workers[0].outcome {
         timeline::Outcome::Failed { stage, message } => {
@@ -230,16 +220,23 @@ fn a_worker_over_its_memory_limit_is_reported_oom_killed_with_its_limit() {
 #[test]
 fn limits_that_cannot_be_read_are_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let (_, code, _, stderr) = coldstart(dir.path(), &["bench", "--cpus", "half", "--", "true"]);
-    assert_eq!(code, Some(2), "{stderr}");
+    let run = support::coldstart_run(
+        dir.path(),
+        &["bench", "--cpus", "half"],
+        &["true".into()],
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("`half` is not a CPU quota"), "{stderr}");
     std::fs::write(
         dir.path().join("coldstart.toml"),
         "[[target]]\nname = \"w\"\ncommand = [\"true\"]\nmemory = \"lots\"\n",
     )
     .unwrap();
-    let (_, code, _, stderr) = coldstart(dir.path(), &["bench"]);
-    assert_eq!(code, Some(2), "{stderr}");
+    let run = support::coldstart_run(dir.path(), &["bench"], &[], &[]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("target `w`: `memory`: `lots` is not a memory size"),
         "{stderr}"

@@ -125,18 +125,13 @@ impl Drop for Tree {
     }
 }
 
-/// The installed `coldstart`, run from a fresh folder outside the workspace.
-fn coldstart(cwd: &Path) -> assert_cmd::Command {
-    support::coldstart_bounded(cwd, LINE_TIMEOUT)
-}
-
 use support::stdout as stdout_of;
 
 #[test]
 fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_chain() {
     let (tree, blocked, busy) = Tree::standin(&tag("dump"));
     let cwd = tempfile::tempdir().unwrap();
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["dump", &tree.pid().to_string()])
         .output()
         .unwrap();
@@ -192,7 +187,7 @@ fn dump_of_the_standin_parent_shows_both_workers_their_functions_and_the_parent_
     assert!(c.contains(&chain), "{c}");
 
     // The same as JSON.
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["dump", "--format", "json", &tree.pid().to_string()])
         .output()
         .unwrap();
@@ -242,7 +237,7 @@ fn match_selects_workers_by_command_line() {
     let tag = tag("match");
     let (_tree, blocked, busy) = Tree::standin(&tag);
     let cwd = tempfile::tempdir().unwrap();
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["dump", "--match", &format!("busy_worker\\.py {tag}$")])
         .output()
         .unwrap();
@@ -252,7 +247,7 @@ fn match_selects_workers_by_command_line() {
     assert!(text.contains("tokenize_in_a_loop"), "{text}");
     assert!(!text.contains(&format!("Process {blocked}: ")), "{text}");
     // Both workers by their shared tag.
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["dump", "--match", &format!("_worker\\.py {tag}$")])
         .output()
         .unwrap();
@@ -260,7 +255,7 @@ fn match_selects_workers_by_command_line() {
     assert!(text.contains("tokenize_in_a_loop"), "{text}");
     assert!(text.contains("wait_for_the_model_request"), "{text}");
     // Nothing matches: an error that says so.
-    coldstart(cwd.path())
+    support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["dump", "--match", &format!("{tag}-matches-nothing")])
         .assert()
         .code(2)
@@ -308,7 +303,7 @@ fn dump_says_the_rust_dispatcher_waits_on_the_worker_that_stalls() {
     );
     let mut text = String::new();
     for _ in 0..30 {
-        let out = coldstart(cwd.path())
+        let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
             .args(["dump", &pid.to_string()])
             .output()
             .unwrap();
@@ -340,7 +335,7 @@ fn dump_says_a_parent_waits_on_a_worker_only_where_it_reads_that_workers_pipe() 
     assert_eq!((b.as_str(), p.as_str()), ("blocked", "piped"));
     let cwd = tempfile::tempdir().unwrap();
     let pid = tree.pid();
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["dump", &pid.to_string()])
         .output()
         .unwrap();
@@ -361,7 +356,7 @@ fn dump_says_a_parent_waits_on_a_worker_only_where_it_reads_that_workers_pipe() 
         !text.contains(&format!("waits on worker {blocked}")),
         "{text}"
     );
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["dump", "--json", &pid.to_string()])
         .output()
         .unwrap();
@@ -382,7 +377,7 @@ fn record_of_an_idle_tree_under_a_parent_that_is_not_python_says_what_it_read() 
     let [(_, blocked), (_, piped)] = workers;
     let cwd = tempfile::tempdir().unwrap();
     let pid = tree.pid();
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["record", &pid.to_string(), "--subprocesses"])
         .args(["--duration", "1", "--format", "collapsed", "-o", "idle.txt"])
         .output()
@@ -465,7 +460,7 @@ fn assert_cpu_figure_agrees_with_the_kernel(
 ) -> (f64, f64, f64) {
     let (cpu0, wait0) = (kernel_cpu_ms(pid), run_queue_wait_ms(pid));
     let started = std::time::Instant::now();
-    let out = coldstart(cwd)
+    let out = support::coldstart_bounded(cwd, LINE_TIMEOUT)
         .args(["record", &pid.to_string()])
         .args(args)
         .output()
@@ -556,7 +551,7 @@ fn record_at_a_low_rate_with_idle_threads_prints_the_cpu_time_the_kernel_counts(
 fn top_at_a_low_rate_states_the_rate_used_and_counts_no_idle_thread() {
     let (_tree, _blocked, busy) = Tree::standin(&tag("top-rate"));
     let cwd = tempfile::tempdir().unwrap();
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args([
             "top",
             &busy.to_string(),
@@ -606,7 +601,7 @@ fn svg_frames(svg: &str) -> Vec<(String, u64)> {
 fn record_for_two_seconds_writes_a_flame_graph_whose_widest_frame_is_the_loop() {
     let (_tree, _blocked, busy) = Tree::standin(&tag("record"));
     let cwd = tempfile::tempdir().unwrap();
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["record", &busy.to_string(), "--duration", "2", "-o"])
         .arg("busy.svg")
         .output()
@@ -670,7 +665,7 @@ fn record_stopped_by_sigterm_writes_what_it_sampled() {
 fn top_prints_two_refreshes_that_name_the_loop() {
     let (_tree, _blocked, busy) = Tree::standin(&tag("top"));
     let cwd = tempfile::tempdir().unwrap();
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["top", &busy.to_string(), "-n", "2"])
         .output()
         .unwrap();
@@ -700,7 +695,7 @@ fn subprocesses_follows_a_forked_child() {
     let [(_, child), (_, parent)] = ready;
     assert_eq!(parent, tree.pid());
     let cwd = tempfile::tempdir().unwrap();
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["record", &parent.to_string(), "--subprocesses"])
         .args(["--duration", "2", "--format", "collapsed", "-o", "tree.txt"])
         .output()
@@ -714,7 +709,7 @@ fn subprocesses_follows_a_forked_child() {
         "{collapsed}"
     );
     // Without --subprocesses, the waiting parent alone (idle: no samples).
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["record", &parent.to_string(), "--idle", "--duration", "1"])
         .args(["--format", "collapsed", "-o", "parent.txt"])
         .output()
@@ -727,10 +722,7 @@ fn subprocesses_follows_a_forked_child() {
 /// `coldstart ARGS` on `pid` without the right to read it: exit 2, and
 /// the error says what to allow.
 fn assert_refused_without_ptrace_rights(cwd: &Path, pid: &str, args: &[&str]) {
-    let out = coldstart_without_ptrace_rights(cwd)
-        .args(args)
-        .output()
-        .unwrap();
+    let out = support::coldstart_run(cwd, args, &[], &[support::Env::WithoutPtraceRights]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
     for words in [
@@ -743,23 +735,6 @@ fn assert_refused_without_ptrace_rights(cwd: &Path, pid: &str, args: &[&str]) {
             "{args:?}: {words:?} missing: {stderr}"
         );
     }
-}
-
-/// `coldstart` without CAP_SYS_PTRACE: as root here, dropped from the
-/// bounding set before exec, so the new program never gets it.
-fn coldstart_without_ptrace_rights(cwd: &Path) -> Command {
-    let mut cmd = support::coldstart(cwd);
-    // SAFETY: only prctl(2), async-signal-safe, between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            const CAP_SYS_PTRACE: libc::c_ulong = 19;
-            if libc::geteuid() == 0 && libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    cmd
 }
 
 #[test]
@@ -791,7 +766,7 @@ fn a_process_the_kernel_will_not_let_us_read_gives_the_permission_error() {
 fn native_on_a_build_without_the_feature_says_how_to_get_it() {
     let (_tree, _blocked, busy) = Tree::standin(&tag("native"));
     let cwd = tempfile::tempdir().unwrap();
-    coldstart(cwd.path())
+    support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
         .args(["dump", "--native", &busy.to_string()])
         .assert()
         .code(2)
@@ -852,7 +827,7 @@ pub(crate) mod native_stacks {
         let (tree, workers) = service();
         let cwd = tempfile::tempdir().unwrap();
         let pid = tree.pid().to_string();
-        let out = coldstart(cwd.path())
+        let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
             .args(["dump", &pid, "--native"])
             .output()
             .unwrap();
@@ -889,7 +864,7 @@ pub(crate) mod native_stacks {
         }
         assert!(!text.contains("While process"), "{text}");
 
-        let out = coldstart(cwd.path())
+        let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
             .args(["dump", &pid, "--native", "--json"])
             .output()
             .unwrap();
@@ -918,7 +893,7 @@ pub(crate) mod native_stacks {
         let cwd = tempfile::tempdir().unwrap();
         let pid = tree.pid().to_string();
         let record = |format: &str, file: &str| {
-            let out = coldstart(cwd.path())
+            let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
                 .args(["record", &pid, "--native", "--subprocesses", "--idle"])
                 .args(["--duration", "2", "--format", format, "-o", file])
                 .output()
@@ -1008,7 +983,7 @@ pub(crate) mod native_stacks {
         let (name, worker) = tree.ready();
         assert_eq!(name, "gc");
         let cwd = tempfile::tempdir().unwrap();
-        let out = coldstart(cwd.path())
+        let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
             .args(["record", &worker.to_string(), "--native", "--duration", "2"])
             .args(["--format", "collapsed", "-o", "gc.txt"])
             .output()
@@ -1032,7 +1007,7 @@ pub(crate) mod native_stacks {
             let gc = line.find("gc_collect_main");
             assert!(python.is_some() && python < gc, "{line}");
         }
-        let out = coldstart(cwd.path())
+        let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
             .args(["dump", &tree.pid().to_string(), "--native"])
             .output()
             .unwrap();
@@ -1079,7 +1054,7 @@ pub(crate) mod native_stacks {
             stdin.flush().unwrap();
         }
         let cwd = tempfile::tempdir().unwrap();
-        let out = coldstart(cwd.path())
+        let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
             // A set rate: each refresh holds about 20 rounds, whatever the
             // load (the adaptive one can fall to a round a second).
             .args(["top", &tree.pid().to_string(), "--native", "-n", "2"])

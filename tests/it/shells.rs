@@ -12,10 +12,10 @@ use std::process::Command;
 
 use test_interpreters::installed;
 
-use crate::support::coldstart_bin;
+use crate::support::{self, coldstart_bin};
 
 fn completions(shell: &str) -> String {
-    let out = Command::new(coldstart_bin())
+    let out = support::coldstart(support::root())
         .args(["completions", shell])
         .output()
         .unwrap();

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -100,6 +101,96 @@ pub fn coldstart_bounded(dir: &Path, timeout: std::time::Duration) -> assert_cmd
     let mut cmd = assert_cmd::Command::from_std(coldstart(dir));
     cmd.timeout(timeout);
     cmd
+}
+
+/// A change [`coldstart_run`] makes to what the run inherits: a topic's
+/// own variable set or removed, or a right taken away.
+#[derive(Clone, Debug)]
+pub enum Env<'a> {
+    /// The variable set to the value.
+    Set(&'a str, OsString),
+    /// The variable removed.
+    Unset(&'a str),
+    /// No right to read another process's memory: as root (the suite's
+    /// machines), CAP_SYS_PTRACE dropped from the bounding set before exec,
+    /// so the new program never gets it.
+    WithoutPtraceRights,
+}
+
+/// A run of [`coldstart_run`] to its end: its pid (what its cgroups are
+/// named by) and its output, which it stands for (`run.status`,
+/// `run.stdout`, `&run` where an `&Output` is asked for).
+#[derive(Debug)]
+pub struct Ran {
+    pub pid: u32,
+    pub output: Output,
+}
+
+impl std::ops::Deref for Ran {
+    type Target = Output;
+
+    fn deref(&self) -> &Output {
+        &self.output
+    }
+}
+
+/// `coldstart ARGS [-- ARGV]` run to its end from `dir`, as [`coldstart`]
+/// starts it, with `env` applied in order (`ARGV`, a worker's command line,
+/// and the `--` before it only when `argv` is not empty); the command line
+/// and then what it printed are [`printed`]. The one way to run the tool
+/// to its end for an `Output`: a topic's differences are its arguments.
+pub fn coldstart_run(dir: &Path, args: &[&str], argv: &[String], env: &[Env<'_>]) -> Ran {
+    eprintln!(
+        "$ cd {} && coldstart {}{}",
+        dir.display(),
+        args.join(" "),
+        if argv.is_empty() {
+            String::new()
+        } else {
+            format!(" -- {}", argv.join(" "))
+        }
+    );
+    let mut cmd = coldstart(dir);
+    cmd.args(args);
+    if !argv.is_empty() {
+        cmd.arg("--").args(argv);
+    }
+    for change in env {
+        match change {
+            Env::Set(name, value) => {
+                cmd.env(name, value);
+            }
+            Env::Unset(name) => {
+                cmd.env_remove(name);
+            }
+            Env::WithoutPtraceRights => without_ptrace_rights(&mut cmd),
+        }
+    }
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("coldstart runs");
+    let pid = child.id();
+    let output = printed(child.wait_with_output().expect("coldstart's output"));
+    Ran { pid, output }
+}
+
+/// Has `cmd`'s program start without CAP_SYS_PTRACE when run as root: the
+/// capability dropped from the bounding set between fork and exec.
+fn without_ptrace_rights(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: only geteuid(2) and prctl(2), async-signal-safe, between
+    // fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            const CAP_SYS_PTRACE: libc::c_ulong = 19;
+            if libc::geteuid() == 0 && libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_PTRACE) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// The stand-in worker of a topic: `tests/fixtures/<topic>/standin.py`

@@ -6,7 +6,6 @@
 //! bench` as a user runs them, from a folder outside the workspace.
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -14,7 +13,7 @@ use spawn::worker_proto::Request;
 use spawn::{Command, ErrorKind, ShutdownPolicy, Stage, Transport, Worker};
 use timeline::TrialRecord;
 
-use crate::support::{self, assert_group_gone, trials};
+use crate::support::{self, Env, assert_group_gone, trials};
 
 const READY: Duration = Duration::from_secs(30);
 const REQUEST: Duration = Duration::from_secs(15);
@@ -266,26 +265,20 @@ fn tcp_stdout_is_not_the_protocol_and_a_closed_stdout_does_not_end_the_wait() {
 
 // ---- through the command line -----------------------------------------------
 
-fn coldstart(dir: &Path, args: &[&str], argv: &[String]) -> Output {
-    support::printed(
-        support::coldstart(dir)
-            .args(args)
-            .arg("--")
-            .args(argv)
-            .env("PYTHONPATH", support::worker_dir())
-            .output()
-            .unwrap(),
-    )
+/// The reference worker's folder on the workers' PYTHONPATH.
+fn worker_path() -> Env<'static> {
+    Env::Set("PYTHONPATH", support::worker_dir().into_os_string())
 }
 
 #[test]
 fn tcp_check_passes_three_reference_workers_at_once_with_the_same_evidence() {
     let mark = marker("check");
     let dir = tempfile::tempdir().unwrap();
-    let o = coldstart(
+    let o = support::coldstart_run(
         dir.path(),
         &["check", "--json", "--processes", "3"],
         &refworker(&mark),
+        &[worker_path()],
     );
     let json: Value = serde_json::from_slice(&o.stdout).expect("a JSON report");
     assert_eq!(o.status.code(), Some(0), "{json:#}");
@@ -325,7 +318,7 @@ fn tcp_check_on_a_target_that_says_tcp_and_never_gets_ready_shows_the_stack() {
         ),
     )
     .unwrap();
-    let o = coldstart(dir.path(), &["check"], &[]);
+    let o = support::coldstart_run(dir.path(), &["check"], &[], &[worker_path()]);
     let all = format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -345,7 +338,7 @@ fn tcp_bench_times_ready_from_the_stderr_line_and_names_connect_and_first_reply(
     let dir = tempfile::tempdir().unwrap();
     let out: PathBuf = dir.path().join("run");
     let out_s = out.display().to_string();
-    let o = coldstart(
+    let o = support::coldstart_run(
         dir.path(),
         &[
             "bench",
@@ -359,6 +352,7 @@ fn tcp_bench_times_ready_from_the_stderr_line_and_names_connect_and_first_reply(
             "3",
         ],
         &refworker(&mark),
+        &[worker_path()],
     );
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{stdout}");
@@ -405,7 +399,7 @@ fn tcp_serve_phase_closed_and_open_loop_over_the_connection() {
             "1",
         ];
         args.extend_from_slice(load);
-        let o = coldstart(dir.path(), &args, &refworker(&mark));
+        let o = support::coldstart_run(dir.path(), &args, &refworker(&mark), &[worker_path()]);
         assert_eq!(o.status.code(), Some(0), "{load:?}");
         let summary: Value =
             serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
@@ -424,10 +418,11 @@ fn tcp_profile_samples_a_worker_driven_over_the_connection() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("profile");
     let out_s = out.display().to_string();
-    let o = coldstart(
+    let o = support::coldstart_run(
         dir.path(),
         &["profile", "--rate", "200", "--out", &out_s],
         &refworker(&mark),
+        &[worker_path()],
     );
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{stdout}");
@@ -452,7 +447,7 @@ fn tcp_serve_keeps_k_requests_in_flight_and_matches_out_of_order_replies_by_id()
         "reorder".to_owned(),
         mark.clone(),
     ];
-    let o = coldstart(
+    let o = support::coldstart_run(
         dir.path(),
         &[
             "bench",
@@ -472,6 +467,7 @@ fn tcp_serve_keeps_k_requests_in_flight_and_matches_out_of_order_replies_by_id()
             r#"{"op": "work", "n": 1}"#,
         ],
         &argv,
+        &[worker_path()],
     );
     assert_eq!(o.status.code(), Some(0));
     let summary: Value =
@@ -499,20 +495,14 @@ fn daemon(mark: &str) -> Vec<String> {
     ]
 }
 
-/// `coldstart ARGS` in `dir`, every daemon it starts keeping its state
-/// (registry, stop stamps) in `state`; `argv` after `--` when not empty.
-fn coldstart_daemons(dir: &Path, state: &Path, args: &[&str], argv: &[String]) -> Output {
-    let mut cmd = support::coldstart(dir);
-    cmd.args(args);
-    if !argv.is_empty() {
-        cmd.arg("--").args(argv);
-    }
-    support::printed(
-        cmd.env("DAEMON_STATE_DIR", state)
-            .env_remove("PYTHONPATH")
-            .output()
-            .unwrap(),
-    )
+/// What `coldstart` is run with for daemons: every daemon it starts keeps
+/// its state (registry, stop stamps) in `state`, and none gets the
+/// reference worker's PYTHONPATH.
+fn daemons_keeping_state_in(state: &Path) -> [Env<'static>; 2] {
+    [
+        Env::Set("DAEMON_STATE_DIR", state.into()),
+        Env::Unset("PYTHONPATH"),
+    ]
 }
 
 /// Every daemon that kept its state in `state` was ended by the stop rule
@@ -569,11 +559,11 @@ fn tcp_check_stops_a_daemon_with_sigint_and_leaves_its_registry_clean() {
         ),
     )
     .unwrap();
-    let out = coldstart_daemons(
+    let out = support::coldstart_run(
         dir.path(),
-        &state,
         &["check", "--json", "--config", "daemon.toml"],
         &[],
+        &daemons_keeping_state_in(&state),
     );
     assert_check_passed_and_daemons_stopped(&out, "daemon.toml", &state, &mark);
 }
@@ -610,7 +600,12 @@ fn tcp_check_stops_a_bare_daemon_known_by_its_ready_line() {
     let mark = marker("bare-check");
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let out = coldstart_daemons(dir.path(), &state, &["check", "--json"], &daemon(&mark));
+    let out = support::coldstart_run(
+        dir.path(),
+        &["check", "--json"],
+        &daemon(&mark),
+        &daemons_keeping_state_in(&state),
+    );
     assert_check_passed_and_daemons_stopped(&out, "command line", &state, &mark);
 }
 
@@ -624,11 +619,11 @@ fn tcp_bench_stops_a_bare_daemon_known_by_its_ready_line() {
     let state = dir.path().join("state");
     let out = dir.path().join("run");
     let out_s = out.display().to_string();
-    let o = coldstart_daemons(
+    let o = support::coldstart_run(
         dir.path(),
-        &state,
         &["bench", "--out", &out_s, "--warmup", "0", "--trials", "2"],
         &daemon(&mark),
+        &daemons_keeping_state_in(&state),
     );
     assert_eq!(
         o.status.code(),
@@ -657,11 +652,11 @@ fn tcp_lazy_stops_a_bare_daemon_known_by_its_ready_line() {
     let mark = marker("bare-lazy");
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let o = coldstart_daemons(
+    let o = support::coldstart_run(
         dir.path(),
-        &state,
         &["lazy", "--format", "json", "--processes", "2"],
         &daemon(&mark),
+        &daemons_keeping_state_in(&state),
     );
     assert_eq!(
         o.status.code(),

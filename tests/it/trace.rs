@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -23,10 +23,6 @@ const TIMEOUT: Duration = Duration::from_secs(90);
 
 fn fixture(dir: &str, name: &str) -> PathBuf {
     support::fixtures().join(dir).join(name)
-}
-
-fn coldstart(cwd: &Path) -> assert_cmd::Command {
-    support::coldstart_bounded(cwd, TIMEOUT)
 }
 
 /// The names of the slices on thread `tid` of process `pid`.
@@ -46,7 +42,7 @@ fn slices_on(events: &[Value], pid: u64, tid: u64) -> Vec<String> {
 #[test]
 fn trace_of_a_command_draws_workers_that_come_and_go_and_only_the_proven_waits() {
     let cwd = tempfile::tempdir().unwrap();
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), TIMEOUT)
         .args(["trace", "--output", "chrome-json=t.json"])
         .args(["--output", "perfetto=out/t.perfetto-trace", "--"])
         .arg("sh")
@@ -171,7 +167,7 @@ fn trace_of_a_running_pid_names_the_parents_thread_and_claims_no_unproven_wait()
     }
     let cwd = tempfile::tempdir().unwrap();
     let pid = u64::from(parent.id());
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), TIMEOUT)
         .args(["trace", &pid.to_string(), "--duration", "2"])
         .args([
             "--output",
@@ -216,7 +212,7 @@ fn trace_of_a_running_pid_names_the_parents_thread_and_claims_no_unproven_wait()
 #[test]
 fn trace_of_a_command_puts_the_spans_it_exports_over_otlp_on_a_track_of_its_own() {
     let cwd = tempfile::tempdir().unwrap();
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), TIMEOUT)
         .args(["trace", "--output", "chrome-json=t.json", "--"])
         .arg(support::python())
         .arg(fixture("trace", "otlp_parent.py"))
@@ -288,7 +284,7 @@ fn trace_of_a_command_puts_the_spans_it_exports_over_otlp_on_a_track_of_its_own(
 #[test]
 fn trace_of_a_rust_dispatcher_flows_from_its_span_to_the_worker_it_waited_on() {
     let cwd = tempfile::tempdir().unwrap();
-    let out = coldstart(cwd.path())
+    let out = support::coldstart_bounded(cwd.path(), TIMEOUT)
         .args(["trace", "--idle", "--output", "chrome-json=t.json"])
         .args(["--output", "perfetto=t.pb", "--"])
         .arg(support::dispatcher_bin())
@@ -402,13 +398,12 @@ fn trace_of_a_rust_dispatcher_flows_from_its_span_to_the_worker_it_waited_on() {
 #[test]
 fn trace_stopped_by_ctrl_c_writes_the_trace_and_waits_for_the_command() {
     let cwd = tempfile::tempdir().unwrap();
-    let mut tracer = Command::new(support::coldstart_bin())
+    let mut tracer = support::coldstart(cwd.path())
         .args(["trace", "--output", "chrome-json=t.json", "--"])
         .arg("sh")
         .arg(fixture("live", "standin_parent.sh"))
         .arg(support::python())
         .arg(format!("coldstart-trace-sigint-{}", std::process::id()))
-        .current_dir(cwd.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -474,14 +469,12 @@ fn trace_leaves_no_worker_of_the_command_it_ended() {
     // with them open, the test still ends (and says so) instead of
     // waiting on a pipe for as long as the worker lives.
     let (stdout_file, stderr_file) = (dir.path().join("stdout"), dir.path().join("stderr"));
-    let mut tracer = Command::new(support::coldstart_bin())
-        .current_dir(dir.path())
+    let mut tracer = support::coldstart(dir.path())
         .args(["trace", "--duration", "1", "--output"])
         .arg(format!("chrome-json={}", out.display()))
         .arg("--")
         .arg(python)
         .args(["-c", &parent])
-        .stdin(Stdio::null())
         .stdout(std::fs::File::create(&stdout_file).unwrap())
         .stderr(std::fs::File::create(&stderr_file).unwrap())
         .spawn()
@@ -505,7 +498,7 @@ fn trace_leaves_no_worker_of_the_command_it_ended() {
 
     if !cfg!(feature = "native") {
         let started = support::marker("trace", "native-refused");
-        let out = coldstart(dir.path())
+        let out = support::coldstart_bounded(dir.path(), TIMEOUT)
             .args(["trace", "--native", "--duration", "1", "--output"])
             .arg(format!("chrome-json={}", out.display()))
             .arg("--")
@@ -529,14 +522,14 @@ fn trace_leaves_no_worker_of_the_command_it_ended() {
 #[test]
 fn trace_without_a_process_or_a_file_says_what_to_name() {
     let cwd = tempfile::tempdir().unwrap();
-    coldstart(cwd.path())
+    support::coldstart_bounded(cwd.path(), TIMEOUT)
         .args(["trace", "--output", "chrome-json=t.json"])
         .assert()
         .code(2)
         .stderr(predicates::str::contains(
             "name a PID to attach to, or a command after `--`",
         ));
-    coldstart(cwd.path())
+    support::coldstart_bounded(cwd.path(), TIMEOUT)
         .args(["trace", "1"])
         .assert()
         .code(2)
@@ -560,7 +553,7 @@ mod native_stacks {
         let (tree, workers) = crate::live::native_stacks::service();
         let cwd = tempfile::tempdir().unwrap();
         let pid = u64::from(tree.pid());
-        let out = coldstart(cwd.path())
+        let out = support::coldstart_bounded(cwd.path(), TIMEOUT)
             // Idle threads too: the service waits for requests, so its
             // threads are idle and would not be sampled otherwise.
             .args(["trace", &pid.to_string(), "--native", "--idle"])
