@@ -566,7 +566,7 @@ mod native_stacks {
             ])
             .output()
             .unwrap();
-        let stdout = support::succeeded(&out);
+        support::succeeded(&out);
         let events = chrome_events(&cwd.path().join("t.json"));
         let (_, threads) = names(&events);
         assert!(
