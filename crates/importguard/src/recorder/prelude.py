@@ -59,7 +59,11 @@ def _cs_dumps(v):
         for k, x in v.items():
             tx = type(x)
             if tx is str:
-                add('"%s":%s' % (k, _cs_str(x)))
+                # _cs_str inline: most values need no escaping.
+                if x.isprintable() and '"' not in x and "\\" not in x:
+                    add('"%s":"%s"' % (k, x))
+                else:
+                    add('"%s":%s' % (k, _cs_str(x)))
             elif tx is int:
                 add('"%s":%d' % (k, x))
             elif x is True:
@@ -72,6 +76,16 @@ def _cs_dumps(v):
                 add('"%s":%s' % (k, _cs_dumps(x)))
         return "{" + ",".join(parts) + "}"
     if t is list or t is tuple:
+        if not v:
+            return "[]"
+        try:
+            # A list of strings none of which needs escaping (sys.path,
+            # argv, module names): joined in C, not element by element.
+            whole = "".join(v)
+        except TypeError:
+            whole = None
+        if whole is not None and whole.isprintable() and '"' not in whole and "\\" not in whole:
+            return '["' + '","'.join(v) + '"]'
         return "[" + ",".join(_cs_str(x) if type(x) is str else _cs_dumps(x) for x in v) + "]"
     if isinstance(v, str):
         return _cs_str(str(v))
