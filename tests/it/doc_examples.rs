@@ -89,7 +89,12 @@ fn blocks(page: &str, text: &str) -> Vec<Block> {
     // language's block.
     let mut inside: Option<Option<Block>> = None;
     for (n, line) in text.lines().enumerate() {
-        let fence = line.trim_start().strip_prefix("```");
+        // As CommonMark reads a fence: an info string with a backtick
+        // makes the line inline code instead.
+        let fence = line
+            .trim_start()
+            .strip_prefix("```")
+            .filter(|info| !info.trim_start_matches('`').contains('`'));
         match (&mut inside, fence) {
             (Some(open), Some(_)) => {
                 out.extend(open.take());
@@ -332,7 +337,8 @@ fn a_block_is_read_into_commands_and_their_output() {
     let page = "text\n```console\n$ cd worker\n$ coldstart check \\\n    -- python3 -m w\nPASS\n...\n```\n\
                 ```console no-run: needs the real system\n$ batchalign3\n```\n\
                 ```console no-run\n$ x\n```\n```toml\n$ not a command\n```\n\
-                - an item:\n\n  ```console\n  $ coldstart\n  out\n  ```\n";
+                - an item:\n\n  ```console\n  $ coldstart\n  out\n  ```\n\
+                ```` ```console no-run ```` is inline code\n";
     let found = blocks("p.md", page);
     assert_eq!(found.len(), 4, "{found:?}");
     assert_eq!(found[0].line, 2);
