@@ -6,6 +6,7 @@ mod check;
 mod ci_files;
 mod conformance;
 mod diff;
+mod doc_examples;
 mod docs;
 mod evidence;
 mod help;

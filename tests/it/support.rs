@@ -594,8 +594,11 @@ impl Drop for KillOnDrop {
 /// a placeholder, everything else stays as printed. The workspace's place
 /// becomes `[ROOT]`, a path in the temporary folder `[TMP]`, a pid (three
 /// digits or more after `pid`, `process`, `worker`) `[PID]`, a loopback
-/// port `[PORT]`, a duration `[DURATION]`, a size `[SIZE]`. The rules, in
-/// the order applied: one list for [`redact`] and [`redactions`].
+/// port `[PORT]`, a duration `[DURATION]`, a size `[SIZE]`; a list ranked
+/// by time (lines each a duration, two spaces and a name: which names make
+/// it and their order change from run to run) becomes one line
+/// `  [RANKED BY TIME]`. The rules, in the order applied: one list for
+/// [`redact`] and [`redactions`].
 pub fn redaction_rules() -> Vec<(String, &'static str)> {
     let root = regex::escape(&root().display().to_string());
     let tmp = std::env::temp_dir().display().to_string();
@@ -612,6 +615,10 @@ pub fn redaction_rules() -> Vec<(String, &'static str)> {
         (
             r"\b\d+(\.\d+)? ?(B|KiB|MiB|GiB|kB|KB|MB|GB)\b".into(),
             "[SIZE]",
+        ),
+        (
+            r"(?m)^ +\[DURATION\]  \S.*(\n +\[DURATION\]  \S.*)*".into(),
+            "  [RANKED BY TIME]",
         ),
     ]
 }

@@ -1,0 +1,378 @@
+//! Every console example in the README, CONTRIBUTING.md and `docs/*.md` is
+//! run, as rustdoc runs the examples of a crate's documentation, so the
+//! pages cannot drift from the tool.
+//!
+//! A block is a fence whose info string starts with `console`: its `$ `
+//! lines are commands (a line ending in `\` goes on), the lines after a
+//! command are what it prints (stdout and stderr as one stream). Each
+//! command runs as a user runs it: through `sh`, in the block's folder (the
+//! workspace root, changed by a `$ cd DIR` line or `cd DIR && ...`), with
+//! `coldstart` the binary the suite builds, `cargo xtask` the suite's xtask
+//! and `python3` the interpreter the suite runs; the folder is a copy of
+//! the workspace made of links, so what a command writes stays out of the
+//! checkout. The page's output and the real one both go through
+//! [`support::redact`] and must then be equal, line for line, but for a
+//! page line `...`, which stands for any lines (none included). A command
+//! the page shows without output must succeed.
+//!
+//! A block that cannot run here says why in its info string:
+//! ```` ```console no-run: needs the real batchalign3 system ````. A block
+//! with any other words after `console` fails the test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support;
+
+/// The pages whose console blocks are run.
+fn pages() -> Vec<PathBuf> {
+    let root = support::root();
+    let mut v = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    v.extend(docs);
+    v
+}
+
+/// One console block of a page.
+#[derive(Debug)]
+struct Block {
+    /// The page, relative to the workspace root.
+    page: String,
+    /// The line of its opening fence (1-based).
+    line: usize,
+    /// The indent of its fence (a block in a list item).
+    indent: usize,
+    /// What its info string says after `console`.
+    info: String,
+    /// Its lines, fences left out.
+    body: Vec<String>,
+}
+
+/// What a block's info string says of it.
+#[derive(Debug, PartialEq)]
+enum Mark {
+    /// Nothing: the block is run.
+    Run,
+    /// `no-run: REASON`.
+    NoRun(String),
+    /// Anything else: a mistake in the page.
+    Bad(String),
+}
+
+impl Block {
+    fn mark(&self) -> Mark {
+        let info = self.info.trim();
+        if info.is_empty() {
+            return Mark::Run;
+        }
+        match info.strip_prefix("no-run:").map(str::trim) {
+            Some(reason) if !reason.is_empty() => Mark::NoRun(reason.to_owned()),
+            _ => Mark::Bad(format!(
+                "{}:{}: ```console {info}: neither runnable nor marked \
+                 `no-run: REASON`",
+                self.page, self.line
+            )),
+        }
+    }
+}
+
+/// The console blocks of `text` (the page `page`).
+fn blocks(page: &str, text: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    // Inside a fence: the console block being read, or None in another
+    // language's block.
+    let mut inside: Option<Option<Block>> = None;
+    for (n, line) in text.lines().enumerate() {
+        // As CommonMark reads a fence: an info string with a backtick
+        // makes the line inline code instead.
+        let fence = line
+            .trim_start()
+            .strip_prefix("```")
+            .filter(|info| !info.trim_start_matches('`').contains('`'));
+        match (&mut inside, fence) {
+            (Some(open), Some(_)) => {
+                out.extend(open.take());
+                inside = None;
+            }
+            (Some(Some(b)), None) => {
+                // A block in a list item: its lines lose the fence's indent.
+                let indent = b.indent;
+                let cut = line.len() - line.trim_start().len();
+                b.body.push(line[cut.min(indent)..].to_owned());
+            }
+            (Some(None), None) | (None, None) => {}
+            (None, Some(info)) => {
+                inside = Some(info.strip_prefix("console").map(|rest| Block {
+                    page: page.to_owned(),
+                    line: n + 1,
+                    indent: line.len() - line.trim_start().len(),
+                    info: rest.to_owned(),
+                    body: Vec::new(),
+                }));
+            }
+        }
+    }
+    out
+}
+
+/// One command of a block and the output the page shows for it.
+#[derive(Debug, PartialEq)]
+struct Step {
+    command: String,
+    shown: Vec<String>,
+}
+
+/// The commands of a block's lines, each with the lines shown after it.
+fn steps(body: &[String]) -> Vec<Step> {
+    let mut out: Vec<Step> = Vec::new();
+    let mut continued = false;
+    for line in body {
+        if continued {
+            let step = out.last_mut().unwrap();
+            step.command.push('\n');
+            step.command.push_str(line);
+            continued = line.ends_with('\\');
+        } else if let Some(command) = line.strip_prefix("$ ") {
+            out.push(Step {
+                command: command.to_owned(),
+                shown: Vec::new(),
+            });
+            continued = command.ends_with('\\');
+        } else if let Some(step) = out.last_mut() {
+            step.shown.push(line.clone());
+        }
+    }
+    out
+}
+
+/// Whether `real` matches `shown`, a page line `...` standing for any
+/// lines.
+fn matches(shown: &[&str], real: &[&str]) -> bool {
+    match shown.split_first() {
+        None => real.is_empty(),
+        Some((&"...", rest)) => (0..=real.len()).any(|i| matches(rest, &real[i..])),
+        Some((line, rest)) => real
+            .split_first()
+            .is_some_and(|(r, more)| r == line && matches(rest, more)),
+    }
+}
+
+/// `text` redacted, each line's trailing blanks dropped, ending blank lines
+/// dropped.
+fn redacted_lines(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = support::redact(text)
+        .lines()
+        .map(|l| l.trim_end().to_owned())
+        .collect();
+    while lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    lines
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// A folder of commands standing in for what a user has on PATH:
+/// `coldstart` (the suite's build), `python3` (the suite's interpreter) and
+/// `cargo`, which runs only `cargo xtask` (the suite's build of it).
+fn tools() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let link = |name: &str, to: &Path| std::os::unix::fs::symlink(to, dir.path().join(name));
+    link("coldstart", support::coldstart_bin()).unwrap();
+    link("python3", support::python()).unwrap();
+    let cargo = dir.path().join("cargo");
+    std::fs::write(
+        &cargo,
+        format!(
+            "#!/bin/sh\n\
+             [ \"$1\" = xtask ] || {{ echo \"only cargo xtask runs in a doc example\" >&2; exit 127; }}\n\
+             shift\nexec {} \"$@\"\n",
+            support::xtask_bin().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// The workspace at `root` seen from `into`: each entry a link to the
+/// real one, but for the folders on the way to `keep` (relative to
+/// `root`), made real so that what a command writes there stays in `into`.
+fn mirror(root: &Path, into: &Path, keep: &Path) {
+    std::fs::create_dir_all(into).unwrap();
+    let mut parts = keep.components();
+    let next = parts.next().map(|c| c.as_os_str().to_owned());
+    for e in std::fs::read_dir(root).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name();
+        if name == ".git" || name == "target" {
+            continue;
+        }
+        if Some(&name) == next.as_ref() && e.path().is_dir() {
+            mirror(&e.path(), &into.join(&name), parts.as_path());
+        } else {
+            std::os::unix::fs::symlink(e.path(), into.join(&name)).unwrap();
+        }
+    }
+}
+
+/// What a run of one block found: a mismatch's message, if any.
+fn run_block(block: &Block, tools: &Path) -> Option<String> {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut dir = PathBuf::new();
+    let workspace = scratch.path().join("ws");
+    let mut mirrored = false;
+    let steps = steps(&block.body);
+    if steps.is_empty() {
+        return Some(format!(
+            "{}:{}: a console block with no `$ ` command",
+            block.page, block.line
+        ));
+    }
+    for step in steps {
+        if let Some(to) = step
+            .command
+            .strip_prefix("cd ")
+            .filter(|t| !t.contains(' '))
+        {
+            dir.push(to);
+            continue;
+        }
+        if !mirrored {
+            mirror(support::root(), &workspace, &dir);
+            mirrored = true;
+        }
+        let (code, text) = run(&step.command, &workspace.join(&dir), tools);
+        let real = redacted_lines(&text);
+        let shown = redacted_lines(&step.shown.join("\n"));
+        let ok = if shown.is_empty() {
+            code == Some(0)
+        } else {
+            matches(&strs(&shown), &strs(&real))
+        };
+        if !ok {
+            let diff = similar::TextDiff::from_lines(
+                &format!("{}\n", shown.join("\n")),
+                &format!("{}\n", real.join("\n")),
+            )
+            .unified_diff()
+            .header("page (redacted)", "real (redacted)")
+            .to_string();
+            return Some(format!(
+                "{}:{}: `$ {}` (exit {code:?}) does not print what the page shows:\n{diff}",
+                block.page, block.line, step.command
+            ));
+        }
+    }
+    None
+}
+
+/// `command` through `sh` in `dir`, stdout and stderr one stream, with
+/// `tools` first on PATH: its exit code and its output.
+fn run(command: &str, dir: &Path, tools: &Path) -> (Option<i32>, String) {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![tools.to_path_buf()];
+    paths.extend(std::env::split_paths(&path));
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("exec 2>&1\n{command}"))
+        .current_dir(dir)
+        .env("PATH", std::env::join_paths(paths).unwrap())
+        .env_remove("PYTHONPATH")
+        .stdin(Stdio::null());
+    let out = assert_cmd::Command::from_std(cmd)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn every_console_example_runs_or_says_why_not() {
+    let tools = tools();
+    let (mut ran, mut marked, mut failures) = (Vec::new(), Vec::new(), Vec::new());
+    for page in pages() {
+        let rel = page
+            .strip_prefix(support::root())
+            .unwrap()
+            .display()
+            .to_string();
+        let text = std::fs::read_to_string(&page).unwrap();
+        for block in blocks(&rel, &text) {
+            match block.mark() {
+                Mark::Run => {
+                    ran.push(format!("{rel}:{}", block.line));
+                    failures.extend(run_block(&block, tools.path()));
+                }
+                Mark::NoRun(reason) => marked.push(format!("{rel}:{}: {reason}", block.line)),
+                Mark::Bad(why) => failures.push(why),
+            }
+        }
+    }
+    eprintln!(
+        "{} console blocks ran: {}\n{} marked no-run:\n  {}",
+        ran.len(),
+        ran.join(", "),
+        marked.len(),
+        marked.join("\n  ")
+    );
+    assert!(ran.len() + marked.len() >= 30, "blocks were read: {ran:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn a_block_is_read_into_commands_and_their_output() {
+    let page = "text\n```console\n$ cd worker\n$ coldstart check \\\n    -- python3 -m w\nPASS\n...\n```\n\
+                ```console no-run: needs the real system\n$ batchalign3\n```\n\
+                ```console no-run\n$ x\n```\n```toml\n$ not a command\n```\n\
+                - an item:\n\n  ```console\n  $ coldstart\n  out\n  ```\n\
+                ```` ```console no-run ```` is inline code\n";
+    let found = blocks("p.md", page);
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert_eq!(found[0].line, 2);
+    assert_eq!(found[0].mark(), Mark::Run);
+    assert_eq!(
+        steps(&found[0].body),
+        [
+            Step {
+                command: "cd worker".into(),
+                shown: vec![]
+            },
+            Step {
+                command: "coldstart check \\\n    -- python3 -m w".into(),
+                shown: vec!["PASS".into(), "...".into()]
+            },
+        ]
+    );
+    assert_eq!(found[1].mark(), Mark::NoRun("needs the real system".into()));
+    assert!(matches!(found[2].mark(), Mark::Bad(_)));
+    assert_eq!(
+        steps(&found[3].body),
+        [Step {
+            command: "coldstart".into(),
+            shown: vec!["out".into()]
+        }]
+    );
+}
+
+#[test]
+fn an_ellipsis_stands_for_any_lines_and_nothing_else_differs() {
+    assert!(matches(&["a", "...", "d"], &["a", "b", "c", "d"]));
+    assert!(matches(&["a", "...", "d"], &["a", "d"]));
+    assert!(matches(&["a", "..."], &["a"]));
+    assert!(!matches(&["a", "...", "d"], &["a", "b", "c"]));
+    assert!(!matches(&["a", "b"], &["a", "b", "c"]));
+    assert!(!matches(&["a", "b"], &["a", "c"]));
+}
