@@ -23,21 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crate::docs::pages;
 use crate::support;
-
-/// The pages whose console blocks are run.
-fn pages() -> Vec<PathBuf> {
-    let root = support::root();
-    let mut v = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
-    docs.sort();
-    v.extend(docs);
-    v
-}
 
 /// One console block of a page.
 #[derive(Debug)]

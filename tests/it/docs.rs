@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use crate::support::root;
 
-/// The Markdown files of the README and the guide.
-fn pages() -> Vec<PathBuf> {
+/// The Markdown files of the README and the guide (the docs checks
+/// here, the console examples of `doc_examples`).
+pub(crate) fn pages() -> Vec<PathBuf> {
     let mut v = vec![
         root().join("README.md"),
         root().join("CONTRIBUTING.md"),
