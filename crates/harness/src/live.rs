@@ -338,20 +338,7 @@ impl StackRecorder {
     /// `interrupt` is pressed, then writes what was sampled in the asked
     /// format, in every one of those cases.
     pub fn finish(mut self, interrupt: &Interrupt) -> Result<StackRecording> {
-        // The interrupt token has no waiting call: looked at a few times a
-        // second; the sampler's own deadline and exit detection do the rest.
-        let poll = Duration::from_millis(50);
-        let mut next = Instant::now();
-        while !self.sampler.is_finished() && !interrupt.is_set() {
-            next += poll;
-            std::thread::sleep(next.saturating_duration_since(Instant::now()));
-        }
-        let profile = self.sampler.stop();
-        let ended = if interrupt.is_set() {
-            SamplingEnd::Stopped
-        } else {
-            profile.stop_reason
-        };
+        let (profile, ended) = sample_until(self.sampler, interrupt);
         let stacks = profile.collapsed();
         let title = format!("{} (pid {})", command_of(&profile, self.pid), self.pid);
         let report_stacks: Vec<report::profile::SampledStack> = stacks
@@ -377,6 +364,28 @@ impl StackRecorder {
             out: self.out,
         })
     }
+}
+
+/// Waits until `sampler` finishes (its deadline, or every process it reads
+/// exited) or `interrupt` is pressed, then stops it: what it sampled, and
+/// why it ended (`Stopped` for the interrupt). The interrupt token has no
+/// waiting call, so it is looked at a few times a second; the sampler's own
+/// deadline and exit detection do the rest. `record` and `trace` both end
+/// their sampling here.
+pub(crate) fn sample_until(sampler: Sampler, interrupt: &Interrupt) -> (Profile, SamplingEnd) {
+    let poll = Duration::from_millis(50);
+    let mut next = Instant::now();
+    while !sampler.is_finished() && !interrupt.is_set() {
+        next += poll;
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    let profile = sampler.stop();
+    let ended = if interrupt.is_set() {
+        SamplingEnd::Stopped
+    } else {
+        profile.stop_reason
+    };
+    (profile, ended)
 }
 
 /// [`StackRecorder::start`] then [`StackRecorder::finish`].

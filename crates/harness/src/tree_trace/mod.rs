@@ -23,7 +23,7 @@
 //! waits as slices and flows), `spans` (OTLP spans on their tracks).
 
 use std::process::ExitStatus;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ::trace::{Slice, Trace};
 use pystacks::{Profile, Sampler, SamplingEnd};
@@ -146,19 +146,8 @@ impl TreeTracer {
     /// `interrupt` is pressed; then builds the trace, in every one of
     /// those cases. A launched command still running is ended.
     pub fn finish(self, interrupt: &Interrupt) -> Result<TreeTrace> {
-        let poll = Duration::from_millis(50);
-        let mut next = Instant::now();
-        while !self.sampler.is_finished() && !interrupt.is_set() {
-            next += poll;
-            std::thread::sleep(next.saturating_duration_since(Instant::now()));
-        }
-        let profile = self.sampler.stop();
+        let (profile, ended) = crate::live::sample_until(self.sampler, interrupt);
         let watched = self.watch.stop();
-        let ended = if interrupt.is_set() {
-            SamplingEnd::Stopped
-        } else {
-            profile.stop_reason
-        };
         let exit = self.launched.map(Launched::end).transpose()?;
         let spans = self.spans.map(Receiver::stop).unwrap_or_default();
         let mut trace = build(self.root, &profile, &watched);
