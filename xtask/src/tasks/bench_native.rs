@@ -249,16 +249,12 @@ fn describe(r: &Reading, alone: f64) -> String {
     )
 }
 
-/// `median (min..max)`.
+/// `median (min..max)`, the median the project's statistics compute.
 fn spread(values: &[f64]) -> String {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let median = if v.len() % 2 == 1 {
-        v[v.len() / 2]
-    } else {
-        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
-    };
-    format!("median {median:.3} ({:.3}..{:.3})", v[0], v[v.len() - 1])
+    let median = phases::stats::median(values).unwrap_or(f64::NAN);
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("median {median:.3} ({min:.3}..{max:.3})")
 }
 
 fn load() -> String {
