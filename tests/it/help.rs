@@ -75,3 +75,36 @@ fn the_redaction_replaces_what_varies_and_keeps_the_rest() {
          cost:  [DURATION] cumulative\n"
     );
 }
+
+#[test]
+fn a_bad_duration_count_or_share_is_refused_with_what_to_write() {
+    let dir = support::root();
+    let mut text = String::new();
+    for args in [
+        &["check", "--processes", "0", "--", "true"][..],
+        &["check", "--ready-timeout", "soon", "--", "true"],
+        &["profile", "--request-timeout", "0", "--", "true"],
+        &["dump", "--timeout", "0", "1"],
+        &[
+            "trace",
+            "--duration",
+            "inf",
+            "--output",
+            "perfetto=t.pb",
+            "--",
+            "true",
+        ],
+        &["diff", "--instrumented", "0"],
+        &["bench", "--noise-threshold", "150%"],
+    ] {
+        let out = support::coldstart(dir).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "coldstart {args:?}");
+        assert!(out.stdout.is_empty(), "coldstart {args:?}");
+        text += &format!(
+            "$ coldstart {}\n{}\n",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        );
+    }
+    support::redactions().bind(|| insta::assert_snapshot!(text));
+}

@@ -2,13 +2,18 @@
 //! flattened (`#[command(flatten)]`) into every subcommand that takes it:
 //! which target to run ([`TargetArgs`]), how intervals and verdicts are
 //! computed ([`StatsArgs`]), text or JSON output ([`TextOrJsonArgs`]), and
-//! the start-up history's store ([`HistoryArgs`], [`RecordFlagArgs`]).
+//! the start-up history's store ([`HistoryArgs`], [`RecordFlagArgs`]),
+//! and the timeouts that replace a target's ([`TimeoutArgs`], put over the
+//! config by [`settings::Overrides`]).
 //! One spelling and one parser per flag: a share is `0.02` or `2%`
-//! everywhere ([`parse_share`]).
+//! everywhere ([`parse_share`]), a duration a positive number of seconds
+//! ([`parse_secs`]), a count at least 1 ([`at_least_one`]).
+
+use std::time::Duration;
 
 use harness::Target;
 use phases::stats::Resampling;
-use settings::Project;
+use settings::{Overrides, Project};
 
 /// `--target NAME` and the worker command after `--`: which worker a task
 /// runs.
@@ -34,6 +39,48 @@ impl TargetArgs {
     /// [`Project::one_target`]).
     pub fn one_target(&self, project: &Project) -> Result<Target, settings::Error> {
         project.one_target(self.target.as_deref(), &self.command)
+    }
+
+    /// The targets these flags select, with `overrides` put over each.
+    pub fn resolve(
+        &self,
+        project: &Project,
+        overrides: &Overrides,
+    ) -> Result<Vec<Target>, settings::Error> {
+        let targets = self.targets(project)?;
+        Ok(targets.into_iter().map(|t| overrides.apply(t)).collect())
+    }
+
+    /// The one target these flags select, with `overrides` put over it.
+    pub fn resolve_one(
+        &self,
+        project: &Project,
+        overrides: &Overrides,
+    ) -> Result<Target, settings::Error> {
+        Ok(overrides.apply(self.one_target(project)?))
+    }
+}
+
+/// `--ready-timeout` and `--request-timeout`: how long a worker may take,
+/// instead of its target's `ready_timeout` and `request_timeout`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TimeoutArgs {
+    /// Seconds to wait for the ready line [default: the target's].
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub ready_timeout: Option<Duration>,
+    /// Seconds to wait for each reply [default: the target's].
+    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    pub request_timeout: Option<Duration>,
+}
+
+impl TimeoutArgs {
+    /// What these flags replace in a target.
+    pub fn overrides(&self) -> Overrides {
+        Overrides {
+            ready_timeout: self.ready_timeout,
+            request_timeout: self.request_timeout,
+            ..Overrides::default()
+        }
     }
 }
 
@@ -159,6 +206,24 @@ impl TextOrJsonArgs {
     }
 }
 
+/// A duration written as a positive number of seconds (`0.5`, `30`).
+pub fn parse_secs(s: &str) -> Result<Duration, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(Duration::from_secs_f64(v)),
+        _ => Err(format!(
+            "`{s}` is not a positive number of seconds: write 0.5 or 30"
+        )),
+    }
+}
+
+/// A count of at least 1 (`--processes`, `--trials`, `--instrumented`).
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("`{s}` is not a count of at least 1")),
+    }
+}
+
 /// A share written as `0.02` or `2%`: above 0, below 1.
 pub fn parse_share(s: &str) -> Result<f64, String> {
     let (num, scale) = match s.strip_suffix('%') {
@@ -184,6 +249,21 @@ mod tests {
         assert!(parse_share("0").is_err());
         assert!(parse_share("150%").is_err());
         assert!(parse_share("fast").is_err());
+    }
+
+    #[test]
+    fn seconds_and_counts_parse_or_say_what_to_write() {
+        assert_eq!(parse_secs("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_secs("30"), Ok(Duration::from_secs(30)));
+        for bad in ["0", "-1", "inf", "NaN", "soon"] {
+            assert!(
+                parse_secs(bad).unwrap_err().contains("write 0.5 or 30"),
+                "{bad}"
+            );
+        }
+        assert_eq!(at_least_one("3"), Ok(3));
+        assert!(at_least_one("0").is_err());
+        assert!(at_least_one("-2").is_err());
     }
 
     #[test]

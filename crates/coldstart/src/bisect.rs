@@ -44,7 +44,8 @@ pub struct Args {
     #[arg(long, value_name = "SECS")]
     max_seconds: Option<f64>,
     /// Untimed instrumented processes per side for the culprit's imports.
-    #[arg(long, value_name = "N", default_value_t = harness::diff::DEFAULT_INSTRUMENTED)]
+    #[arg(long, value_name = "N", default_value_t = harness::diff::DEFAULT_INSTRUMENTED,
+          value_parser = crate::args::at_least_one)]
     instrumented: usize,
     /// Where each step's bench run goes [default: a new folder under the
     /// system's temporary folder].
@@ -131,9 +132,6 @@ fn measured<'a>(
     interrupt: &'a harness::Interrupt,
     bar: &'a mut Bar,
 ) -> Result<Measured<'a>> {
-    if args.instrumented == 0 {
-        bail!("--instrumented must be at least 1");
-    }
     let good = git::resolve(top, Some(&args.good))?.commit;
     Ok(Measured {
         top: top.to_path_buf(),

@@ -95,14 +95,12 @@ pub struct Args {
     /// Make forbidden imports fail with an ImportError that names the policy.
     #[arg(long)]
     block: bool,
-    /// Seconds to wait for the ready line (overrides the target's).
-    #[arg(long, value_name = "SECS")]
-    ready_timeout: Option<f64>,
-    /// Seconds to wait for each reply (overrides the target's).
-    #[arg(long, value_name = "SECS")]
-    request_timeout: Option<f64>,
-    /// Fresh processes per target, run concurrently (overrides the target's; default 3).
-    #[arg(long, value_name = "N")]
+    /// How long a worker may take (each replaces the target's).
+    #[command(flatten)]
+    timeouts: crate::args::TimeoutArgs,
+    /// Fresh processes per target, run concurrently [default: the
+    /// target's, else 3].
+    #[arg(long, value_name = "N", value_parser = crate::args::at_least_one)]
     processes: Option<usize>,
     /// How to print the report: `text`, `json` (schema in
     /// `report::check`), `github` (workflow commands that annotate the
@@ -386,36 +384,22 @@ fn targets_for_snapshot(args: &Args, project: &Project) -> Result<Vec<harness::T
     Ok(project.targets(args.target.target.as_deref(), &[])?)
 }
 
-/// The targets to check, with the command line's overrides applied.
+/// The targets to check, with the command line's overrides put over them.
 fn targets(args: &Args, project: &Project) -> Result<Vec<harness::Target>> {
-    let mut targets = match &args.module {
+    let overrides = settings::Overrides {
+        forbidden: (!args.forbid.is_empty()).then(|| args.forbid.clone()),
+        processes: args.processes,
+        ..args.timeouts.overrides()
+    };
+    match &args.module {
         Some(pkg) => {
             if !args.target.command.is_empty() {
                 bail!("give either --module or a command after `--`, not both");
             }
             // --module runs in the caller's folder, like `python -c` would.
-            vec![check::module_target(pkg, &args.python, &project.cwd)?]
+            let t = check::module_target(pkg, &args.python, &project.cwd)?;
+            Ok(vec![overrides.apply(t)])
         }
-        None => args.target.targets(project)?,
-    };
-    let ready = crate::secs(args.ready_timeout, "--ready-timeout")?;
-    let request = crate::secs(args.request_timeout, "--request-timeout")?;
-    if args.processes == Some(0) {
-        bail!("--processes must be at least 1");
+        None => Ok(args.target.resolve(project, &overrides)?),
     }
-    for t in &mut targets {
-        if !args.forbid.is_empty() {
-            t.forbidden = args.forbid.iter().map(|s| s.trim().to_owned()).collect();
-        }
-        if let Some(d) = ready {
-            t.ready_timeout = d;
-        }
-        if let Some(d) = request {
-            t.request_timeout = d;
-        }
-        if let Some(n) = args.processes {
-            t.processes = n;
-        }
-    }
-    Ok(targets)
 }

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use harness::OnPress;
 use harness::diff::{self, DiffOptions, Head, git};
 
@@ -65,7 +65,8 @@ pub struct Args {
     #[arg(long, value_name = "SECS")]
     max_seconds: Option<f64>,
     /// Untimed instrumented processes per side for the import trees.
-    #[arg(long, value_name = "N", default_value_t = diff::DEFAULT_INSTRUMENTED)]
+    #[arg(long, value_name = "N", default_value_t = diff::DEFAULT_INSTRUMENTED,
+          value_parser = crate::args::at_least_one)]
     instrumented: usize,
     /// Where each target's bench run goes [default: a new folder under the
     /// system's temporary folder, kept and named in the report].
@@ -80,9 +81,6 @@ pub struct Args {
 
 /// Runs the diff.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
-    if args.instrumented == 0 {
-        bail!("--instrumented must be at least 1");
-    }
     let top = git::toplevel(&project.root)?;
     let base = git::resolve(&top, args.rev.as_deref())?;
     let opts = DiffOptions {

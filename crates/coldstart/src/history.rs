@@ -105,7 +105,7 @@ pub struct HistoryRecordArgs {
     #[arg(long, value_name = "K/N")]
     shard: Option<Shard>,
     /// Measured trials per commit.
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = crate::args::at_least_one)]
     trials: usize,
     /// Warm-up trials per commit (stored, marked as warm-ups).
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -200,9 +200,6 @@ fn render_show(format: ShowFormat, shown: &answers::history::HistoryReport) -> S
 }
 
 fn record_range(args: HistoryRecordArgs, project: &Project) -> Result<ExitCode> {
-    if args.trials == 0 {
-        bail!("--trials must be at least 1");
-    }
     let targets = args.target.targets(project)?;
     let top = git::toplevel(&project.root)?;
     let mut commits = record::commits(&top, args.range.as_deref())?;

@@ -174,12 +174,3 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
                 .is_some_and(harness::Error::is_broken_pipe)
     })
 }
-
-/// A positive number of seconds from a flag, or `None`.
-pub(crate) fn secs(v: Option<f64>, flag: &str) -> Result<Option<std::time::Duration>> {
-    match v {
-        None => Ok(None),
-        Some(s) if s.is_finite() && s > 0.0 => Ok(Some(std::time::Duration::from_secs_f64(s))),
-        Some(s) => bail!("{flag} must be a positive number of seconds, got {s}"),
-    }
-}

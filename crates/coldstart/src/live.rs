@@ -43,8 +43,8 @@ pub struct DumpArgs {
     #[command(flatten)]
     output: crate::args::TextOrJsonArgs,
     /// Seconds a dump may take before it is abandoned.
-    #[arg(long, default_value_t = 10.0)]
-    timeout: f64,
+    #[arg(long, value_name = "SECS", default_value = "10", value_parser = crate::args::parse_secs)]
+    timeout: Duration,
     #[command(flatten)]
     read: ReadArgs,
 }
@@ -94,8 +94,8 @@ pub struct RecordArgs {
     pid: u32,
     /// Stop after this many seconds (default: when the process exits or on
     /// Ctrl-C; what was sampled is written in every case).
-    #[arg(long, value_name = "SECONDS")]
-    duration: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = crate::args::parse_secs)]
+    duration: Option<Duration>,
     /// Samples per second (default 100, lowered on a process too large to
     /// read that often).
     #[arg(long)]
@@ -136,13 +136,12 @@ impl ReadArgs {
 
 /// Runs `coldstart dump`.
 pub fn dump(args: DumpArgs) -> Result<ExitCode> {
-    let timeout = crate::secs(Some(args.timeout), "--timeout")?.unwrap_or_default();
     let pids = live::select(&args.pids, args.pattern.as_deref())?;
     let options = args.read.options(true, None, false);
     let mut dumps = Vec::new();
     let mut failed = Vec::new();
     for pid in pids {
-        match live::dump(pid, &options, timeout) {
+        match live::dump(pid, &options, args.timeout) {
             Ok(d) => dumps.push(d),
             Err(e) => failed.push((pid, e)),
         }
@@ -283,7 +282,7 @@ pub fn record(args: RecordArgs) -> Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("coldstart-{}.{ext}", args.pid)));
-    let duration = crate::secs(args.duration, "--duration")?;
+    let duration = args.duration;
     let interrupt = crate::signals::interrupt(OnPress::StopOnly)?;
     let recorder = live::StackRecorder::start(
         args.pid,

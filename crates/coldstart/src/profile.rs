@@ -36,17 +36,16 @@ pub struct Args {
     /// How many frames to list.
     #[arg(long, default_value_t = 15)]
     top: usize,
-    /// Seconds to wait for the ready line (default: the target's).
-    #[arg(long)]
-    ready_timeout: Option<f64>,
+    /// How long the worker may take (each replaces the target's).
+    #[command(flatten)]
+    timeouts: crate::args::TimeoutArgs,
 }
 
 /// Runs the profile.
 pub fn run(args: Args, project: &Project) -> Result<ExitCode> {
-    let mut target = args.target.one_target(project)?;
-    if let Some(d) = crate::secs(args.ready_timeout, "--ready-timeout")? {
-        target.ready_timeout = d;
-    }
+    let target = args
+        .target
+        .resolve_one(project, &args.timeouts.overrides())?;
     let out = args.out.unwrap_or_else(|| {
         let secs = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

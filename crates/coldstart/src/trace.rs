@@ -5,6 +5,7 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use harness::OnPress;
@@ -41,8 +42,8 @@ pub struct Args {
     /// Stop after this many seconds (default: when every process exits,
     /// or on Ctrl-C; the files are written in every case). A command
     /// coldstart started and that still runs then is sent SIGTERM.
-    #[arg(long, value_name = "SECONDS")]
-    duration: Option<f64>,
+    #[arg(long, value_name = "SECONDS", value_parser = crate::args::parse_secs)]
+    duration: Option<Duration>,
     /// Samples per second (default 100, lowered on a process too large to
     /// read that often).
     #[arg(long)]
@@ -63,7 +64,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<ExitCode> {
     let options = TraceOptions {
         live: args.read.options(true, args.rate, args.idle),
-        duration: crate::secs(args.duration, "--duration")?,
+        duration: args.duration,
     };
     let interrupt = crate::signals::interrupt(OnPress::StopOnly)?;
     let (pid, launched, spans) = started(&args)?;

@@ -2,8 +2,9 @@
 //! ([`config`]: `--config FILE`, else the nearest `coldstart.toml` or
 //! `pyproject.toml` with `[tool.coldstart]`, a `coldstart.toml` first in a
 //! folder, resolved into
-//! [`harness::Target`]s) and the [`Project`] a command runs in (its root,
-//! its config, its built-in default, which targets a task runs).
+//! [`harness::Target`]s), the [`Project`] a command runs in (its root,
+//! its config, its built-in default, which targets a task runs) and the
+//! [`Overrides`] a command line puts over the targets it selects.
 //!
 //! Owns the file format and its discovery, nothing else: it runs no worker,
 //! parses no flags, prints nothing and picks no exit code. The `coldstart`
@@ -15,10 +16,12 @@
 pub mod config;
 mod error;
 pub mod layout;
+mod overrides;
 mod project;
 
 pub use config::{Config, discover, load, parse, target_names};
 pub use error::{Error, Problem};
+pub use overrides::Overrides;
 pub use project::Project;
 
 /// The config file's own name.
