@@ -60,7 +60,7 @@ fn the_redaction_replaces_what_varies_and_keeps_the_rest() {
     let text = format!(
         "ready 12.5 ms, exit after 1.2 s; 3 processes, pid 48213 on 127.0.0.1:39001\n\
          peak 45.1 MiB at {root}/tests/fixtures/a.py:3 and {}\n\
-         process 1 of 2, 15 modules, torch (1 module)\n\
+         process 1 of 2, 15 modules, torch (1 module), read by Python 3.15.0a2+ (main)\n\
          by package:\n       12.5 ms  re (5 modules)\n        9.0 ms  json (4 modules)\n\
          cost:  1.7 ms cumulative\n",
         tmp.display()
@@ -70,7 +70,7 @@ fn the_redaction_replaces_what_varies_and_keeps_the_rest() {
         redacted,
         "ready [DURATION], exit after [DURATION]; 3 processes, pid [PID] on 127.0.0.1:[PORT]\n\
          peak [SIZE] at [ROOT]/tests/fixtures/a.py:3 and [TMP]\n\
-         process 1 of 2, 15 modules, torch (1 module)\n\
+         process 1 of 2, 15 modules, torch (1 module), read by Python [VERSION] (main)\n\
          by package:\n  [RANKED BY TIME]\n\
          cost:  [DURATION] cumulative\n"
     );

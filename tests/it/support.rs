@@ -594,7 +594,8 @@ impl Drop for KillOnDrop {
 /// a placeholder, everything else stays as printed. The workspace's place
 /// becomes `[ROOT]`, a path in the temporary folder `[TMP]`, a pid (three
 /// digits or more after `pid`, `process`, `worker`) `[PID]`, a loopback
-/// port `[PORT]`, a duration `[DURATION]`, a size `[SIZE]`; a list ranked
+/// port `[PORT]`, an interpreter's full version (`Python 3.11.7`) `Python
+/// [VERSION]`, a duration `[DURATION]`, a size `[SIZE]`; a list ranked
 /// by time (lines each a duration, two spaces and a name: which names make
 /// it and their order change from run to run) becomes one line
 /// `  [RANKED BY TIME]`. The rules, in the order applied: one list for
@@ -608,6 +609,10 @@ pub fn redaction_rules() -> Vec<(String, &'static str)> {
         (format!(r#"{tmp}/[^\s:'"]+"#), "[TMP]"),
         (r"\b(pid|process|worker|PID) \d{3,}\b".into(), "$1 [PID]"),
         (r"\b(127\.0\.0\.1|localhost):\d+\b".into(), "$1:[PORT]"),
+        (
+            r"\bPython 3\.\d+\.\d+((a|b|rc)\d+)?\+?".into(),
+            "Python [VERSION]",
+        ),
         (
             r"\b\d+(\.\d+)?(e[-+]?\d+)? ?(ns|µs|us|ms|s|min)\b".into(),
             "[DURATION]",
