@@ -59,16 +59,19 @@ fn the_redaction_replaces_what_varies_and_keeps_the_rest() {
     let tmp = std::env::temp_dir().join("coldstart-diff-1234/out.json");
     let text = format!(
         "ready 12.5 ms, exit after 1.2 s; 3 processes, pid 48213 on 127.0.0.1:39001\n\
+         {py} -m w, pid: 48213, {{\"pid\": 48213, \"port\": 39001, \"t_ns\": 5612}}\n\
          peak 45.1 MiB at {root}/tests/fixtures/a.py:3 and {}\n\
          process 1 of 2, 15 modules, torch (1 module), read by Python 3.15.0a2+ (main)\n\
          by package:\n       12.5 ms  re (5 modules)\n        9.0 ms  json (4 modules)\n\
          cost:  1.7 ms cumulative\n",
-        tmp.display()
+        tmp.display(),
+        py = support::python().display(),
     );
     let redacted = support::redact(&text);
     assert_eq!(
         redacted,
         "ready [DURATION], exit after [DURATION]; 3 processes, pid [PID] on 127.0.0.1:[PORT]\n\
+         [PYTHON] -m w, pid: [PID], {\"pid\": [PID], \"port\": [PORT], \"t_ns\": [NS]}\n\
          peak [SIZE] at [ROOT]/tests/fixtures/a.py:3 and [TMP]\n\
          process 1 of 2, 15 modules, torch (1 module), read by Python [VERSION] (main)\n\
          by package:\n  [RANKED BY TIME]\n\

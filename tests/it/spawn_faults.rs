@@ -237,9 +237,7 @@ fn spawn_faults_crash_before_ready() {
     );
     assert_eq!(err.finished.as_ref().unwrap().escalation, Escalation::None);
     let text = err.to_string();
-    assert!(text.contains("crash_before_ready.py"), "{text}");
-    assert!(text.contains("ended on its own, exit code 1"), "{text}");
-    assert!(text.contains("what to do:"), "{text}");
+    support::redactions().bind(|| insta::assert_snapshot!("crash_before_ready", text));
     assert_group_gone(pid);
     drop(w);
     assert_group_gone(pid);
@@ -261,7 +259,7 @@ fn spawn_faults_hang_before_ready_times_out_and_runs_the_hook() {
     let (tx, rx) = std::sync::mpsc::channel();
     w.on_timeout(move |p| {
         tx.send(p).unwrap();
-        Some(format!("stack dump of {p}"))
+        Some(format!("stack dump of pid {p}"))
     });
     let started = Instant::now();
     let err = w.wait_ready(HANG).unwrap_err();
@@ -272,15 +270,14 @@ fn spawn_faults_hang_before_ready_times_out_and_runs_the_hook() {
     );
     assert_eq!(err.stage, Stage::Startup);
     assert_eq!(rx.try_recv(), Ok(pid), "the hook runs once, with the pid");
-    assert_eq!(err.diagnostics, [format!("stack dump of {pid}")]);
+    assert_eq!(err.diagnostics, [format!("stack dump of pid {pid}")]);
     assert_eq!(err.status, Some(ExitStatus::Signal(libc::SIGKILL)));
     let fin = err.finished.as_ref().unwrap();
     assert_eq!(fin.escalation, Escalation::Kill);
     assert!(fin.timeline.end.kill_sent_ns.is_some());
     assert!(err.stderr_tail.contains("waiting forever"), "{err}");
     let text = err.to_string();
-    assert!(text.contains(&format!("stack dump of {pid}")), "{text}");
-    assert!(text.contains("the harness killed its group"), "{text}");
+    support::redactions().bind(|| insta::assert_snapshot!("hang_before_ready", text));
     assert_group_gone(pid);
 }
 
@@ -328,11 +325,7 @@ fn spawn_faults_too_much_noise() {
     assert_eq!(err.stage, Stage::Startup);
     assert_eq!(err.noise.len(), 101);
     let text = err.to_string();
-    assert!(
-        text.contains("stdout noise: 101 line(s), the last ones:"),
-        "{text}"
-    );
-    assert!(text.contains("noise line 100"), "{text}");
+    support::redactions().bind(|| insta::assert_snapshot!("too_much_noise", text));
     assert_group_gone(pid);
 }
 

@@ -591,10 +591,12 @@ impl Drop for KillOnDrop {
 
 /// The one redaction of a whole output before it is compared or
 /// snapshotted: what changes from run to run or machine to machine becomes
-/// a placeholder, everything else stays as printed. The workspace's place
-/// becomes `[ROOT]`, a path in the temporary folder `[TMP]`, a pid (three
-/// digits or more after `pid`, `process`, `worker`) `[PID]`, a loopback
-/// port `[PORT]`, an interpreter's full version (`Python 3.11.7`) `Python
+/// a placeholder, everything else stays as printed. The default
+/// interpreter's path becomes `[PYTHON]`, the workspace's place `[ROOT]`, a
+/// path in the temporary folder `[TMP]`, a pid (three digits or more after
+/// `pid`, `pid:`, `process`, `worker`, or a JSON `"pid"`) `[PID]`, a
+/// loopback port (also a JSON `"port"`) `[PORT]`, a JSON `"t_ns"` clock
+/// reading `[NS]`, an interpreter's full version (`Python 3.11.7`) `Python
 /// [VERSION]`, a duration `[DURATION]`, a size `[SIZE]`; a list ranked
 /// by time (lines each a duration, two spaces and a name: which names make
 /// it and their order change from run to run) becomes one line
@@ -605,10 +607,16 @@ pub fn redaction_rules() -> Vec<(String, &'static str)> {
     let tmp = std::env::temp_dir().display().to_string();
     let tmp = regex::escape(tmp.trim_end_matches('/'));
     vec![
+        (regex::escape(&python().display().to_string()), "[PYTHON]"),
         (root, "[ROOT]"),
         (format!(r#"{tmp}/[^\s:'"]+"#), "[TMP]"),
-        (r"\b(pid|process|worker|PID) \d{3,}\b".into(), "$1 [PID]"),
+        (
+            r#"(\bpid|\bprocess|\bworker|\bPID|"pid")(:?) \d{3,}\b"#.into(),
+            "$1$2 [PID]",
+        ),
         (r"\b(127\.0\.0\.1|localhost):\d+\b".into(), "$1:[PORT]"),
+        (r#""port": \d+"#.into(), r#""port": [PORT]"#),
+        (r#""t_ns": \d+"#.into(), r#""t_ns": [NS]"#),
         (
             r"\bPython 3\.\d+\.\d+((a|b|rc)\d+)?\+?".into(),
             "Python [VERSION]",
