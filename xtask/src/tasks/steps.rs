@@ -3,6 +3,7 @@
 
 use std::fmt::Display;
 use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 
@@ -11,16 +12,21 @@ pub fn step(text: &str) {
     eprintln!("==> {text}");
 }
 
-/// Prints the step, runs it with inherited streams; `Ok(false)` when it ran
-/// and failed.
+/// Prints the step, runs it with inherited streams, then how long it took
+/// (`==> label: passed in 12.3 s`, so a slow CI run says which step was
+/// slow); `Ok(false)` when it ran and failed.
 pub fn run_step(label: &str, mut cmd: Command) -> Result<bool> {
     step(label);
+    let started = Instant::now();
     let status = cmd
         .stdin(Stdio::null())
         .status()
         .with_context(|| format!("cannot run {cmd:?}: is it installed and on PATH?"))?;
-    if !status.success() {
-        eprintln!("==> {label}: failed ({status})");
+    let took = started.elapsed().as_secs_f64();
+    if status.success() {
+        eprintln!("==> {label}: passed in {took:.1} s");
+    } else {
+        eprintln!("==> {label}: failed ({status}) after {took:.1} s");
     }
     Ok(status.success())
 }

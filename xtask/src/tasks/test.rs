@@ -64,6 +64,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    let started = std::time::Instant::now();
     let root = project_root();
     let python315 = if args.no_provision {
         step("provision: skipped (--no-provision)");
@@ -117,7 +118,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
             "the native-frames tests failed (they need the system's libunwind: `apt-get install libunwind-dev`)",
         ));
     }
-    step("all steps passed");
+    step(&format!(
+        "all steps passed in {:.0} s (not counting the build of xtask itself)",
+        started.elapsed().as_secs_f64()
+    ));
     Ok(ExitCode::SUCCESS)
 }
 
