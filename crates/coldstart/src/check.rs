@@ -114,8 +114,9 @@ pub struct Args {
     /// imports, the protocol's messages as flows).
     #[arg(long, value_name = "FORMAT=PATH", value_parser = crate::outputs::parse::<OutputFormat>)]
     output: Vec<crate::outputs::Output<OutputFormat>>,
-    /// The same as `--format json`.
-    #[arg(long, conflicts_with = "format")]
+    /// The same as `--format json` (kept for old scripts; hidden, as
+    /// every command's `--json` is).
+    #[arg(long, hide = true, conflicts_with = "format")]
     json: bool,
     /// Also print the whole importtime tree of the first process.
     #[arg(long)]
