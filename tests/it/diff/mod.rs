@@ -18,9 +18,7 @@ mod history_known;
 mod layouts;
 mod outputs;
 
-use crate::support::{
-    coldstart_bin, fixtures, git, printed, python, site_packages, uv, uv_project, worker_dir,
-};
+use crate::support::{fixtures, git, printed, python, site_packages, uv, uv_project, worker_dir};
 
 /// A user's repository (kept alive by the temp dir).
 pub(crate) struct Repo {
@@ -146,13 +144,11 @@ impl Repo {
             self.root.display(),
             args.join(" ")
         );
-        let mut c = Command::new(coldstart_bin());
+        let mut c = crate::support::coldstart(&self.root);
         c.args(args)
-            .current_dir(&self.root)
             .env_remove("PYTHONPATH")
             .env("TMPDIR", &self.tmp)
-            .env("XDG_CACHE_HOME", self.tmp.join("cache"))
-            .stdin(Stdio::null());
+            .env("XDG_CACHE_HOME", self.tmp.join("cache"));
         c
     }
 
