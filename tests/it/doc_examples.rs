@@ -6,9 +6,10 @@
 //! lines are commands (a line ending in `\` goes on), the lines after a
 //! command are what it prints (stdout and stderr as one stream). Each
 //! command runs as a user runs it: through `sh`, in the block's folder (the
-//! workspace root, changed by a `$ cd DIR` line or `cd DIR && ...`), with
-//! `coldstart` the binary the suite builds, `cargo xtask` the suite's xtask
-//! and `python3` the interpreter the suite runs; the folder is a copy of
+//! workspace root or the stand-in below, changed by a `$ cd DIR` line or
+//! `cd DIR && ...`), with `coldstart` the binary the suite builds, `cargo
+//! xtask` the suite's xtask, `uv` the test venv's and `python3` the
+//! interpreter the suite runs; the folder is a copy of
 //! the workspace made of links, so what a command writes stays out of the
 //! checkout, and the copy's place in an output reads as the workspace's.
 //! The page's output and the real one both go through
