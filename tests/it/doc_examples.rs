@@ -6,15 +6,23 @@
 //! lines are commands (a line ending in `\` goes on), the lines after a
 //! command are what it prints (stdout and stderr as one stream). Each
 //! command runs as a user runs it: through `sh`, in the block's folder (the
-//! workspace root, changed by a `$ cd DIR` line or `cd DIR && ...`), with
-//! `coldstart` the binary the suite builds, `cargo xtask` the suite's xtask
-//! and `python3` the interpreter the suite runs; the folder is a copy of
+//! workspace root or the stand-in below, changed by a `$ cd DIR` line or
+//! `cd DIR && ...`), with `coldstart` the binary the suite builds, `cargo
+//! xtask` the suite's xtask, `uv` the test venv's and `python3` the
+//! interpreter the suite runs; the folder is a copy of
 //! the workspace made of links, so what a command writes stays out of the
-//! checkout. The page's output and the real one both go through
+//! checkout, and the copy's place in an output reads as the workspace's.
+//! The page's output and the real one both go through
 //! [`support::redact`] and must then be equal, line for line, but for a
 //! page line `...`, which stands for any lines (none included). A command
 //! the page shows without output must succeed.
 //!
+//! A block that shows a command run in the reader's own project runs in a
+//! stand-in of it, named in its info string:
+//! ```` ```console in: tests/fixtures/docs/project ````: its folder is then
+//! the block's first folder, and the stand-in's `README.md` (or the
+//! nearest one above it) must name the page, so that what the stand-in
+//! stands in for is said where it lives.
 //! A block that cannot run here says why in its info string:
 //! ```` ```console no-run: needs the real batchalign3 system ````. A block
 //! with any other words after `console` fails the test.
@@ -44,8 +52,9 @@ struct Block {
 /// What a block's info string says of it.
 #[derive(Debug, PartialEq)]
 enum Mark {
-    /// Nothing: the block is run.
-    Run,
+    /// Nothing, or `in: DIR`: the block is run, from the workspace root or
+    /// from DIR (relative to it), a stand-in of the reader's project.
+    Run(PathBuf),
     /// `no-run: REASON`.
     NoRun(String),
     /// Anything else: a mistake in the page.
@@ -56,16 +65,52 @@ impl Block {
     fn mark(&self) -> Mark {
         let info = self.info.trim();
         if info.is_empty() {
-            return Mark::Run;
+            return Mark::Run(PathBuf::new());
+        }
+        if let Some(dir) = info.strip_prefix("in:").map(str::trim) {
+            return match standin(dir, &self.page) {
+                Ok(dir) => Mark::Run(dir),
+                Err(why) => Mark::Bad(format!("{}:{}: {why}", self.page, self.line)),
+            };
         }
         match info.strip_prefix("no-run:").map(str::trim) {
             Some(reason) if !reason.is_empty() => Mark::NoRun(reason.to_owned()),
             _ => Mark::Bad(format!(
-                "{}:{}: ```console {info}: neither runnable nor marked \
-                 `no-run: REASON`",
+                "{}:{}: ```console {info}: neither runnable, nor `in: DIR`, \
+                 nor marked `no-run: REASON`",
                 self.page, self.line
             )),
         }
+    }
+}
+
+/// The stand-in project `dir` (relative to the workspace root) that a block
+/// of `page` runs in: a folder of the workspace whose `README.md`, or the
+/// nearest one above it below the root, names `page`.
+fn standin(dir: &str, page: &str) -> Result<PathBuf, String> {
+    let rel = PathBuf::from(dir);
+    let plain = rel
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if dir.is_empty() || !plain || !support::root().join(&rel).is_dir() {
+        return Err(format!(
+            "`in: {dir}`: not a folder of the workspace, relative to its root"
+        ));
+    }
+    let readme = rel
+        .ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .map(|a| support::root().join(a).join("README.md"))
+        .find(|r| r.is_file());
+    match readme.map(|r| std::fs::read_to_string(r).unwrap()) {
+        Some(text) if text.contains(page) => Ok(rel),
+        Some(_) => Err(format!(
+            "`in: {dir}`: its README.md does not name {page}, whose reader's \
+             project it stands in for"
+        )),
+        None => Err(format!(
+            "`in: {dir}`: a stand-in says what it stands for in a README.md"
+        )),
     }
 }
 
@@ -168,13 +213,15 @@ fn strs(v: &[String]) -> Vec<&str> {
 }
 
 /// A folder of commands standing in for what a user has on PATH:
-/// `coldstart` (the suite's build), `python3` (the suite's interpreter) and
-/// `cargo`, which runs only `cargo xtask` (the suite's build of it).
+/// `coldstart` (the suite's build), `python3` (the suite's interpreter),
+/// `uv` (the test venv's) and `cargo`, which runs only `cargo xtask` (the
+/// suite's build of it).
 fn tools() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let link = |name: &str, to: &Path| std::os::unix::fs::symlink(to, dir.path().join(name));
     link("coldstart", support::coldstart_bin()).unwrap();
     link("python3", support::python()).unwrap();
+    link("uv", &support::uv()).unwrap();
     let cargo = dir.path().join("cargo");
     std::fs::write(
         &cargo,
@@ -212,10 +259,10 @@ fn mirror(root: &Path, into: &Path, keep: &Path) {
     }
 }
 
-/// What a run of one block found: a mismatch's message, if any.
-fn run_block(block: &Block, tools: &Path) -> Option<String> {
+/// What a run of one block from `dir` (relative to the workspace root)
+/// found: a mismatch's message, if any.
+fn run_block(block: &Block, mut dir: PathBuf, tools: &Path) -> Option<String> {
     let scratch = tempfile::tempdir().unwrap();
-    let mut dir = PathBuf::new();
     let workspace = scratch.path().join("ws");
     let mut mirrored = false;
     let steps = steps(&block.body);
@@ -238,7 +285,13 @@ fn run_block(block: &Block, tools: &Path) -> Option<String> {
             mirror(support::root(), &workspace, &dir);
             mirrored = true;
         }
-        let (code, text) = run(&step.command, &workspace.join(&dir), tools);
+        let (code, text) = run(&step.command, &workspace.join(&dir), tools, scratch.path());
+        // The copy stands for the workspace: its place is read as the
+        // workspace's, which the redaction makes `[ROOT]`.
+        let text = text.replace(
+            &workspace.display().to_string(),
+            &support::root().display().to_string(),
+        );
         let real = redacted_lines(&text);
         let shown = redacted_lines(&step.shown.join("\n"));
         let ok = if shown.is_empty() {
@@ -264,8 +317,9 @@ fn run_block(block: &Block, tools: &Path) -> Option<String> {
 }
 
 /// `command` through `sh` in `dir`, stdout and stderr one stream, with
-/// `tools` first on PATH: its exit code and its output.
-fn run(command: &str, dir: &Path, tools: &Path) -> (Option<i32>, String) {
+/// `tools` first on PATH and uv's cache in `scratch`: its exit code and its
+/// output.
+fn run(command: &str, dir: &Path, tools: &Path, scratch: &Path) -> (Option<i32>, String) {
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut paths = vec![tools.to_path_buf()];
     paths.extend(std::env::split_paths(&path));
@@ -275,6 +329,7 @@ fn run(command: &str, dir: &Path, tools: &Path) -> (Option<i32>, String) {
         .current_dir(dir)
         .env("PATH", std::env::join_paths(paths).unwrap())
         .env_remove("PYTHONPATH")
+        .env("UV_CACHE_DIR", scratch.join("uv-cache"))
         .stdin(Stdio::null());
     let out = assert_cmd::Command::from_std(cmd)
         .timeout(Duration::from_secs(120))
@@ -299,9 +354,9 @@ fn every_console_example_runs_or_says_why_not() {
         let text = std::fs::read_to_string(&page).unwrap();
         for block in blocks(&rel, &text) {
             match block.mark() {
-                Mark::Run => {
+                Mark::Run(dir) => {
                     ran.push(format!("{rel}:{}", block.line));
-                    failures.extend(run_block(&block, tools.path()));
+                    failures.extend(run_block(&block, dir, tools.path()));
                 }
                 Mark::NoRun(reason) => marked.push(format!("{rel}:{}: {reason}", block.line)),
                 Mark::Bad(why) => failures.push(why),
@@ -329,7 +384,7 @@ fn a_block_is_read_into_commands_and_their_output() {
     let found = blocks("p.md", page);
     assert_eq!(found.len(), 4, "{found:?}");
     assert_eq!(found[0].line, 2);
-    assert_eq!(found[0].mark(), Mark::Run);
+    assert_eq!(found[0].mark(), Mark::Run(PathBuf::new()));
     assert_eq!(
         steps(&found[0].body),
         [
@@ -362,4 +417,37 @@ fn an_ellipsis_stands_for_any_lines_and_nothing_else_differs() {
     assert!(!matches(&["a", "...", "d"], &["a", "b", "c"]));
     assert!(!matches(&["a", "b"], &["a", "b", "c"]));
     assert!(!matches(&["a", "b"], &["a", "c"]));
+}
+
+#[test]
+fn a_block_runs_in_a_stand_in_whose_readme_names_its_page() {
+    let block = |page: &str, info: &str| Block {
+        page: page.into(),
+        line: 1,
+        indent: 0,
+        info: info.into(),
+        body: Vec::new(),
+    };
+    let dir = "tests/fixtures/docs/project";
+    assert_eq!(
+        block("docs/check.md", &format!(" in: {dir}")).mark(),
+        Mark::Run(PathBuf::from(dir))
+    );
+    // A stand-in described by the README of the fixture that holds it.
+    let svc = "tests/fixtures/launcher/svc";
+    assert_eq!(
+        block("docs/check.md", &format!(" in: {svc}")).mark(),
+        Mark::Run(PathBuf::from(svc))
+    );
+    // A stand-in that does not say it stands in for this page's project,
+    // a folder that is none, one outside the workspace.
+    for (page, info) in [
+        ("docs/pool.md", format!(" in: {dir}")),
+        ("docs/check.md", " in: tests/fixtures/docs/absent".into()),
+        ("docs/check.md", " in: ../elsewhere".into()),
+        ("docs/check.md", " in:".into()),
+    ] {
+        let mark = block(page, &info).mark();
+        assert!(matches!(mark, Mark::Bad(_)), "{info}: {mark:?}");
+    }
 }

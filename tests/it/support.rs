@@ -592,28 +592,43 @@ impl Drop for KillOnDrop {
 /// The one redaction of a whole output before it is compared or
 /// snapshotted: what changes from run to run or machine to machine becomes
 /// a placeholder, everything else stays as printed. The default
-/// interpreter's path becomes `[PYTHON]`, the workspace's place `[ROOT]`, a
-/// path in the temporary folder `[TMP]`, a pid (three digits or more after
-/// `pid`, `pid:`, `process`, `worker`, or a JSON `"pid"`) `[PID]`, a
-/// loopback port (also a JSON `"port"`) `[PORT]`, a JSON `"t_ns"` clock
-/// reading `[NS]`, an interpreter's full version (`Python 3.11.7`) `Python
-/// [VERSION]`, a duration `[DURATION]`, a size `[SIZE]`; a list ranked
-/// by time (lines each a duration, two spaces and a name: which names make
-/// it and their order change from run to run) becomes one line
-/// `  [RANKED BY TIME]`. The rules, in the order applied: one list for
-/// [`redact`] and [`redactions`].
+/// interpreter's path becomes `[PYTHON]`, the workspace's place (or a
+/// page's `<project>`) `[ROOT]`, a path in the temporary folder (or a
+/// page's `<tmp>/...`) `[TMP]`, a pid or a thread's id (three digits or
+/// more after `pid`, `pid:`, `process`, `Process`, `worker`, `Thread`, or
+/// a JSON `"pid"`) `[PID]`, the interpreter py-spy names (`Python v3.11.7
+/// (PATH)`) `Python [INTERPRETER]`, a line of the standard library's
+/// `threading.py` in a stack (which moves with the interpreter's version)
+/// `threading.py:[LINE]`, a loopback port (also a JSON `"port"`) `[PORT]`,
+/// a JSON `"t_ns"` clock reading `[NS]`, an interpreter's full version
+/// (`Python 3.11.7`) `Python [VERSION]`, a duration `[DURATION]`, a size
+/// `[SIZE]`; a list ranked by time (lines each a duration, two spaces and
+/// a name: which names make it and their order change from run to run)
+/// becomes one line `  [RANKED BY TIME]`. The rules, in the order applied:
+/// one list for [`redact`] and [`redactions`].
 pub fn redaction_rules() -> Vec<(String, &'static str)> {
     let root = regex::escape(&root().display().to_string());
     let tmp = std::env::temp_dir().display().to_string();
     let tmp = regex::escape(tmp.trim_end_matches('/'));
     vec![
-        (regex::escape(&python().display().to_string()), "[PYTHON]"),
-        (root, "[ROOT]"),
-        (format!(r#"{tmp}/[^\s:'"]+"#), "[TMP]"),
         (
-            r#"(\bpid|\bprocess|\bworker|\bPID|"pid")(:?) \d{3,}\b"#.into(),
+            format!(
+                r"{}([^\w.]|$)",
+                regex::escape(&python().display().to_string())
+            ),
+            "[PYTHON]$1",
+        ),
+        (format!("{root}|<project>"), "[ROOT]"),
+        (format!(r#"({tmp}|<tmp>)/[^\s:'"]+"#), "[TMP]"),
+        (
+            r#"(\bpid|\bprocess|\bProcess|\bworker|\bPID|\bThread|"pid")(:?) \d{3,}\b"#.into(),
             "$1$2 [PID]",
         ),
+        (
+            r"\bPython v\d+\.\d+\.\d+\S* \([^()\n]+\)".into(),
+            "Python [INTERPRETER]",
+        ),
+        (r"\(threading\.py:\d+\)".into(), "(threading.py:[LINE])"),
         (r"\b(127\.0\.0\.1|localhost):\d+\b".into(), "$1:[PORT]"),
         (r#""port": \d+"#.into(), r#""port": [PORT]"#),
         (r#""t_ns": \d+"#.into(), r#""t_ns": [NS]"#),
@@ -734,4 +749,55 @@ pub fn perfetto_names(path: &Path) -> (Vec<String>, Vec<String>) {
         }
     }
     (processes, threads)
+}
+
+#[test]
+fn the_redaction_folds_a_page_placeholder_and_the_real_place_alike() {
+    let root = root().display().to_string();
+    let tmp = std::env::temp_dir().join("coldstart-bootstrap-0/518e/site");
+    let real = format!("ROOT={root} PYTHONPATH={}", tmp.display());
+    let page = "ROOT=<project> PYTHONPATH=<tmp>/coldstart-bootstrap-0/518e/site";
+    assert_eq!(redact(&real), "ROOT=[ROOT] PYTHONPATH=[TMP]");
+    assert_eq!(redact(page), redact(&real));
+    // A folder that is neither stays.
+    assert_eq!(redact("in <prefix>/bin"), "in <prefix>/bin");
+}
+
+#[test]
+fn the_redaction_folds_a_pid_or_thread_id_after_each_word() {
+    let text = "process 1 (pid 7947)\npid: 7947 (still running)\n\
+                Process 7947: python3 w.py\nThread 7950 (idle): \"MainThread\"\n\
+                worker 12345, PID 999\nprocess 1 of 3, Thread 12 (idle)\n";
+    assert_eq!(
+        redact(text),
+        "process 1 (pid [PID])\npid: [PID] (still running)\n\
+         Process [PID]: python3 w.py\nThread [PID] (idle): \"MainThread\"\n\
+         worker [PID], PID [PID]\nprocess 1 of 3, Thread 12 (idle)\n"
+    );
+}
+
+#[test]
+fn the_redaction_folds_the_interpreter_py_spy_names() {
+    for line in [
+        "Python v3.11.7 (/root/.pyenv/versions/3.11.7/bin/python3.11)",
+        "Python v3.13.0rc1 (<prefix>/bin/python3.13)",
+        "Python v3.8.20 (/usr/bin/python3.8)",
+    ] {
+        assert_eq!(redact(line), "Python [INTERPRETER]", "{line}");
+    }
+    // Only a version with its interpreter's path in brackets.
+    assert_eq!(redact("Python 3.11 is old"), "Python 3.11 is old");
+}
+
+#[test]
+fn the_redaction_folds_a_line_of_threading_py_and_keeps_the_workers() {
+    let stack = "    Condition.wait (threading.py:327)\n    Event.wait (threading.py:629)\n    \
+                 block_forever_before_ready (hang_before_ready.py:13)\n    \
+                 serve (mythreading.py:4)\n";
+    assert_eq!(
+        redact(stack),
+        "    Condition.wait (threading.py:[LINE])\n    Event.wait (threading.py:[LINE])\n    \
+         block_forever_before_ready (hang_before_ready.py:13)\n    \
+         serve (mythreading.py:4)\n"
+    );
 }
