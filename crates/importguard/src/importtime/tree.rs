@@ -300,6 +300,25 @@ impl ImportLog {
         self.text.slice(r.start, r.len())
     }
 
+    /// A hint that the caller is done with the names of `nodes` (a
+    /// rendering that has printed them): a source that can read its bytes
+    /// again (a file mapped in memory) may free the memory of that part of
+    /// the text. A later read of those names still works; it brings their
+    /// bytes back in.
+    pub fn read_past(&self, nodes: std::ops::Range<NodeId>) {
+        let Text::Shared(bytes) = &self.text else {
+            return;
+        };
+        let start_of = |id: NodeId| match self.nodes.get(id.index()) {
+            Some(n) => name_range(id.0, n.name, &self.long_names).start,
+            None => bytes.bytes().len(),
+        };
+        let (start, end) = (start_of(nodes.start), start_of(nodes.end));
+        if start < end {
+            bytes.read_past(start..end);
+        }
+    }
+
     /// A node with its name and session, ready to serialize.
     pub fn view(&self, id: NodeId) -> NodeView<'_> {
         let n = &self.nodes[id.index()];
