@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 
 use serde::Serialize;
 
-use super::tree::{ImportLog, NONE, NodeId, NodeKind};
+use super::tree::{ImportLog, NONE, NodeId, NodeKind, Slot};
 
 /// Which time a ranking uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -194,12 +194,14 @@ impl ImportLog {
     ) -> (Vec<NodeId>, Vec<NodeId>, Vec<PackageTotal>) {
         let (mut by_self, mut by_cum) = (TopN::new(n), TopN::new(n));
         let mut totals = Totals::new(self);
-        ids.into_iter().for_each(|id| {
-            let node = self.node(id);
-            if node.kind == NodeKind::Entry {
-                by_self.add(node.self_us, id.0);
-                by_cum.add(node.cumulative_us, id.0);
-                totals.add(self, id);
+        ids.into_iter().for_each(|NodeId(i)| {
+            let slot = self.nodes[i as usize];
+            if slot.kind() == NodeKind::Entry {
+                let self_us = slot.self_us(i, &self.wide);
+                let cumulative_us = slot.cumulative_us(i, &self.wide);
+                by_self.add(self_us, i);
+                by_cum.add(cumulative_us, i);
+                totals.count(self, i, slot, (self_us, cumulative_us));
             }
         });
         (by_self.finish(), by_cum.finish(), totals.finish())
@@ -222,7 +224,7 @@ impl ImportLog {
         let mut top = TopN::new(n);
         // `for_each`: see `package_totals_among`.
         ids.into_iter().for_each(|NodeId(i)| {
-            let node = &self.nodes[i as usize];
+            let node = self.node(NodeId(i));
             if node.kind == NodeKind::Entry {
                 top.add(
                     match metric {
@@ -257,18 +259,36 @@ impl Totals {
 
     /// Count one node (a cached one counts nothing).
     #[inline]
-    fn add(&mut self, log: &ImportLog, id: NodeId) {
-        let n = log.node(id);
-        if n.kind != NodeKind::Entry {
-            return;
+    fn add(&mut self, log: &ImportLog, NodeId(id): NodeId) {
+        let slot = log.nodes[id as usize];
+        if slot.kind() == NodeKind::Entry {
+            let times = (
+                slot.self_us(id, &log.wide),
+                slot.cumulative_us(id, &log.wide),
+            );
+            self.count(log, id, slot, times);
         }
-        let p = n.package;
-        let parent_same = n.parent != NONE && log.nodes[n.parent as usize].package == p;
+    }
+
+    /// Count timed node `id`, whose slot and (self, cumulative) times are
+    /// given.
+    #[inline]
+    fn count(
+        &mut self,
+        log: &ImportLog,
+        id: u32,
+        slot: Slot,
+        (self_us, cumulative_us): (i64, i64),
+    ) {
+        let p = slot.package(id, &log.wide);
+        let parent = slot.parent;
+        let parent_same =
+            parent != NONE && log.nodes[parent as usize].package(parent, &log.wide) == p;
         let t = &mut self.0[p as usize];
         t.modules += 1;
-        t.self_us = t.self_us.saturating_add(n.self_us);
+        t.self_us = t.self_us.saturating_add(self_us);
         if !parent_same {
-            t.cumulative_us = t.cumulative_us.saturating_add(n.cumulative_us);
+            t.cumulative_us = t.cumulative_us.saturating_add(cumulative_us);
         }
     }
 

@@ -162,8 +162,9 @@ pub enum Encoding {
     Utf16Be,
 }
 
-/// One import in the tree. Names and relations are read through
-/// [`ImportLog`] (`name`, `children`, `parent`).
+/// One import in the tree, as [`ImportLog::node`] reads it from the arena.
+/// Names and relations are read through [`ImportLog`] (`name`,
+/// `children`, `parent`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Node {
     /// Self time in microseconds (0 for cached nodes); may be negative.
@@ -176,7 +177,6 @@ pub struct Node {
     pub line: u32,
     pub(crate) parent: u32,
     pub(crate) first_child: u32,
-    pub(crate) next_sibling: u32,
     /// A timed node's top-level package, as an index into
     /// `ImportLog::packages` (`NONE` for cached nodes).
     pub(crate) package: u32,
@@ -191,6 +191,170 @@ impl Node {
     /// Whether this node comes from a cached line.
     pub fn is_cached(&self) -> bool {
         !matches!(self.kind, NodeKind::Entry)
+    }
+}
+
+/// A slot's self time when the times are in [`Wide::times`].
+const WIDE_TIME: i32 = i32::MIN;
+
+/// A slot's package when it is in [`Wide::packages`] (or, for a cached
+/// node, when it has none).
+const WIDE_PACKAGE: u32 = (1 << 14) - 1;
+
+/// One node as the arena holds it, in 32 bytes where a [`Node`] takes 48:
+/// the times in 32 bits each, depth, kind and package in one word, and no
+/// link to the next sibling (a subtree is a contiguous range of the arena
+/// ending at its root, so the next sibling is found from the node after a
+/// subtree). A value that does not fit is kept whole in the log's
+/// [`Wide`] tables: nothing is lost. The arena is most of a parse's
+/// memory, and the kernel zeroes every page of it first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Slot {
+    /// Self time, or [`WIDE_TIME`] when both times are in [`Wide::times`].
+    self_us: i32,
+    cumulative_us: i32,
+    /// Where the name lies in the text ([`pack_name`]).
+    pub(crate) name: u64,
+    pub(crate) line: u32,
+    pub(crate) parent: u32,
+    pub(crate) first_child: u32,
+    /// The depth in the low 16 bits, the kind in the next 2, the package
+    /// in the high 14 ([`WIDE_PACKAGE`] when it does not fit).
+    meta: u32,
+}
+
+/// The values too wide for their [`Slot`], by node, in node order.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Wide {
+    /// (node, self time, cumulative time).
+    pub(crate) times: Vec<(u32, i64, i64)>,
+    /// (node, package) of the timed nodes whose package index does not fit.
+    pub(crate) packages: Vec<(u32, u32)>,
+}
+
+impl Wide {
+    fn times_of(&self, id: u32) -> (i64, i64) {
+        self.times
+            .binary_search_by_key(&id, |t| t.0)
+            .map_or((0, 0), |i| (self.times[i].1, self.times[i].2))
+    }
+
+    fn package_of(&self, id: u32) -> u32 {
+        self.packages
+            .binary_search_by_key(&id, |p| p.0)
+            .map_or(NONE, |i| self.packages[i].1)
+    }
+}
+
+impl Slot {
+    /// Node `id` packed; what does not fit goes to `wide`, whose entries
+    /// must be for nodes before `id`.
+    #[inline]
+    pub(crate) fn pack(id: u32, node: &Node, wide: &mut Wide) -> Slot {
+        let times = (
+            i32::try_from(node.self_us).ok().filter(|&t| t != WIDE_TIME),
+            i32::try_from(node.cumulative_us).ok(),
+        );
+        let (self_us, cumulative_us) = match times {
+            (Some(s), Some(c)) => (s, c),
+            _ => {
+                wide.times.push((id, node.self_us, node.cumulative_us));
+                (WIDE_TIME, 0)
+            }
+        };
+        let package = match node.kind {
+            NodeKind::Entry if node.package < WIDE_PACKAGE => node.package,
+            NodeKind::Entry => {
+                wide.packages.push((id, node.package));
+                WIDE_PACKAGE
+            }
+            _ => WIDE_PACKAGE,
+        };
+        let mut slot = Slot {
+            self_us,
+            cumulative_us,
+            name: node.name,
+            line: node.line,
+            parent: node.parent,
+            first_child: node.first_child,
+            meta: package << 18,
+        };
+        slot.set_depth(node.depth);
+        slot.set_kind(node.kind);
+        slot
+    }
+
+    /// The node this slot holds (`id` is its index, to find what is in
+    /// `wide`).
+    #[inline]
+    pub(crate) fn unpack(self, id: u32, wide: &Wide) -> Node {
+        let kind = self.kind();
+        Node {
+            self_us: self.self_us(id, wide),
+            cumulative_us: self.cumulative_us(id, wide),
+            name: self.name,
+            line: self.line,
+            parent: self.parent,
+            first_child: self.first_child,
+            package: self.package(id, wide),
+            depth: self.depth(),
+            kind,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn self_us(self, id: u32, wide: &Wide) -> i64 {
+        match self.self_us {
+            WIDE_TIME => wide.times_of(id).0,
+            t => i64::from(t),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn cumulative_us(self, id: u32, wide: &Wide) -> i64 {
+        match self.self_us {
+            WIDE_TIME => wide.times_of(id).1,
+            _ => i64::from(self.cumulative_us),
+        }
+    }
+
+    /// A timed node's package, `NONE` for a cached one.
+    #[inline]
+    pub(crate) fn package(self, id: u32, wide: &Wide) -> u32 {
+        match (self.kind(), self.meta >> 18) {
+            (NodeKind::Entry, WIDE_PACKAGE) => wide.package_of(id),
+            (NodeKind::Entry, p) => p,
+            _ => NONE,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn depth(self) -> u16 {
+        self.meta as u16
+    }
+
+    #[inline]
+    pub(crate) fn set_depth(&mut self, depth: u16) {
+        self.meta = self.meta & !0xFFFF | u32::from(depth);
+    }
+
+    #[inline]
+    pub(crate) fn kind(self) -> NodeKind {
+        match (self.meta >> 16) & 3 {
+            0 => NodeKind::Entry,
+            1 => NodeKind::Cached,
+            _ => NodeKind::CachedAmbiguous,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn set_kind(&mut self, kind: NodeKind) {
+        let k = match kind {
+            NodeKind::Entry => 0,
+            NodeKind::Cached => 1,
+            NodeKind::CachedAmbiguous => 2,
+        };
+        self.meta = self.meta & !(3 << 16) | k << 16;
     }
 }
 
@@ -252,7 +416,9 @@ pub struct ImportLog {
     pub(crate) text: Text,
     pub(crate) encoding: Encoding,
     pub(crate) classes: Vec<LineClass>,
-    pub(crate) nodes: Vec<Node>,
+    pub(crate) nodes: Vec<Slot>,
+    /// What did not fit in the nodes' slots.
+    pub(crate) wide: Wide,
     pub(crate) texts: Vec<TextLine>,
     pub(crate) sessions: Vec<Session>,
     pub(crate) warnings: Vec<LogWarning>,
@@ -285,13 +451,37 @@ impl ImportLog {
     }
 
     /// The node arena, in line order.
-    pub fn nodes(&self) -> &[Node] {
-        &self.nodes
+    pub fn nodes(&self) -> Nodes<'_> {
+        Nodes { log: self }
     }
 
     /// One node.
-    pub fn node(&self, id: NodeId) -> &Node {
-        &self.nodes[id.index()]
+    #[inline]
+    pub fn node(&self, id: NodeId) -> Node {
+        self.nodes[id.index()].unpack(id.0, &self.wide)
+    }
+
+    /// The node after `id` among its parent's children, or `NONE`. A
+    /// subtree is the range of the arena that ends at its root, and the
+    /// children's subtrees tile the parent's in order: the next sibling's
+    /// subtree begins right after `id`, and it is the ancestor of that node
+    /// whose parent is `id`'s. Walking up to it visits the next sibling's
+    /// first children only, so a walk over all the children of all nodes
+    /// visits each node once.
+    #[inline]
+    pub(crate) fn next_sibling(&self, id: u32) -> u32 {
+        let parent = self.nodes[id as usize].parent;
+        let mut next = id + 1;
+        if parent == NONE || next == parent {
+            return NONE;
+        }
+        loop {
+            match self.nodes.get(next as usize).map(|n| n.parent) {
+                Some(p) if p == parent => return next,
+                Some(p) if p != NONE && p > next => next = p,
+                _ => return NONE,
+            }
+        }
     }
 
     /// A node's module name.
@@ -300,9 +490,28 @@ impl ImportLog {
         self.text.slice(r.start, r.len())
     }
 
+    /// A hint that the caller is done with the names of `nodes` (a
+    /// rendering that has printed them): a source that can read its bytes
+    /// again (a file mapped in memory) may free the memory of that part of
+    /// the text. A later read of those names still works; it brings their
+    /// bytes back in.
+    pub fn read_past(&self, nodes: std::ops::Range<NodeId>) {
+        let Text::Shared(bytes) = &self.text else {
+            return;
+        };
+        let start_of = |id: NodeId| match self.nodes.get(id.index()) {
+            Some(n) => name_range(id.0, n.name, &self.long_names).start,
+            None => bytes.bytes().len(),
+        };
+        let (start, end) = (start_of(nodes.start), start_of(nodes.end));
+        if start < end {
+            bytes.read_past(start..end);
+        }
+    }
+
     /// A node with its name and session, ready to serialize.
     pub fn view(&self, id: NodeId) -> NodeView<'_> {
-        let n = &self.nodes[id.index()];
+        let n = self.node(id);
         NodeView {
             name: self.name(id),
             self_us: n.self_us,
@@ -410,7 +619,7 @@ impl Iterator for Children<'_> {
             return None;
         }
         let id = self.next;
-        self.next = self.log.nodes[id as usize].next_sibling;
+        self.next = self.log.next_sibling(id);
         Some(NodeId(id))
     }
 }
@@ -431,9 +640,93 @@ impl Iterator for Descendants<'_> {
         let mut c = self.log.nodes[id as usize].first_child;
         while c != NONE {
             self.stack.push(c);
-            c = self.log.nodes[c as usize].next_sibling;
+            c = self.log.next_sibling(c);
         }
         self.stack[mark..].reverse();
         Some(NodeId(id))
     }
 }
+
+/// The node arena in line order, each node read from its slot as it is
+/// asked for ([`ImportLog::nodes`]).
+#[derive(Clone, Copy)]
+pub struct Nodes<'a> {
+    log: &'a ImportLog,
+}
+
+impl<'a> Nodes<'a> {
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.log.nodes.len()
+    }
+
+    /// Whether there is no node.
+    pub fn is_empty(&self) -> bool {
+        self.log.nodes.is_empty()
+    }
+
+    /// The node at `index`, if there is one.
+    pub fn get(&self, index: usize) -> Option<Node> {
+        let slot = self.log.nodes.get(index)?;
+        Some(slot.unpack(index as u32, &self.log.wide))
+    }
+
+    /// The nodes in line order.
+    pub fn iter(&self) -> NodesIter<'a> {
+        NodesIter {
+            log: self.log,
+            range: 0..self.log.nodes.len() as u32,
+        }
+    }
+}
+
+impl<'a> IntoIterator for Nodes<'a> {
+    type Item = Node;
+    type IntoIter = NodesIter<'a>;
+
+    fn into_iter(self) -> NodesIter<'a> {
+        self.iter()
+    }
+}
+
+impl PartialEq for Nodes<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl std::fmt::Debug for Nodes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// Iterator over [`Nodes`], in line order.
+#[derive(Debug, Clone)]
+pub struct NodesIter<'a> {
+    log: &'a ImportLog,
+    range: std::ops::Range<u32>,
+}
+
+impl Iterator for NodesIter<'_> {
+    type Item = Node;
+
+    #[inline]
+    fn next(&mut self) -> Option<Node> {
+        let id = self.range.next()?;
+        Some(self.log.node(NodeId(id)))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.range.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for NodesIter<'_> {
+    fn next_back(&mut self) -> Option<Node> {
+        let id = self.range.next_back()?;
+        Some(self.log.node(NodeId(id)))
+    }
+}
+
+impl ExactSizeIterator for NodesIter<'_> {}

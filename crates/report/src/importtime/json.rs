@@ -32,6 +32,10 @@ pub fn json_tree(log: &ImportLog, view: &View, w: &mut dyn Write) -> io::Result<
     w.flush()
 }
 
+/// How many nodes the tree is written past between two hints to the log
+/// that their names are done with ([`ImportLog::read_past`]).
+const RELEASE_EVERY: u32 = 1 << 16;
+
 fn write_tree<W: Write>(log: &ImportLog, view: &View, w: &mut W) -> io::Result<()> {
     let encoding = serde_json::to_string(&log.encoding()).map_err(io::Error::other)?;
     write!(
@@ -43,6 +47,11 @@ fn write_tree<W: Write>(log: &ImportLog, view: &View, w: &mut W) -> io::Result<(
     let mut stack: Vec<Step> = Vec::new();
     let mut current = usize::MAX;
     let mut first_root = true;
+    // Every node before `released` in the arena has been written (a
+    // subtree's nodes lie before it, post-order), so a mapped log's pages
+    // holding their names can go: written in tree order, the names would
+    // otherwise bring the whole file back in.
+    let mut released = 0u32;
     for &root in &view.roots {
         if !view.keeps(log, root) {
             continue;
@@ -85,6 +94,14 @@ fn write_tree<W: Write>(log: &ImportLog, view: &View, w: &mut W) -> io::Result<(
                     }
                     w.write_all(b",\"children\":[")?;
                     stack.push(Step::Close);
+                    // A leaf: every node before it in its root's subtree
+                    // was written before it.
+                    if id.0 >= released.saturating_add(RELEASE_EVERY)
+                        && log.children(id).next().is_none()
+                    {
+                        log.read_past(NodeId(released)..id);
+                        released = id.0;
+                    }
                     if view.descends(level) {
                         let mark = stack.len();
                         for c in log.children(id).filter(|&c| view.keeps(log, c)) {

@@ -5,7 +5,8 @@
 use super::lex::*;
 use super::packages::Packages;
 use crate::importtime::tree::{
-    LineClass, LogBytes, NONE, Node, NodeId, NodeKind, Session, TextLine, name_range, place_name,
+    LineClass, LogBytes, NONE, Node, NodeId, NodeKind, Session, Slot, TextLine, Wide, name_range,
+    place_name,
 };
 use crate::importtime::{LogWarning, LogWarningKind};
 
@@ -22,10 +23,10 @@ fn word(cols: &[u8; CACHED_COLUMNS.len()], at: usize) -> u64 {
 /// large log's arena is tens of megabytes, and faulting it in 4 KiB at a
 /// time cost a quarter of the parse. Only the whole 2 MiB pages inside the
 /// buffer are advised; an arena smaller than that is left alone.
-fn advise_huge_pages(nodes: &Vec<Node>) {
+fn advise_huge_pages(nodes: &Vec<Slot>) {
     const HUGE: usize = 2 << 20;
     let start = nodes.as_ptr() as usize;
-    let end = start + nodes.capacity() * std::mem::size_of::<Node>();
+    let end = start + nodes.capacity() * std::mem::size_of::<Slot>();
     let (from, to) = (start.div_ceil(HUGE) * HUGE, end / HUGE * HUGE);
     if to > from {
         // SAFETY: the range lies inside the vector's own allocation, and
@@ -50,7 +51,9 @@ pub(super) struct Builder<'a> {
     /// Names too long to pack into their node.
     pub(super) long_names: Vec<(u32, u64, u64)>,
     pub(super) classes: Vec<LineClass>,
-    pub(super) nodes: Vec<Node>,
+    pub(super) nodes: Vec<Slot>,
+    /// What did not fit in the nodes' slots.
+    pub(super) wide: Wide,
     pub(super) texts: Vec<TextLine>,
     pub(super) sessions: Vec<Session>,
     pub(super) warnings: Vec<LogWarning>,
@@ -77,7 +80,7 @@ impl<'a> Builder<'a> {
         // fill is never touched, so it takes no memory; and a large vector
         // grows by remapping its pages, not by copying them.
         let lines = text.len() / 64 + 16;
-        let nodes: Vec<Node> = Vec::with_capacity(lines);
+        let nodes: Vec<Slot> = Vec::with_capacity(lines);
         advise_huge_pages(&nodes);
         Builder {
             text,
@@ -87,6 +90,7 @@ impl<'a> Builder<'a> {
             long_names: Vec::new(),
             classes: Vec::with_capacity(lines),
             nodes,
+            wide: Wide::default(),
             texts: Vec::new(),
             sessions: Vec::new(),
             warnings: Vec::new(),
@@ -323,16 +327,16 @@ impl<'a> Builder<'a> {
         let mut roots = Vec::with_capacity(pending.len());
         for (id, lo) in pending {
             let n = &mut self.nodes[id as usize];
-            if n.kind == NodeKind::CachedAmbiguous {
-                n.depth = lo;
+            if n.kind() == NodeKind::CachedAmbiguous {
+                n.set_depth(lo);
                 if lo == 0 {
                     self.ambiguous += 1;
                 } else {
-                    n.kind = NodeKind::Cached;
+                    n.set_kind(NodeKind::Cached);
                 }
             }
-            if n.depth > 0 {
-                let (line, depth) = (n.line, u32::from(n.depth));
+            if n.depth() > 0 {
+                let (line, depth) = (n.line, u32::from(n.depth()));
                 let name = self.name_of(id);
                 self.warn(line, LogWarningKind::Orphan { name, depth });
             }
@@ -367,19 +371,19 @@ impl<'a> Builder<'a> {
         let mut entry_children: i64 = 0;
         while let Some(&(top, lo)) = self.pending.last() {
             let n = &mut self.nodes[top as usize];
-            if n.depth <= d {
+            if n.depth() <= d {
                 break;
             }
             self.pending.pop();
-            if n.kind == NodeKind::CachedAmbiguous {
-                n.depth = d + 1;
+            if n.kind() == NodeKind::CachedAmbiguous {
+                n.set_depth(d + 1);
                 if lo > d {
-                    n.kind = NodeKind::Cached;
+                    n.set_kind(NodeKind::Cached);
                 } else {
                     self.ambiguous += 1;
                 }
-            } else if n.depth != d + 1 {
-                let (child_line, child_depth) = (n.line, u32::from(n.depth));
+            } else if n.depth() != d + 1 {
+                let (child_line, child_depth) = (n.line, u32::from(n.depth()));
                 let child = self.name_of(top);
                 self.warn(
                     child_line,
@@ -391,29 +395,28 @@ impl<'a> Builder<'a> {
                 );
             }
             let n = &mut self.nodes[top as usize];
-            if n.kind == NodeKind::Entry {
-                children_cum = children_cum.saturating_add(n.cumulative_us);
+            if n.kind() == NodeKind::Entry {
+                children_cum = children_cum.saturating_add(n.cumulative_us(top, &self.wide));
                 entry_children += 1;
             }
             n.parent = id;
-            n.next_sibling = first;
             first = top;
         }
         let package = self
             .packages
             .of(&self.text[name_start..name_start + name_len]);
-        self.nodes.push(Node {
+        let node = Node {
             self_us,
             cumulative_us: cum_us,
             name: place_name(id, name_start, name_len, &mut self.long_names),
             line: line_no,
             parent: NONE,
             first_child: first,
-            next_sibling: NONE,
             package,
             depth: d,
             kind: NodeKind::Entry,
-        });
+        };
+        self.nodes.push(Slot::pack(id, &node, &mut self.wide));
         self.pending.push((id, d));
         self.level_lo = d;
         let s = self.sessions.last_mut().expect("an open session exists");
@@ -474,18 +477,18 @@ impl<'a> Builder<'a> {
                 (hi, lo, NodeKind::CachedAmbiguous)
             }
         };
-        self.nodes.push(Node {
+        let node = Node {
             self_us: 0,
             cumulative_us: 0,
             name: place_name(id, name_start, name_len, &mut self.long_names),
             line: line_no,
             parent: NONE,
             first_child: NONE,
-            next_sibling: NONE,
             package: NONE,
             depth,
             kind,
-        });
+        };
+        self.nodes.push(Slot::pack(id, &node, &mut self.wide));
         self.pending.push((id, lo));
         self.level_lo = lo;
         let s = self.sessions.last_mut().expect("an open session exists");

@@ -110,6 +110,7 @@ fn build(
     let Builder {
         classes,
         nodes,
+        wide,
         texts,
         sessions,
         mut warnings,
@@ -135,6 +136,7 @@ fn build(
         encoding,
         classes,
         nodes,
+        wide,
         texts,
         sessions,
         warnings,

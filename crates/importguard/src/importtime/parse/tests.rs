@@ -462,3 +462,69 @@ fn a_name_too_long_to_pack_is_kept_whole() {
     assert_eq!(log.children(NodeId(1)).collect::<Vec<_>>(), [NodeId(0)]);
     assert_eq!(std::mem::size_of::<crate::importtime::Node>(), 48);
 }
+
+/// Times that do not fit a slot's 32 bits (and the one 32-bit value a slot
+/// keeps as its mark) are read back exactly, in the nodes, the warnings and
+/// the totals; an arena slot is 32 bytes.
+#[test]
+fn times_too_wide_for_a_slot_are_kept_whole() {
+    let text = format!(
+        "{H}import time: -2147483648 | 3000000000 |   a.x\n\
+         import time: 2147483647 | -2147483647 |   a.y\n\
+         import time: 1 | 9000000000 | a\n\
+         import time: 7 | 7 | b\n"
+    );
+    let log = parse(text.as_bytes());
+    let times: Vec<(i64, i64)> = log
+        .nodes()
+        .iter()
+        .map(|n| (n.self_us, n.cumulative_us))
+        .collect();
+    assert_eq!(
+        times,
+        [
+            (-2_147_483_648, 3_000_000_000),
+            (2_147_483_647, -2_147_483_647),
+            (1, 9_000_000_000),
+            (7, 7)
+        ]
+    );
+    let totals = log.package_totals(None);
+    assert_eq!(
+        (
+            totals[0].package.as_str(),
+            totals[0].self_us,
+            totals[0].cumulative_us
+        ),
+        ("a", 0, 9_000_000_000)
+    );
+    let wide = log.nodes().iter().map(|n| n.self_us).sum::<i64>();
+    assert_eq!(wide, 7);
+    assert_eq!(std::mem::size_of::<crate::importtime::tree::Slot>(), 32);
+}
+
+/// More distinct packages than a slot's package field holds: the totals
+/// still count each one, and a package's modules stay together.
+#[test]
+fn packages_beyond_a_slots_field_are_counted() {
+    let mut text = H.to_owned();
+    for i in 0..20_000 {
+        text.push_str(&format!(
+            "import time: 1 | 1 |   p{i}.sub\nimport time: 2 | 3 | p{i}\n"
+        ));
+    }
+    let log = parse(text.as_bytes());
+    let totals = log.package_totals(None);
+    assert_eq!(totals.len(), 20_000);
+    assert!(
+        totals
+            .iter()
+            .all(|t| (t.modules, t.self_us, t.cumulative_us) == (2, 3, 3))
+    );
+    let last = log.nodes().len() as u32 - 1;
+    assert_eq!(log.name(NodeId(last)), "p19999");
+    assert_eq!(
+        log.children(NodeId(last)).collect::<Vec<_>>(),
+        [NodeId(last - 1)]
+    );
+}
