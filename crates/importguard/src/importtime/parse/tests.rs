@@ -448,7 +448,7 @@ fn shared_bytes_are_given_back_in_order_as_the_scan_leaves_them() {
 }
 
 /// A name too long to pack into its node (16 MiB) is kept whole, beside
-/// short ones, and the node stays one 48-byte slot of the arena.
+/// short ones, and the node stays one 32-byte slot of the arena.
 #[test]
 fn a_name_too_long_to_pack_is_kept_whole() {
     let long = "m".repeat(1 << 24);
@@ -460,7 +460,7 @@ fn a_name_too_long_to_pack_is_kept_whole() {
     assert_eq!(log.name(NodeId(1)), long);
     assert_eq!(log.name(NodeId(2)), "c");
     assert_eq!(log.children(NodeId(1)).collect::<Vec<_>>(), [NodeId(0)]);
-    assert_eq!(std::mem::size_of::<crate::importtime::Node>(), 48);
+    assert_eq!(std::mem::size_of::<crate::importtime::tree::Slot>(), 32);
 }
 
 /// Times that do not fit a slot's 32 bits (and the one 32-bit value a slot
