@@ -23,6 +23,10 @@ pub enum Lines {
 /// An attached py-spy reader of one process.
 pub(crate) struct Spy {
     inner: PythonSpy,
+    /// With `native` on Python 3.11 or later: the native frames unwound
+    /// by this crate, py-spy reading the Python ones in the same stop.
+    #[cfg(feature = "native")]
+    native: Option<crate::native::PythonNative>,
 }
 
 impl Spy {
@@ -46,12 +50,8 @@ impl Spy {
             }
         }
         let pause = (pause || native) && !own_child;
-        let config = Config {
-            blocking: if pause {
-                LockingStrategy::Lock
-            } else {
-                LockingStrategy::NonBlocking
-            },
+        let config = |native, blocking| Config {
+            blocking,
             native,
             lineno: match lines {
                 Lines::Current => LineNo::LastInstruction,
@@ -60,9 +60,36 @@ impl Spy {
             collect_thread_names: true,
             ..Config::default()
         };
-        let inner =
-            PythonSpy::new(pid as py_spy::Pid, &config).map_err(|e| Error::classify(pid, &e))?;
-        let mut spy = Spy { inner };
+        let new = |config: &Config| {
+            PythonSpy::new(pid as py_spy::Pid, config).map_err(|e| Error::classify(pid, &e))
+        };
+        #[cfg(feature = "native")]
+        if native {
+            // From 3.11 on a thread's state names its kernel thread, which
+            // is what is unwound: py-spy reads the Python frames without
+            // stopping anything itself, the stop is this crate's.
+            let inner = new(&config(false, LockingStrategy::NonBlocking))?;
+            if (inner.version.major, inner.version.minor) >= (3, 11) {
+                let native = crate::native::PythonNative::attach(pid)?;
+                return Spy::first_read(Spy {
+                    inner,
+                    native: Some(native),
+                });
+            }
+        }
+        let blocking = if pause {
+            LockingStrategy::Lock
+        } else {
+            LockingStrategy::NonBlocking
+        };
+        Spy::first_read(Spy {
+            inner: new(&config(native, blocking))?,
+            #[cfg(feature = "native")]
+            native: None,
+        })
+    }
+
+    fn first_read(mut spy: Spy) -> Result<Spy, Error> {
         spy.threads()?;
         Ok(spy)
     }
@@ -81,10 +108,14 @@ impl Spy {
     /// read, if the spy pauses).
     pub(crate) fn threads(&mut self) -> Result<Vec<ThreadStack>, Error> {
         let pid = self.inner.pid as u32;
-        let traces = self
-            .inner
-            .get_stack_traces()
-            .map_err(|e| Error::classify(pid, &e))?;
+        #[cfg(feature = "native")]
+        let traces = match self.native.as_mut() {
+            Some(native) => native.traces(&mut self.inner),
+            None => self.inner.get_stack_traces(),
+        };
+        #[cfg(not(feature = "native"))]
+        let traces = self.inner.get_stack_traces();
+        let traces = traces.map_err(|e| Error::classify(pid, &e))?;
         // Before 3.11 the interpreter does not record a thread's kernel id
         // and py-spy (without `unwind`) guesses activity from the frames
         // alone. The main thread (the oldest, so last in the interpreter's

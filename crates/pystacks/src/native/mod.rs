@@ -13,6 +13,11 @@
 //! file, so a Rust service's stacks would end after its first frame
 //! without a frame pointer.
 //!
+//! With the `native` feature a Python 3.11+ process's native frames come
+//! from the same unwinder and symbolizer (`python`), merged under the
+//! Python frames py-spy reads as py-spy merges them (`cython`: Cython's
+//! frames as py-spy names them).
+//!
 //! A thread is idle when it was not running, or when its innermost frames
 //! are a wait (a futex, `epoll_wait`, `poll`, a blocking read, a sleep):
 //! a tokio worker parked on its futex, a reactor in `epoll_wait`.
@@ -264,10 +269,17 @@ impl NativeReader {
     }
 }
 
+#[cfg(feature = "native")]
+mod cython;
 #[cfg(all(feature = "native", target_arch = "x86_64"))]
 mod modules;
 #[cfg(feature = "native")]
+mod python;
+#[cfg(feature = "native")]
 mod unwind;
+
+#[cfg(feature = "native")]
+pub(crate) use python::PythonNative;
 
 #[cfg(test)]
 mod tests {

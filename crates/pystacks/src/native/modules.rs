@@ -9,9 +9,11 @@ use std::sync::Arc;
 
 use framehop::x86_64::UnwinderX86_64;
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder};
-use goblin::elf::Elf;
+use goblin::container::Ctx;
 use goblin::elf::program_header::PT_LOAD;
 use goblin::elf::section_header::SHT_NOBITS;
+use goblin::elf::{Elf, ProgramHeader, SectionHeader};
+use goblin::strtab::Strtab;
 use memmap2::Mmap;
 
 /// A section's bytes inside a memory-mapped file.
@@ -62,15 +64,30 @@ fn parse_maps(maps: &str) -> Vec<Mapping> {
 
 /// An unwinder that knows every executable file mapped into `pid` now; a
 /// file it cannot read is left out (its frames end the stack there).
-pub(super) fn unwinder(pid: u32) -> UnwinderX86_64<Bytes> {
+pub(super) fn unwinder(pid: u32) -> (UnwinderX86_64<Bytes>, Vec<Range<u64>>) {
     let mut unwinder = UnwinderX86_64::new();
+    let mut known = Vec::new();
+    add_new(pid, &mut unwinder, &mut known);
+    (unwinder, known)
+}
+
+/// Adds to `unwinder` the executable files mapped into `pid` since
+/// `known` (the address ranges of the files it has) was filled: a library
+/// loaded since (a Python extension imported). Returns how many it added.
+pub(super) fn add_new(
+    pid: u32,
+    unwinder: &mut UnwinderX86_64<Bytes>,
+    known: &mut Vec<Range<u64>>,
+) -> usize {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
     let mut files: BTreeMap<String, Vec<Mapping>> = BTreeMap::new();
     for m in parse_maps(&maps) {
         files.entry(m.path.clone()).or_default().push(m);
     }
+    let mut added = 0;
     for (path, maps) in files {
-        if !maps.iter().any(|m| m.executable) {
+        let is_known = |m: &Mapping| known.iter().any(|r| r.contains(&m.start));
+        if !maps.iter().any(|m| m.executable) || maps.iter().any(is_known) {
             continue;
         }
         // Through the process's root, so a container's files are found.
@@ -84,14 +101,44 @@ pub(super) fn unwinder(pid: u32) -> UnwinderX86_64<Bytes> {
             continue;
         };
         if let Some(module) = module(&path, &maps, Arc::new(map)) {
+            known.push(module.avma_range());
             unwinder.add_module(module);
+            added += 1;
         }
     }
-    unwinder
+    added
+}
+
+/// A file's program and section headers and its sections' names: what the
+/// unwinder needs, not the symbol tables a full parse reads (tens of
+/// megabytes of a large library's, at each attach).
+struct Headers<'a> {
+    program_headers: Vec<ProgramHeader>,
+    section_headers: Vec<SectionHeader>,
+    shdr_strtab: Strtab<'a>,
+}
+
+fn headers(bytes: &[u8]) -> Option<Headers<'_>> {
+    let header = Elf::parse_header(bytes).ok()?;
+    let ctx = Ctx::new(header.container().ok()?, header.endianness().ok()?);
+    let count = |n: u16| usize::from(n);
+    let offset = |o: u64| usize::try_from(o).ok();
+    let program_headers =
+        ProgramHeader::parse(bytes, offset(header.e_phoff)?, count(header.e_phnum), ctx).ok()?;
+    let section_headers =
+        SectionHeader::parse(bytes, offset(header.e_shoff)?, count(header.e_shnum), ctx).ok()?;
+    let names = section_headers.get(count(header.e_shstrndx))?;
+    let shdr_strtab =
+        Strtab::parse(bytes, offset(names.sh_offset)?, offset(names.sh_size)?, 0).ok()?;
+    Some(Headers {
+        program_headers,
+        section_headers,
+        shdr_strtab,
+    })
 }
 
 fn module(path: &str, maps: &[Mapping], map: Arc<Mmap>) -> Option<Module<Bytes>> {
-    let elf = Elf::parse(&map).ok()?;
+    let elf = headers(&map)?;
     let first_load = elf.program_headers.iter().find(|h| h.p_type == PT_LOAD)?;
     let first_map = maps.iter().find(|m| m.offset == 0)?;
     // The load bias: where the file's first segment sits, less its

@@ -16,7 +16,10 @@ pub(super) struct Inner {
     unwinder: framehop::x86_64::UnwinderX86_64<super::modules::Bytes>,
     #[cfg(target_arch = "x86_64")]
     cache: framehop::x86_64::CacheX86_64,
-    symbolicator: Symbolicator,
+    /// The address ranges of the files the unwinder knows.
+    #[cfg(target_arch = "x86_64")]
+    modules: Vec<std::ops::Range<u64>>,
+    pub(super) symbolicator: Symbolicator,
     /// Frames by address (inlined calls give several).
     frames: HashMap<u64, Vec<Frame>>,
     /// The buffer a stack's top is read into, kept between threads.
@@ -39,12 +42,16 @@ impl Inner {
         }
         let process = Process::new(pid as remoteprocess::Pid).map_err(|e| native(pid, e))?;
         let symbolicator = process.symbolicator().map_err(|e| native(pid, e))?;
+        #[cfg(target_arch = "x86_64")]
+        let (unwinder, modules) = super::modules::unwinder(pid);
         Ok(Inner {
             process,
             #[cfg(target_arch = "x86_64")]
-            unwinder: super::modules::unwinder(pid),
+            unwinder,
             #[cfg(target_arch = "x86_64")]
             cache: framehop::x86_64::CacheX86_64::new(),
+            #[cfg(target_arch = "x86_64")]
+            modules,
             symbolicator,
             frames: HashMap::new(),
             #[cfg(target_arch = "x86_64")]
@@ -103,11 +110,39 @@ impl Inner {
             .collect())
     }
 
+    /// Whether an address lies in no file the unwinder knows: a library
+    /// loaded since it was made (see [`Inner::add_new_files`]).
+    pub(super) fn outside_known_files(&self, addresses: &[u64]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            addresses
+                .iter()
+                .any(|a| *a != 0 && !self.modules.iter().any(|r| r.contains(a)))
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = addresses;
+            false
+        }
+    }
+
+    /// Makes the files mapped since the unwinder was made known to it, and
+    /// the symbolizer read the process's files again.
+    pub(super) fn add_new_files(&mut self) {
+        #[cfg(target_arch = "x86_64")]
+        super::modules::add_new(
+            self.process.pid as u32,
+            &mut self.unwinder,
+            &mut self.modules,
+        );
+        let _ = self.symbolicator.reload();
+    }
+
     /// The addresses to look up of one stopped thread, innermost first (a
     /// return address less one, so it lies in its call); a stack that
     /// could not be followed to its end ends in 0 (one [`UNKNOWN_FRAME`]).
     #[cfg(target_arch = "x86_64")]
-    fn addresses(&mut self, tid: u32) -> Vec<u64> {
+    pub(super) fn addresses(&mut self, tid: u32) -> Vec<u64> {
         use framehop::Unwinder;
         use framehop::x86_64::UnwindRegsX86_64;
         use remoteprocess::ProcessMemory;
@@ -145,7 +180,7 @@ impl Inner {
     }
 
     #[cfg(not(target_arch = "x86_64"))]
-    fn addresses(&mut self, _tid: u32) -> Vec<u64> {
+    pub(super) fn addresses(&mut self, _tid: u32) -> Vec<u64> {
         vec![0]
     }
 
