@@ -41,9 +41,51 @@ pub(crate) struct PythonNative {
     /// Each address's frames (inlined calls give several), by address.
     merges: HashMap<u64, Vec<Merge>>,
     cython: super::cython::SourceMaps,
-    /// Whether an address lay in a file unknown to the unwinder or the
-    /// symbolizer: the files are read again before the next stop.
+    /// The process's mappings as last read, to tell a return address
+    /// from one the unwinder took off the stack by mistake.
+    regions: Regions,
+    /// Whether an address lay in no mapping known: a library loaded since,
+    /// so the files are read again before the next stop.
     new_files: bool,
+}
+
+/// A process's mappings as `/proc/PID/maps` gave them, sorted, each with
+/// whether it is executable.
+#[derive(Debug, Default)]
+struct Regions(Vec<(Range<u64>, bool)>);
+
+impl Regions {
+    /// `pid`'s mappings now (none when they cannot be read).
+    fn of(pid: u32) -> Regions {
+        let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+        Regions::parse(&maps)
+    }
+
+    fn parse(maps: &str) -> Regions {
+        let mut regions: Vec<(Range<u64>, bool)> = maps
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.split_whitespace();
+                let (start, end) = fields.next()?.split_once('-')?;
+                let perms = fields.next()?;
+                let range =
+                    u64::from_str_radix(start, 16).ok()?..u64::from_str_radix(end, 16).ok()?;
+                Some((range, perms.contains('x')))
+            })
+            .collect();
+        regions.sort_by_key(|(r, _)| r.start);
+        Regions(regions)
+    }
+
+    /// Whether `addr` is in an executable mapping (`Some(true)`), in one
+    /// that is not (`Some(false)`: a stack or heap address, never a return
+    /// address), or in none (`None`: mapped since the last read, or
+    /// nothing).
+    fn executable(&self, addr: u64) -> Option<bool> {
+        let i = self.0.partition_point(|(r, _)| r.start <= addr);
+        let (range, x) = self.0.get(i.checked_sub(1)?)?;
+        range.contains(&addr).then_some(*x)
+    }
 }
 
 impl PythonNative {
@@ -54,6 +96,7 @@ impl PythonNative {
             interpreter: interpreter_ranges(pid),
             merges: HashMap::new(),
             cython: super::cython::SourceMaps::default(),
+            regions: Regions::of(pid),
             new_files: false,
         })
     }
@@ -64,7 +107,7 @@ impl PythonNative {
     /// merged. A thread runs when the kernel said so before the stop and
     /// its innermost Python frame is not a known wait, as py-spy judges.
     pub(crate) fn traces(&mut self, spy: &mut PythonSpy) -> anyhow::Result<Vec<StackTrace>> {
-        self.prepare();
+        self.prepare(spy.pid as u32);
         // The states first: a stopped thread reads as stopped.
         let running: HashMap<u64, bool> = procfs::tasks(spy.pid as u32)
             .iter()
@@ -96,22 +139,34 @@ impl PythonNative {
 
     /// Before a stop: the files loaded since the last read, if one of its
     /// addresses lay outside those known.
-    fn prepare(&mut self) {
+    fn prepare(&mut self, pid: u32) {
         if std::mem::take(&mut self.new_files) {
             self.inner.add_new_files();
+            self.regions = Regions::of(pid);
         }
     }
 
     /// The native stack of thread `tid`, which the caller stopped: return
     /// addresses, innermost first, ending where the unwinder could not
-    /// follow the stack.
+    /// follow the stack, or at an address no executable mapping holds (in
+    /// hand-written code without unwind tables the unwinder can take a
+    /// stack address for a return address; what it finds past one is not
+    /// the stack either). An address in no mapping known asks for the
+    /// files to be read again before the next stop.
     fn unwind(&mut self, tid: u32) -> Vec<u64> {
         let mut addresses = self.inner.addresses(tid);
         if addresses.last() == Some(&0) {
             addresses.pop();
         }
-        if self.inner.outside_known_files(&addresses) {
-            self.new_files = true;
+        let regions = &self.regions;
+        if let Some(cut) = addresses
+            .iter()
+            .position(|a| regions.executable(*a) != Some(true))
+        {
+            if regions.executable(addresses[cut]).is_none() {
+                self.new_files = true;
+            }
+            addresses.truncate(cut);
         }
         addresses
     }
@@ -381,6 +436,22 @@ fn interpreter_ranges(pid: u32) -> Vec<Range<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stack_address_is_no_return_address_and_an_unmapped_one_is_unknown() {
+        let regions = Regions::parse(
+            "7f0000000000-7f0000001000 r-xp 00000000 08:01 42 /usr/lib/libtorch_cpu.so\n\
+             7f0000001000-7f0000002000 r--p 00001000 08:01 42 /usr/lib/libtorch_cpu.so\n\
+             7ffe00000000-7ffe00021000 rw-p 00000000 00:00 0 [stack]\n\
+             7fff00000000-7fff00002000 r-xp 00000000 00:00 0 [vdso]\n",
+        );
+        assert_eq!(regions.executable(0x7f00_0000_0800), Some(true));
+        assert_eq!(regions.executable(0x7f00_0000_1800), Some(false));
+        assert_eq!(regions.executable(0x7ffe_0001_0000), Some(false));
+        assert_eq!(regions.executable(0x7fff_0000_0010), Some(true));
+        assert_eq!(regions.executable(0x5000), None);
+        assert_eq!(regions.executable(0x7ffe_0002_1000), None);
+    }
 
     fn frame(name: &str, module: Option<&str>, is_entry: bool) -> py_spy::Frame {
         py_spy::Frame {

@@ -110,22 +110,6 @@ impl Inner {
             .collect())
     }
 
-    /// Whether an address lies in no file the unwinder knows: a library
-    /// loaded since it was made (see [`Inner::add_new_files`]).
-    pub(super) fn outside_known_files(&self, addresses: &[u64]) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            addresses
-                .iter()
-                .any(|a| *a != 0 && !self.modules.iter().any(|r| r.contains(a)))
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = addresses;
-            false
-        }
-    }
-
     /// Makes the files mapped since the unwinder was made known to it, and
     /// the symbolizer read the process's files again.
     pub(super) fn add_new_files(&mut self) {
