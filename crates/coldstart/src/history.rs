@@ -125,21 +125,7 @@ fn show(args: HistoryShowArgs, project: &Project) -> Result<ExitCode> {
         bail!("--format html would print a page on the terminal; write it with --output html=PATH");
     }
     let top = git::toplevel(&project.root)?;
-    // One plan a target: each is read and confirmed on its own.
-    let plan = |t| {
-        crate::args::plan(
-            project,
-            vec![t],
-            Some(args.min_change),
-            &settings::target_names,
-        )
-    };
-    let plans: Vec<_> = args
-        .target
-        .targets(project)?
-        .into_iter()
-        .map(plan)
-        .collect();
+    let plans = plans(&args, project)?;
     let location = args.store.location(project);
     let mut store =
         Store::open(&location).with_context(|| "could not open the start-up history")?;
@@ -168,6 +154,27 @@ fn show(args: HistoryShowArgs, project: &Project) -> Result<ExitCode> {
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The targets `show` reads, one plan each: each is read and confirmed on
+/// its own, its budgets the config's with `--min-change` as the slowdown.
+fn plans<'a>(
+    args: &HistoryShowArgs,
+    project: &Project,
+) -> Result<Vec<harness::diff::DiffTargets<'a>>> {
+    Ok(args
+        .target
+        .targets(project)?
+        .into_iter()
+        .map(|t| {
+            crate::args::plan(
+                project,
+                vec![t],
+                Some(args.min_change),
+                &settings::target_names,
+            )
+        })
+        .collect())
 }
 
 /// How `show` re-measures each change it finds: none with `--no-confirm`.
