@@ -40,24 +40,30 @@ struct Mapping {
     path: String,
 }
 
+/// One line of `/proc/PID/maps`: its address range, file offset, whether
+/// it is executable, and its path (`""` for an anonymous mapping). The one
+/// reading of a maps line, for the unwinder's files, the interpreter's
+/// ranges and the regions a return address must lie in.
+pub(super) fn maps_line(line: &str) -> Option<(Range<u64>, u64, bool, &str)> {
+    let mut fields = line.split_whitespace();
+    let (start, end) = fields.next()?.split_once('-')?;
+    let perms = fields.next()?;
+    let offset = u64::from_str_radix(fields.next()?, 16).ok()?;
+    let path = fields.nth(2).unwrap_or("");
+    let range = u64::from_str_radix(start, 16).ok()?..u64::from_str_radix(end, 16).ok()?;
+    Some((range, offset, perms.contains('x'), path))
+}
+
 fn parse_maps(maps: &str) -> Vec<Mapping> {
     maps.lines()
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let (start, end) = fields.next()?.split_once('-')?;
-            let perms = fields.next()?;
-            let offset = fields.next()?;
-            let path = fields.nth(2)?;
-            if !path.starts_with('/') {
-                return None;
-            }
-            Some(Mapping {
-                start: u64::from_str_radix(start, 16).ok()?,
-                end: u64::from_str_radix(end, 16).ok()?,
-                offset: u64::from_str_radix(offset, 16).ok()?,
-                executable: perms.contains('x'),
-                path: path.to_owned(),
-            })
+        .filter_map(maps_line)
+        .filter(|(.., path)| path.starts_with('/'))
+        .map(|(range, offset, executable, path)| Mapping {
+            start: range.start,
+            end: range.end,
+            offset,
+            executable,
+            path: path.to_owned(),
         })
         .collect()
 }

@@ -64,14 +64,8 @@ impl Regions {
     fn parse(maps: &str) -> Regions {
         let mut regions: Vec<(Range<u64>, bool)> = maps
             .lines()
-            .filter_map(|line| {
-                let mut fields = line.split_whitespace();
-                let (start, end) = fields.next()?.split_once('-')?;
-                let perms = fields.next()?;
-                let range =
-                    u64::from_str_radix(start, 16).ok()?..u64::from_str_radix(end, 16).ok()?;
-                Some((range, perms.contains('x')))
-            })
+            .filter_map(super::modules::maps_line)
+            .map(|(range, _, executable, _)| (range, executable))
             .collect();
         regions.sort_by_key(|(r, _)| r.start);
         Regions(regions)
@@ -412,14 +406,9 @@ fn interpreter_ranges(pid: u32) -> Vec<Range<u64>> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
     let executable: Vec<(Range<u64>, &str)> = maps
         .lines()
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let (start, end) = fields.next()?.split_once('-')?;
-            let perms = fields.next()?;
-            let path = fields.nth(3)?;
-            let range = u64::from_str_radix(start, 16).ok()?..u64::from_str_radix(end, 16).ok()?;
-            perms.contains('x').then_some((range, path))
-        })
+        .filter_map(super::modules::maps_line)
+        .filter(|&(_, _, executable, path)| executable && !path.is_empty())
+        .map(|(range, _, _, path)| (range, path))
         .collect();
     let first = |matches: &dyn Fn(&str) -> bool| {
         executable
