@@ -8,6 +8,28 @@ use crate::error::Error;
 use crate::procfs;
 use crate::stack::{Frame, ThreadStack};
 
+/// Runs one call into py-spy with a panic inside it turned into an error.
+///
+/// py-spy reads a live process's memory without stopping it (or between
+/// two of its own reads), so a pointer it follows may be torn, and its
+/// arithmetic on such a pointer overflows: a panic in a build with
+/// overflow checks (where a release build wraps and fails the read
+/// later). One torn read is a failed read, counted as any other, never
+/// the end of the reading thread. The process stopped for the read is let
+/// go by its guard's drop as the panic unwinds.
+fn unpanicked<T>(read: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|payload| {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_owned());
+        Err(anyhow::anyhow!(
+            "the stack reader stopped on memory that changed under it ({what})"
+        ))
+    })
+}
+
 /// Which line a frame reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -61,7 +83,8 @@ impl Spy {
             ..Config::default()
         };
         let new = |config: &Config| {
-            PythonSpy::new(pid as py_spy::Pid, config).map_err(|e| Error::classify(pid, &e))
+            unpanicked(|| PythonSpy::new(pid as py_spy::Pid, config))
+                .map_err(|e| Error::classify(pid, &e))
         };
         #[cfg(feature = "native")]
         if native {
@@ -108,13 +131,13 @@ impl Spy {
     /// read, if the spy pauses).
     pub(crate) fn threads(&mut self) -> Result<Vec<ThreadStack>, Error> {
         let pid = self.inner.pid as u32;
-        #[cfg(feature = "native")]
-        let traces = match self.native.as_mut() {
-            Some(native) => native.traces(&mut self.inner),
-            None => self.inner.get_stack_traces(),
-        };
-        #[cfg(not(feature = "native"))]
-        let traces = self.inner.get_stack_traces();
+        let traces = unpanicked(|| {
+            #[cfg(feature = "native")]
+            if let Some(native) = self.native.as_mut() {
+                return native.traces(&mut self.inner);
+            }
+            self.inner.get_stack_traces()
+        });
         let traces = traces.map_err(|e| Error::classify(pid, &e))?;
         // Before 3.11 the interpreter does not record a thread's kernel id
         // and py-spy (without `unwind`) guesses activity from the frames
@@ -222,5 +245,36 @@ mod tests {
         // A Python function named like a wait is not a native wait.
         assert!(!waits_natively(&[frame("read", None)]));
         assert!(!waits_natively(&[]));
+    }
+
+    #[test]
+    fn a_panic_inside_a_read_is_a_failed_read_and_lets_the_process_go() {
+        struct Stopped<'a>(&'a std::cell::Cell<bool>);
+        impl Drop for Stopped<'_> {
+            fn drop(&mut self) {
+                self.0.set(true);
+            }
+        }
+        let resumed = std::cell::Cell::new(false);
+        let read = unpanicked(|| -> anyhow::Result<u32> {
+            let _stopped = Stopped(&resumed);
+            let torn = std::hint::black_box(usize::MAX);
+            panic!("attempt to add with overflow at {torn:#x} + 16")
+        });
+        let err = read.expect_err("a panic is an error");
+        assert_eq!(
+            err.to_string(),
+            "the stack reader stopped on memory that changed under it \
+             (attempt to add with overflow at 0xffffffffffffffff + 16)"
+        );
+        assert!(resumed.get(), "the stop's guard was dropped");
+        assert!(matches!(
+            Error::classify(u32::MAX, &err),
+            Error::ProcessGone { .. } | Error::Read { .. }
+        ));
+        // A read that returns is untouched, an error as much as a value.
+        assert_eq!(unpanicked(|| Ok(7)).unwrap(), 7);
+        let failed = unpanicked(|| -> anyhow::Result<()> { anyhow::bail!("no threads") });
+        assert_eq!(failed.unwrap_err().to_string(), "no threads");
     }
 }
