@@ -23,6 +23,10 @@
 //! the block's first folder, and the stand-in's `README.md` (or the
 //! nearest one above it) must name the page, so that what the stand-in
 //! stands in for is said where it lives.
+//! A block that sets a CPU or memory limit says so, `needs: cgroup`
+//! (clauses are separated by `;`: ```` ```console in: DIR; needs: cgroup
+//! ````), and runs only where a cgroup is delegated to the user; under
+//! `cargo xtask test` a missing one fails, as in the limits tests.
 //! A block that cannot run here says why in its info string:
 //! ```` ```console no-run: needs the real batchalign3 system ````. A block
 //! with any other words after `console` fails the test.
@@ -52,35 +56,58 @@ struct Block {
 /// What a block's info string says of it.
 #[derive(Debug, PartialEq)]
 enum Mark {
-    /// Nothing, or `in: DIR`: the block is run, from the workspace root or
-    /// from DIR (relative to it), a stand-in of the reader's project.
-    Run(PathBuf),
+    /// Nothing, or clauses `in: DIR` and `needs: cgroup` (separated by
+    /// `;`): the block is run, from the workspace root or from DIR
+    /// (relative to it), a stand-in of the reader's project, where what it
+    /// needs is here.
+    Run(Setting),
     /// `no-run: REASON`.
     NoRun(String),
     /// Anything else: a mistake in the page.
     Bad(String),
 }
 
+/// Where and on what a runnable block runs.
+#[derive(Debug, PartialEq, Default)]
+struct Setting {
+    /// Its first folder, relative to the workspace root.
+    dir: PathBuf,
+    /// `needs: cgroup`: it sets a CPU or memory limit, so it runs only
+    /// where a cgroup is delegated to the user (as the limits tests do:
+    /// under `cargo xtask test` a missing one fails).
+    cgroup: bool,
+}
+
 impl Block {
     fn mark(&self) -> Mark {
         let info = self.info.trim();
-        if info.is_empty() {
-            return Mark::Run(PathBuf::new());
-        }
-        if let Some(dir) = info.strip_prefix("in:").map(str::trim) {
-            return match standin(dir, &self.page) {
-                Ok(dir) => Mark::Run(dir),
-                Err(why) => Mark::Bad(format!("{}:{}: {why}", self.page, self.line)),
+        if let Some(reason) = info.strip_prefix("no-run:").map(str::trim) {
+            return match reason {
+                "" => self.bad(&format!("```console {info}: a no-run block says why")),
+                reason => Mark::NoRun(reason.to_owned()),
             };
         }
-        match info.strip_prefix("no-run:").map(str::trim) {
-            Some(reason) if !reason.is_empty() => Mark::NoRun(reason.to_owned()),
-            _ => Mark::Bad(format!(
-                "{}:{}: ```console {info}: neither runnable, nor `in: DIR`, \
-                 nor marked `no-run: REASON`",
-                self.page, self.line
-            )),
+        let mut setting = Setting::default();
+        for clause in info.split(';').map(str::trim).filter(|c| !c.is_empty()) {
+            if let Some(dir) = clause.strip_prefix("in:").map(str::trim) {
+                match standin(dir, &self.page) {
+                    Ok(dir) => setting.dir = dir,
+                    Err(why) => return self.bad(&why),
+                }
+            } else if clause == "needs: cgroup" {
+                setting.cgroup = true;
+            } else {
+                return self.bad(&format!(
+                    "```console {info}: `{clause}` is none of `in: DIR`, \
+                     `needs: cgroup` (separated by `;`) or `no-run: REASON`"
+                ));
+            }
         }
+        Mark::Run(setting)
+    }
+
+    fn bad(&self, why: &str) -> Mark {
+        Mark::Bad(format!("{}:{}: {why}", self.page, self.line))
     }
 }
 
@@ -354,9 +381,14 @@ fn every_console_example_runs_or_says_why_not() {
         let text = std::fs::read_to_string(&page).unwrap();
         for block in blocks(&rel, &text) {
             match block.mark() {
-                Mark::Run(dir) => {
-                    ran.push(format!("{rel}:{}", block.line));
-                    failures.extend(run_block(&block, dir, tools.path()));
+                Mark::Run(setting) => {
+                    let here = format!("{rel}:{}", block.line);
+                    if setting.cgroup && !crate::limits::cgroups_here(&here) {
+                        marked.push(format!("{here}: not run, no cgroup is delegated here"));
+                        continue;
+                    }
+                    ran.push(here);
+                    failures.extend(run_block(&block, setting.dir, tools.path()));
                 }
                 Mark::NoRun(reason) => marked.push(format!("{rel}:{}: {reason}", block.line)),
                 Mark::Bad(why) => failures.push(why),
@@ -384,7 +416,7 @@ fn a_block_is_read_into_commands_and_their_output() {
     let found = blocks("p.md", page);
     assert_eq!(found.len(), 4, "{found:?}");
     assert_eq!(found[0].line, 2);
-    assert_eq!(found[0].mark(), Mark::Run(PathBuf::new()));
+    assert_eq!(found[0].mark(), Mark::Run(Setting::default()));
     assert_eq!(
         steps(&found[0].body),
         [
@@ -431,13 +463,33 @@ fn a_block_runs_in_a_stand_in_whose_readme_names_its_page() {
     let dir = "tests/fixtures/docs/project";
     assert_eq!(
         block("docs/check.md", &format!(" in: {dir}")).mark(),
-        Mark::Run(PathBuf::from(dir))
+        Mark::Run(Setting {
+            dir: dir.into(),
+            cgroup: false
+        })
+    );
+    assert_eq!(
+        block("docs/check.md", &format!(" in: {dir}; needs: cgroup")).mark(),
+        Mark::Run(Setting {
+            dir: dir.into(),
+            cgroup: true
+        })
+    );
+    assert_eq!(
+        block("docs/limits.md", " needs: cgroup").mark(),
+        Mark::Run(Setting {
+            dir: PathBuf::new(),
+            cgroup: true
+        })
     );
     // A stand-in described by the README of the fixture that holds it.
     let svc = "tests/fixtures/launcher/svc";
     assert_eq!(
         block("docs/check.md", &format!(" in: {svc}")).mark(),
-        Mark::Run(PathBuf::from(svc))
+        Mark::Run(Setting {
+            dir: svc.into(),
+            cgroup: false
+        })
     );
     // A stand-in that does not say it stands in for this page's project,
     // a folder that is none, one outside the workspace.
@@ -446,6 +498,8 @@ fn a_block_runs_in_a_stand_in_whose_readme_names_its_page() {
         ("docs/check.md", " in: tests/fixtures/docs/absent".into()),
         ("docs/check.md", " in: ../elsewhere".into()),
         ("docs/check.md", " in:".into()),
+        ("docs/check.md", " needs: gpu".into()),
+        ("docs/check.md", format!(" in: {dir}, needs: cgroup")),
     ] {
         let mark = block(page, &info).mark();
         assert!(matches!(mark, Mark::Bad(_)), "{info}: {mark:?}");
