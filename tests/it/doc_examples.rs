@@ -14,8 +14,12 @@
 //! checkout, and the copy's place in an output reads as the workspace's.
 //! The page's output and the real one both go through
 //! [`support::redact`] and must then be equal, line for line, but for a
-//! page line `...`, which stands for any lines (none included). A command
-//! the page shows without output must succeed.
+//! page line `...`, which stands for any lines (none included), and `[..]`
+//! within a line, which stands for any text (a clause printed only at
+//! times). A block whose output holds counts and rates that vary from run
+//! to run says `figures: vary`: every number then reads as `[N]` and a run
+//! of blanks as one, on both sides. A command the page shows without
+//! output must succeed.
 //!
 //! A block that shows a command run in the reader's own project runs in a
 //! stand-in of it, named in its info string:
@@ -76,6 +80,10 @@ struct Setting {
     /// where a cgroup is delegated to the user (as the limits tests do:
     /// under `cargo xtask test` a missing one fails).
     cgroup: bool,
+    /// `figures: vary`: what it prints holds counts and rates that change
+    /// from run to run, so every number is read as `[N]` and a run of
+    /// blanks as one, on the page's side and the real one alike.
+    figures_vary: bool,
 }
 
 impl Block {
@@ -96,10 +104,13 @@ impl Block {
                 }
             } else if clause == "needs: cgroup" {
                 setting.cgroup = true;
+            } else if clause == "figures: vary" {
+                setting.figures_vary = true;
             } else {
                 return self.bad(&format!(
                     "```console {info}: `{clause}` is none of `in: DIR`, \
-                     `needs: cgroup` (separated by `;`) or `no-run: REASON`"
+                     `needs: cgroup`, `figures: vary` (separated by `;`) or \
+                     `no-run: REASON`"
                 ));
             }
         }
@@ -218,15 +229,46 @@ fn matches(shown: &[&str], real: &[&str]) -> bool {
         Some((&"...", rest)) => (0..=real.len()).any(|i| matches(rest, &real[i..])),
         Some((line, rest)) => real
             .split_first()
-            .is_some_and(|(r, more)| r == line && matches(rest, more)),
+            .is_some_and(|(r, more)| line_matches(line, r) && matches(rest, more)),
     }
 }
 
+/// Whether the real line `real` matches the page's `shown`, where `[..]`
+/// stands for any text within the line (none included), as trycmd reads
+/// it: for a clause printed only at times.
+fn line_matches(shown: &str, real: &str) -> bool {
+    let mut parts = shown.split("[..]");
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = real.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
 /// `text` redacted, each line's trailing blanks dropped, ending blank lines
-/// dropped.
-fn redacted_lines(text: &str) -> Vec<String> {
+/// dropped; with `figures_vary`, every number read as `[N]` and a run of
+/// blanks as one.
+fn redacted_lines(text: &str, figures_vary: bool) -> Vec<String> {
+    let number = regex::Regex::new(r"\d+(\.\d+)?").unwrap();
+    let blanks = regex::Regex::new(r" {2,}").unwrap();
     let mut lines: Vec<String> = support::redact(text)
         .lines()
+        .map(|l| match figures_vary {
+            true => blanks
+                .replace_all(&number.replace_all(l, "[N]"), " ")
+                .into_owned(),
+            false => l.to_owned(),
+        })
         .map(|l| l.trim_end().to_owned())
         .collect();
     while lines.last().is_some_and(|l| l.is_empty()) {
@@ -288,7 +330,8 @@ fn mirror(root: &Path, into: &Path, keep: &Path) {
 
 /// What a run of one block from `dir` (relative to the workspace root)
 /// found: a mismatch's message, if any.
-fn run_block(block: &Block, mut dir: PathBuf, tools: &Path) -> Option<String> {
+fn run_block(block: &Block, setting: Setting, tools: &Path) -> Option<String> {
+    let mut dir = setting.dir;
     let scratch = tempfile::tempdir().unwrap();
     let workspace = scratch.path().join("ws");
     let mut mirrored = false;
@@ -319,8 +362,8 @@ fn run_block(block: &Block, mut dir: PathBuf, tools: &Path) -> Option<String> {
             &workspace.display().to_string(),
             &support::root().display().to_string(),
         );
-        let real = redacted_lines(&text);
-        let shown = redacted_lines(&step.shown.join("\n"));
+        let real = redacted_lines(&text, setting.figures_vary);
+        let shown = redacted_lines(&step.shown.join("\n"), setting.figures_vary);
         let ok = if shown.is_empty() {
             code == Some(0)
         } else {
@@ -388,7 +431,7 @@ fn every_console_example_runs_or_says_why_not() {
                         continue;
                     }
                     ran.push(here);
-                    failures.extend(run_block(&block, setting.dir, tools.path()));
+                    failures.extend(run_block(&block, setting, tools.path()));
                 }
                 Mark::NoRun(reason) => marked.push(format!("{rel}:{}: {reason}", block.line)),
                 Mark::Bad(why) => failures.push(why),
@@ -449,6 +492,63 @@ fn an_ellipsis_stands_for_any_lines_and_nothing_else_differs() {
     assert!(!matches(&["a", "...", "d"], &["a", "b", "c"]));
     assert!(!matches(&["a", "b"], &["a", "b", "c"]));
     assert!(!matches(&["a", "b"], &["a", "c"]));
+    // `[..]` within a line: any text, none included.
+    let line = "sampled 9 rounds (asked 100 Hz[..]), 1 late";
+    assert!(line_matches(
+        line,
+        "sampled 9 rounds (asked 100 Hz), 1 late"
+    ));
+    assert!(line_matches(
+        line,
+        "sampled 9 rounds (asked 100 Hz, lowered to 9 Hz at times), 1 late"
+    ));
+    assert!(!line_matches(
+        line,
+        "sampled 9 rounds (asked 50 Hz), 1 late"
+    ));
+    assert!(!line_matches(
+        line,
+        "sampled 9 rounds (asked 100 Hz), 1 late!"
+    ));
+    assert!(line_matches("[..]", "anything"));
+    assert!(line_matches("a[..]b[..]c", "abc"));
+    assert!(!line_matches("ab[..]b", "ab"));
+    assert!(matches(&["x [..]", "..."], &["x y", "z"]));
+}
+
+#[test]
+fn with_figures_that_vary_numbers_and_column_widths_are_folded() {
+    let block = Block {
+        page: "docs/trace.md".into(),
+        line: 1,
+        indent: 0,
+        info: " figures: vary".into(),
+        body: Vec::new(),
+    };
+    assert_eq!(
+        block.mark(),
+        Mark::Run(Setting {
+            figures_vary: true,
+            ..Setting::default()
+        })
+    );
+    let page = "traced 4 processes, 241 slices\nready    15  48.71 ms\n";
+    let real = "traced 3 processes, 30 slices\nready  9  1.2 s\n";
+    assert_eq!(
+        redacted_lines(page, true),
+        redacted_lines(real, true),
+        "the same words, other figures"
+    );
+    assert_eq!(
+        redacted_lines(page, true),
+        ["traced [N] processes, [N] slices", "ready [N] [DURATION]"]
+    );
+    assert_ne!(redacted_lines(page, false), redacted_lines(real, false));
+    assert_ne!(
+        redacted_lines("traced 4 processes", true),
+        redacted_lines("traced 4 threads", true),
+        "the words still count"
+    );
 }
 
 #[test]
@@ -465,21 +565,24 @@ fn a_block_runs_in_a_stand_in_whose_readme_names_its_page() {
         block("docs/check.md", &format!(" in: {dir}")).mark(),
         Mark::Run(Setting {
             dir: dir.into(),
-            cgroup: false
+            cgroup: false,
+            ..Setting::default()
         })
     );
     assert_eq!(
         block("docs/check.md", &format!(" in: {dir}; needs: cgroup")).mark(),
         Mark::Run(Setting {
             dir: dir.into(),
-            cgroup: true
+            cgroup: true,
+            ..Setting::default()
         })
     );
     assert_eq!(
         block("docs/limits.md", " needs: cgroup").mark(),
         Mark::Run(Setting {
             dir: PathBuf::new(),
-            cgroup: true
+            cgroup: true,
+            ..Setting::default()
         })
     );
     // A stand-in described by the README of the fixture that holds it.
@@ -488,7 +591,8 @@ fn a_block_runs_in_a_stand_in_whose_readme_names_its_page() {
         block("docs/check.md", &format!(" in: {svc}")).mark(),
         Mark::Run(Setting {
             dir: svc.into(),
-            cgroup: false
+            cgroup: false,
+            ..Setting::default()
         })
     );
     // A stand-in that does not say it stands in for this page's project,
@@ -499,6 +603,7 @@ fn a_block_runs_in_a_stand_in_whose_readme_names_its_page() {
         ("docs/check.md", " in: ../elsewhere".into()),
         ("docs/check.md", " in:".into()),
         ("docs/check.md", " needs: gpu".into()),
+        ("docs/check.md", " figures: fixed".into()),
         ("docs/check.md", format!(" in: {dir}, needs: cgroup")),
     ] {
         let mark = block(page, &info).mark();
