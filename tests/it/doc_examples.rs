@@ -8,8 +8,9 @@
 //! command runs as a user runs it: through `sh`, in the block's folder (the
 //! workspace root or the stand-in below, changed by a `$ cd DIR` line or
 //! `cd DIR && ...`), with `coldstart` the binary the suite builds, `cargo
-//! xtask` the suite's xtask, `uv` the test venv's and `python3` the
-//! interpreter the suite runs; the folder is a copy of
+//! xtask` the suite's xtask, `uv` the test venv's, `python3` the
+//! interpreter the suite runs, and `GITHUB_STEP_SUMMARY` a file, as a
+//! GitHub Actions runner gives a step; the folder is a copy of
 //! the workspace made of links, so what a command writes stays out of the
 //! checkout, and the copy's place in an output reads as the workspace's.
 //! The page's output and the real one both go through
@@ -400,6 +401,8 @@ fn run(command: &str, dir: &Path, tools: &Path, scratch: &Path) -> (Option<i32>,
         .env("PATH", std::env::join_paths(paths).unwrap())
         .env_remove("PYTHONPATH")
         .env("UV_CACHE_DIR", scratch.join("uv-cache"))
+        // The file a GitHub Actions runner gives a step for its summary.
+        .env("GITHUB_STEP_SUMMARY", scratch.join("step-summary.md"))
         .stdin(Stdio::null());
     let out = assert_cmd::Command::from_std(cmd)
         .timeout(Duration::from_secs(120))
