@@ -63,8 +63,10 @@ fn the_redaction_replaces_what_varies_and_keeps_the_rest() {
          peak 45.1 MiB at {root}/tests/fixtures/a.py:3 and {}\n\
          process 1 of 2, 15 modules, torch (1 module), read by Python 3.15.0a2+ (main)\n\
          by package:\n       12.5 ms  re (5 modules)\n        9.0 ms  json (4 modules)\n\
-         cost:  1.7 ms cumulative\n",
+         cost:  1.7 ms cumulative\n\
+         HEAD~1 = b1eee2c81a36 (given); at 9f1c2d3e4b5a6978800112233445566778899aab; {}; 0x7ffe12345678\n",
         tmp.display(),
+        tmp.parent().unwrap().display(),
         py = support::python().display(),
     );
     let redacted = support::redact(&text);
@@ -75,7 +77,8 @@ fn the_redaction_replaces_what_varies_and_keeps_the_rest() {
          peak [SIZE] at [ROOT]/tests/fixtures/a.py:3 and [TMP]\n\
          process 1 of 2, 15 modules, torch (1 module), read by Python [VERSION] (main)\n\
          by package:\n  [RANKED BY TIME]\n\
-         cost:  [DURATION] cumulative\n"
+         cost:  [DURATION] cumulative\n\
+         HEAD~1 = [COMMIT] (given); at [COMMIT]; [TMP]; 0x7ffe12345678\n"
     );
 }
 

@@ -600,7 +600,8 @@ impl Drop for KillOnDrop {
 /// (PATH)`) `Python [INTERPRETER]`, a line of the standard library's
 /// `threading.py` in a stack (which moves with the interpreter's version)
 /// `threading.py:[LINE]`, a loopback port (also a JSON `"port"`) `[PORT]`,
-/// a JSON `"t_ns"` clock reading `[NS]`, an interpreter's full version
+/// a JSON `"t_ns"` clock reading `[NS]`, a commit's id (12 or 40 hex
+/// digits, as git shortens and prints it) `[COMMIT]`, an interpreter's full version
 /// (`Python 3.11.7`) `Python [VERSION]`, a duration `[DURATION]`, a size
 /// `[SIZE]`; a list ranked by time (lines each a duration, two spaces and
 /// a name: which names make it and their order change from run to run)
@@ -619,7 +620,8 @@ pub fn redaction_rules() -> Vec<(String, &'static str)> {
             "[PYTHON]$1",
         ),
         (format!("{root}|<project>"), "[ROOT]"),
-        (format!(r#"({tmp}|<tmp>)/[^\s:'"]+"#), "[TMP]"),
+        (format!(r#"({tmp}|<tmp>)/[^\s:;'"()]+"#), "[TMP]"),
+        (r"\b([0-9a-f]{40}|[0-9a-f]{12})\b".into(), "[COMMIT]"),
         (
             r#"(\bpid|\bprocess|\bProcess|\bworker|\bPID|\bThread|"pid")(:?) \d{3,}\b"#.into(),
             "$1$2 [PID]",
