@@ -410,18 +410,12 @@ fn check_crash_before_ready_exits_2_with_the_stderr_tail() {
     assert_eq!(code, 2, "{json:#}");
     let p = &target(&json)["processes"][0];
     assert_eq!(target(&json)["status"], "error");
-    let tail = p["stderr_tail"].as_str().unwrap();
-    assert!(
-        tail.contains("RuntimeError: crashworker: no configuration found"),
-        "{tail}"
+    let said = format!(
+        "error: {}\nstderr tail:\n{}",
+        p["error"].as_str().unwrap(),
+        p["stderr_tail"].as_str().unwrap()
     );
-    assert!(
-        p["error"]
-            .as_str()
-            .unwrap()
-            .contains("crashworker: no configuration found"),
-        "{p:#}"
-    );
+    support::redactions().bind(|| insta::assert_snapshot!("check_crash_before_ready", said));
 }
 
 #[test]
@@ -520,10 +514,7 @@ fn check_block_makes_the_import_fail_with_the_policy_message() {
     let tail = target(&json)["processes"][0]["stderr_tail"]
         .as_str()
         .unwrap();
-    assert!(
-        tail.contains("ModuleNotFoundError: coldstart import policy: `torch` is forbidden"),
-        "{tail}"
-    );
+    support::redactions().bind(|| insta::assert_snapshot!("check_blocked_import_tail", tail));
     assert_eq!(violation(&json, "torch")["status"], "blocked");
 }
 
@@ -558,7 +549,7 @@ fn check_isolated_worker_is_judged_by_importtime_alone() {
     let p = &target(&json)["processes"][0];
     assert_eq!(p["recorder"], "did_not_run");
     let notes = strings(&p["verdict"]["notes"]).join("\n");
-    assert!(notes.contains("recorder did not run"), "{notes}");
+    support::redactions().bind(|| insta::assert_snapshot!("check_isolated_notes", notes));
     let torch = violation(&json, "torch");
     assert_eq!(
         (torch["status"].as_str(), torch["recorded"].as_bool()),
@@ -722,8 +713,5 @@ fn check_cost_gives_no_recorder_figure_where_the_recorder_did_not_run() {
     let out = check_cost_of(&["-I"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(
-        stderr.contains("the import recorder (with its audit hook) did not run in the worker"),
-        "{stderr}"
-    );
+    support::redactions().bind(|| insta::assert_snapshot!("check_cost_no_recorder", stderr));
 }
