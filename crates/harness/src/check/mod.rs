@@ -383,11 +383,16 @@ pub(crate) fn instrumented_process(
     let timeline = lived.timeline;
 
     let mut failed_at_end = false;
+    // The program could not be started: no interpreter ran, so no limit of
+    // the evidence (a recorder kept out, an importtime log left empty) is
+    // worth a note; the spawn error says what happened.
+    let mut never_ran = false;
     let (exit, error, stderr_tail) = match lived.end.map_err(Failure::into_worker_error) {
         Ok(f) => (Some(f.status.to_string()), None, None),
         Err(Err(refused)) => (None, Some(refused), None),
         Err(Ok(mut e)) => {
             failed_at_end = matches!(e.stage, spawn::Stage::Shutdown | spawn::Stage::Exit);
+            never_ran = e.stage == spawn::Stage::Spawn;
             // The worker's own lines, from the whole stderr file: the
             // in-memory tail may hold nothing but importtime lines.
             let own =
@@ -410,7 +415,7 @@ pub(crate) fn instrumented_process(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::io("read", &stderr_path, e)),
     };
-    let verdict = verdict::judge_answered(
+    let mut verdict = verdict::judge_answered(
         policy,
         &Evidence {
             importtime: log.as_ref(),
@@ -423,6 +428,9 @@ pub(crate) fn instrumented_process(
             command: t.command.clone(),
         },
     );
+    if never_ran {
+        verdict.notes.clear();
+    }
     let entries = log.as_ref().map_or(0, ImportLog::entry_count);
     // A check that cannot see never passes: the process that answered the
     // protocol left no evidence (a cleared environment, -I/-E, an exec, a
