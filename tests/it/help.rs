@@ -64,7 +64,12 @@ fn the_redaction_replaces_what_varies_and_keeps_the_rest() {
          process 1 of 2, 15 modules, torch (1 module), read by Python 3.15.0a2+ (main)\n\
          by package:\n       12.5 ms  re (5 modules)\n        9.0 ms  json (4 modules)\n\
          cost:  1.7 ms cumulative\n\
-         HEAD~1 = b1eee2c81a36 (given); at 9f1c2d3e4b5a6978800112233445566778899aab; {}; 0x7ffe12345678\n",
+         HEAD~1 = b1eee2c81a36 (given); at 9f1c2d3e4b5a6978800112233445566778899aab; {}; 0x7ffe12345678\n\
+         placement: workers not pinned (CPUs 0,1 available); CPUs 0-3 available\n\
+         harness: 1.00 s of wall time for 0.93 s of worker lifecycles (1.162x)\n\
+         warning: some task waited for a CPU during 19.4% of the run (/proc/pressure/cpu); other work\n\
+         warning: the 1-minute load average was 5.43 at the end of the run, over the 2 CPUs\n\
+         warning: 3 of 3 trials failed\n",
         tmp.display(),
         tmp.parent().unwrap().display(),
         py = support::python().display(),
@@ -78,7 +83,10 @@ fn the_redaction_replaces_what_varies_and_keeps_the_rest() {
          process 1 of 2, 15 modules, torch (1 module), read by Python [VERSION] (main)\n\
          by package:\n  [RANKED BY TIME]\n\
          cost:  [DURATION] cumulative\n\
-         HEAD~1 = [COMMIT] (given); at [COMMIT]; [TMP]; 0x7ffe12345678\n"
+         HEAD~1 = [COMMIT] (given); at [COMMIT]; [TMP]; 0x7ffe12345678\n\
+         placement: workers not pinned (CPUs [CPUS] available); CPUs [CPUS] available\n\
+         harness: [DURATION] of wall time for [DURATION] of worker lifecycles ([RATIO])\n\
+         warning: 3 of 3 trials failed\n"
     );
 }
 

@@ -601,7 +601,10 @@ impl Drop for KillOnDrop {
 /// `threading.py` in a stack (which moves with the interpreter's version)
 /// `threading.py:[LINE]`, a loopback port (also a JSON `"port"`) `[PORT]`,
 /// a JSON `"t_ns"` clock reading `[NS]`, a commit's id (12 or 40 hex
-/// digits, as git shortens and prints it) `[COMMIT]`, an interpreter's full version
+/// digits, as git shortens and prints it) `[COMMIT]`, the CPUs a bench
+/// may use `CPUs [CPUS] available`, the harness's own overhead `([RATIO])`,
+/// a warning of the machine's load (which comes and goes with other work)
+/// nothing, an interpreter's full version
 /// (`Python 3.11.7`) `Python [VERSION]`, a duration `[DURATION]`, a size
 /// `[SIZE]`; a list ranked by time (lines each a duration, two spaces and
 /// a name: which names make it and their order change from run to run)
@@ -622,6 +625,15 @@ pub fn redaction_rules() -> Vec<(String, &'static str)> {
         (format!("{root}|<project>"), "[ROOT]"),
         (format!(r#"({tmp}|<tmp>)/[^\s:;'"()]+"#), "[TMP]"),
         (r"\b([0-9a-f]{40}|[0-9a-f]{12})\b".into(), "[COMMIT]"),
+        (r"\bCPUs [0-9,-]+ available".into(), "CPUs [CPUS] available"),
+        (
+            r"(?m)^warning: (some task waited for a CPU|the 1-minute load average).*\n".into(),
+            "",
+        ),
+        (
+            r"of worker lifecycles \(\d+\.\d+x\)".into(),
+            "of worker lifecycles ([RATIO])",
+        ),
         (
             r#"(\bpid|\bprocess|\bProcess|\bworker|\bPID|\bThread|"pid")(:?) \d{3,}\b"#.into(),
             "$1$2 [PID]",
