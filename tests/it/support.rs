@@ -595,8 +595,8 @@ impl Drop for KillOnDrop {
 /// interpreter's path becomes `[PYTHON]`, the workspace's place (or a
 /// page's `<project>`) `[ROOT]`, a path in the temporary folder (or a
 /// page's `<tmp>/...`) `[TMP]`, a pid or a thread's id (three digits or
-/// more after `pid`, `pid:`, `process`, `Process`, `worker`, `Thread`, or
-/// a JSON `"pid"`) `[PID]`, the interpreter py-spy names (`Python v3.11.7
+/// more after `pid`, `pid:`, `process`, `Process`, `worker`, `Thread`,
+/// `chain:`, a parent chain's `<`, or a JSON `"pid"`) `[PID]`, the interpreter py-spy names (`Python v3.11.7
 /// (PATH)`) `Python [INTERPRETER]`, a line of the standard library's
 /// `threading.py` in a stack (which moves with the interpreter's version)
 /// `threading.py:[LINE]`, a loopback port (also a JSON `"port"`) `[PORT]`,
@@ -635,9 +635,11 @@ pub fn redaction_rules() -> Vec<(String, &'static str)> {
             "of worker lifecycles ([RATIO])",
         ),
         (
-            r#"(\bpid|\bprocess|\bProcess|\bworker|\bPID|\bThread|"pid")(:?) \d{3,}\b"#.into(),
+            r#"(\bpid|\bprocess|\bProcess|\bworker|\bPID|\bThread|\bchain|"pid")(:?) \d{3,}\b"#
+                .into(),
             "$1$2 [PID]",
         ),
+        (r"< \d{3,} \(".into(), "< [PID] ("),
         (
             r"\bPython v\d+\.\d+\.\d+\S* \([^()\n]+\)".into(),
             "Python [INTERPRETER]",
