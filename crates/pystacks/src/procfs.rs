@@ -91,6 +91,21 @@ pub(crate) struct Task {
 /// Every thread of `pid`, the leader (tid = pid) first, then by tid;
 /// empty when it is gone.
 pub(crate) fn tasks(pid: u32) -> Vec<Task> {
+    task_states(pid)
+        .into_iter()
+        .map(|(tid, state)| Task {
+            tid,
+            name: fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                .map(|c| c.trim_end_matches('\n').to_owned())
+                .unwrap_or_default(),
+            state,
+        })
+        .collect()
+}
+
+/// The id and state letter of every thread of `pid`, in [`tasks`]'s
+/// order, without their names: what a sampler reads before each stop.
+pub(crate) fn task_states(pid: u32) -> Vec<(u32, char)> {
     let Ok(entries) = fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
@@ -102,14 +117,7 @@ pub(crate) fn tasks(pid: u32) -> Vec<Task> {
     tids.into_iter()
         .filter_map(|tid| {
             let stat = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
-            let name = fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-                .map(|c| c.trim_end_matches('\n').to_owned())
-                .unwrap_or_default();
-            Some(Task {
-                tid,
-                name,
-                state: state_of(&stat)?,
-            })
+            Some((tid, state_of(&stat)?))
         })
         .collect()
 }

@@ -1,11 +1,11 @@
 //! A process that is not Python (the Rust service above the workers, a
 //! launcher): its threads with their names and states from `/proc`, and,
 //! with the `native` feature, each thread's native stack: the process
-//! stopped by `remoteprocess` (the crate py-spy's own native frames come
-//! from; ptrace), each thread unwound from its files' DWARF CFI by
-//! framehop (samply's unwinder; `modules`: the files and their unwind
-//! sections) and symbolized by remoteprocess from the binary's own symbols
-//! and DWARF (addr2line), Rust names demangled (`unwind`).
+//! stopped by ptrace, every thread at once (`stop`), each thread unwound
+//! from its files' DWARF CFI by framehop (samply's unwinder; `modules`:
+//! the files and their unwind sections) and symbolized by remoteprocess
+//! from the binary's own symbols and DWARF (addr2line), Rust names
+//! demangled (`unwind`).
 //!
 //! Not the system's libunwind, which py-spy's native frames use: libunwind
 //! 1.6 finds no CFI in a binary linked by rust-lld (Rust's default linker
@@ -275,6 +275,8 @@ mod cython;
 mod modules;
 #[cfg(feature = "native")]
 mod python;
+#[cfg(feature = "native")]
+mod stop;
 #[cfg(feature = "native")]
 mod unwind;
 

@@ -13,10 +13,10 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use anyhow::Context;
 use py_spy::{PythonSpy, StackTrace};
 use remoteprocess::StackFrame;
 
+use super::stop::Stopped;
 use super::unwind::Inner;
 use crate::error::Error;
 use crate::procfs;
@@ -103,12 +103,12 @@ impl PythonNative {
     pub(crate) fn traces(&mut self, spy: &mut PythonSpy) -> anyhow::Result<Vec<StackTrace>> {
         self.prepare(spy.pid as u32);
         // The states first: a stopped thread reads as stopped.
-        let running: HashMap<u64, bool> = procfs::tasks(spy.pid as u32)
-            .iter()
-            .map(|t| (u64::from(t.tid), t.state == 'R'))
+        let running: HashMap<u64, bool> = procfs::task_states(spy.pid as u32)
+            .into_iter()
+            .map(|(tid, state)| (u64::from(tid), state == 'R'))
             .collect();
         let (traces, stacks) = {
-            let _stopped = spy.process.lock().context("Failed to suspend process")?;
+            let _stopped = Stopped::all(spy.pid as u32)?;
             let traces = spy.get_stack_traces()?;
             let stacks: Vec<Option<Vec<u64>>> = traces
                 .iter()

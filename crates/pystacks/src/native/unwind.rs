@@ -90,7 +90,8 @@ impl Inner {
                 })
                 .collect::<Vec<_>>()
         } else {
-            let _lock = self.process.lock().map_err(|e| native(pid, e))?;
+            let _stopped =
+                super::stop::Stopped::all(pid).map_err(|e| Error::classify_native(pid, &e))?;
             tasks
                 .iter()
                 .map(|t| self.addresses(t.tid))
