@@ -70,7 +70,8 @@ fn the_redaction_replaces_what_varies_and_keeps_the_rest() {
          warning: some task waited for a CPU during 19.4% of the run (/proc/pressure/cpu); other work\n\
          warning: the 1-minute load average was 5.43 at the end of the run, over the 2 CPUs\n\
          warning: 3 of 3 trials failed\n\
-         Parent chain: 18770 (sh x.sh) < 17378 (it --exact) < 1 (init)\n",
+         Parent chain: 18770 (sh x.sh) < 17378 (it --exact) < 1 (init)\n\
+         tcp-worker[20263] starting; [123]\n",
         tmp.display(),
         tmp.parent().unwrap().display(),
         py = support::python().display(),
@@ -88,7 +89,8 @@ fn the_redaction_replaces_what_varies_and_keeps_the_rest() {
          placement: workers not pinned (CPUs [CPUS] available); CPUs [CPUS] available\n\
          harness: [DURATION] of wall time for [DURATION] of worker lifecycles ([RATIO])\n\
          warning: 3 of 3 trials failed\n\
-         Parent chain: [PID] (sh x.sh) < [PID] (it --exact) < 1 (init)\n"
+         Parent chain: [PID] (sh x.sh) < [PID] (it --exact) < 1 (init)\n\
+         tcp-worker[[PID]] starting; [123]\n"
     );
 }
 

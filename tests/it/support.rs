@@ -596,7 +596,8 @@ impl Drop for KillOnDrop {
 /// page's `<project>`) `[ROOT]`, a path in the temporary folder (or a
 /// page's `<tmp>/...`) `[TMP]`, a pid or a thread's id (three digits or
 /// more after `pid`, `pid:`, `process`, `Process`, `worker`, `Thread`,
-/// `chain:`, a parent chain's `<`, or a JSON `"pid"`) `[PID]`, the interpreter py-spy names (`Python v3.11.7
+/// `chain:`, a parent chain's `<`, or a JSON `"pid"`; a log's `name[PID]`)
+/// `[PID]`, the interpreter py-spy names (`Python v3.11.7
 /// (PATH)`) `Python [INTERPRETER]`, a line of the standard library's
 /// `threading.py` in a stack (which moves with the interpreter's version)
 /// `threading.py:[LINE]`, a loopback port (also a JSON `"port"`) `[PORT]`,
@@ -640,6 +641,7 @@ pub fn redaction_rules() -> Vec<(String, &'static str)> {
             "$1$2 [PID]",
         ),
         (r"< \d{3,} \(".into(), "< [PID] ("),
+        (r"(\w)\[\d{3,}\]".into(), "$1[[PID]]"),
         (
             r"\bPython v\d+\.\d+\.\d+\S* \([^()\n]+\)".into(),
             "Python [INTERPRETER]",

@@ -200,9 +200,12 @@ impl Error {
             (ErrorKind::SpawnFailed(_), _) => {
                 "check that the program exists and is executable, that the working directory exists, and that the stderr file's folder is writable".into()
             }
-            (ErrorKind::Timeout { .. }, Stage::Startup) => {
-                "the worker did not write its ready line in time: read its stderr above; if it is only slow, raise the ready timeout; make sure it prints the ready line to stdout and flushes it".into()
-            }
+            // The stream the ready line is awaited on is the transport's:
+            // stdout over stdio, stderr over TCP.
+            (ErrorKind::Timeout { .. }, Stage::Startup) => format!(
+                "the worker did not write its ready line in time: read its stderr above; if it is only slow, raise the ready timeout; make sure it prints {} and flushes it",
+                d.expected
+            ),
             (ErrorKind::Timeout { .. }, Stage::Request { op, .. }) => format!(
                 "the worker did not answer `{op}` in time: read its stderr and diagnostics above; if it is only slow, raise the request timeout"
             ),
