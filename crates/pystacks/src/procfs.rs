@@ -106,6 +106,18 @@ pub(crate) fn tasks(pid: u32) -> Vec<Task> {
 /// The id and state letter of every thread of `pid`, in [`tasks`]'s
 /// order, without their names: what a sampler reads before each stop.
 pub(crate) fn task_states(pid: u32) -> Vec<(u32, char)> {
+    task_ids(pid)
+        .into_iter()
+        .filter_map(|tid| {
+            let stat = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+            Some((tid, state_of(&stat)?))
+        })
+        .collect()
+}
+
+/// The ids of every thread of `pid`, the leader (tid = pid) first, then
+/// by tid; empty when it is gone.
+pub(crate) fn task_ids(pid: u32) -> Vec<u32> {
     let Ok(entries) = fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
@@ -114,12 +126,7 @@ pub(crate) fn task_states(pid: u32) -> Vec<(u32, char)> {
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
         .collect();
     tids.sort_by_key(|tid| (*tid != pid, *tid));
-    tids.into_iter()
-        .filter_map(|tid| {
-            let stat = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
-            Some((tid, state_of(&stat)?))
-        })
-        .collect()
+    tids
 }
 
 /// The file descriptor a thread is blocked reading (`read`, `readv`,

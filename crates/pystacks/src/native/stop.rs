@@ -17,6 +17,8 @@ use nix::sys::ptrace;
 use nix::sys::wait::{self, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
+use crate::procfs;
+
 /// The threads of a process stopped by ptrace, let go (detached) when
 /// this is dropped.
 #[derive(Debug)]
@@ -33,7 +35,10 @@ impl Stopped {
         let mut seen = HashSet::new();
         loop {
             let mut interrupted = Vec::new();
-            for tid in tids(pid) {
+            for tid in procfs::task_ids(pid)
+                .into_iter()
+                .map(|t| Pid::from_raw(t as i32))
+            {
                 if seen.insert(tid) && stopped.interrupt(pid, tid)? {
                     interrupted.push(tid);
                 }
@@ -109,19 +114,6 @@ fn stop_of(tid: Pid) -> anyhow::Result<()> {
     }
 }
 
-/// The ids of `pid`'s threads, the leader first.
-fn tids(pid: u32) -> Vec<Pid> {
-    let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return Vec::new();
-    };
-    let mut tids: Vec<i32> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
-    tids.sort_by_key(|&tid| (tid as u32 != pid, tid));
-    tids.into_iter().map(Pid::from_raw).collect()
-}
-
 /// A failed ptrace call or wait on `tid`, as the error chain says it.
 fn failed(tid: Pid, e: Errno) -> anyhow::Error {
     anyhow::Error::new(e).context(format!("stopping thread {tid}"))
@@ -133,7 +125,6 @@ mod tests {
     use std::process::{Command, Stdio};
 
     use super::*;
-    use crate::procfs;
 
     /// Three threads spinning besides the main one, which waits on stdin.
     const SPINNERS: &str = "import sys, threading\n\
