@@ -197,7 +197,13 @@ fn write_top(
         " in {sessions} session(s); {} ms at top level",
         ms(total)
     )?;
-    let (by_self, by_cum, packages) = log.top_and_totals_among(n, view.all_nodes(log));
+    // Whole sessions are one range of the arena: walked as a plain range,
+    // the pass's body inlines into one loop (through the chained iterator
+    // of `all_nodes` it stays a call per node).
+    let (by_self, by_cum, packages) = match view.focused {
+        false => log.top_and_totals_among(n, log.node_range(view.session).map(NodeId)),
+        true => log.top_and_totals_among(n, view.all_nodes(log)),
+    };
     for (metric, title, top) in [
         (Metric::SelfTime, "self", by_self),
         (Metric::Cumulative, "cumulative", by_cum),
