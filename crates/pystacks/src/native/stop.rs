@@ -1,7 +1,8 @@
 //! Every thread of a process stopped at once, for as long as one read
 //! takes: each thread seized and interrupted by ptrace before any is
 //! waited for, so the threads stop together, and the reader sleeps about
-//! once a stop rather than once a thread.
+//! once a stop rather than once a thread; or one running thread on its
+//! own, the same way. The one way this crate stops what it unwinds.
 //!
 //! remoteprocess's own lock seizes, interrupts and waits for one thread
 //! after another: each wait can put the reader to sleep until the thread
@@ -53,6 +54,18 @@ impl Stopped {
         if stopped.seized.is_empty() {
             anyhow::bail!("no thread of process {pid} could be stopped (it exited)");
         }
+        Ok(stopped)
+    }
+
+    /// Stops the one thread `tid` of `pid` (a running thread read on its
+    /// own): `Err` when it is gone or exiting, or the kernel refuses.
+    pub(super) fn thread(pid: u32, tid: u32) -> anyhow::Result<Stopped> {
+        let mut stopped = Stopped { seized: Vec::new() };
+        let tid = Pid::from_raw(tid as i32);
+        if !stopped.interrupt(pid, tid)? {
+            anyhow::bail!("thread {tid} of process {pid} could not be stopped (it exited)");
+        }
+        stop_of(tid)?;
         Ok(stopped)
     }
 
@@ -169,6 +182,15 @@ mod tests {
             assert!(states.iter().all(|&(_, s)| s != 't'), "{states:?}");
             assert_eq!(tracer_of(pid), 0, "let go");
         }
+        // One thread held on its own: it alone is stopped.
+        let (leader, spinner) = (pid, procfs::task_ids(pid)[1]);
+        let stopped = Stopped::thread(pid, spinner).expect("one thread can be stopped");
+        let states = procfs::task_states(pid);
+        let state = |tid| states.iter().find(|&&(t, _)| t == tid).unwrap().1;
+        assert_eq!(state(spinner), 't', "{states:?}");
+        assert_ne!(state(leader), 't', "{states:?}");
+        drop(stopped);
+        assert_ne!(procfs::task_states(pid)[1].1, 't');
         child.kill().unwrap();
         child.wait().unwrap();
         let gone = Stopped::all(pid).expect_err("a reaped process has no thread");

@@ -81,9 +81,8 @@ impl Inner {
                     if t.state != 'R' {
                         return Vec::new();
                     }
-                    let thread = remoteprocess::Thread::new(t.tid as remoteprocess::Tid);
-                    match thread.and_then(|t| t.lock()) {
-                        Ok(_lock) => self.addresses(t.tid),
+                    match super::stop::Stopped::thread(pid, t.tid) {
+                        Ok(_stopped) => self.addresses(t.tid),
                         // Gone since it was listed, or exiting.
                         Err(_) => vec![0],
                     }
