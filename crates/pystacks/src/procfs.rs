@@ -199,16 +199,35 @@ pub(crate) fn parent_of(pid: u32) -> Option<u32> {
 }
 
 /// The command line, its arguments joined by spaces (empty for a kernel
-/// thread, a zombie, or a process that is gone).
+/// thread, a zombie, or a process that is gone), on one line: see
+/// [`one_line`].
 pub(crate) fn cmdline(pid: u32) -> String {
     let Ok(raw) = fs::read(format!("/proc/{pid}/cmdline")) else {
         return String::new();
     };
-    raw.split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect::<Vec<_>>()
-        .join(" ")
+    one_line(&raw)
+}
+
+/// The NUL-separated arguments of a `/proc/PID/cmdline` joined by spaces,
+/// with every control character written as its escape (`\n`, `\t`,
+/// `\u{1b}`): a shell's `bash -c 'SCRIPT'` carries whole scripts as one
+/// argument, and a newline in a header or a parent chain would break the
+/// line it sits on.
+fn one_line(raw: &[u8]) -> String {
+    let mut line = String::new();
+    for arg in raw.split(|b| *b == 0).filter(|a| !a.is_empty()) {
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        for c in String::from_utf8_lossy(arg).chars() {
+            if c.is_control() {
+                line.extend(c.escape_default());
+            } else {
+                line.push(c);
+            }
+        }
+    }
+    line
 }
 
 /// The real uid of `pid` (from `/proc/PID/status`).
@@ -455,6 +474,42 @@ mod tests {
             found.iter().any(|t| t.name == "procfs-task-tes"),
             "the named thread is listed: {found:?}"
         );
+    }
+
+    #[test]
+    fn a_command_line_is_one_line_whatever_its_arguments_hold() {
+        let cases: [(&[u8], &str); 5] = [
+            (b"python3\0-m\0worker\0", "python3 -m worker"),
+            (
+                b"bash\0-c\0a=1\n\nexec python3\0",
+                r"bash -c a=1\n\nexec python3",
+            ),
+            (b"x\0tab\there\0\x1b[0m\0", r"x tab\there \u{1b}[0m"),
+            (b"caf\xc3\xa9\0\xff\0", "caf\u{e9} \u{fffd}"),
+            (b"", ""),
+        ];
+        for (raw, line) in cases {
+            assert_eq!(one_line(raw), line, "{raw:?}");
+        }
+        // A real process whose argument holds a newline. Its first line
+        // on stdout says its exec is done: the kernel sets a new
+        // command line late in exec, after a vfork parent runs again.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "echo up\nread x\n", "line\nbreak"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let mut up = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("its stdout")),
+            &mut up,
+        )
+        .expect("its first line");
+        let shown = cmdline(child.id());
+        drop(child.stdin.take());
+        let _ = child.wait();
+        assert_eq!(shown, r"sh -c echo up\nread x\n line\nbreak");
     }
 
     #[test]
