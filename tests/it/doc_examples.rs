@@ -33,8 +33,12 @@
 //! ````), and runs only where a cgroup is delegated to the user; under
 //! `cargo xtask test` a missing one fails, as in the limits tests.
 //! A block that cannot run here says why in its info string:
-//! ```` ```console no-run: needs the real batchalign3 system ````. A block
-//! with any other words after `console` fails the test.
+//! ```` ```console no-run: needs the real batchalign3 system ````. As
+//! rustdoc compiles a `no_run` example, every `coldstart` command such a
+//! block shows is still parsed by the command line's own parser
+//! ([`coldstart::cli::Cli`]): a flag or subcommand renamed or removed
+//! fails the test there too. A block with any other words after `console`
+//! fails the test.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -414,6 +418,71 @@ fn run(command: &str, dir: &Path, tools: &Path, scratch: &Path) -> (Option<i32>,
     )
 }
 
+/// The `coldstart` invocations of a shell command line, each as its
+/// arguments: every segment between `&&`, `||`, `;` and `|` that runs
+/// `coldstart` (after variable assignments, or as the command another one
+/// runs, `git bisect run coldstart ...`), a `# comment` and a `> FILE`
+/// left out.
+fn coldstart_invocations(command: &str) -> Vec<Vec<String>> {
+    let joined = command.replace("\\\n", " ");
+    let Some(split) = shlex::split(&joined) else {
+        return vec![vec!["(unbalanced quotes)".to_owned(), joined]];
+    };
+    // `a; b`: the shell ends a command at a `;` that ends a word.
+    let mut words = Vec::new();
+    for w in split {
+        match w.strip_suffix(';') {
+            Some(word) if !word.is_empty() => words.extend([word.to_owned(), ";".to_owned()]),
+            _ => words.push(w),
+        }
+    }
+    if let Some(comment) = words.iter().position(|w| w.starts_with('#')) {
+        words.truncate(comment);
+    }
+    let mut out = Vec::new();
+    for segment in words.split(|w| ["&&", "||", ";", "|"].contains(&w.as_str())) {
+        let Some(at) = segment.iter().position(|w| w == "coldstart") else {
+            continue;
+        };
+        let mut args = Vec::new();
+        let mut words = segment[at..].iter();
+        while let Some(w) = words.next() {
+            match w.as_str() {
+                ">" | ">>" | "<" | "2>" => {
+                    words.next();
+                }
+                _ => args.push(w.clone()),
+            }
+        }
+        out.push(args);
+    }
+    out
+}
+
+/// What the command line's parser refuses in a no-run block's `coldstart`
+/// commands, one failure each.
+fn unparsed(block: &Block) -> Vec<String> {
+    use clap::Parser;
+    let mut failures = Vec::new();
+    for step in steps(&block.body) {
+        for args in coldstart_invocations(&step.command) {
+            if let Err(e) = coldstart::cli::Cli::try_parse_from(&args) {
+                use clap::error::ErrorKind;
+                if !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                    failures.push(format!(
+                        "{}:{}: `{}` (a no-run block's command) does not parse:\n{}",
+                        block.page,
+                        block.line,
+                        args.join(" "),
+                        e.render()
+                    ));
+                }
+            }
+        }
+    }
+    failures
+}
+
 #[test]
 fn every_console_example_runs_or_says_why_not() {
     let tools = tools();
@@ -436,7 +505,10 @@ fn every_console_example_runs_or_says_why_not() {
                     ran.push(here);
                     failures.extend(run_block(&block, setting, tools.path()));
                 }
-                Mark::NoRun(reason) => marked.push(format!("{rel}:{}: {reason}", block.line)),
+                Mark::NoRun(reason) => {
+                    marked.push(format!("{rel}:{}: {reason}", block.line));
+                    failures.extend(unparsed(&block));
+                }
                 Mark::Bad(why) => failures.push(why),
             }
         }
@@ -485,6 +557,49 @@ fn a_block_is_read_into_commands_and_their_output() {
             shown: vec!["out".into()]
         }]
     );
+}
+
+#[test]
+fn a_no_run_blocks_coldstart_commands_are_parsed_and_a_wrong_flag_fails() {
+    let v = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        coldstart_invocations("cd ~/src/ml-service && coldstart init      # or by hand"),
+        [v(&["coldstart", "init"])]
+    );
+    assert_eq!(
+        coldstart_invocations("git bisect run coldstart bisect --run v1.4.0 # git drives"),
+        [v(&["coldstart", "bisect", "--run", "v1.4.0"])]
+    );
+    assert_eq!(
+        coldstart_invocations(
+            "RUST_LOG=info coldstart diff origin/main --format junit > diff.xml; \\\n  cat diff.xml | coldstart x"
+        ),
+        [
+            v(&["coldstart", "diff", "origin/main", "--format", "junit"]),
+            v(&["coldstart", "x"])
+        ]
+    );
+    assert!(coldstart_invocations("pip install coldstart-*.whl").is_empty());
+
+    let page = "```console no-run: needs a pid\n\
+                $ coldstart dump 30299 --native\n\
+                $ cd x && coldstart trace 1 --duration 10 --output perfetto=a.pb\n\
+                Process 30299\n```\n\
+                ```console no-run: needs a pid\n\
+                $ coldstart dump 30299 --natve\n\
+                $ coldstart chek\n```\n";
+    let found = blocks("page.md", page);
+    assert_eq!(unparsed(&found[0]), Vec::<String>::new());
+    let failures = unparsed(&found[1]);
+    assert_eq!(failures.len(), 2, "{failures:?}");
+    assert!(
+        failures[0].starts_with(
+            "page.md:6: `coldstart dump 30299 --natve` (a no-run block's command) does not parse:"
+        ),
+        "{failures:?}"
+    );
+    assert!(failures[0].contains("--natve"), "{failures:?}");
+    assert!(failures[1].contains("`coldstart chek`"), "{failures:?}");
 }
 
 #[test]
