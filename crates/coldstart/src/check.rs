@@ -231,20 +231,12 @@ fn checked(
     format: Format,
 ) -> Result<std::result::Result<CheckRun, ExitCode>> {
     if let Some(log) = &args.log {
-        if !args.target.command.is_empty() || args.module.is_some() {
-            bail!("--log judges a recorded log alone: give no command and no --module");
-        }
-        let report = check::judge_log(&project.cwd.join(log), &args.forbid, args.tree)?;
-        return Ok(Ok(CheckRun {
-            checked: vec![Checked {
-                report,
-                root: project.cwd.clone(),
-                suggestions: Vec::new(),
-                written: Vec::new(),
-                workers: Vec::new(),
-            }],
-            ..CheckRun::default()
-        }));
+        return judged_log(args, project, log).map(Ok);
+    }
+    if args.record.record && (args.fix || args.module.is_some()) {
+        bail!(
+            "--record stores what was checked as the current commit's run: drop --fix (it changes the files checked) and --module (no target of the project)"
+        );
     }
     let opts = RunOptions {
         check: CheckOptions {
@@ -255,23 +247,11 @@ fn checked(
         fix: args.fix,
     };
     let targets = targets(args, project)?;
-    // Targets with `snapshot = true`: their start-up tree must not drift.
-    let gated: Vec<harness::Target> = match &project.config {
-        Some(config) => targets_for_snapshot(args, project)?
-            .into_iter()
-            .filter(|t| config.snapshot.contains(&t.name))
-            .collect(),
-        None => Vec::new(),
-    };
+    let gated = gated_targets(args, project)?;
     // SIGINT, SIGTERM or SIGHUP kills every worker at once; the check
     // then shows the targets it finished, says which one it cut short,
     // and exits 128 + the signal's number without a verdict.
     let interrupt = crate::signals::interrupt(OnPress::KillNow).unwrap_or_default();
-    if args.record.record && (args.fix || args.module.is_some()) {
-        bail!(
-            "--record stores what was checked as the current commit's run: drop --fix (it changes the files checked) and --module (no target of the project)"
-        );
-    }
     let outcome = harness::check_run::run(&targets, opts, &gated, &project.root, &interrupt)?;
     if let Some(cut) = &outcome.interrupted {
         return Ok(Err(interrupted(&interrupt, &outcome.checked, cut, format)?));
@@ -280,6 +260,36 @@ fn checked(
         record(&args.record, project, &targets, &outcome)?;
     }
     Ok(Ok(outcome))
+}
+
+/// `--log`: a recorded importtime log judged alone, as one checked target.
+fn judged_log(args: &Args, project: &Project, log: &std::path::Path) -> Result<CheckRun> {
+    if !args.target.command.is_empty() || args.module.is_some() {
+        bail!("--log judges a recorded log alone: give no command and no --module");
+    }
+    let report = check::judge_log(&project.cwd.join(log), &args.forbid, args.tree)?;
+    Ok(CheckRun {
+        checked: vec![Checked {
+            report,
+            root: project.cwd.clone(),
+            suggestions: Vec::new(),
+            written: Vec::new(),
+            workers: Vec::new(),
+        }],
+        ..CheckRun::default()
+    })
+}
+
+/// The targets with `snapshot = true` in the config: their start-up tree
+/// must not drift.
+fn gated_targets(args: &Args, project: &Project) -> Result<Vec<harness::Target>> {
+    Ok(match &project.config {
+        Some(config) => targets_for_snapshot(args, project)?
+            .into_iter()
+            .filter(|t| config.snapshot.contains(&t.name))
+            .collect(),
+        None => Vec::new(),
+    })
 }
 
 /// `--record`: each checked target's import tree stored as the current

@@ -191,14 +191,7 @@ pub fn top(args: TopArgs) -> Result<ExitCode> {
         let seconds = Instant::now().duration_since(started).as_secs_f64();
         let mut frame = Vec::new();
         top_frame(&args, &options, &window, seconds, &mut frame)?;
-        if redraw {
-            // Home and clear, then the refresh: a plain redraw.
-            stdout.write_all(b"\x1b[H\x1b[2J")?;
-        } else if shown > 0 {
-            writeln!(stdout)?;
-        }
-        stdout.write_all(&frame)?;
-        stdout.flush()?;
+        show(&mut stdout, &frame, redraw, shown == 0)?;
         shown += 1;
         if sampler.is_finished() {
             writeln!(stdout, "process {} exited", args.pid)?;
@@ -210,6 +203,19 @@ pub fn top(args: TopArgs) -> Result<ExitCode> {
     }
     drop(sampler);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes one refresh of `top`: on a terminal over the last one (home and
+/// clear, a plain redraw), else after a blank line but for the first.
+fn show(stdout: &mut dyn Write, frame: &[u8], redraw: bool, first: bool) -> Result<()> {
+    if redraw {
+        stdout.write_all(b"\x1b[H\x1b[2J")?;
+    } else if !first {
+        writeln!(stdout)?;
+    }
+    stdout.write_all(frame)?;
+    stdout.flush()?;
+    Ok(())
 }
 
 /// Waits out the time to `next`, looking every 50 ms whether `ended`
@@ -381,46 +387,24 @@ fn print_recording(
         p.errors,
         p.cost.reading_share() * 100.0
     )?;
-    if let Some(rate) = p.adapted_rate_hz {
-        writeln!(
-            stdout,
-            "note: the rate was lowered to {rate:.0} Hz at times so reading stays under {:.0}% of the time (a large process); --rate sets it",
-            live::MAX_READING_SHARE * 100.0
-        )?;
-    } else if options.rate.is_some() && p.cost.reading_share() > live::MAX_READING_SHARE {
-        writeln!(
-            stdout,
-            "warning: reading took {:.0}% of the time at {} Hz; a lower --rate (or none: it adapts) keeps the cost small",
-            p.cost.reading_share() * 100.0,
-            options.rate_hz()
-        )?;
+    if let Some(line) = rate_note(options, p) {
+        writeln!(stdout, "{line}")?;
     }
-    for sp in p.processes.iter().filter(|sp| sp.native) {
-        let samples = p.samples.iter().filter(|s| s.pid == sp.pid).count();
-        writeln!(
-            stdout,
-            "native: process {} ({}) sampled for its native stacks, a root of its own: {samples} samples{}",
-            sp.pid,
-            sp.command,
-            if options.idle {
-                ""
-            } else {
-                " of running threads (--idle also keeps where its threads wait)"
-            }
-        )?;
-    }
-    for sp in p.processes.iter().filter(|sp| sp.python_version.is_none()) {
-        if let Some(why) = &sp.not_sampled
-            && sp.pid != args.pid
-        {
-            writeln!(
-                stdout,
-                "not sampled: process {} ({}): {why}",
-                sp.pid, sp.command
-            )?;
-        }
+    for line in process_notes(args, options, p) {
+        writeln!(stdout, "{line}")?;
     }
     writeln!(stdout)?;
+    print_top_frames(rec, seconds, stdout)
+}
+
+/// The recording's ten widest frames, with the CPU time of the samples on
+/// CPU over `seconds`.
+fn print_top_frames(
+    rec: &live::StackRecording,
+    seconds: f64,
+    stdout: &mut dyn Write,
+) -> Result<()> {
+    let p = &rec.profile;
     let top = live::top_frames(&rec.stacks, 10);
     let rows: Vec<(&str, u64, u64)> = top
         .iter()
@@ -429,6 +413,55 @@ fn print_recording(
     let summary = live::sample_summary(&p.time_where(|_| true), p.ticks, seconds, p.kernel_cpu_ns);
     report::profile::top_table(&rows, &summary, stdout)?;
     Ok(())
+}
+
+/// A note when the rate was lowered to keep reading under its share, or a
+/// warning when a rate the user set made reading cost more than it.
+fn rate_note(options: &LiveOptions, p: &live::Profile) -> Option<String> {
+    if let Some(rate) = p.adapted_rate_hz {
+        Some(format!(
+            "note: the rate was lowered to {rate:.0} Hz at times so reading stays under {:.0}% of the time (a large process); --rate sets it",
+            live::MAX_READING_SHARE * 100.0
+        ))
+    } else if options.rate.is_some() && p.cost.reading_share() > live::MAX_READING_SHARE {
+        Some(format!(
+            "warning: reading took {:.0}% of the time at {} Hz; a lower --rate (or none: it adapts) keeps the cost small",
+            p.cost.reading_share() * 100.0,
+            options.rate_hz()
+        ))
+    } else {
+        None
+    }
+}
+
+/// One line for each process read for its native stacks, and for each
+/// process below the one asked for that could not be sampled, with why.
+fn process_notes(args: &RecordArgs, options: &LiveOptions, p: &live::Profile) -> Vec<String> {
+    let native = p.processes.iter().filter(|sp| sp.native).map(|sp| {
+        let samples = p.samples.iter().filter(|s| s.pid == sp.pid).count();
+        format!(
+            "native: process {} ({}) sampled for its native stacks, a root of its own: {samples} samples{}",
+            sp.pid,
+            sp.command,
+            if options.idle {
+                ""
+            } else {
+                " of running threads (--idle also keeps where its threads wait)"
+            }
+        )
+    });
+    let unread = p
+        .processes
+        .iter()
+        .filter(|sp| sp.python_version.is_none() && sp.pid != args.pid)
+        .filter_map(|sp| {
+            let why = sp.not_sampled.as_ref()?;
+            Some(format!(
+                "not sampled: process {} ({}): {why}",
+                sp.pid, sp.command
+            ))
+        });
+    native.chain(unread).collect()
 }
 
 /// The threads a recording read, in words: a process read natively (the

@@ -103,6 +103,20 @@ fn print_profile(
         p.late_ticks,
         p.reading_share * 100.0
     )?;
+    print_startup(p, &mut stdout)?;
+    writeln!(stdout)?;
+    let rows: Vec<(&str, u64, u64)> = p
+        .top
+        .iter()
+        .map(|f| (f.frame.as_str(), f.self_samples, f.total_samples))
+        .collect();
+    report::profile::top_table(&rows, &p.sampled, &mut stdout)?;
+    Ok(())
+}
+
+/// The start-up's samples (spawn to ready): the share inside imports and
+/// the widest frames outside them.
+fn print_startup(p: &FinishedProfile, stdout: &mut dyn std::io::Write) -> Result<()> {
     let s = &p.startup;
     writeln!(
         stdout,
@@ -116,12 +130,5 @@ fn print_profile(
             writeln!(stdout, "    {:>6}  {}", f.self_samples, f.frame)?;
         }
     }
-    writeln!(stdout)?;
-    let rows: Vec<(&str, u64, u64)> = p
-        .top
-        .iter()
-        .map(|f| (f.frame.as_str(), f.self_samples, f.total_samples))
-        .collect();
-    report::profile::top_table(&rows, &p.sampled, &mut stdout)?;
     Ok(())
 }

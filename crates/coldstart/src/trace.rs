@@ -138,8 +138,29 @@ fn print_summary(
         SamplingEnd::Stopped => format!("stopped by {}", crate::signals::signal_name(interrupt)),
         _ => "stopped".to_owned(),
     };
-    let t = &done.trace;
     let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}", traced_line(outputs, done, &why))?;
+    if let Some(line) = sampled_line(&done.profile) {
+        writeln!(stdout, "{line}")?;
+    }
+    if let Some(status) = &done.exit {
+        writeln!(
+            stdout,
+            "the command ended: {status}; {}",
+            spans_clause(done)
+        )?;
+    }
+    Ok(())
+}
+
+/// `traced N processes, N threads, N slices, N proven waits on a worker
+/// over S s (WHY): FILES`.
+fn traced_line(
+    outputs: &[Output<Format>],
+    done: &harness::tree_trace::TreeTrace,
+    why: &str,
+) -> String {
+    let t = &done.trace;
     let processes = t.processes.len();
     let threads = t.processes.iter().map(|p| p.threads.len()).sum::<usize>() - done.span_tracks;
     let slices = t
@@ -148,8 +169,7 @@ fn print_summary(
         .flat_map(|p| &p.threads)
         .map(|th| th.slices.len())
         .sum::<usize>();
-    writeln!(
-        stdout,
+    format!(
         "traced {processes} process{}, {threads} thread{}, {slices} slice{}, {} proven wait{} on a worker over {:.1} s ({why}): {}",
         plural(processes, "es"),
         plural(threads, "s"),
@@ -162,15 +182,17 @@ fn print_summary(
             .map(|o| o.path.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
-    )?;
-    // What was read, not what was asked: a native read of a large process
-    // takes long, and the rate is lowered to keep reading under its share.
-    let p = &done.profile;
+    )
+}
+
+/// What was read, not what was asked: a native read of a large process
+/// takes long, and the rate is lowered to keep reading under its share.
+/// None when no time passed.
+fn sampled_line(p: &harness::live::Profile) -> Option<String> {
     let secs = p.cost.wall_ns() as f64 / 1e9;
-    if secs > 0.0 {
+    (secs > 0.0).then(|| {
         let achieved = p.ticks as f64 / secs;
-        writeln!(
-            stdout,
+        format!(
             "sampled {} rounds, {achieved:.0} a second (asked {} Hz{}), {} late",
             p.ticks,
             p.rate_hz,
@@ -180,28 +202,26 @@ fn print_summary(
                     ", lowered to {r:.0} Hz at times so reading stays under its share"
                 )),
             p.late_ticks
-        )?;
+        )
+    })
+}
+
+/// The spans the started command exported over OTLP, and how many flow to
+/// a worker.
+fn spans_clause(done: &harness::tree_trace::TreeTrace) -> String {
+    match (done.spans, done.span_requests) {
+        (_, 0) => "no OTLP export request arrived".to_owned(),
+        (n, r) => format!(
+            "{n} span{} received over OTLP in {r} export request{}, drawn on {} track{}{}",
+            plural(n, "s"),
+            plural(r, "s"),
+            done.span_tracks,
+            plural(done.span_tracks, "s"),
+            match done.span_flows {
+                0 => String::new(),
+                1 => "; 1 of them flows to the worker its thread was proven waiting on".to_owned(),
+                f => format!("; {f} of them flow to the worker their thread was proven waiting on"),
+            }
+        ),
     }
-    if let Some(status) = &done.exit {
-        let spans = match (done.spans, done.span_requests) {
-            (_, 0) => "no OTLP export request arrived".to_owned(),
-            (n, r) => format!(
-                "{n} span{} received over OTLP in {r} export request{}, drawn on {} track{}{}",
-                plural(n, "s"),
-                plural(r, "s"),
-                done.span_tracks,
-                plural(done.span_tracks, "s"),
-                match done.span_flows {
-                    0 => String::new(),
-                    1 => "; 1 of them flows to the worker its thread was proven waiting on"
-                        .to_owned(),
-                    f => format!(
-                        "; {f} of them flow to the worker their thread was proven waiting on"
-                    ),
-                }
-            ),
-        };
-        writeln!(stdout, "the command ended: {status}; {spans}")?;
-    }
-    Ok(())
 }
