@@ -380,23 +380,11 @@ pub fn git(dir: &Path, args: &[&str]) {
     git_out(dir, args);
 }
 
-/// `git ARGS` in `dir` as [`git`] runs it: what it printed, trimmed.
+/// `git ARGS` in `dir` as [`git`] runs it (through
+/// [`test_history::git`], the tests' one git runner): what it printed,
+/// trimmed.
 pub fn git_out(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    test_history::git(dir, args).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Copies the folder `from` to `to`, `__pycache__` left out.

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use importguard::recorder::CallSite;
-use importguard::verdict::{ChainSource, ImportStatus, Violation};
+use importguard::verdict::Violation;
 
 use super::*;
 
@@ -14,33 +14,19 @@ use test_interpreters::default_python as python;
 
 /// A violation whose chain is `module` (imported at `file:line`), then torch.
 fn violation(root: &Path, file: &str, line: u32, module: &str) -> Violation {
+    let at = CallSite {
+        file: root.join(file).display().to_string(),
+        line,
+        func: "<module>".into(),
+    };
     Violation {
-        module: "torch".into(),
-        pattern: "torch".into(),
-        status: ImportStatus::Loaded,
-        detail: None,
-        chain: vec![module.to_owned(), "torch".to_owned()],
-        chain_parent_of: vec![None; 2],
-        chain_source: ChainSource::Importtime,
-        chain_lines: vec![
-            Some(CallSite {
-                file: root.join(file).display().to_string(),
-                line,
-                func: "<module>".into(),
-            }),
-            None,
-        ],
-        origin: None,
-        importer: None,
-        stage: None,
-        t_ns: None,
-        cumulative_us: None,
-        beneath: vec![],
         recorded: true,
-        in_importtime: true,
-        process: None,
-        channel: None,
-        lazy: None,
+        ..Violation::loaded(
+            "torch",
+            "torch",
+            vec![module.to_owned(), "torch".to_owned()],
+            vec![Some(at), None],
+        )
     }
 }
 

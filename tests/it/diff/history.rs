@@ -169,34 +169,20 @@ fn a_commit_whose_worker_cannot_start_is_stored_as_failed() {
 /// returns it once it has opened the store, with what it printed so far.
 fn long_recording(r: &Repo) -> (std::process::Child, String) {
     let file = r.history_file();
-    let mut child = r
-        .command(&[
-            "history",
-            "record",
-            "HEAD~3..HEAD",
-            "--trials",
-            "1000",
-            "--warmup",
-            "0",
-            "--history",
-            file.to_str().unwrap(),
-            "--shard",
-            "1/1",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        assert!(err.read_line(&mut line).unwrap() > 0, "ended early: {seen}");
-        seen.push_str(&line);
-        if line.contains("recording 3 commit") {
-            break;
-        }
-    }
+    let args = [
+        "history",
+        "record",
+        "HEAD~3..HEAD",
+        "--trials",
+        "1000",
+        "--warmup",
+        "0",
+        "--history",
+        file.to_str().unwrap(),
+        "--shard",
+        "1/1",
+    ];
+    let (child, seen, mut err) = super::started_until(r, &args, "recording 3 commit");
     std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
     (child, seen)
 }

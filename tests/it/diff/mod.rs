@@ -514,25 +514,20 @@ fn a_side_that_cannot_start_exits_2_and_says_which() {
     assert_eq!(v["targets"][0]["error"]["side"], "B");
 }
 
-/// Starts `diff HEAD` with a long time budget and returns it once its
-/// timed rounds have begun (the base's checkout exists), with what it
-/// printed so far and its stderr.
-fn diff_in_its_timed_rounds(
+/// Starts `coldstart ARGS` in the repository (its stdout dropped) and
+/// returns it once a line of its stderr holds `marker`, with what it
+/// printed so far and the rest of its stderr, still to read.
+pub(super) fn started_until(
     r: &Repo,
+    args: &[&str],
+    marker: &str,
 ) -> (
     std::process::Child,
     String,
     BufReader<std::process::ChildStderr>,
 ) {
     let mut child = r
-        .command(&[
-            "diff",
-            "HEAD",
-            "--instrumented",
-            "1",
-            "--max-seconds",
-            "120",
-        ])
+        .command(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -543,14 +538,35 @@ fn diff_in_its_timed_rounds(
         let mut line = String::new();
         assert!(
             err.read_line(&mut line).unwrap() > 0,
-            "no timed rounds: {seen}"
+            "ended before `{marker}`: {seen}"
         );
         seen.push_str(&line);
-        if line.contains("timed rounds") {
+        if line.contains(marker) {
             break;
         }
     }
     (child, seen, err)
+}
+
+/// Starts `diff HEAD` with a long time budget and returns it once its
+/// timed rounds have begun (the base's checkout exists), with what it
+/// printed so far and its stderr.
+fn diff_in_its_timed_rounds(
+    r: &Repo,
+) -> (
+    std::process::Child,
+    String,
+    BufReader<std::process::ChildStderr>,
+) {
+    let args = [
+        "diff",
+        "HEAD",
+        "--instrumented",
+        "1",
+        "--max-seconds",
+        "120",
+    ];
+    started_until(r, &args, "timed rounds")
 }
 
 #[test]

@@ -449,26 +449,12 @@ fn importtime_violation(
 ) -> Violation {
     let name = log.name(id);
     let (chain, chain_parent_of) = import_chain_names(log, id);
+    let chain_lines = lines.of(&chain);
     Violation {
-        module: name.to_owned(),
-        pattern: pattern_of(policy, name),
-        status: ImportStatus::Loaded,
-        detail: None,
-        chain_lines: lines.of(&chain),
-        chain,
         chain_parent_of,
-        chain_source: ChainSource::Importtime,
-        origin: None,
-        importer: None,
-        stage: None,
-        t_ns: None,
         cumulative_us: Some(log.node(id).cumulative_us),
         beneath: it_beneath.get(&id).cloned().unwrap_or_default(),
-        recorded: false,
-        in_importtime: true,
-        process: None,
-        channel: None,
-        lazy: None,
+        ..Violation::loaded(name, &pattern_of(policy, name), chain, chain_lines)
     }
 }
 

@@ -100,6 +100,44 @@ pub struct Violation {
     pub lazy: Option<LazyUse>,
 }
 
+impl Violation {
+    /// A forbidden `module` (matched by `pattern`) that importtime shows
+    /// loaded, reached along `chain` (the top-level import first, the
+    /// module last, each imported by name) with the line of each link
+    /// where known. Everything the recorder adds is empty (no stage, time,
+    /// origin, process, channel or laziness; not `recorded`), and so is its
+    /// cost: the judge fills in what it has, an embedding program or a test
+    /// what it needs.
+    pub fn loaded(
+        module: &str,
+        pattern: &str,
+        chain: Vec<String>,
+        chain_lines: Vec<Option<CallSite>>,
+    ) -> Violation {
+        Violation {
+            module: module.to_owned(),
+            pattern: pattern.to_owned(),
+            status: ImportStatus::Loaded,
+            detail: None,
+            chain_parent_of: vec![None; chain.len()],
+            chain,
+            chain_source: ChainSource::Importtime,
+            chain_lines,
+            origin: None,
+            importer: None,
+            stage: None,
+            t_ns: None,
+            cumulative_us: None,
+            beneath: Vec::new(),
+            recorded: false,
+            in_importtime: true,
+            process: None,
+            channel: None,
+            lazy: None,
+        }
+    }
+}
+
 /// A lazily imported module made real: where it was declared, where it was
 /// touched.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -633,33 +633,13 @@ mod tests {
 
     #[test]
     fn the_readable_report_prints_the_chain_with_arrows_and_paths_from_here() {
+        let at = |file: &str, line| importguard::recorder::CallSite {
+            file: file.into(),
+            line,
+            func: "<module>".into(),
+        };
         let v = verdict::Violation {
-            module: "torch".into(),
-            pattern: "torch".into(),
-            status: verdict::ImportStatus::Loaded,
-            detail: None,
-            chain: vec!["app".into(), "app.model".into(), "torch".into()],
-            chain_parent_of: vec![None; 3],
-            chain_source: verdict::ChainSource::Importtime,
-            chain_lines: vec![
-                None,
-                Some(importguard::recorder::CallSite {
-                    file: "/src/app/__init__.py".into(),
-                    line: 1,
-                    func: "<module>".into(),
-                }),
-                Some(importguard::recorder::CallSite {
-                    file: "/src/app/model.py".into(),
-                    line: 3,
-                    func: "<module>".into(),
-                }),
-            ],
-            origin: Some(importguard::recorder::CallSite {
-                file: "/src/app/model.py".into(),
-                line: 3,
-                func: "<module>".into(),
-            }),
-            importer: None,
+            origin: Some(at("/src/app/model.py", 3)),
             stage: Some(timeline::Stage::Request {
                 op: "health".into(),
                 index: 1,
@@ -668,10 +648,16 @@ mod tests {
             cumulative_us: Some(1500),
             beneath: vec!["torch._C".into()],
             recorded: true,
-            in_importtime: true,
-            process: None,
-            channel: None,
-            lazy: None,
+            ..verdict::Violation::loaded(
+                "torch",
+                "torch",
+                vec!["app".into(), "app.model".into(), "torch".into()],
+                vec![
+                    None,
+                    Some(at("/src/app/__init__.py", 1)),
+                    Some(at("/src/app/model.py", 3)),
+                ],
+            )
         };
         let mut r = TargetReport {
             ready_ms_median: Some(12.34),

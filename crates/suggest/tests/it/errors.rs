@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use importguard::recorder::CallSite;
-use importguard::verdict::{ChainSource, ImportStatus, Violation};
+use importguard::verdict::Violation;
 use suggest::{RejectReason, SuggestError, Suggester, Verification};
 
 use crate::support::{check, project, python, required, violation};
@@ -36,26 +36,10 @@ fn frame(file: &str, line: u32) -> Option<CallSite> {
 }
 
 fn hand_made(chain: &[&str], lines: Vec<Option<CallSite>>) -> Violation {
+    let chain = chain.iter().map(|s| (*s).to_owned()).collect();
     Violation {
-        module: "torch".into(),
-        pattern: "torch".into(),
-        status: ImportStatus::Loaded,
-        detail: None,
-        chain: chain.iter().map(|s| (*s).to_owned()).collect(),
-        chain_parent_of: vec![None; chain.len()],
-        chain_source: ChainSource::Importtime,
-        chain_lines: lines,
-        origin: None,
-        importer: None,
-        stage: None,
-        t_ns: None,
-        cumulative_us: None,
-        beneath: vec![],
         recorded: true,
-        in_importtime: true,
-        process: None,
-        channel: None,
-        lazy: None,
+        ..Violation::loaded("torch", "torch", chain, lines)
     }
 }
 
