@@ -582,14 +582,7 @@ mod tests {
         }
     }
 
-    fn frame(name: &str, file: &str, line: u32) -> Frame {
-        Frame {
-            name: name.into(),
-            filename: format!("/src/{file}"),
-            short_filename: file.into(),
-            line,
-        }
-    }
+    use crate::testing::frame;
 
     #[test]
     fn a_waiting_parent_is_shown_with_its_threads_and_whether_each_worker_is_busy() {

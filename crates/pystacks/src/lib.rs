@@ -96,6 +96,8 @@ mod procfs;
 mod sampler;
 mod spy;
 mod stack;
+#[cfg(test)]
+mod testing;
 pub mod tree;
 
 pub use collapsed::{

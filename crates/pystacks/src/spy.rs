@@ -208,16 +208,7 @@ mod tests {
     use super::*;
 
     fn frame(name: &str, module: Option<&str>) -> py_spy::Frame {
-        py_spy::Frame {
-            name: name.to_owned(),
-            filename: module.map_or("gc_worker.py", |m| m).to_owned(),
-            module: module.map(str::to_owned),
-            short_filename: None,
-            line: if module.is_some() { 0 } else { 12 },
-            locals: None,
-            is_entry: true,
-            is_shim_entry: false,
-        }
+        crate::testing::spy_frame(name, module, true)
     }
 
     #[test]

@@ -168,14 +168,7 @@ mod tests {
         assert_eq!(f.label(), "f\u{FFFD}g:h i (a.py:2)");
     }
 
-    fn frame(name: &str, file: &str, line: u32) -> Frame {
-        Frame {
-            name: name.into(),
-            filename: format!("/abs/{file}"),
-            short_filename: file.into(),
-            line,
-        }
-    }
+    use crate::testing::frame;
 
     #[test]
     fn labels_follow_py_spy_raw() {

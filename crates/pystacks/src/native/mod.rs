@@ -288,12 +288,7 @@ mod tests {
     use super::*;
 
     fn frame(name: &str) -> Frame {
-        Frame {
-            name: name.into(),
-            filename: String::new(),
-            short_filename: String::new(),
-            line: 0,
-        }
+        crate::testing::frame(name, "", 0)
     }
 
     #[test]

@@ -442,18 +442,7 @@ mod tests {
         assert_eq!(regions.executable(0x7ffe_0002_1000), None);
     }
 
-    fn frame(name: &str, module: Option<&str>, is_entry: bool) -> py_spy::Frame {
-        py_spy::Frame {
-            name: name.to_owned(),
-            filename: module.map_or("app.py", |m| m).to_owned(),
-            module: module.map(str::to_owned),
-            short_filename: None,
-            line: if module.is_some() { 0 } else { 3 },
-            locals: None,
-            is_entry,
-            is_shim_entry: false,
-        }
-    }
+    use crate::testing::spy_frame as frame;
 
     fn names(frames: &[py_spy::Frame]) -> Vec<&str> {
         frames.iter().map(|f| f.name.as_str()).collect()
