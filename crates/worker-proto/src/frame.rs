@@ -105,9 +105,11 @@ fn classify_capped(line: &[u8], cap: usize) -> Result<Inbound, FrameError> {
         })
 }
 
-/// A short, escaped, printable prefix of `bytes`: valid UTF-8 is shown with
-/// Rust's debug escapes (`\n`, `\u{1b}`), other bytes as `\xNN`, and a cut
-/// line ends with `…`.
+/// A short, escaped, printable prefix of `bytes`, to quote between
+/// backticks: valid UTF-8 is shown with Rust's debug escapes (`\n`,
+/// `\u{1b}`, `\\`) but for quotes, which stay as the worker wrote them (a
+/// JSON line is full of them), and a backtick as `` \` ``; other bytes as
+/// `\xNN`; a cut line ends with `…`.
 pub fn escaped_prefix(bytes: &[u8]) -> String {
     let mut out = String::new();
     let mut chars = 0;
@@ -119,6 +121,8 @@ pub fn escaped_prefix(bytes: &[u8]) -> String {
             }
             if c == '`' {
                 out.push_str("\\`");
+            } else if c == '"' || c == '\'' {
+                out.push(c);
             } else {
                 out.extend(c.escape_debug());
             }
@@ -495,7 +499,7 @@ mod tests {
         assert_eq!(
             err,
             FrameError::NotUtf8 {
-                prefix: "{\\\"op\\\": \\\"h\\xffealth\\\"}".into(),
+                prefix: "{\"op\": \"h\\xffealth\"}".into(),
                 valid_up_to: 9,
             }
         );
@@ -539,7 +543,7 @@ mod tests {
         check_prefix(b"a\nb\tc\r", "a\\nb\\tc\\r");
         check_prefix(b"\x1b[0m", "\\u{1b}[0m");
         check_prefix(b"`code`", "\\`code\\`");
-        check_prefix(b"\"q\" \\", "\\\"q\\\" \\\\");
+        check_prefix(b"\"q\" 'r' \\", "\"q\" 'r' \\\\");
         check_prefix(b"ok\xff\xfeok", "ok\\xff\\xfeok");
         check_prefix("héllo ✓".as_bytes(), "héllo ✓");
         // A truncated multi-byte character shows its bytes.
