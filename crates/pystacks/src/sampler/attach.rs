@@ -127,6 +127,15 @@ impl Run {
                     let fatal = matches!(e, Error::ProcessGone { .. } | Error::PermissionDenied(_));
                     if matches!(e, Error::ProcessGone { .. }) {
                         t.gone_ns = Some(monotonic_ns());
+                    } else {
+                        // First read when the process was found, it may be
+                        // its parent's (a fork that has not exec'd yet) or
+                        // none (mid-exec, before the kernel sets the new
+                        // one): the latest command line is the one kept.
+                        let now = procfs::cmdline(pid);
+                        if !now.is_empty() {
+                            t.command = now;
+                        }
                     }
                     let why = e.to_string();
                     if pid == self.root {

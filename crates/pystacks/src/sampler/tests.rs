@@ -121,3 +121,40 @@ fn cpu_time_weighs_each_sample_by_its_interval_and_counts_no_idle_one() {
     assert!((profile.rounds_per_second() - 5.0).abs() < 1e-9);
     assert_eq!(profile.time_where(|s| !s.active).cpu_ns, 0);
 }
+
+#[test]
+fn a_tracked_process_that_execs_while_pending_keeps_its_new_command_line() {
+    use std::io::{BufRead, BufReader, Write};
+    // A shell that says it runs (its exec is done), then becomes `cat`
+    // once it reads a line; cat then echoes.
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "echo up; read x; exec cat"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh runs");
+    let pid = child.id();
+    let mut out = BufReader::new(child.stdout.take().expect("its stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("its first line");
+    let mut run = Run::new(
+        pid,
+        SamplerOptions::default(),
+        StopHandle::default(),
+        Arc::default(),
+    );
+    run.track(pid, None);
+    assert_eq!(run.tracked[&pid].command, "sh -c echo up; read x; exec cat");
+    run.attach_pending();
+    // The shell execs cat; cat's echo proves the exec is done.
+    let mut stdin = child.stdin.take().expect("its stdin");
+    stdin.write_all(b"go\necho\n").expect("written");
+    line.clear();
+    out.read_line(&mut line).expect("cat's echo");
+    assert_eq!(line, "echo\n");
+    run.attach_pending();
+    let command = run.tracked[&pid].command.clone();
+    drop(stdin);
+    let _ = child.wait();
+    assert_eq!(command, "cat", "still pending (not Python): read again");
+}
