@@ -491,21 +491,8 @@ mod tests {
         for (raw, line) in cases {
             assert_eq!(one_line(raw), line, "{raw:?}");
         }
-        // A real process whose argument holds a newline. Its first line
-        // on stdout says its exec is done: the kernel sets a new
-        // command line late in exec, after a vfork parent runs again.
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "echo up\nread x\n", "line\nbreak"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("sh");
-        let mut up = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().expect("its stdout")),
-            &mut up,
-        )
-        .expect("its first line");
+        // A real process whose argument holds a newline.
+        let (mut child, _out) = crate::testing::shell("read x\n", &["line\nbreak"]);
         let shown = cmdline(child.id());
         drop(child.stdin.take());
         let _ = child.wait();

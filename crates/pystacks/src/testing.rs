@@ -29,3 +29,31 @@ pub(crate) fn spy_frame(name: &str, module: Option<&str>, is_entry: bool) -> py_
         is_shim_entry: false,
     }
 }
+
+/// A shell running `script` (with `args` as `$0`, `$1`...), its stdin and
+/// stdout piped, returned once it has printed `up`: its exec is done then,
+/// so /proc shows its own command line (right after a spawn it may still
+/// show this test's, or none while the kernel sets it up). Its stdout is
+/// returned to read further.
+pub(crate) fn shell(
+    script: &str,
+    args: &[&str],
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStdout>,
+) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("echo up\n{script}"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh runs");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("its stdout"));
+    let mut up = String::new();
+    out.read_line(&mut up).expect("its first line");
+    assert_eq!(up, "up\n", "the shell speaks");
+    (child, out)
+}

@@ -125,21 +125,7 @@ mod tests {
     #[test]
     fn a_child_is_found_by_its_command_line_with_this_process_in_its_chain() {
         let marker = format!("pystacks-tree-marker-{}", std::process::id());
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "echo up; read line", &marker])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("sh runs");
-        // Until the child has exec'd, its /proc cmdline is still this test's:
-        // wait for its first line, which only the shell can print.
-        let mut up = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.as_mut().expect("piped")),
-            &mut up,
-        )
-        .expect("the shell speaks");
-        assert_eq!(up, "up\n");
+        let (mut child, _out) = crate::testing::shell("read line", &[&marker]);
         let found = matching(&format!("tree-marker-{}$", std::process::id()));
         let chain = parent_chain(child.id());
         let _ = child.kill();

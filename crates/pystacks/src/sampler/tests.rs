@@ -124,19 +124,11 @@ fn cpu_time_weighs_each_sample_by_its_interval_and_counts_no_idle_one() {
 
 #[test]
 fn a_tracked_process_that_execs_while_pending_keeps_its_new_command_line() {
-    use std::io::{BufRead, BufReader, Write};
-    // A shell that says it runs (its exec is done), then becomes `cat`
-    // once it reads a line; cat then echoes.
-    let mut child = std::process::Command::new("sh")
-        .args(["-c", "echo up; read x; exec cat"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("sh runs");
+    use std::io::{BufRead, Write};
+    // A shell that becomes `cat` once it reads a line; cat then echoes.
+    let (mut child, mut out) = crate::testing::shell("read x; exec cat", &[]);
     let pid = child.id();
-    let mut out = BufReader::new(child.stdout.take().expect("its stdout"));
     let mut line = String::new();
-    out.read_line(&mut line).expect("its first line");
     let mut run = Run::new(
         pid,
         SamplerOptions::default(),
@@ -144,7 +136,10 @@ fn a_tracked_process_that_execs_while_pending_keeps_its_new_command_line() {
         Arc::default(),
     );
     run.track(pid, None);
-    assert_eq!(run.tracked[&pid].command, "sh -c echo up; read x; exec cat");
+    assert_eq!(
+        run.tracked[&pid].command,
+        r"sh -c echo up\nread x; exec cat"
+    );
     run.attach_pending();
     // The shell execs cat; cat's echo proves the exec is done.
     let mut stdin = child.stdin.take().expect("its stdin");
