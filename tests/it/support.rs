@@ -20,16 +20,7 @@ use timeline::TrialRecord;
 
 /// Panics unless `svg` is well-formed XML with an `<svg>` root: every SVG a
 /// test has coldstart write goes through it, so a browser opens each one.
-pub fn assert_well_formed_svg(svg: &str) {
-    let xml = roxmltree::ParsingOptions {
-        allow_dtd: true,
-        ..Default::default()
-    };
-    match roxmltree::Document::parse_with_options(svg, xml) {
-        Ok(doc) => assert_eq!(doc.root_element().tag_name().name(), "svg", "the root"),
-        Err(e) => panic!("not well-formed XML: {e}"),
-    }
-}
+pub use report::assert_well_formed_svg;
 
 /// Waits, at most a bound, until a process has exited (on a pidfd): the
 /// one wait, `test_interpreters::wait_until_gone`.

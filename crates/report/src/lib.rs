@@ -39,9 +39,10 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Panics unless `svg` is well-formed XML with an `<svg>` root: every SVG
-/// the renderers' tests write goes through it, so a browser opens each.
-#[cfg(test)]
-pub(crate) fn assert_well_formed_svg(svg: &str) {
+/// the renderers' tests and the workspace's integration tests write goes
+/// through it, so a browser opens each (feature `test-support`).
+#[cfg(any(test, feature = "test-support"))]
+pub fn assert_well_formed_svg(svg: &str) {
     let xml = roxmltree::ParsingOptions {
         allow_dtd: true,
         ..Default::default()
