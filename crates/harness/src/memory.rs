@@ -53,10 +53,15 @@ pub fn run_memory(side: &Side, plan: Option<&Plan>, stop: &Interrupt) -> Result<
         .last()
         .map(|(_, v)| v.map(|v| v.to_os_string()))
         .unwrap_or_else(|| std::env::var_os("PYTHONPATH"));
-    cmd.env("PYTHONPATH", boot.pythonpath(inherited.as_deref()))
-        .env(MEMORY_ENV, &record)
-        .env("COLDSTART_MEMORY_TOP", TOP_SITES.to_string())
-        .env("PYTHONTRACEMALLOC", "1");
+    cmd.instrument(
+        "coldstart's memory view (tracemalloc)",
+        [
+            ("PYTHONPATH", boot.pythonpath(inherited.as_deref())),
+            (MEMORY_ENV, record.clone().into_os_string()),
+            ("COLDSTART_MEMORY_TOP", TOP_SITES.to_string().into()),
+            ("PYTHONTRACEMALLOC", "1".into()),
+        ],
+    );
 
     // No health round trips: the view reads memory, the timed trials
     // already checked the handshake.

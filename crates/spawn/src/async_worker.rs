@@ -56,6 +56,7 @@ fn lost(command: &str, pid: u32, stage: Stage, what: String) -> Error {
         kind: ErrorKind::NotRunning,
         stage,
         command: command.to_owned(),
+        instruments: Vec::new(),
         expected: what,
         status: None,
         noise: Vec::new(),

@@ -39,6 +39,20 @@ pub struct Command {
     pub(crate) limits: timeline::Limits,
     pub(crate) transport: Transport,
     pub(crate) connect_timeout: Duration,
+    /// The overrides as the user gave them, kept once the tool added
+    /// variables of its own ([`Command::instrument`]); what
+    /// [`Command::display`] shows.
+    pub(crate) given_env: Option<Vec<(OsString, Option<OsString>)>>,
+    /// What the tool's own variables are for, in order.
+    pub(crate) instruments: Vec<String>,
+}
+
+/// Sets `key` in `env`: last set wins, in the place it was first set.
+fn set(env: &mut Vec<(OsString, Option<OsString>)>, key: &OsStr, value: Option<OsString>) {
+    match env.iter_mut().find(|(k, _)| k == key) {
+        Some(entry) => entry.1 = value,
+        None => env.push((key.to_owned(), value)),
+    }
 }
 
 impl Command {
@@ -57,6 +71,8 @@ impl Command {
             limits: timeline::Limits::default(),
             transport: Transport::Stdio,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            given_env: None,
+            instruments: Vec::new(),
         }
     }
 
@@ -109,13 +125,41 @@ impl Command {
         self.set_env(key.as_ref(), None)
     }
 
-    /// The one entry of `key`, last set wins, in the place it was first
-    /// set (so the command reads as it runs, each variable once).
-    fn set_env(&mut self, key: &OsStr, value: Option<OsString>) -> &mut Self {
-        match self.env.iter_mut().find(|(k, _)| k == key) {
-            Some(entry) => entry.1 = value,
-            None => self.env.push((key.to_owned(), value)),
+    /// Sets variables the tool adds for an instrument of its own (an import
+    /// recorder, `-X importtime`), `what` naming it: they are set as
+    /// [`Command::env`] sets them, but [`Command::display`] goes on showing
+    /// the command as its user gave it (the tool's paths mean nothing to
+    /// them and are gone after the run), and [`Command::instruments`] says
+    /// what ran beside it.
+    pub fn instrument<K: AsRef<OsStr>, V: AsRef<OsStr>>(
+        &mut self,
+        what: impl Into<String>,
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> &mut Self {
+        if self.given_env.is_none() {
+            self.given_env = Some(self.env.clone());
         }
+        self.instruments.push(what.into());
+        for (k, v) in vars {
+            set(&mut self.env, k.as_ref(), Some(v.as_ref().to_owned()));
+        }
+        self
+    }
+
+    /// What the tool's own variables are for ([`Command::instrument`]),
+    /// in the order added; empty for a command run as given.
+    pub fn instruments(&self) -> &[String] {
+        &self.instruments
+    }
+
+    /// The one entry of `key`, last set wins, in the place it was first
+    /// set (so the command reads as it runs, each variable once); in the
+    /// command as given too, once the tool added its own.
+    fn set_env(&mut self, key: &OsStr, value: Option<OsString>) -> &mut Self {
+        if let Some(given) = &mut self.given_env {
+            set(given, key, value.clone());
+        }
+        set(&mut self.env, key, value);
         self
     }
 
@@ -213,17 +257,19 @@ impl Command {
     /// The command as a person would type it in a POSIX shell: the CPU set
     /// first (`taskset -c 1`), then environment overrides (`-u NAME` for a
     /// removal, as `env` spells it), then argv, each word quoted only when
-    /// it needs to be.
+    /// it needs to be. The overrides are the user's: what the tool added
+    /// for its instruments ([`Command::instrument`]) is left out.
     pub fn display(&self) -> String {
         let mut words = Vec::new();
         if let Some(cpus) = &self.cpus {
             words.push(format!("taskset -c {}", crate::affinity::cpu_list(cpus)));
         }
-        let removes = self.env.iter().any(|(_, v)| v.is_none());
+        let env = self.given_env.as_ref().unwrap_or(&self.env);
+        let removes = env.iter().any(|(_, v)| v.is_none());
         if removes {
             words.push("env".to_owned());
         }
-        for (k, v) in &self.env {
+        for (k, v) in env {
             match v {
                 Some(v) => words.push(format!("{}={}", k.to_string_lossy(), quote(v))),
                 None => words.push(format!("-u {}", quote(k))),
@@ -343,6 +389,38 @@ mod tests {
         check(&cmd, "PYTHONPATH=/tmp/rec:worker A=1 python3 w.py");
         cmd.env_remove("A");
         check(&cmd, "env PYTHONPATH=/tmp/rec:worker -u A python3 w.py");
+    }
+
+    #[test]
+    fn the_tools_own_variables_are_set_but_the_command_reads_as_given() {
+        let mut cmd = Command::new("python3");
+        cmd.env("PYTHONPATH", "worker").arg("w.py");
+        cmd.instrument(
+            "the import recorder",
+            [
+                ("PYTHONPATH", "/tmp/rec:worker"),
+                ("COLDSTART_RECORD", "/tmp/r"),
+            ],
+        );
+        cmd.instrument("-X importtime", [("PYTHONPROFILEIMPORTTIME", "1")]);
+        check(&cmd, "PYTHONPATH=worker python3 w.py");
+        assert_eq!(cmd.instruments(), ["the import recorder", "-X importtime"]);
+        let set: Vec<_> = cmd.get_envs().collect();
+        assert_eq!(
+            set,
+            [
+                (
+                    OsStr::new("PYTHONPATH"),
+                    Some(OsStr::new("/tmp/rec:worker"))
+                ),
+                (OsStr::new("COLDSTART_RECORD"), Some(OsStr::new("/tmp/r"))),
+                (OsStr::new("PYTHONPROFILEIMPORTTIME"), Some(OsStr::new("1"))),
+            ]
+        );
+        // The user's own settings after it show, and run.
+        cmd.env_remove("A");
+        check(&cmd, "env PYTHONPATH=worker -u A python3 w.py");
+        assert_eq!(cmd.get_envs().last(), Some((OsStr::new("A"), None)));
     }
 
     #[test]

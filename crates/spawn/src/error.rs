@@ -108,6 +108,9 @@ pub struct ErrorDetail {
     pub stage: Stage,
     /// The command as a person would type it ([`crate::Command::display`]).
     pub command: String,
+    /// What the tool ran beside it, through variables of its own left out
+    /// of `command` ([`crate::Command::instrument`]).
+    pub instruments: Vec<String>,
     /// What the harness was waiting for.
     pub expected: String,
     /// How the worker ended, when it had ended and was reaped. Whether it
@@ -215,6 +218,16 @@ impl Error {
             (ErrorKind::Timeout { .. }, _) => {
                 "the worker acknowledged shutdown but did not exit: make it leave promptly after the ack (stop threads, close resources)".into()
             }
+            // Exit 0 at start-up, nothing else on stdout: a script that
+            // ran and ended, not a worker that went wrong.
+            (ErrorKind::ExitedEarly, Stage::Startup)
+                if d.status == Some(ExitStatus::Code(0)) && d.noise.is_empty() =>
+            {
+                format!(
+                    "the command ran to its end (exit code 0) without a ready line: it looks like a script, not a worker; give a command that starts a worker, which prints {} and then answers requests until shutdown",
+                    d.expected
+                )
+            }
             (ErrorKind::ExitedEarly | ErrorKind::PartialLine { .. }, _) => {
                 "the worker ended before answering: read its stderr above for the cause; every protocol line must end with a newline and be flushed".into()
             }
@@ -298,6 +311,13 @@ impl fmt::Display for Error {
         }
         writeln!(f, "  expected: {}", d.expected)?;
         writeln!(f, "  command: {}", d.command)?;
+        if !d.instruments.is_empty() {
+            writeln!(
+                f,
+                "  run under: {} (the tool's own environment, not shown above)",
+                d.instruments.join(", ")
+            )?;
+        }
         if d.pid != 0 {
             let how = match (&d.status, d.finished.as_deref().map(|x| x.escalation)) {
                 (Some(s), _) if self.oom_kill().is_some() => {

@@ -132,9 +132,10 @@ fn one_lifecycle(
     let mut cmd = t.spawn_command();
     cmd.env_remove("PYTHONPROFILEIMPORTTIME");
     if recorded {
-        for (k, v) in setup.env() {
-            cmd.env(k, v);
-        }
+        cmd.instrument(
+            "coldstart's import recorder",
+            setup.env().iter().map(|(k, v)| (k, v)),
+        );
     }
     let start = Instant::now();
     let (ready, finished) = lifecycle.run(&cmd).map_err(|e| {

@@ -361,10 +361,11 @@ pub(crate) fn instrumented_process(
     let stderr_path = setup.dir().join("stderr.log");
 
     let mut cmd = t.spawn_command();
-    for (k, v) in setup.env() {
-        cmd.env(k, v);
-    }
-    cmd.env("PYTHONPROFILEIMPORTTIME", "1");
+    cmd.instrument(
+        "coldstart's import recorder",
+        setup.env().iter().map(|(k, v)| (k, v)),
+    )
+    .instrument("-X importtime", [("PYTHONPROFILEIMPORTTIME", "1")]);
     cmd.stderr_file(&stderr_path);
 
     let lived = lifecycle.drive(&cmd, &mut Plain);

@@ -55,9 +55,14 @@ pub(super) fn rss_mib(t: &Target, modules: &[String]) -> Result<BTreeMap<String,
         })?;
     let record = boot.dir().join("rss.jsonl");
     let mut cmd = t.spawn_command();
-    cmd.env("PYTHONPATH", boot.pythonpath(t.pythonpath().as_deref()))
-        .env("COLDSTART_LAZY_RSS", &record)
-        .env("COLDSTART_LAZY_MODULES", modules.join(","));
+    cmd.instrument(
+        "coldstart's RSS reader",
+        [
+            ("PYTHONPATH", boot.pythonpath(t.pythonpath().as_deref())),
+            ("COLDSTART_LAZY_RSS", record.clone().into_os_string()),
+            ("COLDSTART_LAZY_MODULES", modules.join(",").into()),
+        ],
+    );
     let lived = Lifecycle::of(t).drive(&cmd, &mut Plain);
     // Only its start-up is read: an end that failed after ready (a late
     // exit) leaves the readings whole.

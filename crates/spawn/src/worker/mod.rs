@@ -56,6 +56,8 @@ pub type TimeoutHook = Box<dyn FnMut(u32) -> Option<String> + Send>;
 /// group; so do all its errors.
 pub struct Worker {
     command: String,
+    /// What the tool ran beside it ([`Command::instrument`]).
+    instruments: Vec<String>,
     pid: u32,
     max_noise: usize,
     /// The way to the worker (its stdin, or the tcp connection); `None`
@@ -358,6 +360,7 @@ mod tests {
             },
             stage: Stage::Startup,
             command: "PYTHONPATH=worker python3 -m refworker --test-echo".to_owned(),
+            instruments: Vec::new(),
             expected: r#"a ready line {"ready": true, ...} on stdout"#.to_owned(),
             status: Some(finished.status),
             noise,

@@ -251,6 +251,7 @@ impl Worker {
         };
         Worker {
             command: cmd.display(),
+            instruments: cmd.instruments().to_vec(),
             pid,
             max_noise: cmd.max_noise_lines,
             write_timeout: cmd.write_timeout,
