@@ -63,7 +63,7 @@ impl Side {
         let mut cmd = target.spawn_command();
         cmd.stderr_tail_bytes(16 * 1024);
         for k in REMOVED_ENV {
-            cmd.env_remove(k);
+            cmd.instrument_without(format!("{k} unset (timed workers run without importtime)"), k);
         }
         let limits = target
             .limits

@@ -146,6 +146,23 @@ impl Command {
         self
     }
 
+    /// Removes an inherited variable for the tool's own purpose, `what`
+    /// naming it (bench keeps `-X importtime` out of timed workers): as
+    /// [`Command::instrument`], the command reads as given and
+    /// [`Command::instruments`] says it.
+    pub fn instrument_without(
+        &mut self,
+        what: impl Into<String>,
+        key: impl AsRef<OsStr>,
+    ) -> &mut Self {
+        if self.given_env.is_none() {
+            self.given_env = Some(self.env.clone());
+        }
+        self.instruments.push(what.into());
+        set(&mut self.env, key.as_ref(), None);
+        self
+    }
+
     /// What the tool's own variables are for ([`Command::instrument`]),
     /// in the order added; empty for a command run as given.
     pub fn instruments(&self) -> &[String] {
@@ -417,10 +434,20 @@ mod tests {
                 (OsStr::new("PYTHONPROFILEIMPORTTIME"), Some(OsStr::new("1"))),
             ]
         );
+        cmd.instrument_without("no importtime", "PYTHONPROFILEIMPORTTIME");
+        check(&cmd, "PYTHONPATH=worker python3 w.py");
         // The user's own settings after it show, and run.
         cmd.env_remove("A");
         check(&cmd, "env PYTHONPATH=worker -u A python3 w.py");
         assert_eq!(cmd.get_envs().last(), Some((OsStr::new("A"), None)));
+        assert_eq!(
+            cmd.get_envs().nth(2),
+            Some((OsStr::new("PYTHONPROFILEIMPORTTIME"), None))
+        );
+        assert_eq!(
+            cmd.instruments().last().map(String::as_str),
+            Some("no importtime")
+        );
     }
 
     #[test]

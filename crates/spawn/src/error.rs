@@ -314,7 +314,7 @@ impl fmt::Display for Error {
         if !d.instruments.is_empty() {
             writeln!(
                 f,
-                "  run under: {} (the tool's own environment, not shown above)",
+                "  run under (the tool's own environment, not shown above): {}",
                 d.instruments.join(", ")
             )?;
         }
