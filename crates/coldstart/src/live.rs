@@ -160,7 +160,13 @@ pub fn dump(args: DumpArgs) -> Result<ExitCode> {
         }
     }
     for (pid, e) in &failed {
-        eprintln!("error: process {pid}: {e}");
+        // Most errors name the process themselves.
+        let text = e.to_string();
+        if text.starts_with(&format!("process {pid} ")) {
+            eprintln!("error: {text}");
+        } else {
+            eprintln!("error: process {pid}: {text}");
+        }
     }
     Ok(if failed.is_empty() {
         ExitCode::SUCCESS

@@ -63,7 +63,10 @@ impl Side {
         let mut cmd = target.spawn_command();
         cmd.stderr_tail_bytes(16 * 1024);
         for k in REMOVED_ENV {
-            cmd.instrument_without(format!("{k} unset (timed workers run without importtime)"), k);
+            cmd.instrument_without(
+                format!("{k} unset (timed workers run without importtime)"),
+                k,
+            );
         }
         let limits = target
             .limits

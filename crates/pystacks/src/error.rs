@@ -15,7 +15,9 @@ pub enum Error {
     #[error("{0}")]
     PermissionDenied(PtraceDenial),
     /// The process exited (or is a zombie) before or while it was read.
-    #[error("process {pid} is gone (it exited before its stacks could be read)")]
+    #[error(
+        "process {pid} is not running: it exited before its stacks could be read, or there is no such process"
+    )]
     ProcessGone {
         /// The process.
         pid: u32,
@@ -368,7 +370,7 @@ mod tests {
         assert_eq!(e.pid(), Some(7));
         assert_eq!(
             e.to_string(),
-            "process 7 is gone (it exited before its stacks could be read)"
+            "process 7 is not running: it exited before its stacks could be read, or there is no such process"
         );
         let e = Error::NotPython {
             pid: 8,

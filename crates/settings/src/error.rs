@@ -92,7 +92,7 @@ pub enum Error {
     },
     /// No config, no default and no command.
     #[error(
-        "no coldstart config found in {} or any folder above it, and no command given; run `coldstart check -- python3 -m yourworker`, or write a coldstart.toml (or a [tool.coldstart] table in pyproject.toml) such as:\n\n{STARTER}",
+        "no coldstart config found in {} or any folder above it, and no command given: add the worker's command after `--` (for one, `-- python3 -m yourworker`), or write a coldstart.toml (or a [tool.coldstart] table in pyproject.toml) such as:\n\n{STARTER}",
         cwd.display()
     )]
     NoConfig {

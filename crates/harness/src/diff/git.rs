@@ -56,7 +56,7 @@ pub fn toplevel(dir: &Path) -> Result<PathBuf> {
     match git_text(dir, &["rev-parse", "--show-toplevel"])? {
         Some(t) if !t.is_empty() => Ok(PathBuf::from(t)),
         _ => invalid!(
-            "{} is not inside a git repository; diff compares the working tree with a git revision, so run it in a checkout",
+            "{} is not inside a git repository: this command works on the project's git revisions (it compares, stores or searches them), so run it in a checkout",
             dir.display()
         ),
     }
