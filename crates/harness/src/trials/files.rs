@@ -88,14 +88,38 @@ pub struct SavedRun {
     pub warnings: Vec<String>,
 }
 
+/// The run folders directly in `dir` (each with a `summary.json`), the
+/// latest first by name (`bench-out/YYYYMMDD-HHMMSS`).
+fn runs_in(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut runs: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("summary.json").is_file())
+        .collect();
+    runs.sort_unstable_by(|a, b| b.cmp(a));
+    runs
+}
+
 /// A saved run (a folder `run` wrote): its summary and its records.
 pub fn load_run(dir: &Path) -> Result<SavedRun> {
     let path = dir.join("summary.json");
     let text = std::fs::read_to_string(&path).map_err(|e| {
-        Error::Invalid(format!(
-            "could not read {} ({e}); give a folder written by `coldstart bench`",
-            path.display()
-        ))
+        let runs = runs_in(dir);
+        match runs.first() {
+            // `--out`'s default is a folder of runs, one per start.
+            Some(latest) => Error::Invalid(format!(
+                "{} holds runs, not one run: give one of its {} folders, the latest being {}",
+                dir.display(),
+                runs.len(),
+                latest.display()
+            )),
+            None => Error::Invalid(format!(
+                "could not read {} ({e}); give a folder written by `coldstart bench`",
+                path.display()
+            )),
+        }
     })?;
     let summary: RunSummary = serde_json::from_str(&text).map_err(|cause| Error::Json {
         context: format!("{} is not a bench summary", path.display()),

@@ -118,4 +118,22 @@ fn a_run_interleaves_its_sides_writes_its_files_and_exits_by_its_failures() {
     let saved = load_run(&out).unwrap();
     assert_eq!(saved.records, run.records);
     assert_eq!(saved.summary.trials.failed, 3);
+    // Its parent holds runs: the error names the latest, by name.
+    std::fs::create_dir(dir.path().join("20260101-000000")).unwrap();
+    std::fs::write(dir.path().join("20260101-000000/summary.json"), "{}").unwrap();
+    let err = load_run(dir.path()).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "{} holds runs, not one run: give one of its 2 folders, the latest being {}",
+            dir.path().display(),
+            out.display()
+        )
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let err = load_run(empty.path()).unwrap_err().to_string();
+    assert!(
+        err.ends_with("give a folder written by `coldstart bench`"),
+        "{err}"
+    );
 }
