@@ -114,7 +114,11 @@ fn drift_line(d: &DriftFound) -> String {
 /// A point's figures: ready with its interval, peak RSS, modules.
 fn point_figures(p: &Point) -> String {
     if let Some(f) = &p.failed {
-        return format!("could not be measured: {}", crate::printable(f));
+        // One line a commit: the error's first line says what failed
+        // (the JSON and the page hold the whole of it).
+        let first = f.lines().next().unwrap_or_default();
+        let more = if f.trim_end().contains('\n') { " (...)" } else { "" };
+        return format!("could not be measured: {}{more}", crate::printable(first));
     }
     let ready = p.ready_ms.map_or_else(
         || "no correct trial".to_owned(),

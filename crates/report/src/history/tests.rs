@@ -42,7 +42,9 @@ fn point(i: usize, ms: Option<f64>) -> Point {
         modules: if ms.is_some() { 120 + i } else { 0 },
         failed: ms
             .is_none()
-            .then(|| "its worker could not be run: exit 1".to_owned()),
+            .then(|| {
+                "its worker could not be run: worker failed at start-up: exit 1\n  expected: a ready line\n  stderr: (empty)\n".to_owned()
+            }),
     }
 }
 
