@@ -218,10 +218,44 @@ fn check_of_hanging_workers(dir: &std::path::Path) -> Command {
     cmd
 }
 
+/// The recorder's private folders in the temporary folder that `pid`
+/// owns (its owner file names it).
+fn recorder_folders_of(pid: u32) -> Vec<PathBuf> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("coldstart-recorder-"))
+                && std::fs::read_to_string(p.join(".coldstart-owner"))
+                    .is_ok_and(|o| o.lines().next() == Some(&pid.to_string()))
+        })
+        .collect()
+}
+
 #[test]
-fn sigkill_of_check_mid_run_leaves_no_worker_group_alive() {
+fn sigkill_of_check_mid_run_leaves_no_worker_group_alive_and_the_next_check_sweeps_its_folders() {
     let dir = tempfile::tempdir().unwrap();
-    killed_harness_leaves_nothing(check_of_hanging_workers(dir.path()), 3);
+    let mut run = start_with_workers(check_of_hanging_workers(dir.path()), 3);
+    let killed = run.harness.id();
+    // Each worker has a private folder that the run owns ...
+    assert_eq!(recorder_folders_of(killed).len(), 3);
+    let (code, _, _) = run.signal_and_wait(libc::SIGKILL);
+    assert_eq!(code, None, "killed by a signal");
+    run.assert_groups_end();
+    // ... which a SIGKILL cannot remove (no drop runs): the next check
+    // removes what a gone owner left (or another test's check did first).
+    let workers = support::fixtures().join("boundary/workers");
+    let out = crate::support::coldstart(dir.path())
+        .args(["check", "--processes", "1", "--"])
+        .arg(support::python())
+        .arg(workers.join("cleanworker.py"))
+        .env("PYTHONPATH", &workers)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(recorder_folders_of(killed), Vec::<PathBuf>::new());
 }
 
 #[test]

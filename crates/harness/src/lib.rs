@@ -80,6 +80,7 @@ pub mod probe_check;
 pub mod profile;
 pub mod provenance;
 pub mod pyspy;
+mod scratch;
 pub mod serve;
 pub mod side;
 pub mod snapshot;

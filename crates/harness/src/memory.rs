@@ -39,11 +39,10 @@ pub fn run_memory(side: &Side, plan: Option<&Plan>, stop: &Interrupt) -> Result<
     // The recorder's own way to inject a bootstrap: a private folder, the
     // shared prelude (chaining to the environment's sitecustomize, writing
     // versioned records), and this body.
-    let boot = Bootstrap::prepare("coldstart-memory-", MEMORY_BOOTSTRAP).map_err(|cause| {
-        Error::Recorder {
-            context: "could not write the memory bootstrap",
-            cause,
-        }
+    let dir = crate::scratch::private_dir(crate::scratch::MEMORY, "the memory view's readings")?;
+    let boot = Bootstrap::prepare_in(dir, MEMORY_BOOTSTRAP).map_err(|cause| Error::Recorder {
+        context: "could not write the memory bootstrap",
+        cause,
     })?;
     let record = boot.dir().join("memory.jsonl");
     let mut cmd = side.cmd.clone();

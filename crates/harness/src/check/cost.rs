@@ -124,11 +124,15 @@ fn one_lifecycle(
         root: Some(t.root.clone()),
         ..policy.recorder_policy(false)
     };
-    let setup =
-        Recorder::prepare(&recorder_policy, pythonpath).map_err(|cause| Error::Recorder {
-            context: "could not prepare the import recorder",
-            cause,
-        })?;
+    let setup = Recorder::prepare_in(
+        crate::scratch::private_dir(crate::scratch::RECORDER, "a costed worker's records")?,
+        &recorder_policy,
+        pythonpath,
+    )
+    .map_err(|cause| Error::Recorder {
+        context: "could not prepare the import recorder",
+        cause,
+    })?;
     let mut cmd = t.spawn_command();
     cmd.env_remove("PYTHONPROFILEIMPORTTIME");
     if recorded {

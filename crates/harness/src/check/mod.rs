@@ -352,12 +352,14 @@ pub(crate) fn instrumented_process(
         own: t.first_party(),
         ..policy.recorder_policy(block)
     };
-    let setup = Recorder::prepare(&recorder_policy, pythonpath.as_deref()).map_err(|cause| {
-        Error::Recorder {
-            context: "could not prepare the import recorder",
-            cause,
-        }
-    })?;
+    let dir = crate::scratch::private_dir(crate::scratch::RECORDER, "a checked worker's records")?;
+    let setup =
+        Recorder::prepare_in(dir, &recorder_policy, pythonpath.as_deref()).map_err(|cause| {
+            Error::Recorder {
+                context: "could not prepare the import recorder",
+                cause,
+            }
+        })?;
     let stderr_path = setup.dir().join("stderr.log");
 
     let mut cmd = t.spawn_command();

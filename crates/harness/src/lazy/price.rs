@@ -48,11 +48,14 @@ pub(super) fn locate(t: &Target, priced: &[CostlyImport]) -> Result<Vec<Option<V
 /// injected the recorder's way, reading VmRSS before and after those
 /// modules only. A module it did not see is left out.
 pub(super) fn rss_mib(t: &Target, modules: &[String]) -> Result<BTreeMap<String, f64>> {
-    let boot =
-        Bootstrap::prepare("coldstart-lazy-", RSS_BOOTSTRAP).map_err(|cause| Error::Recorder {
-            context: "could not write the RSS bootstrap",
-            cause,
-        })?;
+    let boot = Bootstrap::prepare_in(
+        crate::scratch::private_dir(crate::scratch::LAZY_RSS, "lazy's RSS readings")?,
+        RSS_BOOTSTRAP,
+    )
+    .map_err(|cause| Error::Recorder {
+        context: "could not write the RSS bootstrap",
+        cause,
+    })?;
     let record = boot.dir().join("rss.jsonl");
     let mut cmd = t.spawn_command();
     cmd.instrument(

@@ -85,6 +85,14 @@ impl Bootstrap {
                 path: std::env::temp_dir(),
                 source,
             })?;
+        Bootstrap::prepare_in(dir, body)
+    }
+
+    /// As [`Bootstrap::prepare`], with `dir` (made private here) as the
+    /// private folder: a caller that marks its folders as its own, so that
+    /// a run killed outright leaves none the next one does not sweep, makes
+    /// it.
+    pub fn prepare_in(dir: tempfile::TempDir, body: &str) -> Result<Bootstrap, RecorderError> {
         set_private(dir.path())?;
         let text = source(body);
         let site = match shared_site(dir.path(), &text) {

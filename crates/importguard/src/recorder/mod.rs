@@ -205,6 +205,10 @@ pub fn is_module_pattern(p: &str) -> bool {
 #[derive(Debug, Clone, Copy)]
 pub struct Recorder;
 
+/// The start of the name of a worker's private folder (its records) in
+/// the system's temporary folder.
+pub const PRIVATE_PREFIX: &str = "coldstart-recorder-";
+
 impl Recorder {
     /// Writes the bootstrap to a fresh private folder and returns the
     /// environment to give one worker. `pythonpath` is the `PYTHONPATH` the
@@ -214,8 +218,26 @@ impl Recorder {
         policy: &RecorderPolicy,
         pythonpath: Option<&OsStr>,
     ) -> Result<RecorderSetup, RecorderError> {
+        let dir = tempfile::Builder::new()
+            .prefix(PRIVATE_PREFIX)
+            .tempdir()
+            .map_err(|source| RecorderError::Write {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        Recorder::prepare_in(dir, policy, pythonpath)
+    }
+
+    /// As [`Recorder::prepare`], with `dir` as the worker's private folder
+    /// (see [`bootstrap::Bootstrap::prepare_in`]); name it with
+    /// [`PRIVATE_PREFIX`].
+    pub fn prepare_in(
+        dir: tempfile::TempDir,
+        policy: &RecorderPolicy,
+        pythonpath: Option<&OsStr>,
+    ) -> Result<RecorderSetup, RecorderError> {
         let encoded = policy.encode()?;
-        let boot = bootstrap::Bootstrap::prepare("coldstart-recorder-", BODY)?;
+        let boot = bootstrap::Bootstrap::prepare_in(dir, BODY)?;
         let record_path = boot.dir().join("records.jsonl");
         let env = vec![
             (OsString::from("PYTHONPATH"), boot.pythonpath(pythonpath)),

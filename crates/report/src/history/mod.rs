@@ -117,7 +117,11 @@ fn point_figures(p: &Point) -> String {
         // One line a commit: the error's first line says what failed
         // (the JSON and the page hold the whole of it).
         let first = f.lines().next().unwrap_or_default();
-        let more = if f.trim_end().contains('\n') { " (...)" } else { "" };
+        let more = if f.trim_end().contains('\n') {
+            " (...)"
+        } else {
+            ""
+        };
         return format!("could not be measured: {}{more}", crate::printable(first));
     }
     let ready = p.ready_ms.map_or_else(
