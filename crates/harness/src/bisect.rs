@@ -397,12 +397,22 @@ pub struct Stored {
     pub runs: Vec<StoredRun>,
 }
 
-/// The index in `commits` of the first commit whose stored median CPU
-/// time, and the next stored commit's when there is one, is above the
-/// good commit's by more than `threshold`; with how many of the good
-/// commit and `commits` have a stored figure. `None` without the good
-/// commit's figure or when no commit stands out. Two in a row, so one
-/// noisy run does not send the search astray.
+/// The index in `commits` of the commit the stored history points at,
+/// with how many of the good commit and `commits` have a stored figure;
+/// `None` without the good commit's figure or when no commit stands out.
+///
+/// The stored median CPU times, the good commit's first, are searched
+/// for steps as `history show` finds them
+/// ([`phases::changepoint::steps`]): the first step up to a level above
+/// the good commit's by more than `threshold` is the commit pointed at.
+/// Stored figures of a few trials each, taken on a loaded machine, can
+/// cross the threshold a commit or two before a step (+11% and +14% of
+/// CPU time before a +40% step, in one run at load 4): the step stands
+/// out of that noise where a first crossing does not. Without such a step
+/// (a slow drift, a short history), the first commit whose figure, and
+/// the next stored commit's when there is one, is above the good
+/// commit's by more than `threshold`: two in a row, so one noisy run does
+/// not send the search astray.
 pub fn suggest(
     stored: &Stored,
     target: &str,
@@ -433,9 +443,20 @@ pub fn suggest(
         return (at.len(), None);
     };
     let slow = |v: f64| v > base * (1.0 + threshold);
-    let found = (0..at.len())
-        .find(|&k| slow(at[k].1) && at.get(k + 1).is_none_or(|n| slow(n.1)))
-        .map(|k| at[k].0);
+    let series: Vec<f64> = std::iter::once(*base)
+        .chain(at.iter().map(|&(_, v)| v))
+        .collect();
+    let step = phases::changepoint::steps(&series, &phases::changepoint::ChangeRule::default())
+        .into_iter()
+        .find(|c| c.change > 0.0 && slow(c.after))
+        // series[0] is the good commit's: the step's first value is at[index - 1].
+        .and_then(|c| at.get(c.index.checked_sub(1)?))
+        .map(|&(i, _)| i);
+    let found = step.or_else(|| {
+        (0..at.len())
+            .find(|&k| slow(at[k].1) && at.get(k + 1).is_none_or(|n| slow(n.1)))
+            .map(|k| at[k].0)
+    });
     (at.len() + 1, found)
 }
 
@@ -742,6 +763,58 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_step_in_the_stored_figures_is_pointed_at_before_an_early_noisy_crossing() {
+        use crate::history::testruns::{env, run as stored_run};
+        let dir = tempfile::tempdir().unwrap();
+        let (good, after) = history(dir.path(), 15);
+        // A whole run's stored CPU medians at load 4: commits 6 and 7
+        // cross +10% (+11%, +14%) before the +40% step at 8.
+        let ms = [
+            142.9, 141.0, 152.4, 143.5, 142.8, 157.2, 161.4, 205.5, 196.0, 201.3, 198.7, 203.1,
+            199.4, 200.8, 197.9,
+        ];
+        let stored_at = |i: usize, sha: &str, ms: f64| {
+            let mut r = stored_run(i, ms, false, env("A"));
+            r.run.commit.sha = sha.to_owned();
+            r
+        };
+        let mut runs = vec![stored_at(0, &good.commit, 141.5)];
+        runs.extend(
+            after
+                .iter()
+                .zip(ms)
+                .enumerate()
+                .map(|(i, (c, ms))| stored_at(i + 1, &c.commit, ms)),
+        );
+        let stored = Stored {
+            store: "history.db".to_owned(),
+            environment: env("A").fingerprint(),
+            runs,
+        };
+        // after[7] is commit 8.
+        assert_eq!(
+            suggest(&stored, "worker", &good, &after, 0.1),
+            (16, Some(7))
+        );
+        // Without a step (a drift of 3% a commit, +12% at 5), the
+        // first two in a row.
+        let drift: Vec<f64> = (0..15).map(|i| 141.5 * (1.0 + 0.03 * i as f64)).collect();
+        let mut runs = vec![stored_at(0, &good.commit, 141.5)];
+        runs.extend(
+            after
+                .iter()
+                .zip(drift)
+                .enumerate()
+                .map(|(i, (c, ms))| stored_at(i + 1, &c.commit, ms)),
+        );
+        let stored = Stored { runs, ..stored };
+        assert_eq!(
+            suggest(&stored, "worker", &good, &after, 0.1),
+            (16, Some(4))
+        );
     }
 
     #[test]
