@@ -338,14 +338,19 @@ pub(crate) struct Instrumented {
     pub life: WorkerRecord,
 }
 
-/// [`check_process`], keeping the records and the ready mark.
-pub(crate) fn instrumented_process(
+/// One checked worker's import recorder, prepared in a private folder,
+/// and the target's command run under it and `-X importtime`, its stderr
+/// (the importtime log among the worker's own lines) written to
+/// `stderr.log` there.
+fn instrumented_command(
     t: &Target,
-    lifecycle: &Lifecycle,
     policy: &Policy,
     block: bool,
-    index: usize,
-) -> Result<Instrumented> {
+) -> Result<(
+    importguard::recorder::RecorderSetup,
+    spawn::Command,
+    std::path::PathBuf,
+)> {
     let pythonpath = inherited_pythonpath(t);
     let recorder_policy = RecorderPolicy {
         root: Some(t.root.clone()),
@@ -370,6 +375,18 @@ pub(crate) fn instrumented_process(
     .instrument("-X importtime", [("PYTHONPROFILEIMPORTTIME", "1")]);
     cmd.stderr_file(&stderr_path);
 
+    Ok((setup, cmd, stderr_path))
+}
+
+/// [`check_process`], keeping the records and the ready mark.
+pub(crate) fn instrumented_process(
+    t: &Target,
+    lifecycle: &Lifecycle,
+    policy: &Policy,
+    block: bool,
+    index: usize,
+) -> Result<Instrumented> {
+    let (setup, cmd, stderr_path) = instrumented_command(t, policy, block)?;
     let lived = lifecycle.drive(&cmd, &mut Plain);
     let life = lived.record(match &lived.end {
         Ok(_) => Outcome::Correct,
