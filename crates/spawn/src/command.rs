@@ -136,14 +136,10 @@ impl Command {
         what: impl Into<String>,
         vars: impl IntoIterator<Item = (K, V)>,
     ) -> &mut Self {
-        if self.given_env.is_none() {
-            self.given_env = Some(self.env.clone());
-        }
-        self.instruments.push(what.into());
-        for (k, v) in vars {
-            set(&mut self.env, k.as_ref(), Some(v.as_ref().to_owned()));
-        }
-        self
+        let vars = vars
+            .into_iter()
+            .map(|(k, v)| (k.as_ref().to_owned(), Some(v.as_ref().to_owned())));
+        self.add_instrument(what.into(), vars)
     }
 
     /// Removes an inherited variable for the tool's own purpose, `what`
@@ -155,11 +151,23 @@ impl Command {
         what: impl Into<String>,
         key: impl AsRef<OsStr>,
     ) -> &mut Self {
+        self.add_instrument(what.into(), [(key.as_ref().to_owned(), None)])
+    }
+
+    /// Keeps the overrides as given (once), names the instrument and sets
+    /// its variables (`None`: removed) for the run only.
+    fn add_instrument(
+        &mut self,
+        what: String,
+        vars: impl IntoIterator<Item = (OsString, Option<OsString>)>,
+    ) -> &mut Self {
         if self.given_env.is_none() {
             self.given_env = Some(self.env.clone());
         }
-        self.instruments.push(what.into());
-        set(&mut self.env, key.as_ref(), None);
+        self.instruments.push(what);
+        for (k, v) in vars {
+            set(&mut self.env, &k, v);
+        }
         self
     }
 

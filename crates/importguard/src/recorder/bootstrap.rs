@@ -55,6 +55,18 @@ pub struct FormatMismatch {
     pub found: u32,
 }
 
+/// A fresh temporary folder named `prefix`... in the system's temporary
+/// folder.
+pub(crate) fn temp_dir(prefix: &str) -> Result<tempfile::TempDir, RecorderError> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|source| RecorderError::Write {
+            path: std::env::temp_dir(),
+            source,
+        })
+}
+
 /// A bootstrap put first on a worker's `PYTHONPATH`: a folder holding
 /// `bootstrap.py` (the prelude and a body) and `site/sitecustomize.py`
 /// ([`STUB`]), and a private (0700) temporary folder for the worker's
@@ -78,14 +90,7 @@ impl Bootstrap {
     /// `sitecustomize.py` (shared, see above), and makes a fresh private
     /// folder whose name starts with `prefix`.
     pub fn prepare(prefix: &str, body: &str) -> Result<Bootstrap, RecorderError> {
-        let dir = tempfile::Builder::new()
-            .prefix(prefix)
-            .tempdir()
-            .map_err(|source| RecorderError::Write {
-                path: std::env::temp_dir(),
-                source,
-            })?;
-        Bootstrap::prepare_in(dir, body)
+        Bootstrap::prepare_in(temp_dir(prefix)?, body)
     }
 
     /// As [`Bootstrap::prepare`], with `dir` (made private here) as the

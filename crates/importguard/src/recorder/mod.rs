@@ -218,14 +218,7 @@ impl Recorder {
         policy: &RecorderPolicy,
         pythonpath: Option<&OsStr>,
     ) -> Result<RecorderSetup, RecorderError> {
-        let dir = tempfile::Builder::new()
-            .prefix(PRIVATE_PREFIX)
-            .tempdir()
-            .map_err(|source| RecorderError::Write {
-                path: std::env::temp_dir(),
-                source,
-            })?;
-        Recorder::prepare_in(dir, policy, pythonpath)
+        Recorder::prepare_in(bootstrap::temp_dir(PRIVATE_PREFIX)?, policy, pythonpath)
     }
 
     /// As [`Recorder::prepare`], with `dir` as the worker's private folder
