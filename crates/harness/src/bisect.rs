@@ -776,43 +776,38 @@ mod tests {
             142.9, 141.0, 152.4, 143.5, 142.8, 157.2, 161.4, 205.5, 196.0, 201.3, 198.7, 203.1,
             199.4, 200.8, 197.9,
         ];
-        let stored_at = |i: usize, sha: &str, ms: f64| {
-            let mut r = stored_run(i, ms, false, env("A"));
-            r.run.commit.sha = sha.to_owned();
-            r
-        };
-        let mut runs = vec![stored_at(0, &good.commit, 141.5)];
-        runs.extend(
-            after
-                .iter()
-                .zip(ms)
-                .enumerate()
-                .map(|(i, (c, ms))| stored_at(i + 1, &c.commit, ms)),
-        );
-        let stored = Stored {
-            store: "history.db".to_owned(),
-            environment: env("A").fingerprint(),
-            runs,
+        // The good commit at 141.5 ms, then `ms` for the 15 after it.
+        let stored = |ms: &[f64]| {
+            let at = |i: usize, sha: &str, ms: f64| {
+                let mut r = stored_run(i, ms, false, env("A"));
+                r.run.commit.sha = sha.to_owned();
+                r
+            };
+            let runs = std::iter::once(at(0, &good.commit, 141.5))
+                .chain(
+                    after
+                        .iter()
+                        .zip(ms)
+                        .enumerate()
+                        .map(|(i, (c, &ms))| at(i + 1, &c.commit, ms)),
+                )
+                .collect();
+            Stored {
+                store: "history.db".to_owned(),
+                environment: env("A").fingerprint(),
+                runs,
+            }
         };
         // after[7] is commit 8.
         assert_eq!(
-            suggest(&stored, "worker", &good, &after, 0.1),
+            suggest(&stored(&ms), "worker", &good, &after, 0.1),
             (16, Some(7))
         );
         // Without a step (a drift of 3% a commit, +12% at 5), the
         // first two in a row.
         let drift: Vec<f64> = (0..15).map(|i| 141.5 * (1.0 + 0.03 * i as f64)).collect();
-        let mut runs = vec![stored_at(0, &good.commit, 141.5)];
-        runs.extend(
-            after
-                .iter()
-                .zip(drift)
-                .enumerate()
-                .map(|(i, (c, ms))| stored_at(i + 1, &c.commit, ms)),
-        );
-        let stored = Stored { runs, ..stored };
         assert_eq!(
-            suggest(&stored, "worker", &good, &after, 0.1),
+            suggest(&stored(&drift), "worker", &good, &after, 0.1),
             (16, Some(4))
         );
     }

@@ -1,8 +1,9 @@
 //! The private temporary folders of instrumented workers (the import
-//! recorder's records, lazy's RSS readings, the memory view's), each owned
-//! by this process ([`spawn::owned`]): a run killed outright (SIGKILL: a CI
-//! job's hard timeout, the OOM killer) cannot remove them, and the next run
-//! of any of these instruments does, once, at its first folder.
+//! recorder's records, lazy's RSS readings and trial files, the memory
+//! view's readings), each owned by this process ([`spawn::owned`]): a run
+//! killed outright (SIGKILL: a CI job's hard timeout, the OOM killer)
+//! cannot remove them, and the next run of any of these instruments does,
+//! once, at its first folder.
 //!
 //! It owns where those folders are and when orphans go; what is written
 //! into them is the instruments' own.
@@ -13,8 +14,8 @@ use crate::error::{Error, Result};
 
 /// The recorder's private folders.
 pub(crate) const RECORDER: &str = importguard::recorder::PRIVATE_PREFIX;
-/// Lazy's RSS readings (its trials' bench folders share the prefix).
-pub(crate) const LAZY_RSS: &str = "coldstart-lazy-";
+/// Lazy's RSS readings and its trials' bench files.
+pub(crate) const LAZY: &str = "coldstart-lazy-";
 /// The memory view's readings.
 pub(crate) const MEMORY: &str = "coldstart-memory-";
 
@@ -24,7 +25,7 @@ pub(crate) const MEMORY: &str = "coldstart-memory-";
 pub(crate) fn private_dir(prefix: &str, note: &str) -> Result<tempfile::TempDir> {
     static SWEPT: Once = Once::new();
     SWEPT.call_once(|| {
-        for p in [RECORDER, LAZY_RSS, MEMORY] {
+        for p in [RECORDER, LAZY, MEMORY] {
             for orphan in spawn::owned::sweep(p) {
                 let _ = spawn::owned::remove(&orphan);
             }

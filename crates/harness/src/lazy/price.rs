@@ -49,7 +49,7 @@ pub(super) fn locate(t: &Target, priced: &[CostlyImport]) -> Result<Vec<Option<V
 /// modules only. A module it did not see is left out.
 pub(super) fn rss_mib(t: &Target, modules: &[String]) -> Result<BTreeMap<String, f64>> {
     let boot = Bootstrap::prepare_in(
-        crate::scratch::private_dir(crate::scratch::LAZY_RSS, "lazy's RSS readings")?,
+        crate::scratch::private_dir(crate::scratch::LAZY, "lazy's RSS readings")?,
         RSS_BOOTSTRAP,
     )
     .map_err(|cause| Error::Recorder {

@@ -11,9 +11,6 @@ use crate::interrupt::Interrupt;
 use crate::target::Target;
 use crate::trials::{self, BenchOptions, Quiet};
 
-/// The prefix of a lazy trial's temporary folder (its bench files).
-const OUT_PREFIX: &str = "coldstart-lazy-";
-
 /// The ready time of `t`'s patched copy (B) against `t` (A), interleaved
 /// until the sequential rule decides or its budget runs out.
 pub(super) fn saving(
@@ -27,11 +24,7 @@ pub(super) fn saving(
         .patched_copy(cut)
         .map_err(|e| Error::Invalid(format!("could not patch a copy: {e}")))?;
     let b = in_copy(t, copy.root());
-    for o in spawn::owned::sweep(OUT_PREFIX) {
-        let _ = spawn::owned::remove(&o);
-    }
-    let out = spawn::owned::tempdir(OUT_PREFIX, "a lazy trial's bench files")
-        .map_err(|e| Error::io("create", &std::env::temp_dir(), e))?;
+    let out = crate::scratch::private_dir(crate::scratch::LAZY, "a lazy trial's bench files")?;
     let rule = phases::sequential::StopRule {
         max_rounds: opts.max_rounds,
         max_seconds: opts.max_seconds,
