@@ -491,7 +491,21 @@ pub fn compare_runs(
 pub(crate) mod tests {
     use super::*;
     use crate::run::{MachineLoad, Tool};
-    use timeline::{ExitStatus, Marks, Outcome, RoundTrip, Usage, WorkerRecord};
+    use timeline::{Outcome, Usage};
+
+    /// Each trial's worker: the ready stamp 40 us before the read, a
+    /// 100 us health round trip, a 100 us acknowledgement, a 2 ms exit.
+    const SHAPE: timeline::testing::Shape = timeline::testing::Shape {
+        first_pid: 100,
+        gaps: [40_000, 1_000, 100_000, 99_000, 100_000, 2_000_000],
+        usage: Usage {
+            user_ns: 10_000_000,
+            sys_ns: 5_000_000,
+            max_rss_bytes: 9 << 20,
+        },
+        rss_at_ready_bytes: 8 << 20,
+        started_unix_ms: 0,
+    };
 
     pub(crate) fn trial(
         trial: usize,
@@ -500,37 +514,7 @@ pub(crate) mod tests {
         variant: Variant,
         ready_ms: f64,
     ) -> TrialRecord {
-        let spawned = 1_000_000_000 + trial as u64 * 1_000_000_000;
-        let ready = spawned + (ready_ms * 1e6) as u64;
-        let w = WorkerRecord {
-            pid: Some(100 + trial as u32),
-            cgroup_peak_bytes: None,
-            marks: Marks {
-                spawned_ns: spawned,
-                ready_read_ns: Some(ready),
-                ready_t_ns: Some(ready - 40_000),
-                health: vec![RoundTrip {
-                    sent_ns: ready + 1_000,
-                    received_ns: ready + 101_000,
-                }],
-                shutdown_sent_ns: Some(ready + 200_000),
-                ack_read_ns: Some(ready + 300_000),
-                exited_ns: Some(ready + 2_300_000),
-                connected_ns: None,
-                stop_sent_ns: None,
-            },
-            usage: Some(Usage {
-                user_ns: 10_000_000,
-                sys_ns: 5_000_000,
-                max_rss_bytes: 9 << 20,
-            }),
-            rss_at_ready_bytes: Some(8 << 20),
-            exit: Some(ExitStatus::Code(0)),
-            escalation: timeline::Escalation::None,
-            noise_lines: 0,
-            outcome: Outcome::Correct,
-        };
-        TrialRecord::new(trial, round, kind, variant, 0, spawned, vec![w])
+        timeline::testing::trial(trial, round, kind, variant, ready_ms, &SHAPE)
     }
 
     pub(crate) fn environment() -> Environment {

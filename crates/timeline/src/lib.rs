@@ -19,6 +19,8 @@
 //! - [`Placement`]: where a run's processes ran (the CPU pinning done).
 //! - [`Limits`]: the CPU quota and memory limit a worker ran under, and how
 //!   a user writes them.
+//! - behind the `test-support` feature, `testing`: a worker's records and
+//!   a trial built for the tests of this crate and those above.
 //!
 //! What it deliberately does not own: starting or reading processes
 //! (`spawn` fills these records), statistics, comparisons and summaries
@@ -36,6 +38,8 @@ mod limits;
 mod placement;
 mod record;
 mod stage;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 
 pub use clock::monotonic_ns;
 pub use life::{EndMarks, ReadyMark, RequestMark, Timeline};

@@ -519,34 +519,18 @@ mod tests {
         assert_eq!(read(&serde_json::to_string(&now).unwrap()), now);
     }
 
-    pub(crate) fn worker(spawned: u64, ready: u64, exited: u64) -> WorkerRecord {
+    /// [`crate::testing::worker`] that exits at `exited`, with `wait4`'s
+    /// usage.
+    fn worker(spawned: u64, ready: u64, exited: u64) -> WorkerRecord {
+        let gaps = [50, 10, 20, 10, 5, exited - (ready + 45)];
         WorkerRecord {
-            pid: Some(1),
-            cgroup_peak_bytes: None,
-            marks: Marks {
-                spawned_ns: spawned,
-                ready_read_ns: Some(ready),
-                ready_t_ns: Some(ready - 50),
-                health: vec![RoundTrip {
-                    sent_ns: ready + 10,
-                    received_ns: ready + 30,
-                }],
-                shutdown_sent_ns: Some(ready + 40),
-                ack_read_ns: Some(ready + 45),
-                exited_ns: Some(exited),
-                connected_ns: None,
-                stop_sent_ns: None,
-            },
             usage: Some(Usage {
                 user_ns: 5,
                 sys_ns: 2,
                 max_rss_bytes: 1000,
             }),
             rss_at_ready_bytes: Some(900),
-            exit: Some(ExitStatus::Code(0)),
-            escalation: Escalation::None,
-            noise_lines: 0,
-            outcome: Outcome::Correct,
+            ..crate::testing::worker(1, spawned, ready, gaps)
         }
     }
 

@@ -291,7 +291,6 @@ mod tests {
     use super::*;
     use importguard::importtime::parse;
     use importguard::recorder::Channel;
-    use timeline::{Escalation, ExitStatus, Marks, Outcome};
 
     fn attempt(name: &str, t_ns: u64) -> ImportAttempt {
         ImportAttempt {
@@ -445,30 +444,12 @@ import time:         4 |          4 | json
         );
     }
 
+    /// A worker's ready line stamped 50 us before it is read, then 10 us
+    /// between each later mark.
+    const GAPS: [u64; 6] = [50_000, 10_000, 10_000, 10_000, 10_000, 10_000];
+
     fn worker(pid: u32, t0: u64) -> WorkerRecord {
-        WorkerRecord {
-            pid: Some(pid),
-            marks: Marks {
-                spawned_ns: t0,
-                ready_t_ns: Some(t0 + 900_000),
-                ready_read_ns: Some(t0 + 950_000),
-                health: vec![timeline::RoundTrip {
-                    sent_ns: t0 + 960_000,
-                    received_ns: t0 + 970_000,
-                }],
-                shutdown_sent_ns: Some(t0 + 980_000),
-                ack_read_ns: Some(t0 + 990_000),
-                exited_ns: Some(t0 + 1_000_000),
-                ..Marks::default()
-            },
-            usage: None,
-            rss_at_ready_bytes: None,
-            cgroup_peak_bytes: None,
-            exit: Some(ExitStatus::Code(0)),
-            escalation: Escalation::None,
-            noise_lines: 0,
-            outcome: Outcome::Correct,
-        }
+        timeline::testing::worker(pid, t0, t0 + 950_000, GAPS)
     }
 
     /// A report of target `w` forbidding torch, with `n` processes that

@@ -430,32 +430,10 @@ fn thread_of<'a>(process: &'a mut Process, tid: u32, name: &str) -> &'a mut Thre
 #[cfg(test)]
 mod tests {
     use super::*;
-    use timeline::{Escalation, ExitStatus, Marks, Outcome, RoundTrip, TrialKind};
+    use timeline::TrialKind;
 
     fn worker(pid: u32, t0: u64) -> WorkerRecord {
-        WorkerRecord {
-            pid: Some(pid),
-            marks: Marks {
-                spawned_ns: t0,
-                ready_t_ns: Some(t0 + 90),
-                ready_read_ns: Some(t0 + 100),
-                health: vec![RoundTrip {
-                    sent_ns: t0 + 110,
-                    received_ns: t0 + 120,
-                }],
-                shutdown_sent_ns: Some(t0 + 130),
-                ack_read_ns: Some(t0 + 140),
-                exited_ns: Some(t0 + 150),
-                ..Marks::default()
-            },
-            usage: None,
-            rss_at_ready_bytes: None,
-            cgroup_peak_bytes: None,
-            exit: Some(ExitStatus::Code(0)),
-            escalation: Escalation::None,
-            noise_lines: 0,
-            outcome: Outcome::Correct,
-        }
+        timeline::testing::worker(pid, t0, t0 + 100, [10; 6])
     }
 
     fn trial(i: usize, workers: Vec<WorkerRecord>) -> TrialRecord {

@@ -206,6 +206,20 @@ pub(crate) mod fixture {
     use phases::summary::RunSummary;
     use timeline::*;
 
+    /// Each trial's worker: the ready stamp 45 us before the read, a
+    /// 120 us health round trip, a 200 us acknowledgement, a 3 ms exit.
+    const SHAPE: timeline::testing::Shape = timeline::testing::Shape {
+        first_pid: 4000,
+        gaps: [45_000, 1_000, 120_000, 79_000, 200_000, 3_000_000],
+        usage: Usage {
+            user_ns: 30_000_000,
+            sys_ns: 8_000_000,
+            max_rss_bytes: 12 << 20,
+        },
+        rss_at_ready_bytes: 11 << 20,
+        started_unix_ms: 1_700_000_000_000,
+    };
+
     pub fn trial(
         i: usize,
         round: usize,
@@ -213,37 +227,7 @@ pub(crate) mod fixture {
         v: Variant,
         ready_ms: f64,
     ) -> TrialRecord {
-        let spawned = 1_000_000_000 + i as u64 * 1_000_000_000;
-        let ready = spawned + (ready_ms * 1e6) as u64;
-        let w = WorkerRecord {
-            pid: Some(4000 + i as u32),
-            cgroup_peak_bytes: None,
-            marks: Marks {
-                spawned_ns: spawned,
-                ready_read_ns: Some(ready),
-                ready_t_ns: Some(ready - 45_000),
-                health: vec![RoundTrip {
-                    sent_ns: ready + 1_000,
-                    received_ns: ready + 121_000,
-                }],
-                shutdown_sent_ns: Some(ready + 200_000),
-                ack_read_ns: Some(ready + 400_000),
-                exited_ns: Some(ready + 3_400_000),
-                connected_ns: None,
-                stop_sent_ns: None,
-            },
-            usage: Some(Usage {
-                user_ns: 30_000_000,
-                sys_ns: 8_000_000,
-                max_rss_bytes: 12 << 20,
-            }),
-            rss_at_ready_bytes: Some(11 << 20),
-            exit: Some(ExitStatus::Code(0)),
-            escalation: timeline::Escalation::None,
-            noise_lines: 0,
-            outcome: Outcome::Correct,
-        };
-        TrialRecord::new(i, round, kind, v, 1_700_000_000_000, spawned, vec![w])
+        timeline::testing::trial(i, round, kind, v, ready_ms, &SHAPE)
     }
 
     pub fn records(with_b: bool) -> Vec<TrialRecord> {
