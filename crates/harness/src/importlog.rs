@@ -45,6 +45,9 @@ impl importtime::LogBytes for MappedLog {
 
     fn read_past(&self, range: std::ops::Range<usize>) {
         let page = page_size();
+        // The page a range shares with the part another thread reads may
+        // be dropped while that thread still reads it: it comes back from
+        // the file, as any dropped page does.
         let (start, end) = (range.start / page * page, range.end / page * page);
         if end > start {
             // SAFETY: a private, read-only mapping of a file: dropping its

@@ -19,7 +19,9 @@ pub trait LogBytes: Send + Sync {
     /// The parser has read `range` and keeps only positions into it. A
     /// source that can read those bytes again when asked (a file mapped in
     /// memory drops its pages; they come back from the file on the next
-    /// read) may free their memory; the default keeps them.
+    /// read) may free their memory; the default keeps them. Each byte is
+    /// given back once; a large log is read on several threads, whose
+    /// ranges may come in any order and at the same time.
     fn read_past(&self, range: std::ops::Range<usize>) {
         let _ = range;
     }

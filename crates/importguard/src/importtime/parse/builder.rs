@@ -43,9 +43,16 @@ const RELEASE_EVERY: usize = 4 << 20;
 
 pub(super) struct Builder<'a> {
     pub(super) text: &'a [u8],
+    /// The part of `text` this builder reads: all of it, or one part of a
+    /// log read on several threads (see `parts`), which begins at a
+    /// header and ends after a line end.
+    start: usize,
+    end: usize,
+    /// How many lines the scan read (a last line without a newline counts).
+    pub(super) lines: u32,
     /// Told of each part of `text` the scan has left behind.
     source: Option<&'a dyn LogBytes>,
-    /// `text[..released]` was given to `source.read_past`.
+    /// `text[start..released]` was given to `source.read_past`.
     released: usize,
     pub(super) packages: Packages,
     /// Names too long to pack into their node.
@@ -74,18 +81,33 @@ pub(super) struct Builder<'a> {
 }
 
 impl<'a> Builder<'a> {
-    pub(super) fn new(text: &'a [u8], source: Option<&'a dyn LogBytes>, check_utf8: bool) -> Self {
+    pub(super) fn new(
+        text: &'a [u8],
+        part: std::ops::Range<usize>,
+        source: Option<&'a dyn LogBytes>,
+        check_utf8: bool,
+    ) -> Self {
         // A guess from the lines of a real log (about 70 bytes each): no
         // pass over the input to count them. Capacity beyond what the lines
         // fill is never touched, so it takes no memory; and a large vector
         // grows by remapping its pages, not by copying them.
-        let lines = text.len() / 64 + 16;
+        // The first part's arena becomes the whole log's (`parts` appends
+        // the others to it), so it is sized, and advised, for all of it.
+        let sized_for = if part.start == 0 {
+            text.len()
+        } else {
+            part.len()
+        };
+        let lines = sized_for / 64 + 16;
         let nodes: Vec<Slot> = Vec::with_capacity(lines);
         advise_huge_pages(&nodes);
         Builder {
             text,
+            start: part.start,
+            end: part.end,
+            lines: 0,
             source,
-            released: 0,
+            released: part.start,
             packages: Packages::default(),
             long_names: Vec::new(),
             classes: Vec::with_capacity(lines),
@@ -113,8 +135,11 @@ impl<'a> Builder<'a> {
     }
 
     pub(super) fn run(&mut self) {
-        let bytes = self.text;
-        let mut pos = 0usize;
+        // The fast path reads a line's columns from `text` as a whole (they
+        // may run past `end` when a short line is the part's last); a line
+        // it takes ends at its own line end, so never past `end`.
+        let bytes = &self.text[..self.end];
+        let mut pos = self.start;
         let mut line_no: u32 = 0;
         while pos < bytes.len() {
             line_no = line_no.saturating_add(1);
@@ -142,6 +167,7 @@ impl<'a> Builder<'a> {
         if bytes.last().is_some_and(|&c| c != b'\n') {
             self.warn(line_no, LogWarningKind::TruncatedLastLine);
         }
+        self.lines = line_no;
         self.close_session(line_no);
         self.release(bytes.len());
     }

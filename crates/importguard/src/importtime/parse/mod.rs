@@ -7,15 +7,23 @@
 //! input to the lossy decoder. Lines printed exactly as CPython prints them
 //! take a fixed-column fast path; anything else takes the general one.
 //!
+//! A log of at least two `parts::MIN_PART` (8 MiB) is cut at session
+//! headers into parts of at least that, read on as many threads as the
+//! machine has, and the parts joined into the arena one scan builds. A log
+//! of one session has no header to cut at and is read on one thread, as
+//! are the workers' and tests' logs (kilobytes).
+//!
 //! This module is the entry (which bytes take which path, and the finished
 //! log); `decode` turns BOMs, UTF-16 and invalid bytes into UTF-8, `lex`
-//! reads one line's columns, and `builder` rebuilds the tree from the
-//! classified lines.
+//! reads one line's columns, `builder` rebuilds the tree from the
+//! classified lines, and `parts` cuts a large log and joins what the
+//! threads built.
 
 mod builder;
 mod decode;
 mod lex;
 mod packages;
+mod parts;
 #[cfg(test)]
 mod tests;
 
@@ -94,19 +102,49 @@ fn build(
     check_utf8: bool,
     fast: bool,
 ) -> Option<ImportLog> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    build_in(
+        text,
+        encoding,
+        invalid,
+        check_utf8,
+        fast,
+        threads,
+        parts::MIN_PART,
+    )
+}
+
+/// [`build`] on at most `threads` threads, each part at least `min_part`
+/// bytes (the tests cut small logs into parts).
+fn build_in(
+    text: Text,
+    encoding: Encoding,
+    invalid: bool,
+    check_utf8: bool,
+    fast: bool,
+    threads: usize,
+    min_part: usize,
+) -> Option<ImportLog> {
     let source = match &text {
         Text::Shared(bytes) => Some(&**bytes),
         Text::Owned(_) => None,
     };
-    let mut b = Builder::new(text.bytes(), source, check_utf8);
-    b.fast = fast;
+    let bytes = text.bytes();
+    let cut = parts::cut(bytes, threads, min_part);
+    let mut b = parts::read(&cut, |part| {
+        let mut b = Builder::new(bytes, part, source, check_utf8);
+        b.fast = fast;
+        b
+    });
     if invalid {
-        b.warnings.push(LogWarning {
-            line: None,
-            kind: LogWarningKind::InvalidEncoding,
-        });
+        b.warnings.insert(
+            0,
+            LogWarning {
+                line: None,
+                kind: LogWarningKind::InvalidEncoding,
+            },
+        );
     }
-    b.run();
     let Builder {
         classes,
         nodes,

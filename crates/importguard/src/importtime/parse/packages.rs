@@ -63,7 +63,15 @@ impl Packages {
         }
         let dot = name.iter().position(|&c| c == b'.');
         let top = dot.map_or(name, |dot| &name[..dot]);
-        let p = match self.index.get(top) {
+        let p = self.index_of(top);
+        self.last = Some(p);
+        p
+    }
+
+    /// The index of the top-level package `top`, new ones numbered in the
+    /// order they are first asked for.
+    pub(super) fn index_of(&mut self, top: &[u8]) -> u32 {
+        match self.index.get(top) {
             Some(&p) => p,
             None => {
                 let p = self.names.len() as u32;
@@ -71,8 +79,6 @@ impl Packages {
                 self.index.insert(top.into(), p);
                 p
             }
-        };
-        self.last = Some(p);
-        p
+        }
     }
 }

@@ -528,3 +528,204 @@ fn packages_beyond_a_slots_field_are_counted() {
         [NodeId(last - 1)]
     );
 }
+
+/// Logs read on several threads: each part is built on its own and the
+/// parts joined, which must give the log one scan of the whole gives.
+mod threads {
+    use super::*;
+    use crate::importtime::tree::Text;
+    use proptest::prelude::*;
+
+    /// Everything a parse holds: the digest, the nodes as the arena packs
+    /// them (names, packages, lines), the warnings and the totals.
+    fn whole(log: &ImportLog) -> String {
+        let names: Vec<&str> = (0..log.nodes().len() as u32)
+            .map(|i| log.name(NodeId(i)))
+            .collect();
+        format!(
+            "{}\n{:?}\n{names:?}\n{:?}\n{:?}",
+            digest(log),
+            log.nodes().iter().collect::<Vec<_>>(),
+            log.warnings(),
+            log.package_totals(None)
+        )
+    }
+
+    /// `bytes` parsed as UTF-8 it may not be, on `threads` threads of parts
+    /// of at least `min_part` bytes; `None` when a line is not UTF-8.
+    fn on(bytes: &[u8], threads: usize, min_part: usize) -> Option<ImportLog> {
+        let text = Text::Shared(Arc::new(bytes.to_vec()));
+        build_in(text, Encoding::Utf8, false, true, true, threads, min_part)
+    }
+
+    fn agree(bytes: &[u8], what: &str) {
+        let one = on(bytes, 1, 1).map(|log| whole(&log));
+        for threads in 2..=5 {
+            for min_part in [1, 7, 64, 1000] {
+                let many = on(bytes, threads, min_part).map(|log| whole(&log));
+                assert_eq!(
+                    one, many,
+                    "{what}: {threads} threads, parts of at least {min_part} bytes"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_recorded_logs_read_on_several_threads_as_on_one() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/importtime");
+        let mut read = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "log") {
+                agree(&std::fs::read(&path).unwrap(), &path.display().to_string());
+                read += 1;
+            }
+        }
+        assert!(read >= 10, "{read} logs in {}", dir.display());
+    }
+
+    /// What the arena keeps beside its slots, met in a later part: names
+    /// too long to pack, times too wide for a slot, more packages than a
+    /// slot's field numbers, orphans, ambiguous cached lines, a last line
+    /// without its line end; each part's numbering moved into the whole.
+    #[test]
+    fn what_a_slot_cannot_hold_is_joined_from_every_part() {
+        let long = "m".repeat(1 << 17);
+        let mut text = String::from("before any header\nimport time: 5 | 5 | early\n");
+        for s in 0..6 {
+            text.push_str(H);
+            for i in 0..4_000 {
+                text.push_str(&format!(
+                    "import time: 1 | 1 |   p{}.sub\nimport time: 2 | 3 | p{}\n",
+                    s * 4_000 + i,
+                    s * 4_000 + i
+                ));
+            }
+            text.push_str(&format!(
+                "import time: -2147483648 | 3000000000 |   a.{long}\n\
+                 import time: cached    | cached     | b\n\
+                 import time: 1 | 9000000000 | a\n\
+                 import time: 1 | 1 |     orphan{s}\n\
+                 some program output\n"
+            ));
+        }
+        text.push_str("import time: 1 | 2 | unterminated");
+        let log = on(text.as_bytes(), 1, 1).unwrap();
+        assert_eq!(log.sessions().len(), 7);
+        // p0..p23999, then early, a, orphan0..orphan5 and unterminated.
+        assert_eq!(log.package_totals(None).len(), 24_000 + 9);
+        for threads in [2, 3, 6] {
+            for min_part in [1, 1 << 16, 1 << 20] {
+                let many = on(text.as_bytes(), threads, min_part).unwrap();
+                assert_eq!(whole(&log), whole(&many), "{threads} threads, {min_part}");
+            }
+        }
+    }
+
+    /// A line that is not UTF-8 in any part sends the whole input to the
+    /// lossy decoder, as it does on one thread.
+    #[test]
+    fn a_bad_line_in_a_later_part_fails_the_whole_read() {
+        let mut text = Vec::new();
+        for s in 0..4 {
+            text.extend_from_slice(H.as_bytes());
+            text.extend_from_slice(format!("import time: 1 | 1 | m{s}\n").as_bytes());
+        }
+        text.extend_from_slice(b"import time: 1 | 1 | bad\xFF\n");
+        assert!(on(&text, 1, 1).is_none());
+        assert!(on(&text, 4, 1).is_none());
+        assert_eq!(digest(&parse(&text)), digest(&parse_decoded(text.clone())),);
+    }
+
+    /// Each part gives its bytes back once: the ranges, in whatever order
+    /// the threads finish, tile the input without overlap.
+    #[test]
+    fn shared_bytes_are_each_given_back_once_on_several_threads() {
+        let mut text = String::new();
+        let mut i = 0;
+        while text.len() < 9 << 20 {
+            if i % 5_000 == 0 {
+                text.push_str(H);
+            }
+            text.push_str(&format!(
+                "import time: {:>9} | {:>10} | m{i}\n",
+                i % 97,
+                i % 97
+            ));
+            i += 1;
+        }
+        let source = Arc::new(Recording {
+            bytes: text.clone().into_bytes(),
+            past: Default::default(),
+        });
+        let shared: crate::importtime::tree::SharedBytes = source.clone();
+        let log = build_in(
+            Text::Shared(shared),
+            Encoding::Utf8,
+            false,
+            true,
+            true,
+            4,
+            1 << 20,
+        )
+        .unwrap();
+        let mut past = source.past.lock().unwrap().clone();
+        past.sort_by_key(|r| r.start);
+        assert!(past.len() >= 4, "{past:?}");
+        assert_eq!(past[0].start, 0);
+        assert_eq!(past.last().unwrap().end, text.len());
+        assert!(past.windows(2).all(|w| w[0].end == w[1].start), "{past:?}");
+        assert!(past.iter().all(|r| r.start < r.end), "{past:?}");
+        assert_eq!(whole(&log), whole(&parse(text.as_bytes())));
+    }
+
+    proptest! {
+        /// Logs of several sessions of any lines the paths know, cut
+        /// anywhere a header begins, read as one scan reads them.
+        #[test]
+        fn prop_parts_join_as_one_scan(
+            sessions in prop::collection::vec(
+                (any::<bool>(), prop::collection::vec(
+                    prop_oneof![
+                        (0usize..8, "[a-z]{1,3}(\\.[a-z]{1,3}){0,2}", -99_999i64..9_999_999_999, -9i64..99_999_999_999)
+                            .prop_map(|(d, n, s, c)| format!("import time: {s:>9} | {c:>10} | {}{n}", " ".repeat(d))),
+                        (0usize..16, "[a-z.]{1,6}")
+                            .prop_map(|(w, n)| format!("import time: cached    | cached     | {n:>w$}")),
+                        "import time: self \\[us\\][ -~]{0,10}",
+                        "import time:[ |0-9a-z-]{0,20}",
+                        "[ -~]{0,30}",
+                    ],
+                    0..30,
+                )),
+                1..8,
+            ),
+            crlf in any::<bool>(),
+            trailing in any::<bool>(),
+            bad in any::<bool>(),
+            threads in 2usize..6,
+            min_part in 1usize..200,
+        ) {
+            let sep = if crlf { "\r\n" } else { "\n" };
+            let mut lines = Vec::new();
+            for (header, body) in &sessions {
+                if *header {
+                    lines.push(H.trim_end().to_owned());
+                }
+                lines.extend(body.iter().cloned());
+            }
+            let mut text = lines.join(sep).into_bytes();
+            if trailing && !lines.is_empty() {
+                text.extend_from_slice(sep.as_bytes());
+            }
+            if bad {
+                let at = text.len() / 2;
+                text.insert(at, 0xFF);
+            }
+            let one = on(&text, 1, 1).map(|log| whole(&log));
+            let many = on(&text, threads, min_part).map(|log| whole(&log));
+            prop_assert_eq!(one, many);
+        }
+    }
+}
