@@ -34,6 +34,11 @@ fn check_with(py: &Path, fixture: &str, args: &[&str]) -> (i32, String) {
             "PYTHONPATH",
             format!(".:{}", fixtures().join("boundary/stand-ins").display()),
         )
+        // A multiprocessing child's command line, which the reports quote,
+        // carries `-B` when the parent writes no bytecode: set here, not
+        // taken from whoever runs the suite (and no `.pyc` lands in the
+        // fixtures).
+        .env("PYTHONDONTWRITEBYTECODE", "1")
         .args(["check", "--processes", "1", "--"])
         .arg(py)
         .arg(fixture)
