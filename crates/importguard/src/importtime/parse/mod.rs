@@ -102,7 +102,13 @@ fn build(
     check_utf8: bool,
     fast: bool,
 ) -> Option<ImportLog> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Asking for the cores reads the process's CPU quota from its cgroup:
+    // only a log large enough to cut asks.
+    let threads = if text.bytes().len() >= 2 * parts::MIN_PART {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        1
+    };
     build_in(
         text,
         encoding,

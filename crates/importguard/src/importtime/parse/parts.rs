@@ -45,7 +45,8 @@ pub(super) fn cut(text: &[u8], threads: usize, min_part: usize) -> Vec<Range<usi
 }
 
 /// Reads each part on its own thread (the first on this one) and joins
-/// them. `make` sets up the builder of one part.
+/// them. `make` sets up the builder of one part. A part whose thread the
+/// system will not start is read on this thread after the first.
 pub(super) fn read<'a>(
     parts: &[Range<usize>],
     make: impl Fn(Range<usize>) -> Builder<'a> + Sync,
@@ -60,16 +61,23 @@ pub(super) fn read<'a>(
         return run(first.clone());
     }
     let built: Vec<Builder<'a>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = rest
+        let threads: Vec<_> = rest
             .iter()
-            .map(|part| scope.spawn(|| run(part.clone())))
+            .map(|part| {
+                std::thread::Builder::new()
+                    .name("importtime-part".into())
+                    .spawn_scoped(scope, || run(part.clone()))
+                    .map_err(|_| part)
+            })
             .collect();
         let mut built = vec![run(first.clone())];
-        for h in handles {
-            built.push(
-                h.join()
+        for thread in threads {
+            built.push(match thread {
+                Ok(h) => h
+                    .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            );
+                Err(part) => run(part.clone()),
+            });
         }
         built
     });
