@@ -48,8 +48,6 @@ pub(super) struct Builder<'a> {
     /// header and ends after a line end.
     start: usize,
     end: usize,
-    /// How many lines the scan read (a last line without a newline counts).
-    pub(super) lines: u32,
     /// Told of each part of `text` the scan has left behind.
     source: Option<&'a dyn LogBytes>,
     /// `text[start..released]` was given to `source.read_past`.
@@ -105,7 +103,6 @@ impl<'a> Builder<'a> {
             text,
             start: part.start,
             end: part.end,
-            lines: 0,
             source,
             released: part.start,
             packages: Packages::default(),
@@ -167,7 +164,6 @@ impl<'a> Builder<'a> {
         if bytes.last().is_some_and(|&c| c != b'\n') {
             self.warn(line_no, LogWarningKind::TruncatedLastLine);
         }
-        self.lines = line_no;
         self.close_session(line_no);
         self.release(bytes.len());
     }

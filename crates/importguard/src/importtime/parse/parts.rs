@@ -98,7 +98,9 @@ fn join(built: Vec<Builder<'_>>) -> Builder<'_> {
 /// into `whole`.
 fn append(whole: &mut Builder<'_>, mut part: Builder<'_>) {
     let nodes = whole.nodes.len() as u32;
-    let lines = whole.lines;
+    // One class a line: the lines `whole` has read (when a line was not
+    // UTF-8 the scan stopped short, but then the log is decoded again).
+    let lines = whole.classes.len() as u32;
     let sessions = whole.sessions.len();
     let packages: Vec<u32> = part
         .packages
@@ -149,5 +151,4 @@ fn append(whole: &mut Builder<'_>, mut part: Builder<'_>) {
         }));
     whole.ambiguous += part.ambiguous;
     whole.not_utf8 |= part.not_utf8;
-    whole.lines += part.lines;
 }
