@@ -18,7 +18,9 @@
 #                         not know
 #   _cs_main(install, on_error)
 #                         runs a body: its `install()`, then the chain, with
-#                         the chain's failures told to the body's `fail`
+#                         the chain's failures told to the body's `fail` (and
+#                         the chain's record kept back by its `keep`, if it
+#                         gives one, when there is no sitecustomize to run)
 # It imports only what the interpreter has loaded before site runs.
 
 import sys
@@ -226,18 +228,33 @@ class _CsRecords(object):
             self.fd = -1
 
 
+# The folder's own name (the bootstrap's hash, unique): an absolute path
+# can only name this folder if it holds that name, since normalising never
+# invents a component.
+_cs_tag = os.path.basename(os.path.dirname(_cs_here))
+
+
 def _cs_is_here(entry):
+    """Whether a sys.path or PYTHONPATH entry names this folder. Most
+    entries are told apart without a call: ours as the harness wrote it, and
+    absolute paths that do not hold the folder's unique name."""
+    if entry == _cs_here:
+        return True
+    if type(entry) is str and entry[:1] == "/" and _cs_tag not in entry:
+        return False
     try:
         return os.path.abspath(entry or os.curdir) == _cs_here
     except Exception:
         return False
 
 
-def _cs_chain(emit, fail):
+def _cs_chain(emit, fail, keep=None):
     """Runs the sitecustomize this environment had before us (a venv's or a
     distribution's), found on sys.path after our own folder, and takes our
-    folder off sys.path. `emit(rec)` gets a `chain` record (may be None);
-    `fail(where, exc)` hears of anything that went wrong."""
+    folder off sys.path. `emit(rec)` gets a `chain` record (may be None),
+    or `keep(rec)` (a deferred write, when given) if there is none to run:
+    only a chained file that may break the worker needs its record on disk
+    before it runs. `fail(where, exc)` hears of anything that went wrong."""
     try:
         from _frozen_importlib_external import PathFinder
         from _frozen_importlib import module_from_spec
@@ -245,22 +262,26 @@ def _cs_chain(emit, fail):
         fail("chain", exc)
         return
     rest = []
+    kept = []
     ours = False
     for entry in sys.path:
         if _cs_is_here(entry):
             ours = True
-        elif ours:
+            continue
+        kept.append(entry)
+        if ours:
             rest.append(entry)
     # Our folder has done its job: leave sys.path as the worker expects it.
-    sys.path[:] = [e for e in sys.path if not _cs_is_here(e)]
+    sys.path[:] = kept
     try:
         spec = PathFinder.find_spec("sitecustomize", rest)
     except Exception as exc:
         fail("chain", exc)
         return
     if emit is not None:
-        emit({"type": "chain", "t_ns": _cs_monotonic_ns(),
-              "file": None if spec is None else spec.origin})
+        write = emit if spec is not None or keep is None else keep
+        write({"type": "chain", "t_ns": _cs_monotonic_ns(),
+               "file": None if spec is None else spec.origin})
     if spec is None:
         return
     module = module_from_spec(spec)
@@ -280,17 +301,21 @@ def _cs_chain(emit, fail):
 
 
 def _cs_main(install, on_error=None):
-    """Runs a bootstrap's body: `install()` returns `(emit, fail)` (or None
-    when it records nothing); an exception it raises goes to `on_error`
-    (else it is dropped: a bootstrap never breaks the worker); then the
-    environment's own sitecustomize runs (`_cs_chain`), its failures told to
-    the body's `fail`."""
+    """Runs a bootstrap's body: `install()` returns `(emit, fail)` or
+    `(emit, fail, keep)` (or None when it records nothing; `keep`: see
+    `_cs_chain`); an exception it raises goes to `on_error` (else it is
+    dropped: a bootstrap never breaks the worker); then the environment's
+    own sitecustomize runs (`_cs_chain`), its failures told to the body's
+    `fail`."""
     emit = None
     fail = None
+    keep = None
     try:
         hooks = install()
         if hooks is not None:
-            emit, fail = hooks
+            emit, fail = hooks[0], hooks[1]
+            if len(hooks) > 2:
+                keep = hooks[2]
     except Exception as exc:
         if on_error is not None:
             on_error(exc)
@@ -300,7 +325,7 @@ def _cs_main(install, on_error=None):
             fail(where, exc)
 
     try:
-        _cs_chain(emit, quiet)
+        _cs_chain(emit, quiet, keep)
     except Exception as exc:
         quiet("chain", exc)
 

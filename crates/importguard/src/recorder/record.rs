@@ -154,7 +154,9 @@ pub struct Start {
     /// first, up to and with the first one outside its process group (the
     /// harness, which starts each worker as a group of its own), read from
     /// `/proc` at start. Every one before that is a launcher that stood
-    /// between (`uv run`, a shell, `make`); empty where `/proc` is not.
+    /// between (`uv run`, a shell, `make`). Empty where `/proc` is not, and
+    /// when the image leads its own process group (started straight by the
+    /// harness): then there is no launcher, and its parent is `ppid`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ancestors: Vec<Ancestor>,
 }

@@ -38,7 +38,8 @@ def _rec_finder(records, fail, forbid_heads, forbidden, refuse, describe,
         """The finder's work for one attempt (outside the recursion guard)."""
         t_ns = monotonic_ns()
         rec = {"type": "import", "name": name, "t_ns": t_ns}
-        if name.partition(".")[0] in forbid_heads:
+        head = name.partition(".")[0]
+        if head in forbid_heads:
             bad, refused = forbidden(name)
         else:
             bad = refused = False
@@ -57,45 +58,48 @@ def _rec_finder(records, fail, forbid_heads, forbidden, refuse, describe,
                 rec["audit_t_ns"] = written.pop(name)
             else:
                 rec["channel"] = "finder"
-        try:
-            # Only a forbidden name's record says where it came from: its
-            # stack holds the line of every link of its chain, and a probe
-            # of it may declare a lazy module. The worker's other imports
-            # are not walked (it would cost each of them; nothing is judged
-            # on them).
-            if bad:
-                f = getframe(2)
-                # importlib.util.find_spec("torch") asks the finders without
-                # importing: an availability probe, not an import.
-                caller = f.f_back
-                if (caller is not None
-                        and caller.f_globals.get("__name__") == "importlib.util"
-                        and caller.f_code.co_name == "find_spec"):
-                    rec["probe"] = probe = True
-                    line = lazy_declaration(caller)
-                    if line is not None:
-                        probed_at[name] = line
-                    probe_origin = True
-                describe(rec, f, True)
-                if records.pid != getpid():
-                    rec["pid"] = getpid()
-            elif tid != main_thread:
-                rec["thread"] = tid
-            if name in declared and not probe:
-                rec["declared"] = declared.pop(name)
-                rec["reified"] = True
-        except Exception as exc:
-            fail("frames", exc)
+        # Most attempts (a name outside the policy, on the main thread, no
+        # lazy declaration waiting) skip the stack and the refusal.
+        if bad or tid != main_thread or declared:
+            try:
+                # Only a forbidden name's record says where it came from: its
+                # stack holds the line of every link of its chain, and a probe
+                # of it may declare a lazy module. The worker's other imports
+                # are not walked (it would cost each of them; nothing is judged
+                # on them).
+                if bad:
+                    f = getframe(2)
+                    # importlib.util.find_spec("torch") asks the finders without
+                    # importing: an availability probe, not an import.
+                    caller = f.f_back
+                    if (caller is not None
+                            and caller.f_globals.get("__name__") == "importlib.util"
+                            and caller.f_code.co_name == "find_spec"):
+                        rec["probe"] = probe = True
+                        line = lazy_declaration(caller)
+                        if line is not None:
+                            probed_at[name] = line
+                        probe_origin = True
+                    describe(rec, f, True)
+                    if records.pid != getpid():
+                        rec["pid"] = getpid()
+                elif tid != main_thread:
+                    rec["thread"] = tid
+                if name in declared and not probe:
+                    rec["declared"] = declared.pop(name)
+                    rec["reified"] = True
+            except Exception as exc:
+                fail("frames", exc)
 
-        if refused:
-            rec["found"] = None
-            rec["blocked"] = True
-            emit(rec)
-            if probe:
-                # An availability probe is told "not installed", so the
-                # library takes its path for a missing package.
-                return None
-            raise refuse(name)
+            if refused:
+                rec["found"] = None
+                rec["blocked"] = True
+                emit(rec)
+                if probe:
+                    # An availability probe is told "not installed", so the
+                    # library takes its path for a missing package.
+                    return None
+                raise refuse(name)
 
         spec = None
         err = None
@@ -117,7 +121,7 @@ def _rec_finder(records, fail, forbid_heads, forbidden, refuse, describe,
         except BaseException as exc:
             err = exc
         rec["found"] = spec is not None
-        if spec is not None and name.partition(".")[0] in own_heads:
+        if spec is not None and head in own_heads:
             try:
                 origin = spec.origin
                 if type(origin) is not str:

@@ -89,7 +89,7 @@ def _install():
     emit(_rec_start(me, gen, parent, how, audit, block, forbid, allow))
     sys.meta_path.insert(0, finder)
     atexit.register(at_exit)
-    return emit, fail
+    return emit, fail, records.defer
 
 
 _cs_main(_install)

@@ -89,10 +89,14 @@ def _rec_ancestors():
     up to and with the first one outside its process group (the harness
     starts each worker as a group of its own, so that one is the harness:
     every process between is a launcher, `uv run`, a shell, `make`). Read
-    from `/proc`; empty where there is none."""
+    from `/proc`; empty where there is none, and when this process leads
+    its group (the harness started it itself: no launcher stands between,
+    and the start record's ppid names the harness), so reading nothing."""
     out = []
     try:
         group = os.getpgid(0)
+        if group == os.getpid():
+            return out
         pid = os.getppid()
         for _ in range(16):
             if pid <= 0:
