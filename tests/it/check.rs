@@ -703,6 +703,15 @@ fn check_cost_measures_the_recorder_alone_against_a_plain_lifecycle() {
         line.contains("95% CI") && line.contains("the 5% budget"),
         "{line}"
     );
+    // Its floor: the null recorder, measured in the same rounds.
+    assert!(
+        text.contains("its floor, the null recorder (the same two channels, no work behind them): ready median"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the recorder's own work, over that floor: ratio"),
+        "{text}"
+    );
     assert!(text.contains("CPU floor"), "{text}");
 }
 

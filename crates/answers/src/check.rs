@@ -240,6 +240,11 @@ pub struct CheckCost {
     /// Spawn-to-ready of a lifecycle with the import recorder and its audit
     /// hook alone (no importtime), run next to the plain one, per round.
     pub recorded_ready_ms: Vec<f64>,
+    /// Spawn-to-ready with the null recorder (the recorder's two channels,
+    /// an audit hook and a finder placed first, with no work behind them),
+    /// run next to the plain one, per round: the floor under
+    /// `recorded_ready_ms`.
+    pub null_ready_ms: Vec<f64>,
     /// Set when the target's `command[0]` is a shim (a second process on
     /// every start, in both series): why, and the interpreter to run instead.
     pub shim: Option<String>,
@@ -254,16 +259,29 @@ pub const RECORDER_BUDGET: f64 = 0.05;
 /// rounds, 95% signed-rank interval, 2% noise band), `None` with fewer than
 /// two rounds.
 pub fn recorder_cost(c: &CheckCost) -> Option<phases::compare::Comparison> {
-    if c.plain_ready_ms.len() < 2 || c.plain_ready_ms.len() != c.recorded_ready_ms.len() {
+    paired_ready(&c.plain_ready_ms, &c.recorded_ready_ms)
+}
+
+/// The floor under [`recorder_cost`]: the null recorder's ready times over
+/// the plain ones, the same statistic; `None` without them.
+pub fn recorder_floor(c: &CheckCost) -> Option<phases::compare::Comparison> {
+    paired_ready(&c.plain_ready_ms, &c.null_ready_ms)
+}
+
+/// The recorder's own work: its ready times over the null recorder's, in
+/// the same rounds, the same statistic; `None` without them.
+pub fn recorder_above_floor(c: &CheckCost) -> Option<phases::compare::Comparison> {
+    paired_ready(&c.null_ready_ms, &c.recorded_ready_ms)
+}
+
+/// `b` over `a`, paired by round (Hodges-Lehmann, 95% signed-rank
+/// interval, 2% noise band); `None` with fewer than two rounds or series
+/// of different lengths.
+fn paired_ready(a: &[f64], b: &[f64]) -> Option<phases::compare::Comparison> {
+    if a.len() < 2 || a.len() != b.len() {
         return None;
     }
-    phases::compare::paired_rank(
-        &c.plain_ready_ms,
-        &c.recorded_ready_ms,
-        0.95,
-        phases::compare::DEFAULT_NOISE_THRESHOLD,
-    )
-    .ok()
+    phases::compare::paired_rank(a, b, 0.95, phases::compare::DEFAULT_NOISE_THRESHOLD).ok()
 }
 
 /// Where a recorder cost stands against [`RECORDER_BUDGET`]: `within` when

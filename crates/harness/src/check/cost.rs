@@ -4,11 +4,14 @@
 //! ready, health, shutdown; no importtime, no recorder), one lifecycle with
 //! the import recorder and its audit hook alone (no importtime: what the
 //! recorder costs the worker's start, its ready time paired with the plain
-//! lifecycle's in the same round) and one instrumented lifecycle
-//! (importtime, recorder, verdict). The plain and recorder-only lifecycles
-//! run back to back at the start of every round, their order balanced
-//! against what ran before them; the check and the instrumented lifecycle
-//! swap places every round, so neither always follows the other.
+//! lifecycle's in the same round), one with the null recorder (the same
+//! two channels with nothing behind them, `null_recorder.py`: the floor
+//! under the recorder's figure, which no recorder that sees imports both
+//! ways goes below) and one instrumented lifecycle (importtime, recorder,
+//! verdict). The plain, recorder-only and null lifecycles run back to back
+//! at the start of every round, in each of their six orders in turn; the
+//! check and the instrumented lifecycle swap places every round, so
+//! neither always follows the other.
 //!
 //! The report also gives the check's physical floor on this machine: N
 //! concurrent workers cannot finish before one lifecycle does, nor before
@@ -21,6 +24,7 @@ use std::time::Instant;
 use answers::check::{CheckCost, Status};
 
 use importguard::recorder::Recorder;
+use importguard::recorder::bootstrap::Bootstrap;
 
 use super::{CheckOptions, check_process, check_target, inherited_pythonpath, policy_of};
 use crate::error::{Error, Result, invalid};
@@ -36,23 +40,22 @@ pub fn cost(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost> 
     let policy = policy_of(t)?;
     let lifecycle = Lifecycle::of(t);
     let pythonpath = inherited_pythonpath(t);
-    let lifecycle_of =
-        |recorded: bool| one_lifecycle(t, &lifecycle, &policy, pythonpath.as_deref(), recorded);
-    let plain = || lifecycle_of(false);
-    // The plain lifecycle and the recorder-only one, back to back, in the
-    // order given.
-    let record_pair = |cost: &mut CheckCost, plain_first: bool| -> Result<()> {
-        let (p, r) = if plain_first {
-            let p = lifecycle_of(false)?;
-            (p, lifecycle_of(true)?)
-        } else {
-            let r = lifecycle_of(true)?;
-            (lifecycle_of(false)?, r)
-        };
-        cost.plain_ms.push(p.0);
-        cost.plain_ready_ms.push(p.1);
-        cost.plain_cpu_ms.push(p.2);
-        cost.recorded_ready_ms.push(r.1);
+    let lifecycle_of = |v: Variant| one_lifecycle(t, &lifecycle, &policy, pythonpath.as_deref(), v);
+    // The plain lifecycle, the recorder-only one and the null recorder's,
+    // back to back, in the order given.
+    let record_three = |cost: &mut CheckCost, order: [Variant; 3]| -> Result<()> {
+        for v in order {
+            let (wall, ready, cpu) = lifecycle_of(v)?;
+            match v {
+                Variant::Plain => {
+                    cost.plain_ms.push(wall);
+                    cost.plain_ready_ms.push(ready);
+                    cost.plain_cpu_ms.push(cpu);
+                }
+                Variant::Recorded => cost.recorded_ready_ms.push(ready),
+                Variant::Null => cost.null_ready_ms.push(ready),
+            }
+        }
         Ok(())
     };
     let instrumented = || -> Result<f64> {
@@ -74,24 +77,26 @@ pub fn cost(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost> 
         plain_cpu_ms: Vec::new(),
         plain_ready_ms: Vec::new(),
         recorded_ready_ms: Vec::new(),
+        null_ready_ms: Vec::new(),
         instrumented_ms: Vec::new(),
         shim: shim_note(t),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     // One warm-up of each (page cache, bytecode, the recorder's cached
     // code), kept out of the figures.
-    plain()?;
-    lifecycle_of(true)?;
+    for v in ORDERS[0] {
+        lifecycle_of(v)?;
+    }
     check_target(t, opts)?;
     for round in 0..rounds {
-        // Every round starts with the pair; then the check and the
+        // Every round starts with the three; then the check and the
         // instrumented lifecycle, in alternating order. What precedes the
-        // pair (the last round's check or its instrumented lifecycle)
-        // alternates every round and the pair's order every second round,
-        // so each order follows each of them equally often: the first
+        // three (the last round's check or its instrumented lifecycle)
+        // alternates every round and their order every second round, so
+        // each order follows each of them equally often: the first
         // lifecycle after three concurrent workers may start slower, and
         // that must not fall on one side of the comparison.
-        record_pair(&mut cost, (round / 2) % 2 == 0)?;
+        record_three(&mut cost, ORDERS[(round / 2) % ORDERS.len()])?;
         let check_first = round % 2 == 0;
         if !check_first {
             cost.instrumented_ms.push(instrumented()?);
@@ -109,17 +114,46 @@ pub fn cost(t: &Target, opts: CheckOptions, rounds: usize) -> Result<CheckCost> 
     Ok(cost)
 }
 
-/// One lifecycle without importtime, with the recorder's environment or
-/// without: wall ms, spawn-to-ready ms, the worker's own CPU ms (user +
-/// sys, from wait4). Both prepare the recorder's folder, so only the
-/// environment differs.
+/// The null recorder's body (after the shared prelude): both channels of
+/// the import recorder, nothing behind them.
+const NULL_RECORDER: &str = include_str!("null_recorder.py");
+
+/// The three lifecycles whose ready times are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    /// No recorder.
+    Plain,
+    /// The import recorder and its audit hook.
+    Recorded,
+    /// The null recorder: the same channels, no work behind them.
+    Null,
+}
+
+/// The six orders of the three, taken in turn.
+const ORDERS: [[Variant; 3]; 6] = {
+    use Variant::{Null, Plain, Recorded};
+    [
+        [Plain, Recorded, Null],
+        [Recorded, Null, Plain],
+        [Null, Plain, Recorded],
+        [Plain, Null, Recorded],
+        [Null, Recorded, Plain],
+        [Recorded, Plain, Null],
+    ]
+};
+
+/// One lifecycle without importtime, with the recorder's environment, the
+/// null recorder's, or neither: wall ms, spawn-to-ready ms, the worker's
+/// own CPU ms (user + sys, from wait4). Every one prepares the recorder's
+/// folder, so only the environment differs.
 fn one_lifecycle(
     t: &Target,
     lifecycle: &Lifecycle,
     policy: &importguard::verdict::Policy,
     pythonpath: Option<&std::ffi::OsStr>,
-    recorded: bool,
+    variant: Variant,
 ) -> Result<(f64, f64, f64)> {
+    let recorded = variant == Variant::Recorded;
     let recorder_policy = importguard::recorder::RecorderPolicy {
         root: Some(t.root.clone()),
         ..policy.recorder_policy(false)
@@ -135,11 +169,29 @@ fn one_lifecycle(
     })?;
     let mut cmd = t.spawn_command();
     cmd.env_remove("PYTHONPROFILEIMPORTTIME");
-    if recorded {
-        cmd.instrument(
-            "coldstart's import recorder",
-            setup.env().iter().map(|(k, v)| (k, v)),
-        );
+    // Kept until the lifecycle is over: its folder holds the bootstrap.
+    let mut null = None;
+    match variant {
+        Variant::Plain => {}
+        Variant::Recorded => {
+            cmd.instrument(
+                "coldstart's import recorder",
+                setup.env().iter().map(|(k, v)| (k, v)),
+            );
+        }
+        Variant::Null => {
+            let dir = crate::scratch::private_dir(crate::scratch::RECORDER, "the null recorder")?;
+            let boot =
+                Bootstrap::prepare_in(dir, NULL_RECORDER).map_err(|cause| Error::Recorder {
+                    context: "could not write the null recorder",
+                    cause,
+                })?;
+            cmd.instrument(
+                "coldstart's null recorder (the recorder's channels, no work)",
+                [("PYTHONPATH", boot.pythonpath(pythonpath))],
+            );
+            null = Some(boot);
+        }
     }
     let start = Instant::now();
     let (ready, finished) = lifecycle.run(&cmd).map_err(|e| {
@@ -151,6 +203,7 @@ fn one_lifecycle(
         Error::lifecycle(what, e)
     })?;
     let wall = start.elapsed().as_secs_f64() * 1e3;
+    drop(null);
     if recorded {
         // A figure for the recorder only where it ran, hook and all.
         let rec = setup.read().map_err(|cause| Error::Recorder {
@@ -187,4 +240,42 @@ fn shim_note(t: &Target) -> Option<String> {
         }
         None => format!("`{program}` is a shim ({why})"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The null recorder puts its finder first on sys.meta_path (answering
+    /// nothing, so imports still work), takes its folder off sys.path and
+    /// chains to the environment's own sitecustomize, as the recorder does.
+    #[test]
+    fn the_null_recorder_opens_both_channels_and_leaves_the_worker_as_it_was() {
+        let boot = Bootstrap::prepare("coldstart-null-test-", NULL_RECORDER).unwrap();
+        let theirs = tempfile::tempdir().unwrap();
+        std::fs::write(
+            theirs.path().join("sitecustomize.py"),
+            "import sys\nsys.chained = True\n",
+        )
+        .unwrap();
+        let script = "import sys, colorsys\n\
+                      print(type(sys.meta_path[0]).__name__)\n\
+                      print(getattr(sys, 'chained', False))\n\
+                      print(sys.argv[1] in sys.path)\n\
+                      print(colorsys.__name__)";
+        let out = std::process::Command::new(test_interpreters::default_python())
+            .args(["-c", script])
+            .arg(boot.site())
+            .env(
+                "PYTHONPATH",
+                boot.pythonpath(Some(theirs.path().as_os_str())),
+            )
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "NullFinder\nTrue\nFalse\ncolorsys\n"
+        );
+    }
 }

@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use answers::check::{
-    CheckCost, RECORDER_BUDGET, Status, TargetReport, budget_verdict, cost_floor, recorder_cost,
+    CheckCost, RECORDER_BUDGET, Status, TargetReport, budget_verdict, cost_floor,
+    recorder_above_floor, recorder_cost, recorder_floor,
 };
 use importguard::importtime::ImportLog;
 
@@ -439,6 +440,25 @@ pub fn render_cost(c: &CheckCost, out: &mut String) {
             budget_verdict(&r),
             RECORDER_BUDGET * 100.0
         );
+        if let (Some(f), Some(above)) = (recorder_floor(c), recorder_above_floor(c)) {
+            let _ = writeln!(
+                out,
+                "  its floor, the null recorder (the same two channels, no work behind them): ready median {:.2} ms; ratio {:.3} (95% CI {:.3} .. {:.3}), cost {:+.1}%",
+                ready(&c.null_ready_ms),
+                f.ratio,
+                f.ci.lo,
+                f.ci.hi,
+                (f.ratio - 1.0) * 100.0,
+            );
+            let _ = writeln!(
+                out,
+                "  the recorder's own work, over that floor: ratio {:.3} (95% CI {:.3} .. {:.3}), cost {:+.1}%",
+                above.ratio,
+                above.ci.lo,
+                above.ci.hi,
+                (above.ratio - 1.0) * 100.0,
+            );
+        }
         if let Some(shim) = &c.shim {
             let _ = writeln!(
                 out,
@@ -477,6 +497,7 @@ mod tests {
             instrumented_ms: vec![60.0; plain.len()],
             plain_ready_ms: plain.to_vec(),
             recorded_ready_ms: recorded.to_vec(),
+            null_ready_ms: Vec::new(),
             shim: None,
         };
         let plain: Vec<f64> = (0..20).map(|i| 30.0 + f64::from(i % 5) * 0.1).collect();
@@ -505,6 +526,25 @@ mod tests {
         let mut text = String::new();
         render_cost(&cost(&plain, &near(1.03)), &mut text);
         assert!(text.contains("cost +3.0%: within the 5% budget"), "{text}");
+        assert!(!text.contains("null recorder"), "no floor measured: {text}");
+        // With the null recorder's series: its ratio over plain, and the
+        // recorder's over it, each paired by round.
+        let mut with_floor = cost(&plain, &near(1.03));
+        with_floor.null_ready_ms = near(1.01);
+        let floor = recorder_floor(&with_floor).unwrap();
+        assert!((floor.ratio - 1.01).abs() < 0.003, "{floor:?}");
+        let above = recorder_above_floor(&with_floor).unwrap();
+        assert!((above.ratio - 1.03 / 1.01).abs() < 0.003, "{above:?}");
+        let mut text = String::new();
+        render_cost(&with_floor, &mut text);
+        assert!(
+            text.contains("its floor, the null recorder") && text.contains("cost +1.0%"),
+            "{text}"
+        );
+        assert!(
+            text.contains("the recorder's own work, over that floor: ratio 1.020"),
+            "{text}"
+        );
     }
 
     #[test]
