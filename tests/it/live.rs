@@ -735,6 +735,9 @@ fn a_process_the_kernel_will_not_let_us_read_gives_the_permission_error() {
     assert!(!status.contains("State:\tT"), "{status}");
 }
 
+/// Run by a build without the `native` features (`cargo nextest run`);
+/// `cargo xtask test` builds the suite with them, and checks this on the
+/// wheel's coldstart instead (`user_project`).
 #[cfg(not(feature = "native"))]
 #[test]
 fn native_on_a_build_without_the_feature_says_how_to_get_it() {
@@ -749,8 +752,8 @@ fn native_on_a_build_without_the_feature_says_how_to_get_it() {
 }
 
 /// With native stacks (this crate's `native` feature: the coldstart run is
-/// built with its own, and `cargo xtask test` runs these as a step of
-/// their own): the example service, a tokio pool of two Python workers
+/// built with its own; `cargo xtask test` builds the suite with both): the
+/// example service, a tokio pool of two Python workers
 /// kept busy, read whole; a Rust process busy in a function of its own.
 #[cfg(feature = "native")]
 pub(crate) mod native_stacks {

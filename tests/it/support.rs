@@ -192,7 +192,7 @@ pub fn standin(topic: &str) -> PathBuf {
 
 /// Path of the installed-style `coldstart` binary, built on first use into
 /// this run's target dir; with this crate's `native` feature (the tests of
-/// native stacks, a step of their own in `cargo xtask test`), built with
+/// native stacks, which `cargo xtask test` turns on), built with
 /// coldstart's `native` feature.
 pub fn coldstart_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
@@ -216,7 +216,7 @@ pub fn example_service_bin() -> &'static Path {
 }
 
 /// The variable naming the `--features` of the test build running us, set
-/// by `cargo xtask test` for its native step (which owns the list).
+/// by `cargo xtask test` for its test step (which owns the list).
 const TEST_FEATURES: &str = "COLDSTART_TEST_FEATURES";
 
 /// The workspace's binary `bin` in this run's target dir, built on first

@@ -537,8 +537,8 @@ fn trace_without_a_process_or_a_file_says_what_to_name() {
 }
 
 /// The Rust service (`examples/ml-service`) and its Python workers traced
-/// with `--native` (a build with the `native` feature; `cargo xtask test`
-/// runs the `native_stacks` modules as a step of their own).
+/// with `--native` (a build with the `native` feature, as `cargo xtask
+/// test` builds the suite).
 #[cfg(feature = "native")]
 mod native_stacks {
     use super::*;

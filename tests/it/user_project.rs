@@ -308,6 +308,9 @@ fn the_wheel_installs_with_pip_its_pytest_plugin_fails_with_the_chain_and_its_co
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("coldstart 0."));
+    // The wheel's binary is built without the `native` feature (the suite's
+    // own build has it): asking it for native frames says how to get them.
+    native_frames_say_how_to_get_them(&exe);
 
     let p = project();
     pytest_plugin_fails_with_the_chain_then_passes_after_the_fix(&venv, &p.root);
@@ -326,6 +329,36 @@ fn the_wheel_installs_with_pip_its_pytest_plugin_fails_with_the_chain_and_its_co
         String::from_utf8_lossy(&check.stderr)
     );
     assert!(out.starts_with("PASS  ner (pyproject.toml)"), "{out}");
+}
+
+/// `coldstart dump --native` and `record --native` of a build without the
+/// `native` feature (the wheel's) exit 2 and say how to get native frames.
+/// The dumped Python is started by the shell that then becomes coldstart,
+/// so it is coldstart's own child (readable under any ptrace scope); it
+/// ends as soon as coldstart has, so `output()` returns.
+fn native_frames_say_how_to_get_them(exe: &Path) {
+    // The shell's pid is coldstart's after `exec`: the child waits while it
+    // is its parent (and not at all if coldstart has ended already).
+    let child =
+        "import os, sys, time\nwhile os.getppid() == int(sys.argv[1]):\n    time.sleep(0.05)";
+    for how in [
+        "dump --native \"$!\"",
+        "record --native --duration 1 \"$!\"",
+    ] {
+        let script = format!("\"$0\" -c \"$2\" $$ & exec \"$1\" {how}");
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .arg(python())
+            .arg(exe)
+            .arg(child)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{how}: {err}");
+        assert!(err.contains("libunwind-dev"), "{how}: {err}");
+        assert!(err.contains("--features native"), "{how}: {err}");
+    }
 }
 
 /// The man page `cargo xtask dist` wrote renders: with `man -l` where man

@@ -21,18 +21,21 @@
 //!    process, no build), then `cargo fmt --all --check`, then
 //!    `cargo clippy --workspace --all-targets -- -D warnings`, then
 //!    `cargo doc --no-deps --workspace` with rustdoc's warnings as errors;
-//! 3. test: `cargo nextest run --workspace --profile ci` where cargo-nextest
-//!    is installed, `cargo test --workspace` otherwise, with any arguments
-//!    given after `--`, and `$COLDSTART_PYTHON3_15` naming the provisioned
-//!    3.15 (the tests' lookup is the `test-interpreters` crate, which fails a
-//!    case whose variable names no working one: no NOT RUN in this run);
-//!    then, unless the tests are filtered, one `--workspace` build with
-//!    the `native` features (native frames through the system's libunwind,
-//!    which the provision step installs) running `pystacks`'s own tests and
-//!    the integration tests' `native_stacks` module (the coldstart they run
-//!    built with its `native` feature: a Rust parent's stacks through the
-//!    command line); with `--workspace` every third-party crate is the
-//!    main step's build and only the crates above pystacks compile again.
+//! 3. test: `cargo nextest run --workspace --features NATIVE --test-threads
+//!    2xCORES --profile ci` where cargo-nextest is installed (two tests a
+//!    core: much of the suite waits on workers; a thread count given after
+//!    `--` is kept), `cargo test --workspace --features
+//!    NATIVE` otherwise, with any arguments given after `--`, and
+//!    `$COLDSTART_PYTHON3_15` naming the provisioned 3.15 (the tests' lookup
+//!    is the `test-interpreters` crate, which fails a case whose variable
+//!    names no working one: no NOT RUN in this run). NATIVE is the `native`
+//!    features (native frames through the system's libunwind, which the
+//!    provision step installs): one build runs every test, `pystacks`'s
+//!    native frames and the integration tests' `native_stacks` module
+//!    among them (the coldstart they run built with its `native` feature:
+//!    a Rust parent's stacks through the command line). A build without
+//!    them is still tested end to end: the wheel test's coldstart is one,
+//!    and it checks that `--native` there says how to get native frames.
 //!
 //! Exit codes: 0 all green, 1 a check or a test failed, 2 a step could not
 //! run (no python3, pip failed, cargo missing).
@@ -83,8 +86,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
 
     let nextest = has_nextest(&root);
-    let (label, mut test) = runner(&root, nextest, &["--workspace"], None);
+    let threads = test_threads().to_string();
+    let mut selection = vec!["--workspace", "--features", NATIVE_FEATURES];
+    if nextest && !sets_threads(&args.runner_args) {
+        selection.extend(["--test-threads", &threads]);
+    }
+    let (label, mut test) = runner(&root, nextest, &selection);
     test.args(&args.runner_args);
+    // The binaries the tests build (`support::built`) are this build's.
+    test.env(TEST_FEATURES, NATIVE_FEATURES);
     // A test that needs a Debian package of `system`, or an interpreter,
     // fails when it is missing here, instead of saying NOT RUN (the rule of
     // `test_interpreters::or_not_run`).
@@ -94,28 +104,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     let label = with_args(&label, &args.runner_args);
     if !run_step(&label, test)? {
-        return Ok(failed("tests failed"));
-    }
-    if !args.runner_args.is_empty() {
-        step("all steps passed (the native-frames run is left out when the tests are filtered)");
-        return Ok(ExitCode::SUCCESS);
-    }
-    // Native frames, in one build: `pystacks`'s own tests and the
-    // integration tests' `native_stacks` module (the coldstart they run
-    // built with its `native` feature: a Rust parent's stacks through the
-    // command line). `--workspace` keeps every third-party crate the main
-    // step's; only the crates above pystacks build again.
-    let (label, mut native) = runner(
-        &root,
-        nextest,
-        &["--workspace", "--features", NATIVE_FEATURES],
-        Some(("package(pystacks) | test(/native_stacks::/)", "native")),
-    );
-    native.env(TEST_FEATURES, NATIVE_FEATURES);
-    native.env(system::PROVISIONED, "1");
-    if !run_step(&label, native)? {
         return Ok(failed(
-            "the native-frames tests failed (they need the system's libunwind: `apt-get install libunwind-dev`)",
+            "tests failed (a build that does not link needs the system's libunwind: `apt-get install libunwind-dev`)",
         ));
     }
     step(&format!(
@@ -174,16 +164,10 @@ fn lint(root: &Path) -> Result<Option<ExitCode>> {
     Ok(None)
 }
 
-/// The test runner over `args` (`--workspace`, or a package and its
-/// features), with its label: `cargo nextest run ARGS --profile ci` where
-/// cargo-nextest is installed (`nextest`), else `cargo test ARGS`; a
-/// `filter` is (nextest's `-E` expression, `cargo test`'s name filter).
-fn runner(
-    root: &Path,
-    nextest: bool,
-    args: &[&str],
-    filter: Option<(&str, &str)>,
-) -> (String, Command) {
+/// The test runner over `args` (`--workspace` and its features), with its
+/// label: `cargo nextest run ARGS --profile ci` where cargo-nextest is
+/// installed (`nextest`), else `cargo test ARGS`.
+fn runner(root: &Path, nextest: bool, args: &[&str]) -> (String, Command) {
     let mut argv: Vec<&str> = Vec::new();
     let mut label = String::from("test: cargo ");
     if nextest {
@@ -191,23 +175,33 @@ fn runner(
         argv.extend(args);
         argv.extend(["--profile", "ci"]);
         label.push_str(&argv.join(" "));
-        if let Some((expr, _)) = filter {
-            argv.extend(["-E", expr]);
-            let _ = write!(label, " -E '{expr}'");
-        }
     } else {
         argv.push("test");
         argv.extend(args);
-        argv.extend(filter.map(|(_, name)| name));
         label.push_str(&argv.join(" "));
-        if args == ["--workspace"] {
-            label.push_str(" (cargo-nextest is not installed)");
-        }
+        label.push_str(" (cargo-nextest is not installed)");
     }
     (label, cargo(root, &argv))
 }
 
-/// The features of the native step's one build.
+/// Tests run at once under nextest: two per core. Much of the suite waits
+/// on Python workers, pipes and timeouts. On 2 cores, with the builds
+/// inside tests already done, one test a core left 12% of the CPU idle
+/// over the run; two a core left 2% (over the run and a build before
+/// it), and the tests took 330 s against 386.
+fn test_threads() -> usize {
+    2 * std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Whether the arguments for the runner set its number of test threads.
+fn sets_threads(runner_args: &[OsString]) -> bool {
+    runner_args.iter().any(|a| {
+        let a = a.to_string_lossy();
+        a.starts_with("-j") || a.starts_with("--test-threads")
+    })
+}
+
+/// The `native` features, which the test step's one build has.
 const NATIVE_FEATURES: &str = "pystacks/native,coldstart/native,coldstart-tests/native";
 
 /// The variable telling the integration tests which features their test
@@ -255,22 +249,35 @@ mod tests {
     #[test]
     fn the_runner_is_labelled_as_it_runs() {
         let root = Path::new(".");
-        let (label, _) = runner(root, true, &["--workspace"], None);
-        assert_eq!(label, "test: cargo nextest run --workspace --profile ci");
-        let filter = Some(("test(/native_stacks::/)", "native_stacks::"));
-        let (label, cmd) = runner(root, true, &["-p", "coldstart-tests"], filter);
+        let args = ["--workspace", "--features", NATIVE_FEATURES];
+        let (label, cmd) = runner(root, true, &args);
         assert_eq!(
             label,
-            "test: cargo nextest run -p coldstart-tests --profile ci -E 'test(/native_stacks::/)'"
+            format!(
+                "test: cargo nextest run --workspace --features {NATIVE_FEATURES} --profile ci"
+            )
         );
-        assert_eq!(cmd.get_args().last().unwrap(), "test(/native_stacks::/)");
-        let (label, _) = runner(root, false, &["-p", "pystacks"], filter);
-        assert_eq!(label, "test: cargo test -p pystacks native_stacks::");
-        let (label, _) = runner(root, false, &["--workspace"], None);
+        assert_eq!(cmd.get_args().last().unwrap(), "ci");
+        let (label, _) = runner(root, false, &args);
         assert_eq!(
             label,
-            "test: cargo test --workspace (cargo-nextest is not installed)"
+            format!(
+                "test: cargo test --workspace --features {NATIVE_FEATURES} (cargo-nextest is not installed)"
+            )
         );
+    }
+
+    #[test]
+    fn the_runner_s_own_thread_count_is_kept() {
+        let given =
+            |args: &[&str]| sets_threads(&args.iter().map(OsString::from).collect::<Vec<_>>());
+        assert!(given(&["--test-threads", "1"]));
+        assert!(given(&["--test-threads=3"]));
+        assert!(given(&["-j", "2"]));
+        assert!(given(&["-j2"]));
+        assert!(!given(&["-E", "test(/^conformance/)"]));
+        assert!(!given(&[]));
+        assert!(test_threads() >= 2);
     }
 
     #[test]

@@ -4,6 +4,9 @@
 
 use pystacks::{DumpOptions, Error, dump};
 
+/// Run by a build without the feature (`cargo nextest run`); `cargo xtask
+/// test` builds the suite with it, and checks the same errors through the
+/// wheel's coldstart (`dump --native`, `record --native`).
 #[cfg(not(feature = "native"))]
 #[test]
 fn native_frames_in_a_build_without_the_feature_say_how_to_get_them() {
