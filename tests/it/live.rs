@@ -603,6 +603,37 @@ fn record_for_two_seconds_writes_a_flame_graph_whose_widest_frame_is_the_loop() 
     assert_eq!(the_loop.1, widest, "{frames:?}");
 }
 
+/// A recording that cannot start (its process is gone) leaves its output
+/// path as it was: no file where there was none, an existing file's
+/// content kept.
+#[test]
+fn a_record_that_cannot_start_leaves_its_output_path_as_it_was() {
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let pid = gone.id().to_string();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("kept.svg"), "an earlier recording").unwrap();
+    for extra in [&[][..], &["-o", "kept.svg"], &["-o", "new/folder/rec.svg"]] {
+        let out = support::coldstart_bounded(cwd.path(), LINE_TIMEOUT)
+            .args(["record", &pid])
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains("is not running"), "{extra:?}: {err}");
+    }
+    let left: Vec<String> = std::fs::read_dir(cwd.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["kept.svg"], "nothing created, no folder left");
+    assert_eq!(
+        std::fs::read_to_string(cwd.path().join("kept.svg")).unwrap(),
+        "an earlier recording"
+    );
+}
+
 #[test]
 fn record_stopped_by_sigterm_writes_what_it_sampled() {
     let (_tree, _blocked, busy) = Tree::standin(&tag("sigterm"));

@@ -341,6 +341,7 @@ fn native_frames_say_how_to_get_them(exe: &Path) {
     // is its parent (and not at all if coldstart has ended already).
     let child =
         "import os, sys, time\nwhile os.getppid() == int(sys.argv[1]):\n    time.sleep(0.05)";
+    let cwd = tempfile::tempdir().unwrap();
     for how in [
         "dump --native \"$!\"",
         "record --native --duration 1 \"$!\"",
@@ -351,6 +352,7 @@ fn native_frames_say_how_to_get_them(exe: &Path) {
             .arg(python())
             .arg(exe)
             .arg(child)
+            .current_dir(cwd.path())
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
@@ -359,6 +361,8 @@ fn native_frames_say_how_to_get_them(exe: &Path) {
         assert!(err.contains("libunwind-dev"), "{how}: {err}");
         assert!(err.contains("--features native"), "{how}: {err}");
     }
+    // `record` wrote no file for a recording that never started.
+    assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0);
 }
 
 /// The man page `cargo xtask dist` wrote renders: with `man -l` where man

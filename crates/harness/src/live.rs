@@ -322,9 +322,16 @@ impl StackRecorder {
     /// any sampling) and starts sampling `pid` (and its subprocesses);
     /// returns once a first Python process is being read.
     pub fn start(pid: u32, options: &RecordOptions) -> Result<StackRecorder> {
-        let file = create(&options.out)?;
-        let sampler =
-            Sampler::start(pid, options.live.sampler(options.duration)?).map_err(Error::Stacks)?;
+        let sampling = options.live.sampler(options.duration)?;
+        let (file, created) = open_output(&options.out)?;
+        let sampler = match Sampler::start(pid, sampling) {
+            Ok(sampler) => sampler,
+            Err(e) => {
+                // Nothing was recorded: leave the path as it was.
+                undo_output(&created);
+                return Err(Error::Stacks(e));
+            }
+        };
         Ok(StackRecorder {
             pid,
             sampler,
@@ -349,6 +356,9 @@ impl StackRecorder {
             })
             .collect();
         let file = &mut self.file;
+        // A file that was there keeps its content until now.
+        file.set_len(0)
+            .map_err(|e| Error::io("write", &self.out, e))?;
         let written = match self.format {
             Format::Flamegraph => report::profile::flamegraph_svg(&report_stacks, &title, file),
             Format::Speedscope => {
@@ -430,16 +440,78 @@ fn command_of(profile: &Profile, pid: u32) -> String {
         .unwrap_or_else(|| format!("process {pid}"))
 }
 
-fn create(path: &Path) -> Result<std::fs::File> {
+/// The recording's file, opened before sampling starts so that a path
+/// that cannot be written fails first, and what was created for it here
+/// (the file, then the folders made for it, deepest first), for
+/// [`undo_output`] to remove if sampling cannot start. A file that was
+/// there is not truncated, so a recording that never starts loses
+/// nothing; [`StackRecorder::finish`] empties it before writing.
+fn open_output(path: &Path) -> Result<(std::fs::File, Vec<PathBuf>)> {
+    let mut created = Vec::new();
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e))?;
+        let missing = dir
+            .ancestors()
+            .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+            .map(Path::to_path_buf);
+        created.extend(missing);
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            undo_output(&created);
+            return Err(Error::io("create", dir, e));
+        }
     }
-    std::fs::File::create(path).map_err(|e| Error::io("create", path, e))
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true);
+    match open.clone().create_new(true).open(path) {
+        Ok(file) => {
+            created.insert(0, path.to_path_buf());
+            Ok((file, created))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => open
+            .open(path)
+            .map(|file| (file, created))
+            .map_err(|e| Error::io("open", path, e)),
+        Err(e) => {
+            undo_output(&created);
+            Err(Error::io("create", path, e))
+        }
+    }
+}
+
+/// Removes what [`open_output`] created, in its order (a folder only if
+/// it is still empty).
+fn undo_output(created: &[PathBuf]) {
+    for path in created {
+        let _ = if path.is_dir() {
+            std::fs::remove_dir(path)
+        } else {
+            std::fs::remove_file(path)
+        };
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_output_opened_then_undone_leaves_the_path_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let nested = dir.path().join("a/b/rec.svg");
+        let (_file, created) = open_output(&nested).unwrap();
+        assert_eq!(
+            created,
+            [nested.clone(), dir.path().join("a/b"), dir.path().join("a")]
+        );
+        undo_output(&created);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+
+        let kept = dir.path().join("kept.svg");
+        std::fs::write(&kept, "earlier").unwrap();
+        let (_file, created) = open_output(&kept).unwrap();
+        assert!(created.is_empty());
+        undo_output(&created);
+        assert_eq!(std::fs::read_to_string(&kept).unwrap(), "earlier");
+    }
 
     #[test]
     fn the_default_rate_adapts_and_an_asked_rate_does_not() {
