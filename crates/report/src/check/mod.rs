@@ -391,6 +391,18 @@ fn import_tree(r: &TargetReport, out: &mut String) {
     }
 }
 
+/// `ratio R (95% CI LO .. HI), cost +P%`: one paired ready-time figure of
+/// `check-cost`.
+fn ratio_and_cost(r: &phases::compare::Comparison) -> String {
+    format!(
+        "ratio {:.3} (95% CI {:.3} .. {:.3}), cost {:+.1}%",
+        r.ratio,
+        r.ci.lo,
+        r.ci.hi,
+        (r.ratio - 1.0) * 100.0
+    )
+}
+
 /// The cost of the check as text: medians, ranges and ratios.
 pub fn render_cost(c: &CheckCost, out: &mut String) {
     use std::fmt::Write;
@@ -430,33 +442,24 @@ pub fn render_cost(c: &CheckCost, out: &mut String) {
         let ready = |v: &[f64]| phases::stats::median(v).unwrap_or(f64::NAN);
         let _ = writeln!(
             out,
-            "  the recorder and its audit hook alone (no importtime): ready median {:.2} ms against plain {:.2} ms; ratio {:.3} (95% CI {:.3} .. {:.3}), cost {:+.1}%: {} the {:.0}% budget",
+            "  the recorder and its audit hook alone (no importtime): ready median {:.2} ms against plain {:.2} ms; {}: {} the {:.0}% budget",
             ready(&c.recorded_ready_ms),
             ready(&c.plain_ready_ms),
-            r.ratio,
-            r.ci.lo,
-            r.ci.hi,
-            (r.ratio - 1.0) * 100.0,
+            ratio_and_cost(&r),
             budget_verdict(&r),
             RECORDER_BUDGET * 100.0
         );
         if let (Some(f), Some(above)) = (recorder_floor(c), recorder_above_floor(c)) {
             let _ = writeln!(
                 out,
-                "  its floor, the null recorder (the same two channels, no work behind them): ready median {:.2} ms; ratio {:.3} (95% CI {:.3} .. {:.3}), cost {:+.1}%",
+                "  its floor, the null recorder (the same two channels, no work behind them): ready median {:.2} ms; {}",
                 ready(&c.null_ready_ms),
-                f.ratio,
-                f.ci.lo,
-                f.ci.hi,
-                (f.ratio - 1.0) * 100.0,
+                ratio_and_cost(&f),
             );
             let _ = writeln!(
                 out,
-                "  the recorder's own work, over that floor: ratio {:.3} (95% CI {:.3} .. {:.3}), cost {:+.1}%",
-                above.ratio,
-                above.ci.lo,
-                above.ci.hi,
-                (above.ratio - 1.0) * 100.0,
+                "  the recorder's own work, over that floor: {}",
+                ratio_and_cost(&above),
             );
         }
         if let Some(shim) = &c.shim {
