@@ -29,8 +29,10 @@ pub const STUB: &str = include_str!("stub.py");
 
 /// The record format version the prelude writes (`_CS_FORMAT`) in every
 /// start record: 2 adds process lineage, spawns, channels and lazy loading
-/// to version 1.
-pub const FORMAT_VERSION: u32 = 2;
+/// to version 1; 3 lets an image write a short start record at once and
+/// the whole one later (the same pid, generation and time: the reader
+/// keeps the whole one, see [`super::Start::completes`]).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The oldest format version the readers still understand.
 pub const OLDEST_FORMAT_VERSION: u32 = 1;

@@ -20,14 +20,20 @@
 //! worker, its subprocesses and `multiprocessing` workers (spawn and fork),
 //! forked children and the images of `os.exec*` (same pid, next exec
 //! generation). Each writes its own file, starting with a start record that
-//! says who it is and who started it; [`RecorderSetup::read`] reads them all
-//! into one [`Recording`] (the first interpreter, with the other images in
-//! [`Recording::children`]) and [`Recording::processes`] gives the process
-//! tree with its parent relations ([`process`]). The first image also names
-//! the processes above it up to the harness ([`Start::ancestors`]): the
-//! launchers (`uv run`, a shell) it was started through. Imports are seen through two
-//! channels ([`Channel`]): a `sys.meta_path` finder placed first, and the
-//! `import` audit event that code cannot remove.
+//! says who it is and who started it. The first image claims the file the
+//! harness made (it opens it rather than creating it, and holds a lock on
+//! it while it runs); it writes a short start record at once and keeps the
+//! whole one back with its imports, to be written with its first record a
+//! verdict needs, a fork, an exec or exit ([`Start::completes`]): the
+//! worker's start pays for one short write. [`RecorderSetup::read`] reads
+//! them all into one [`Recording`] (the first interpreter, with the other
+//! images in [`Recording::children`]) and [`Recording::processes`] gives
+//! the process tree with its parent relations ([`process`]). The first
+//! image also names the processes above it up to the harness
+//! ([`Start::ancestors`]): the launchers (`uv run`, a shell) it was started
+//! through. Imports are seen through two channels ([`Channel`]): a
+//! `sys.meta_path` finder placed first, and the `import` audit event that
+//! code cannot remove.
 //!
 //! Where each import came from is read only for forbidden names: their
 //! record holds who asked, the first-party line and the stack of executing
@@ -232,6 +238,7 @@ impl Recorder {
         let encoded = policy.encode()?;
         let boot = bootstrap::Bootstrap::prepare_in(dir, BODY)?;
         let record_path = boot.dir().join("records.jsonl");
+        make_record_file(&record_path)?;
         let env = vec![
             (OsString::from("PYTHONPATH"), boot.pythonpath(pythonpath)),
             (
@@ -255,6 +262,25 @@ impl Recorder {
             boot,
         })
     }
+}
+
+/// Makes the first image's record file (private, holding one blank line,
+/// which readers skip), so that the worker claims it rather than creating
+/// it: a file's creation and its first block cost the worker's start about
+/// ten times what opening it costs (`_CsRecords` in `prelude.py`).
+fn make_record_file(path: &Path) -> Result<(), RecorderError> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(b"\n"))
+        .map_err(|source| RecorderError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 /// One worker's recorder: the environment to set and the private folder,

@@ -8,8 +8,9 @@
 #   _cs_dumps(v)          JSON for the few types records hold (no json import:
 #                         it pulls in re, which would show in importtime)
 #   _CsRecords(path)      a JSON-lines record file, one write per record, that
-#                         never writes into a descriptor that is no longer its
-#                         own (a worker may close every descriptor)
+#                         one image claims, and that never writes into a
+#                         descriptor that is no longer its own (a worker may
+#                         close every descriptor: it is opened again)
 #   _cs_chain(emit, fail) runs the sitecustomize the environment already had,
 #                         found on sys.path after our own folder, and takes our
 #                         folder off sys.path
@@ -27,7 +28,7 @@ import sys
 import os
 import time
 
-_CS_FORMAT = 2
+_CS_FORMAT = 3
 _cs_monotonic_ns = time.monotonic_ns
 _cs_here = os.path.dirname(os.path.abspath(__file__))
 
@@ -101,79 +102,124 @@ def _cs_dumps(v):
 
 
 class _CsRecords(object):
-    """A record file of JSON lines. The first interpreter to open `path`
-    owns it (O_EXCL); any other image (a child interpreter, an exec'd image,
-    a forked child after `reopen`) writes `path.PID.GEN` beside it.
+    """A record file of JSON lines, claimed by one interpreter image.
 
-    The descriptor is moved high (into 768..1023, below the usual limit of
-    1024) where a free slot exists: a worker that closes every descriptor
-    closes it too (writes then fail and the file falls silent), and one
-    that opens files gets low numbers, so the slot is not reused unless the
-    worker holds hundreds of files. A descriptor that could not be moved is
-    checked (fstat) before every write instead.
+    The root image (`claim`) takes `path` when it can: the harness makes
+    it beforehand (holding one blank line, which readers skip), so opening
+    it costs neither a file's creation nor its first block (together about
+    ten times what opening it costs); where nobody made it, the first to
+    create it (O_EXCL) takes it. The taker holds a lock on it (`lockf`)
+    for as long as it runs, and takes it only while it holds no record
+    (at most that blank line): another image that runs at the same time
+    (a shell running python twice) finds it locked, one that runs later
+    finds it written, and each writes `path.PID.GEN` beside it, as every
+    other image does (a child interpreter, an exec'd image, a forked child
+    after `reopen`).
+
+    The descriptor stays where the system put it; before every write it is
+    checked to be the file opened (fstat), and when the worker closed it
+    (a daemon closes every descriptor) or its number now names the
+    worker's own file, the file is opened again by its name: records are
+    never written into a file that is not ours, and not lost to a closed
+    descriptor.
 
     `defer(rec)` keeps a record back, to be written by the next `emit` (in
     order, before it), by `flush`, or when 256 are waiting: for records no
     verdict needs if the process dies before then (the body defers only
-    those), so the worker does not serialise them while it starts."""
+    those), so the worker does not serialise them while it starts. A
+    deferred record may be a function of no arguments that returns it,
+    called when it is written."""
 
-    __slots__ = ("path", "fd", "id", "pid", "pending", "deferring")
+    __slots__ = ("path", "name", "fd", "id", "pid", "pending", "deferring")
 
-    def __init__(self, path, gen=0):
+    _FLAGS = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+
+    def __init__(self, path, gen=0, claim=True):
         self.path = path
         self.fd = -1
         self.id = None
         self.pid = os.getpid()
         self.pending = []
         self.deferring = True
-        try:
-            fd = self._open(path, True)
-        except FileExistsError:
-            fd = self._open("%s.%d.%d" % (path, self.pid, gen), False)
-        self._adopt(fd)
+        self.name = path
+        fd = self._claim(path) if claim else -1
+        if fd < 0:
+            self.name = "%s.%d.%d" % (path, self.pid, gen)
+            fd = os.open(self.name, self._FLAGS | os.O_CREAT, 0o600)
+            self.id = self._identity(fd)
+        self.fd = fd
 
-    @staticmethod
-    def _open(p, exclusive):
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
-        if exclusive:
-            flags |= os.O_EXCL
-        return os.open(p, flags, 0o600)
+    def _claim(self, path):
+        """The descriptor of `path`, locked and empty, or -1 when another
+        image has it."""
+        flags = self._FLAGS
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                return -1
+        try:
+            try:
+                os.lockf(fd, os.F_TLOCK, 0)
+            except (BlockingIOError, PermissionError):
+                # Locked: an image that runs now has it.
+                os.close(fd)
+                return -1
+            except (OSError, AttributeError):
+                # No locks on this filesystem: the size alone tells.
+                pass
+            st = os.fstat(fd)
+            if st.st_size > 1:
+                # Written: an image that ran before has it.
+                os.close(fd)
+                return -1
+            self.id = (st.st_dev, st.st_ino)
+            return fd
+        except Exception:
+            os.close(fd)
+            raise
 
     @staticmethod
     def _identity(fd):
         st = os.fstat(fd)
         return (st.st_dev, st.st_ino)
 
-    def _adopt(self, fd):
-        for high in range(1023, 767, -1):
-            try:
-                os.fstat(high)
-                continue
-            except OSError:
-                pass
-            try:
-                os.dup2(fd, high, inheritable=False)
-                os.close(fd)
-                self.fd = high
-                self.id = None
-                return
-            except Exception:
-                break
+    def _checked(self):
+        """The descriptor, checked to be the file opened (reopened by name
+        when it is not), or -1."""
+        fd = self.fd
+        if fd < 0:
+            return -1
+        try:
+            if self._identity(fd) == self.id:
+                return fd
+        except OSError:
+            pass
+        # Closed, or its number reused by the worker: ours again by name
+        # (never created here, never someone else's).
+        self.fd = -1
+        try:
+            fd = os.open(self.name, self._FLAGS)
+        except OSError:
+            return -1
+        if self._identity(fd) != self.id:
+            os.close(fd)
+            return -1
         self.fd = fd
-        self.id = self._identity(fd)
+        return fd
 
     def write(self, rec):
         """Writes one record, whichever process this is."""
-        fd = self.fd
-        if fd < 0:
-            return
+        self.write_line(_cs_dumps(rec))
+
+    def write_line(self, line):
+        """Writes one record already in JSON, whichever process this is."""
         try:
-            # A low descriptor may have been closed and its number reused by
-            # the worker: never write into a file that is not ours.
-            if self.id is not None and self._identity(fd) != self.id:
-                self.fd = -1
-                return
-            os.write(fd, (_cs_dumps(rec) + "\n").encode("utf-8", "replace"))
+            fd = self._checked()
+            if fd >= 0:
+                os.write(fd, (line + "\n").encode("utf-8", "replace"))
         except Exception:
             self.fd = -1
 
@@ -190,7 +236,7 @@ class _CsRecords(object):
         """Keeps a record back (see the class doc), unless `deferring` was
         turned off (then it is `emit`)."""
         if not self.deferring:
-            self.emit(rec)
+            self.emit(rec if type(rec) is dict else rec())
             return
         pending = self.pending
         pending.append(rec)
@@ -202,14 +248,11 @@ class _CsRecords(object):
         pending, self.pending = self.pending, []
         if not pending or os.getpid() != self.pid or self.fd < 0:
             return
-        fd = self.fd
         try:
-            if self.id is not None and self._identity(fd) != self.id:
-                self.fd = -1
-                return
-            os.write(fd, ("\n".join([_cs_dumps(r) for r in pending]) + "\n").encode("utf-8", "replace"))
+            text = "\n".join([_cs_dumps(r if type(r) is dict else r()) for r in pending])
         except Exception:
-            self.fd = -1
+            return
+        self.write_line(text)
 
     def reopen(self, gen=0):
         """In a forked child: a file of its own, `path.PID.GEN`."""
@@ -223,7 +266,10 @@ class _CsRecords(object):
             except Exception:
                 pass
         try:
-            self._adopt(self._open("%s.%d.%d" % (self.path, self.pid, gen), False))
+            self.name = "%s.%d.%d" % (self.path, self.pid, gen)
+            fd = os.open(self.name, self._FLAGS | os.O_CREAT, 0o600)
+            self.id = self._identity(fd)
+            self.fd = fd
         except Exception:
             self.fd = -1
 

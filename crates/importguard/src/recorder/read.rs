@@ -57,8 +57,9 @@ impl Recording {
         std::iter::once(self).chain(self.children.iter())
     }
 
-    /// Parses record lines (one image's; a second start record is kept as
-    /// the first's, see [`Recording::parse_images`]).
+    /// Parses record lines (one image's: a start record that completes the
+    /// first replaces it, any other is ignored; see
+    /// [`Recording::parse_images`]).
     pub fn parse(text: &[u8]) -> Recording {
         let mut rec = Recording::default();
         for (n, r) in lines(text) {
@@ -71,13 +72,15 @@ impl Recording {
     }
 
     /// Parses a file that may hold several images (a pid reused): a new
-    /// image at each start record.
+    /// image at each start record that does not complete the one before.
     pub fn parse_images(text: &[u8]) -> Vec<Recording> {
         let mut out: Vec<Recording> = Vec::new();
         let mut cur = Recording::default();
         for (n, r) in lines(text) {
             match r {
-                Some(Record::Start(s)) if cur.start.is_some() => {
+                Some(Record::Start(s))
+                    if cur.start.as_ref().is_some_and(|first| !s.completes(first)) =>
+                {
                     out.push(std::mem::take(&mut cur));
                     cur.push(Record::Start(s));
                 }
@@ -104,11 +107,12 @@ impl Recording {
 
     fn push(&mut self, r: Record) {
         match r {
-            Record::Start(s) => {
-                if self.start.is_none() {
-                    self.start = Some(s);
-                }
-            }
+            Record::Start(s) => match &self.start {
+                None => self.start = Some(s),
+                // The whole start record after the short one.
+                Some(first) if s.completes(first) => self.start = Some(s),
+                Some(_) => {}
+            },
             Record::Chain(c) => self.chain = Some(c),
             Record::Import(mut i) => {
                 // The audit hook wrote this attempt first (the finder was

@@ -192,6 +192,15 @@ impl Ancestor {
 }
 
 impl Start {
+    /// Whether this start record is the whole of `first`, which the image
+    /// wrote short at once (format 3): the same pid, exec generation and
+    /// time. An image keeps its whole start record back while the worker
+    /// starts, so a worker that dies before anything else is written
+    /// leaves only the short one (who, how, the format, the channels).
+    pub fn completes(&self, first: &Start) -> bool {
+        self.pid == first.pid && self.exec_gen == first.exec_gen && self.t_ns == first.t_ns
+    }
+
     /// How the image came to be; records before format 2 only tell a fork.
     pub fn how(&self) -> StartHow {
         match self.how {

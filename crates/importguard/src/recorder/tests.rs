@@ -236,6 +236,35 @@ fn a_reused_pid_file_splits_into_images_at_each_start() {
 
 /// The bootstrap in a real interpreter: records, chains, blocks, and stays
 /// out of the way of `-I`.
+#[test]
+fn a_whole_start_record_completes_the_short_one_of_its_image() {
+    // Format 3: the worker writes a short start record at once and the
+    // whole one with its first flush; a pid reused later is a new image.
+    let text = br#"
+{"type":"start","t_ns":7,"pid":5,"gen":0,"how":"root","version":3,"audit":true}
+{"type":"start","t_ns":7,"pid":5,"gen":0,"how":"root","version":3,"audit":true,"argv":["-c"],"python":"3.11.7"}
+{"type":"import","name":"a","t_ns":8,"channel":"both","found":true}
+{"type":"start","t_ns":9,"pid":5,"gen":0,"how":"root","version":3}
+{"type":"import","name":"b","t_ns":10,"channel":"both","found":true}
+"#;
+    let rec = Recording::parse(text);
+    let start = rec.start.as_ref().unwrap();
+    assert_eq!(
+        (start.t_ns, start.argv.as_slice()),
+        (7, ["-c".to_owned()].as_slice())
+    );
+    assert_eq!(start.python.as_deref(), Some("3.11.7"));
+    let images = Recording::parse_images(text);
+    assert_eq!(images.len(), 2, "{images:?}");
+    assert_eq!(images[0].start.as_ref().unwrap().argv, ["-c"]);
+    assert_eq!(images[1].start.as_ref().unwrap().t_ns, 9);
+    // The short record alone (the worker died before its first flush)
+    // still says the recorder ran, and how.
+    let short = Recording::parse(&text[..text.iter().position(|&b| b == b'}').unwrap() + 2]);
+    assert!(short.ran());
+    assert_eq!(short.start.as_ref().unwrap().audit, Some(true));
+}
+
 mod live {
     use super::*;
     use std::process::Command;
@@ -513,7 +542,7 @@ mod live {
     }
 
     #[test]
-    fn threads_forks_and_a_closed_record_file_never_break_the_worker() {
+    fn threads_forks_and_a_closed_record_file_never_break_the_worker_nor_lose_records() {
         let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();
         let code = "import os, threading\n\
                     t = threading.Thread(target=lambda: __import__('colorsys'))\n\
@@ -547,8 +576,11 @@ mod live {
         let child = read(&rec.child_files[0]).unwrap();
         assert!(child.start.as_ref().unwrap().forked);
         assert!(child.imports.iter().any(|i| i.name == "wave"));
-        // After its descriptor was closed the recorder stays silent.
-        assert!(!rec.imports.iter().any(|i| i.name == "fractions"));
+        // Its descriptor closed, and its number taken by the worker's own
+        // file: the recorder opened its file again by name, and wrote
+        // nothing into the worker's.
+        assert!(rec.imports.iter().any(|i| i.name == "fractions"), "{rec:?}");
+        assert!(rec.exit.is_some(), "{rec:?}");
     }
 
     /// A launcher that forks and stays the parent (a shell whose command
@@ -576,6 +608,80 @@ mod live {
         assert_eq!(pids, [bash, std::process::id()], "{:?}", start.ancestors);
         assert_eq!(start.ancestors[0].name, "bash");
         assert!(!start.ancestors[0].is_python());
+    }
+
+    /// Two first images on one record path: the one that runs while the
+    /// other holds the file writes its own beside it, and so does one
+    /// that runs after the file was written (a shell running python
+    /// twice); the reader finds all three.
+    #[test]
+    fn a_first_image_that_finds_the_file_taken_writes_its_own() {
+        let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (go, done) = (dir.path().join("go"), dir.path().join("done"));
+        let made = Command::new("mkfifo").arg(&go).arg(&done).status().unwrap();
+        assert!(made.success());
+        let py = python().display().to_string();
+        // The first holds the file (its recorder ran before its code) until
+        // the second, started once the first's code runs, has finished.
+        let script = format!(
+            "'{py}' -c 'import colorsys; open(\"{go}\", \"w\").write(\"x\"); open(\"{done}\").read()' &\n\
+             cat '{go}' > /dev/null\n\
+             '{py}' -c 'import wave; open(\"{done}\", \"w\").write(\"x\")'\n\
+             wait\n\
+             '{py}' -c 'import fractions'\n",
+            go = go.display(),
+            done = done.display(),
+        );
+        let out = Command::new("bash")
+            .envs(setup.env().iter().map(|(k, v)| (k, v)))
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let rec = setup.read().unwrap();
+        let names = |r: &Recording| -> Vec<String> {
+            r.imports
+                .iter()
+                .filter(|i| ["colorsys", "wave", "fractions"].contains(&i.name.as_str()))
+                .map(|i| i.name.clone())
+                .collect()
+        };
+        assert_eq!(names(&rec), ["colorsys"], "{rec:?}");
+        assert_eq!(rec.child_files.len(), 2, "{:?}", rec.child_files);
+        let others: Vec<Vec<String>> = rec.children.iter().map(names).collect();
+        assert_eq!(
+            others,
+            [vec!["wave".to_owned()], vec!["fractions".to_owned()]]
+        );
+        for image in rec.images() {
+            let start = image.start.as_ref().unwrap();
+            assert_eq!(start.how(), StartHow::Root);
+            assert!(!start.argv.is_empty(), "the whole start record: {start:?}");
+            assert!(image.exit.is_some());
+        }
+    }
+
+    /// A worker killed before it wrote anything it kept back leaves the
+    /// short start record: the recorder ran, in that pid, with its hook.
+    #[test]
+    fn a_worker_killed_while_starting_leaves_its_short_start_record() {
+        let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();
+        let code = "import os, signal, colorsys\nos.kill(os.getpid(), signal.SIGKILL)\n";
+        let mut cmd = Command::new(python());
+        cmd.envs(setup.env().iter().map(|(k, v)| (k, v)))
+            .args(["-c", code]);
+        let child = cmd.spawn().unwrap();
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        assert!(!out.status.success());
+        let rec = setup.read().unwrap();
+        let start = rec.start.as_ref().expect("the recorder ran");
+        assert_eq!(start.pid, pid);
+        assert_eq!(start.audit, Some(true));
+        assert_eq!(start.version, FORMAT_VERSION);
+        assert!(start.argv.is_empty(), "kept back: {start:?}");
+        assert!(rec.imports.is_empty() && rec.exit.is_none(), "{rec:?}");
     }
 
     #[test]

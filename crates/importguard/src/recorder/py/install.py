@@ -1,7 +1,8 @@
 # coldstart import recorder: the wiring. Reads the environment, opens the
-# record file, builds each job's closures (the files before this one) in
-# order, puts the hook, the filter, the fork and exit handlers and the finder
-# in place, and writes the start record.
+# record file (the first image claims the one the harness made), builds
+# each job's closures (the files before this one) in order, puts the hook,
+# the filter, the fork and exit handlers and the finder in place, and
+# writes the start record.
 
 
 def _install():
@@ -25,7 +26,9 @@ def _install():
     get_ident = _thread.get_ident
 
     me, gen, parent, how = _rec_image()
-    records = _CsRecords(path, gen)
+    # Only the first image claims the file the harness made; the others
+    # write their own beside it.
+    records = _CsRecords(path, gen, how == "root")
     # Only the worker itself (whose start is timed) keeps records back;
     # children write each at once (forked ones often end with os._exit).
     records.deferring = how in ("root", "exec")
@@ -86,7 +89,7 @@ def _install():
     except Exception:
         pass
 
-    emit(_rec_start(me, gen, parent, how, audit, block, forbid, allow))
+    _rec_start(records, me, gen, parent, how, audit, block, forbid, allow)
     sys.meta_path.insert(0, finder)
     atexit.register(at_exit)
     return emit, fail, records.defer

@@ -119,43 +119,68 @@ def _rec_ancestors():
     return out
 
 
-def _rec_start(me, gen, parent, how, audit, block, forbid, allow):
-    """This image's start record."""
+def _rec_start(records, me, gen, parent, how, audit, block, forbid, allow):
+    """Writes this image's start record. An image that keeps records back
+    (the worker, whose start is timed) writes a short one at once (who,
+    how, the format, the channels: what says the recorder ran, even if the
+    worker dies before anything else is written) and keeps the whole one
+    back, built later from what is taken now; the reader completes the
+    first with the second (the same pid, generation and time)."""
     monotonic_ns = _cs_monotonic_ns
-    flags = {}
-    for key in ("isolated", "ignore_environment", "no_site", "no_user_site", "safe_path"):
-        value = getattr(sys.flags, key, None)
-        if value is not None:
-            flags[key] = int(value)
+    t_ns = monotonic_ns()
+    ppid = os.getppid()
     xoptions = getattr(sys, "_xoptions", {})
     importtime = bool(xoptions.get("importtime")) or (
         not sys.flags.ignore_environment and bool(os.environ.get("PYTHONPROFILEIMPORTTIME")))
-    start = {
-        "type": "start",
-        "t_ns": monotonic_ns(),
-        "pid": me,
-        "ppid": os.getppid(),
-        "gen": gen,
-        "parent": parent,
-        "how": how,
-        "version": _CS_FORMAT,
-        "python": "%d.%d.%d" % sys.version_info[:3],
-        "implementation": sys.implementation.name,
-        "executable": sys.executable,
-        "argv": list(getattr(sys, "argv", [])),
-        "orig_argv": list(getattr(sys, "orig_argv", [])),
-        "flags": flags,
-        "importtime": importtime,
-        "audit": audit,
-        "block": block,
-        "forbid": list(forbid),
-        "allow": list(allow),
-        "modules": len(sys.modules),
-        # Where imports are looked for (the project's roots, PYTHONPATH,
-        # what .pth files added): why a module came from where it did.
-        "path": [p for p in sys.path if type(p) is str],
-    }
-    if how == "root":
-        # The first recorded image: who stands between it and the harness.
-        start["ancestors"] = _rec_ancestors()
-    return start
+    argv = list(getattr(sys, "argv", []))
+    # Where imports are looked for (the project's roots, PYTHONPATH, what
+    # .pth files added): why a module came from where it did.
+    path = [p for p in sys.path if type(p) is str]
+    modules = len(sys.modules)
+    # The first recorded image: who stands between it and the harness.
+    ancestors = _rec_ancestors() if how == "root" else None
+
+    def whole():
+        flags = {}
+        for key in ("isolated", "ignore_environment", "no_site", "no_user_site", "safe_path"):
+            value = getattr(sys.flags, key, None)
+            if value is not None:
+                flags[key] = int(value)
+        start = {
+            "type": "start",
+            "t_ns": t_ns,
+            "pid": me,
+            "ppid": ppid,
+            "gen": gen,
+            "parent": parent,
+            "how": how,
+            "version": _CS_FORMAT,
+            "python": "%d.%d.%d" % sys.version_info[:3],
+            "implementation": sys.implementation.name,
+            "executable": sys.executable,
+            "argv": argv,
+            "orig_argv": list(getattr(sys, "orig_argv", [])),
+            "flags": flags,
+            "importtime": importtime,
+            "audit": audit,
+            "block": block,
+            "forbid": list(forbid),
+            "allow": list(allow),
+            "modules": modules,
+            "path": path,
+        }
+        if ancestors is not None:
+            start["ancestors"] = ancestors
+        return start
+
+    if not records.deferring:
+        records.emit(whole())
+        return
+    records.write_line(
+        '{"type":"start","t_ns":%d,"pid":%d,"ppid":%d,"gen":%d,"parent":%s,'
+        '"how":"%s","version":%d,"importtime":%s,"audit":%s,"block":%s}' % (
+            t_ns, me, ppid, gen,
+            "null" if parent is None else "[%d,%d]" % (parent[0], parent[1]),
+            how, _CS_FORMAT, "true" if importtime else "false",
+            "true" if audit else "false", "true" if block else "false"))
+    records.defer(whole)

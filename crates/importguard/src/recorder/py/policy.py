@@ -11,13 +11,15 @@
 #
 # It records, as JSON lines written to the file named by COLDSTART_RECORD
 # (child images write `FILE.PID.GEN` beside it), each at once except the
-# worker's imports of names outside the policy, which are kept back until
+# worker's imports of names outside the policy and the rest of its start
+# record (after a short one written at once), which are kept back until
 # the next record that is written (in order), a fork, an exec, exit, or 256
 # of them: what a verdict needs (forbidden names, probes, failures, spawns)
 # is on disk before the worker goes on, even if it then crashes.
 #   start   this image began: pid, ppid, exec generation, the image that
 #           started it, argv, sys.flags, whether importtime is on, and for a
-#           forked child the line that called fork
+#           forked child the line that called fork (the worker's: first the
+#           short record, later the whole one, of the same pid and t_ns)
 #   chain   the sitecustomize the environment already had, run after us
 #   import  an import attempt: the name, found or not, and the channel that
 #           saw it; for a forbidden name also who asked (file:line), the
