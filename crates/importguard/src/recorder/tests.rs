@@ -684,6 +684,31 @@ mod live {
         assert!(rec.imports.is_empty() && rec.exit.is_none(), "{rec:?}");
     }
 
+    /// The same through a launcher (`bash`, which stays the parent): the
+    /// short record names it, so the harness can still tell which process
+    /// it started.
+    #[test]
+    fn a_worker_killed_while_starting_still_names_its_launcher() {
+        use std::os::unix::process::CommandExt as _;
+        let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();
+        let script = format!(
+            "'{}' -c 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)'; true",
+            python().display()
+        );
+        let mut cmd = Command::new("bash");
+        cmd.envs(setup.env().iter().map(|(k, v)| (k, v)))
+            .args(["-c", &script])
+            .process_group(0);
+        let child = cmd.spawn().unwrap();
+        let bash = child.id();
+        assert!(child.wait_with_output().unwrap().status.success());
+        let rec = setup.read().unwrap();
+        let start = rec.start.as_ref().expect("the recorder ran");
+        assert!(start.argv.is_empty(), "only the short record: {start:?}");
+        let pids: Vec<u32> = start.ancestors.iter().map(|a| a.pid).collect();
+        assert_eq!(pids, [bash, std::process::id()], "{start:?}");
+    }
+
     #[test]
     fn isolated_mode_leaves_no_start_record() {
         let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();

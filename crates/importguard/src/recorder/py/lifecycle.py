@@ -123,9 +123,10 @@ def _rec_start(records, me, gen, parent, how, audit, block, forbid, allow):
     """Writes this image's start record. An image that keeps records back
     (the worker, whose start is timed) writes a short one at once (who,
     how, the format, the channels: what says the recorder ran, even if the
-    worker dies before anything else is written) and keeps the whole one
-    back, built later from what is taken now; the reader completes the
-    first with the second (the same pid, generation and time)."""
+    worker dies before anything else is written, with the launchers above
+    it when there are any) and keeps the whole one back, built later from
+    what is taken now; the reader completes the first with the second (the
+    same pid, generation and time)."""
     monotonic_ns = _cs_monotonic_ns
     t_ns = monotonic_ns()
     ppid = os.getppid()
@@ -176,11 +177,15 @@ def _rec_start(records, me, gen, parent, how, audit, block, forbid, allow):
     if not records.deferring:
         records.emit(whole())
         return
+    # The launchers above the worker (none when the harness started it
+    # itself) go in the short record too: which process the harness
+    # started is read from them.
     records.write_line(
         '{"type":"start","t_ns":%d,"pid":%d,"ppid":%d,"gen":%d,"parent":%s,'
-        '"how":"%s","version":%d,"importtime":%s,"audit":%s,"block":%s}' % (
+        '"how":"%s","version":%d,"importtime":%s,"audit":%s,"block":%s%s}' % (
             t_ns, me, ppid, gen,
             "null" if parent is None else "[%d,%d]" % (parent[0], parent[1]),
             how, _CS_FORMAT, "true" if importtime else "false",
-            "true" if audit else "false", "true" if block else "false"))
+            "true" if audit else "false", "true" if block else "false",
+            ',"ancestors":%s' % _cs_dumps(ancestors) if ancestors else ""))
     records.defer(whole)
