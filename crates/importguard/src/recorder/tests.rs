@@ -587,11 +587,13 @@ mod live {
     /// goes on after Python), started as a process group of its own as the
     /// harness starts a worker: the first image names it, then the process
     /// outside the group that started it (this test), and no further.
-    #[test]
-    fn the_first_image_names_the_launcher_above_it_up_to_the_group() {
+    /// Runs `python -c CODE; true` through bash, started as a process group
+    /// of its own as the harness starts a worker (bash forks and stays the
+    /// parent): bash's pid and what was recorded.
+    fn through_bash(code: &str) -> (u32, Recording) {
         use std::os::unix::process::CommandExt as _;
         let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();
-        let script = format!("'{}' -c 'import colorsys'; true", python().display());
+        let script = format!("'{}' -c '{code}'; true", python().display());
         let mut cmd = Command::new("bash");
         cmd.envs(setup.env().iter().map(|(k, v)| (k, v)))
             .args(["-c", &script])
@@ -600,7 +602,12 @@ mod live {
         let bash = child.id();
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{out:?}");
-        let rec = setup.read().unwrap();
+        (bash, setup.read().unwrap())
+    }
+
+    #[test]
+    fn the_first_image_names_the_launcher_above_it_up_to_the_group() {
+        let (bash, rec) = through_bash("import colorsys");
         let start = rec.start.as_ref().expect("the recorder ran");
         assert_eq!(start.how(), StartHow::Root);
         assert_eq!(start.ppid, Some(bash));
@@ -689,20 +696,7 @@ mod live {
     /// it started.
     #[test]
     fn a_worker_killed_while_starting_still_names_its_launcher() {
-        use std::os::unix::process::CommandExt as _;
-        let setup = Recorder::prepare(&RecorderPolicy::default(), None).unwrap();
-        let script = format!(
-            "'{}' -c 'import os, signal; os.kill(os.getpid(), signal.SIGKILL)'; true",
-            python().display()
-        );
-        let mut cmd = Command::new("bash");
-        cmd.envs(setup.env().iter().map(|(k, v)| (k, v)))
-            .args(["-c", &script])
-            .process_group(0);
-        let child = cmd.spawn().unwrap();
-        let bash = child.id();
-        assert!(child.wait_with_output().unwrap().status.success());
-        let rec = setup.read().unwrap();
+        let (bash, rec) = through_bash("import os, signal; os.kill(os.getpid(), signal.SIGKILL)");
         let start = rec.start.as_ref().expect("the recorder ran");
         assert!(start.argv.is_empty(), "only the short record: {start:?}");
         let pids: Vec<u32> = start.ancestors.iter().map(|a| a.pid).collect();
