@@ -143,11 +143,14 @@ class _CsRecords(object):
         self.deferring = True
         self.name = path
         fd = self._claim(path) if claim else -1
-        if fd < 0:
-            self.name = "%s.%d.%d" % (path, self.pid, gen)
-            fd = os.open(self.name, self._FLAGS | os.O_CREAT, 0o600)
-            self.id = self._identity(fd)
-        self.fd = fd
+        self.fd = fd if fd >= 0 else self._beside(gen)
+
+    def _beside(self, gen):
+        """Opens this image's own file, `path.PID.GEN`, and returns it."""
+        self.name = "%s.%d.%d" % (self.path, self.pid, gen)
+        fd = os.open(self.name, self._FLAGS | os.O_CREAT, 0o600)
+        self.id = self._identity(fd)
+        return fd
 
     def _claim(self, path):
         """The descriptor of `path`, locked and empty, or -1 when another
@@ -266,10 +269,7 @@ class _CsRecords(object):
             except Exception:
                 pass
         try:
-            self.name = "%s.%d.%d" % (self.path, self.pid, gen)
-            fd = os.open(self.name, self._FLAGS | os.O_CREAT, 0o600)
-            self.id = self._identity(fd)
-            self.fd = fd
+            self.fd = self._beside(gen)
         except Exception:
             self.fd = -1
 
