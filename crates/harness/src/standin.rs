@@ -12,13 +12,51 @@ use crate::target::Target;
 /// health with `{"op": "health", "ok": true}`, no `response.status`) or
 /// `slow:S:T` (sleeps S ms
 /// before its ready line and T ms before each health reply: a slow start
-/// and a service time, for the pool's dispatcher).
+/// and a service time, for the pool's dispatcher), or `gate:N:S:T:DIR`.
+///
+/// `gate:N:S:T:DIR` is `slow:S:T` with a gate, so that a pool test can
+/// say which worker serves without racing the machine's load: each
+/// stand-in takes the next free ordinal as it starts (exclusive files in
+/// DIR); those below N hold their first request until stand-in N has been
+/// handed its own first request. Stand-in N then marks the fifo `DIR/gate`
+/// and keeps it open, so a later reader passes too. The hold gives up
+/// after 60 s, so a stand-in N that never comes fails the test's
+/// assertions instead of hanging it.
 const SCRIPT: &str = r#"
-import json, os, sys, time
+import json, os, select, sys, time
 mode = sys.argv[1]
 if mode == "crash":
     sys.exit(3)
-start_ms, service_ms = (float(x) for x in mode.split(":")[1:]) if mode.startswith("slow:") else (0, 0)
+start_ms, service_ms, gate = 0, 0, None
+if mode.startswith("slow:"):
+    start_ms, service_ms = (float(x) for x in mode.split(":")[1:])
+elif mode.startswith("gate:"):
+    _, n, start_ms, service_ms, gate_dir = mode.split(":", 4)
+    start_ms, service_ms = float(start_ms), float(service_ms)
+    ordinal = 0
+    while True:
+        try:
+            os.close(os.open(os.path.join(gate_dir, "started.%d" % ordinal), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            break
+        except FileExistsError:
+            ordinal += 1
+    gate = os.path.join(gate_dir, "gate")
+    try:
+        os.mkfifo(gate)
+    except FileExistsError:
+        pass
+    gate = ("hold" if ordinal < int(n) else "open" if ordinal == int(n) else None, gate)
+def pass_gate():
+    global gate, opened
+    how, path = gate
+    gate = None
+    if how == "hold":
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        select.select([fd], [], [], 60)
+        os.close(fd)
+    elif how == "open":
+        opened = os.open(path, os.O_RDWR)
+        os.write(opened, b"x")
 time.sleep(start_ms / 1000)
 def send(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
@@ -27,6 +65,8 @@ send({"ready": True, "pid": os.getpid(), "t_ns": time.monotonic_ns()})
 for line in sys.stdin:
     op = json.loads(line).get("op")
     if op == "health":
+        if gate:
+            pass_gate()
         time.sleep(service_ms / 1000)
         send({"op": "health", "ok": True} if mode == "bare-health" else {"op": "health", "response": {"status": "ok"}})
     elif op == "shutdown":

@@ -3,7 +3,8 @@
 //! exactly one outcome, the stamps are in order, the kill and the
 //! replacement are recorded, the limits reject and count, and every worker
 //! is gone when a run returns. Bounds only, never a timing that a loaded
-//! machine could cross.
+//! machine could cross: where a test says a late worker served, the
+//! stand-in's gate (`gate:N:S:T:DIR`) holds the others until it has.
 
 use std::path::Path;
 
@@ -66,9 +67,12 @@ fn every_request_is_accounted_for_across_the_kill_and_the_replacement() {
         replace_at: Some(0.2),
         ..PoolOptions::default()
     };
+    // Worker 1 holds its first request until the replacement has one, so
+    // the replacement serves however late it starts.
+    let gate = format!("gate:2:0:5:{}", dir.path().display());
     let run = run(
         dir.path(),
-        "slow:0:5",
+        &gate,
         OfferedLoad::open(100.0, 0.5),
         &opts,
         &Interrupt::new(),
@@ -126,7 +130,14 @@ fn every_request_is_accounted_for_across_the_kill_and_the_replacement() {
             "nothing goes to the killed worker: {r:?}"
         );
     }
-    assert!(run.records.iter().any(|r| r.worker == Some(2)));
+    // The gate held worker 1's first answer until the replacement had a
+    // request: the replacement serving is the dispatcher's doing.
+    let first = |w| run.records.iter().find(|r| r.worker == Some(w)).unwrap();
+    assert!(
+        first(1).request.received_at_ns.unwrap() >= first(2).dispatched_at_ns.unwrap(),
+        "{:?}",
+        first(1)
+    );
     let c = s.cold_start.expect("a cold start");
     assert!(c.ready_ms.is_some() && c.window_ms.is_some());
     assert_eq!(c.role, Role::Replacement);
@@ -201,9 +212,12 @@ fn a_queue_past_the_depth_adds_one_worker_and_the_window_runs_to_its_ready_line(
         scale_at_depth: Some(3),
         ..PoolOptions::default()
     };
+    // Worker 0 holds its first request until the added one has one, so
+    // the added worker serves however late it starts.
+    let gate = format!("gate:1:150:20:{}", dir.path().display());
     let run = run(
         dir.path(),
-        "slow:150:20",
+        &gate,
         OfferedLoad::open(100.0, 0.6),
         &opts,
         &Interrupt::new(),
@@ -230,7 +244,11 @@ fn a_queue_past_the_depth_adds_one_worker_and_the_window_runs_to_its_ready_line(
     assert_eq!(c.role, Role::Added);
     assert!(c.window_ms.unwrap() >= 150.0, "{c:?}");
     assert_eq!(s.ok, 60, "{:?}", s.warnings());
-    assert!(run.records.iter().any(|r| r.worker == Some(1)));
+    // The gate held the first request until the added worker, 150 ms to
+    // start, had one: the added worker serving is the dispatcher's doing.
+    let first = |w| run.records.iter().find(|r| r.worker == Some(w)).unwrap();
+    assert!(first(0).request.received_at_ns.unwrap() >= first(1).dispatched_at_ns.unwrap());
+    assert!(run.records[0].request.latency_ns.unwrap() >= 150_000_000);
     assert!(s.members.iter().all(|m| m.end == "shut down" && !m.failed));
     assert_groups_gone(s);
 }
