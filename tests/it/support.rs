@@ -63,6 +63,35 @@ pub fn venv_python() -> PathBuf {
     py
 }
 
+/// The folder outside the clone where the suite keeps the builds that
+/// do not depend on the clone (`$XDG_CACHE_HOME/coldstart-tests`, else
+/// `~/.cache/coldstart-tests`; None without a home), so that a clean clone
+/// does not compile the same dependencies again. Cargo's fingerprints decide
+/// what is rebuilt (a new clone rebuilds its own crates in place: cargo
+/// names them by their path inside their workspace, so the folders do not
+/// grow by clone), and its lock on a folder lets two suites share it.
+/// `rm -rf` it to reclaim the space (about 1 GB).
+pub fn build_cache() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })
+        .map(|c| c.join("coldstart-tests"))
+}
+
+/// The cargo target folder of the wheel test's build (the zig target, the
+/// `wheel-test` profile): `wheel-target` in [`build_cache`], else the
+/// workspace's own `target/`.
+pub fn wheel_test_target() -> PathBuf {
+    build_cache()
+        .map(|c| c.join("wheel-target"))
+        .unwrap_or_else(|| root().join("target"))
+}
+
 /// `cargo xtask` as a user runs it, from the workspace root, stdin closed.
 /// Uses the already-built binary of this test run, so no nested cargo build.
 pub fn xtask() -> assert_cmd::Command {
@@ -206,12 +235,7 @@ pub fn example_service_bin() -> &'static Path {
     BIN.get_or_init(|| {
         let out = printed(example_cargo(&["build", "-q", "-p", "ml-service"]));
         assert!(out.status.success(), "building the example service failed");
-        let exe = std::env::current_exe().unwrap();
-        exe.ancestors()
-            .nth(3)
-            .expect("target dir")
-            .join("debug")
-            .join("ml-service")
+        run_target_dir().join("debug").join("ml-service")
     })
 }
 
@@ -264,14 +288,24 @@ pub fn example_cargo(args: &[&str]) -> Output {
 /// Rust fixture), with this run's target folder; stdin closed, PYTHONPATH
 /// unset. Prints what it ran.
 fn cargo_in(dir: &Path, args: &[&str]) -> Output {
+    cargo_into(dir, &run_target_dir(), args)
+}
+
+/// This run's target folder (this test binary is `<target>/debug/deps/it-HASH`).
+fn run_target_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let target_dir = exe.ancestors().nth(3).expect("target dir").to_path_buf();
+    exe.ancestors().nth(3).expect("target dir").to_path_buf()
+}
+
+/// `cargo ARGS` in `dir` with `target_dir` as its target folder; stdin
+/// closed, PYTHONPATH unset. Prints what it ran.
+fn cargo_into(dir: &Path, target_dir: &Path, args: &[&str]) -> Output {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     eprintln!("$ cd {} && cargo {}", dir.display(), args.join(" "));
     Command::new(cargo)
         .args(args)
         .current_dir(dir)
-        .env("CARGO_TARGET_DIR", &target_dir)
+        .env("CARGO_TARGET_DIR", target_dir)
         .env_remove("PYTHONPATH")
         .stdin(Stdio::null())
         .output()
@@ -280,23 +314,22 @@ fn cargo_in(dir: &Path, args: &[&str]) -> Output {
 
 /// The dispatcher fixture (`tests/fixtures/trace/dispatcher`: a tokio
 /// program that exports OTLP spans with the opentelemetry crates and
-/// dispatches to two Python workers over pipes), built on first use into
-/// this run's target dir from its own workspace and lock file.
+/// dispatches to two Python workers over pipes), built on first use from
+/// its own workspace and lock file, which share nothing with this one's:
+/// into `fixture-target` in [`build_cache`] (else this run's target dir).
 pub fn dispatcher_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
         let dir = fixtures().join("trace/dispatcher");
-        let out = printed(cargo_in(&dir, &["build", "-q", "--locked"]));
+        let target_dir = build_cache()
+            .map(|c| c.join("fixture-target"))
+            .unwrap_or_else(run_target_dir);
+        let out = printed(cargo_into(&dir, &target_dir, &["build", "-q", "--locked"]));
         assert!(
             out.status.success(),
             "building the dispatcher fixture failed"
         );
-        let exe = std::env::current_exe().unwrap();
-        exe.ancestors()
-            .nth(3)
-            .expect("target dir")
-            .join("debug")
-            .join("dispatcher")
+        target_dir.join("debug").join("dispatcher")
     })
 }
 

@@ -242,11 +242,14 @@ fn the_wheel_installs_with_pip_its_pytest_plugin_fails_with_the_chain_and_its_co
     let wheels = work.path().join("wheels");
     // The portable wheel, as `cargo xtask dist` builds it for a release
     // (zig, glibc 2.17), in the `wheel-test` profile: a whole build for the
-    // zig target of its own, unoptimised so it costs the suite least.
+    // zig target of its own, unoptimised so it costs the suite least, in a
+    // target folder kept outside the clone, so a clean clone rebuilds only
+    // the workspace's own crates (cargo's fingerprints decide).
     let built = crate::support::xtask()
         // The venv is the suite's, provisioned before the suite ran.
         .args(["dist", "--no-provision", "--profile", "wheel-test", "--out"])
         .arg(&wheels)
+        .env("CARGO_TARGET_DIR", crate::support::wheel_test_target())
         .output()
         .unwrap();
     assert!(
