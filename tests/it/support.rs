@@ -85,7 +85,10 @@ pub fn build_cache() -> Option<PathBuf> {
 
 /// The cargo target folder of the wheel test's build (the zig target, the
 /// `wheel-test` profile): `wheel-target` in [`build_cache`], else the
-/// workspace's own `target/`.
+/// workspace's own `target/`. Only a clone at the path of the last build
+/// (CI's clone is always at one) finds its dependencies built: maturin's
+/// zig wrapper, which every C build script sees as its compiler, names the
+/// clone's venv, so at another path they are built again.
 pub fn wheel_test_target() -> PathBuf {
     build_cache()
         .map(|c| c.join("wheel-target"))
