@@ -45,7 +45,7 @@ elif mode.startswith("gate:"):
         os.mkfifo(gate)
     except FileExistsError:
         pass
-    gate = ("hold" if ordinal < int(n) else "open" if ordinal == int(n) else None, gate)
+    gate = ("hold", gate) if ordinal < int(n) else ("open", gate) if ordinal == int(n) else None
 def pass_gate():
     global gate, opened
     how, path = gate
