@@ -64,23 +64,17 @@ pub fn venv_python() -> PathBuf {
 }
 
 /// The folder outside the clone where the suite keeps the builds that
-/// do not depend on the clone (`$XDG_CACHE_HOME/coldstart-tests`, else
-/// `~/.cache/coldstart-tests`; None without a home), so that a clean clone
-/// does not compile the same dependencies again. Cargo's fingerprints decide
-/// what is rebuilt (a new clone rebuilds its own crates in place: cargo
-/// names them by their path inside their workspace, so the folders do not
-/// grow by clone), and its lock on a folder lets two suites share it.
-/// `rm -rf` it to reclaim the space (about 1 GB).
+/// do not depend on the clone (`coldstart-tests` in the user's cache
+/// folder, found by the rule `diff`'s setup cache follows: on Linux
+/// `$XDG_CACHE_HOME` when absolute, else `~/.cache`; None without a home),
+/// so that a clean clone does not compile the same dependencies again.
+/// Cargo's fingerprints decide what is rebuilt (a new clone rebuilds its
+/// own crates in place: cargo names them by their path inside their
+/// workspace, so the folders do not grow by clone), and its lock on a
+/// folder lets two suites share it. `rm -rf` it to reclaim the space
+/// (about 1 GB).
 pub fn build_cache() -> Option<PathBuf> {
-    std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".cache"))
-        })
-        .map(|c| c.join("coldstart-tests"))
+    dirs::cache_dir().map(|c| c.join("coldstart-tests"))
 }
 
 /// The cargo target folder of the wheel test's build (the zig target, the

@@ -164,17 +164,33 @@ impl Repo {
     }
 
     fn diff(&self, args: &[&str]) -> Output {
-        let out = printed(self.command(args).output().expect("coldstart runs"));
+        self.diff_with(args, &[])
+    }
+
+    /// `diff ARGS` with `envs` set on top of [`Repo::command`]'s.
+    fn diff_with(&self, args: &[&str], envs: &[(&str, &std::ffi::OsStr)]) -> Output {
+        let mut cmd = self.command(args);
+        cmd.envs(envs.iter().copied());
+        let out = printed(cmd.output().expect("coldstart runs"));
         self.assert_nothing_left();
         out
     }
 
     /// JSON report of `diff ARGS --format json`.
     fn diff_json(&self, args: &[&str]) -> (Option<i32>, serde_json::Value) {
+        self.diff_json_with(args, &[])
+    }
+
+    /// JSON report of `diff ARGS --format json` with `envs` set.
+    fn diff_json_with(
+        &self,
+        args: &[&str],
+        envs: &[(&str, &std::ffi::OsStr)],
+    ) -> (Option<i32>, serde_json::Value) {
         let mut all = vec!["diff"];
         all.extend_from_slice(args);
         all.extend_from_slice(&["--format", "json", "--instrumented", "2"]);
-        let out = self.diff(&all);
+        let out = self.diff_with(&all, envs);
         let v = serde_json::from_slice(&out.stdout).expect("the report is JSON");
         (out.status.code(), v)
     }

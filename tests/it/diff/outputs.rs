@@ -188,8 +188,21 @@ fn a_changed_extension_is_rebuilt_in_each_tree_by_setup_and_cached() {
     // The fix is in C: the working tree's build skips the busy module.
     r.write("src/svc/_speed.c", &speed_c(2));
     build(&r);
-    let (code, v) = r.diff_json(&["HEAD"]);
+    // An empty XDG_CACHE_HOME is no folder (the XDG rule): the cache goes
+    // to ~/.cache, not to a `coldstart/` in the folder diff runs in.
+    let home = r.tmp.join("home");
+    let env: [(&str, &std::ffi::OsStr); 2] =
+        [("XDG_CACHE_HOME", "".as_ref()), ("HOME", home.as_os_str())];
+    let (code, v) = r.diff_json_with(&["HEAD"], &env);
     assert_eq!(v["targets"][0]["status"], "compared", "{v:#}");
+    assert!(
+        home.join(".cache/coldstart/setup").is_dir(),
+        "the setup cache is under HOME's .cache"
+    );
+    assert!(
+        !r.root.join("coldstart").exists(),
+        "nothing in the repository"
+    );
     // With the working tree's build carried over, both sides would be fast.
     assert_eq!(verdict(&v), "faster", "{v:#}");
     assert_eq!(code, Some(0), "{v:#}");
@@ -205,7 +218,7 @@ fn a_changed_extension_is_rebuilt_in_each_tree_by_setup_and_cached() {
         "{notes:?}"
     );
     // Again: nothing changed, so both come from the cache.
-    let (_, again) = r.diff_json(&["HEAD", "--max-seconds", "3"]);
+    let (_, again) = r.diff_json_with(&["HEAD", "--max-seconds", "3"], &env);
     let notes = prepared(&again);
     assert!(
         notes.iter().any(|n| n.contains("taken from the cache")),

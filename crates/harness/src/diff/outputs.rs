@@ -264,14 +264,16 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
-/// The cache folder of `setup` results: `$XDG_CACHE_HOME/coldstart/setup`,
-/// else `~/.cache/coldstart/setup`, else under the temporary folder.
+/// The cache folder of `setup` results: `coldstart/setup` in the user's
+/// cache folder (on Linux `$XDG_CACHE_HOME` when it is an absolute path,
+/// else `~/.cache`: an empty or relative one is ignored, as the XDG rules
+/// say, so nothing lands in the folder diff runs in), else under the
+/// temporary folder.
 fn cache_root() -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("coldstart").join("setup")
+    dirs::cache_dir()
+        .unwrap_or_else(std::env::temp_dir)
+        .join("coldstart")
+        .join("setup")
 }
 
 /// Runs the target's `setup` in one tree.
