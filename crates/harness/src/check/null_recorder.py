@@ -19,9 +19,10 @@ def _null_install():
     def nothing(event, args):
         return None
 
+    # The events the recorder's hook handles (the prelude's spawn events,
+    # import and exec), each with a handler that does nothing.
     handler = dict.fromkeys(
-        ("import", "exec", "subprocess.Popen", "os.posix_spawn", "os.exec",
-         "os.spawn", "os.system"), nothing).get
+        _CS_SPAWN_EVENTS + ("import", "exec"), nothing).get
 
     def hook(event, args):
         h = handler(event)

@@ -17,6 +17,8 @@
 #   _CS_FORMAT            the record format version, written in every start
 #                         record; the Rust reader refuses a version it does
 #                         not know
+#   _CS_SPAWN_EVENTS      the audit events that start a process (the import
+#                         recorder's and the null recorder's one list)
 #   _cs_main(install, on_error)
 #                         runs a body: its `install()`, then the chain, with
 #                         the chain's failures told to the body's `fail` (and
@@ -29,6 +31,9 @@ import os
 import time
 
 _CS_FORMAT = 3
+_CS_SPAWN_EVENTS = (
+    "subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.system",
+)
 _cs_monotonic_ns = time.monotonic_ns
 _cs_here = os.path.dirname(os.path.abspath(__file__))
 

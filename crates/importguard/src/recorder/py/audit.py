@@ -145,7 +145,7 @@ def _rec_audit_hook(records, fail, finder, forbidden, refuse, describe,
     # Every audit event of the process calls the hook: it holds one
     # variable and asks one dict, so the events it does not use (most of
     # them: open, compile, marshal.loads...) cost a call and a lookup.
-    handlers = dict.fromkeys(_SPAWN_EVENTS, on_spawn)
+    handlers = dict.fromkeys(_CS_SPAWN_EVENTS, on_spawn)
     handlers["import"] = on_import
     handlers["exec"] = on_exec
     handler = handlers.get

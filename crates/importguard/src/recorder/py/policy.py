@@ -50,9 +50,6 @@
 # caught and written down, never raised (except the policy's refusal).
 
 _IMAGE_ENV = "COLDSTART_RECORD_IMAGE"
-_SPAWN_EVENTS = frozenset((
-    "subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.system",
-))
 
 
 def _policy(text):
