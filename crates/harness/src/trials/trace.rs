@@ -37,6 +37,10 @@ use crate::serve::ServeWorker;
 /// an open loop of thousands would bury the trace.
 pub const MAX_REQUESTS_DRAWN: usize = 200;
 
+/// One µs in ns: the unit of Chrome's JSON, the finest a mark is drawn
+/// apart from the slice that ends where it is.
+const US: u64 = 1_000;
+
 /// The first id of tracks that are lanes, not kernel threads (above any
 /// thread id: Linux's `pid_max` is at most 2^22).
 pub(crate) const LANE_TIDS: u32 = 1 << 30;
@@ -325,13 +329,21 @@ impl Builder {
             Vec::new()
         };
         let shutting = stop.map(|s| push(track, pid, slice("shutting down", "phase", s, exited)));
-        // At its read, or at the exit when the read came after the exit
-        // was marked: the worker wrote it before it exited.
-        let acked = m
-            .ack_read_ns
-            .filter(|a| stop.is_some_and(|s| s <= *a && s <= exited))
-            .map(|a| a.min(exited))
-            .map(|a| push(track, pid, slice("shutdown acknowledged", "message", a, a)));
+        // At its read, or, when the read came in the exit's µs or after the
+        // exit was marked, the µs before the exit: the worker wrote it
+        // before it exited, and a flow binds only to a slice it lies inside
+        // at Chrome's µs, not to one ending where it is.
+        let acked = match (m.ack_read_ns, stop) {
+            (Some(a), Some(s)) if s <= a && s <= exited => {
+                let at = a.min(exited.saturating_sub(US)).max(s);
+                Some(push(
+                    track,
+                    pid,
+                    slice("shutdown acknowledged", "message", at, at),
+                ))
+            }
+            _ => None,
+        };
         track.instants.push(Instant {
             name: match &w.exit {
                 Some(e) => format!("exited: {e}"),
@@ -395,16 +407,21 @@ struct Lanes {
 }
 
 /// From the first spawn to the last exit of `workers` (to the first spawn
-/// when none was reaped), or to a shutdown acknowledgement read after the
-/// exit was marked (the line waits in the pipe while the reap is noted),
-/// so that coldstart's wait for it lies inside; `None` without a worker.
+/// when none was reaped), or to a µs past a shutdown acknowledgement read
+/// in the exit's last µs or after the exit was marked (the line waits in
+/// the pipe while the reap is noted), so that coldstart's wait for it and
+/// the read itself lie inside, also at Chrome's µs: coldstart is still
+/// busy with the trial when its read returns. `None` without a worker.
 pub(crate) fn span_of(workers: &[WorkerRecord]) -> Option<(u64, u64)> {
     let start = workers.iter().map(|w| w.marks.spawned_ns).min()?;
     let end = workers
         .iter()
         .filter_map(|w| {
             let m = &w.marks;
-            m.exited_ns.map(|e| e.max(m.ack_read_ns.unwrap_or(e)))
+            m.exited_ns.map(|e| match m.ack_read_ns {
+                Some(a) if a.saturating_add(US) > e => a.saturating_add(US),
+                _ => e,
+            })
         })
         .max()
         .unwrap_or(start);
@@ -432,8 +449,11 @@ mod tests {
     use super::*;
     use timeline::TrialKind;
 
+    /// A worker spawned at `t0` (ns), ready 100 µs later, its marks 10 µs
+    /// apart: µs apart, as real ones are, so that Chrome's JSON (whole µs)
+    /// tells them apart.
     fn worker(pid: u32, t0: u64) -> WorkerRecord {
-        timeline::testing::worker(pid, t0, t0 + 100, [10; 6])
+        timeline::testing::worker(pid, t0, t0 + 100_000, [10_000; 6])
     }
 
     fn trial(i: usize, workers: Vec<WorkerRecord>) -> TrialRecord {
@@ -442,21 +462,54 @@ mod tests {
 
     #[test]
     fn an_acknowledgement_read_after_the_exit_was_marked_stays_inside_its_trial() {
-        let mut w = worker(11, 1000);
-        w.marks.ack_read_ns = Some(1160);
+        let mut w = worker(11, 1_000_000);
+        w.marks.ack_read_ns = Some(1_160_000);
         let t = trace_of(&[trial(0, vec![w])], &[], &[], 7, &|_| "w".into());
         t.check().unwrap();
         assert_eq!(t.flows.len(), 5, "the acknowledgement's from the exit");
         let own = &t.processes[0].threads[0];
-        assert_eq!((own.slices[0].start_ns, own.slices[0].end_ns), (1000, 1160));
+        assert_eq!(
+            (own.slices[0].start_ns, own.slices[0].end_ns),
+            (1_000_000, 1_161_000),
+            "to a µs past the read"
+        );
+    }
+
+    /// The acknowledgement read after the exit was marked (the line
+    /// waited in the pipe while the reap was noted), or in the exit's µs:
+    /// in Chrome's JSON, whose unit is the µs, both ends of its flow still
+    /// lie inside a slice of their thread (the worker's shutting down,
+    /// coldstart's trial), as readers bind them.
+    #[test]
+    fn an_acknowledgement_at_or_after_the_exit_keeps_its_flow_inside_slices_in_chrome_json() {
+        // (ack read, exited): after, after in the same µs, before in the
+        // same µs, well before.
+        let cases = [
+            (2_600_000, 2_500_000),
+            (2_500_200, 2_500_000),
+            (2_499_800, 2_500_000),
+            (2_400_000, 2_500_000),
+        ];
+        for (ack, exited) in cases {
+            let mut w = timeline::testing::worker(11, 1_000_000, 2_000_000, [100_000; 6]);
+            w.marks.ack_read_ns = Some(ack);
+            w.marks.exited_ns = Some(exited);
+            let t = trace_of(&[trial(0, vec![w])], &[], &[], 7, &|_| "w".into());
+            t.check().unwrap();
+            assert_eq!(t.flows.len(), 5, "({ack}, {exited})");
+            let json = ::trace::chrome::to_json(&t).unwrap();
+            let counts = ::trace::chrome::validate(&json)
+                .unwrap_or_else(|e| panic!("ack read at {ack}, exit at {exited}: {e}"));
+            assert_eq!(counts.flows, 5);
+        }
     }
 
     #[test]
     fn each_phase_is_a_mark_and_each_message_a_flow_and_the_trace_keeps_the_rules() {
         let t = trace_of(
             &[
-                trial(0, vec![worker(11, 1000)]),
-                trial(1, vec![worker(12, 2000)]),
+                trial(0, vec![worker(11, 1_000_000)]),
+                trial(1, vec![worker(12, 2_000_000)]),
             ],
             &[],
             &[],
@@ -464,6 +517,8 @@ mod tests {
             &|_| "w".to_owned(),
         );
         t.check().unwrap();
+        let json = ::trace::chrome::to_json(&t).unwrap();
+        ::trace::chrome::validate(&json).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(t.processes.len(), 3);
         let own: Vec<&str> = t.processes[0].threads[0]
             .slices
@@ -493,9 +548,9 @@ mod tests {
         assert_eq!(
             phases[..3],
             [
-                ("start-up", 1000, 1090),
-                ("ready line", 1090, 1090),
-                ("ready", 1090, 1130)
+                ("start-up", 1_000_000, 1_090_000),
+                ("ready line", 1_090_000, 1_090_000),
+                ("ready", 1_090_000, 1_130_000)
             ],
             "start-up ends at the worker's own stamp"
         );
@@ -519,7 +574,7 @@ mod tests {
         );
         assert_eq!(
             t.slice(first.to).unwrap().start_ns,
-            1100,
+            1_100_000,
             "read when coldstart read it"
         );
     }
@@ -661,7 +716,7 @@ mod tests {
     #[test]
     fn concurrent_workers_keep_their_tracks_and_coldstart_draws_only_the_trial() {
         let t = trace_of(
-            &[trial(0, vec![worker(11, 1000), worker(12, 1005)])],
+            &[trial(0, vec![worker(11, 1_000_000), worker(12, 1_005_000)])],
             &[],
             &[],
             7,
