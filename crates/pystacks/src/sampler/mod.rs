@@ -11,9 +11,11 @@
 //! what a run gives back ([`Profile`] and its parts); `run.rs` the
 //! sampling thread's loop (a round of reads, the rate lowered to keep
 //! reading under its share of the time, the end); `attach.rs` the
-//! processes it follows (descendants found every [`SCAN_EVERY`], each
-//! attached once it is a started interpreter, or read natively when it is
-//! the asked-for process and not Python); this file the handle.
+//! processes it follows (descendants found every [`SCAN_EVERY`] and once
+//! more at a stop or deadline, so one started since the last scan is
+//! listed; each attached once it is a started interpreter, or read
+//! natively when it is the asked-for process and not Python); this file
+//! the handle.
 //!
 //! What it does not do: start or signal a process (it reads, and with
 //! `native` stops a thread only while unwinding it), render, or decide

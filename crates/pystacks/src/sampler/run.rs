@@ -154,10 +154,8 @@ impl Run {
         let mut next_tick = start;
         let stop_reason = 'rounds: loop {
             let now = Instant::now();
-            if self.options.subprocesses && now >= next_scan {
-                for (pid, parent) in self.tree.descendants(self.root) {
-                    self.track(pid, Some(parent));
-                }
+            if now >= next_scan {
+                self.scan_descendants();
                 next_scan = now + SCAN_EVERY;
             }
             self.attach_pending();
@@ -219,6 +217,11 @@ impl Run {
                 break SamplingEnd::Stopped;
             }
         };
+        if stop_reason != SamplingEnd::Exited {
+            // A descendant that appeared since the last scan is alive at
+            // the end: listed, though sampling ended before it was read.
+            self.scan_descendants();
+        }
         if let Some(tx) = attached {
             // Ended (all gone, deadline) before any process was readable.
             let _ = tx.send(Err(self.attach_failure()));
@@ -232,6 +235,17 @@ impl Run {
         };
         self.finish(cost, stop_reason)
     }
+    /// Tracks each descendant of the root not tracked yet (when
+    /// subprocesses are followed).
+    fn scan_descendants(&mut self) {
+        if !self.options.subprocesses {
+            return;
+        }
+        for (pid, parent) in self.tree.descendants(self.root) {
+            self.track(pid, Some(parent));
+        }
+    }
+
     /// One round: every attached process read once, its samples also
     /// counted in the live window; `period` is the one in force (a first
     /// read's samples stand for it).

@@ -153,3 +153,44 @@ fn a_tracked_process_that_execs_while_pending_keeps_its_new_command_line() {
     let _ = child.wait();
     assert_eq!(command, "cat", "still pending (not Python): read again");
 }
+
+#[test]
+fn a_descendant_that_appears_just_before_the_stop_is_listed() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    // A Python parent that starts a child (`sleep`, not Python) when told,
+    // prints its pid and waits; the sampler is stopped right after, well
+    // within one scan period of the child's start.
+    let script = "import subprocess, sys\n\
+                  print('up', flush=True)\n\
+                  sys.stdin.readline()\n\
+                  p = subprocess.Popen(['sleep', '60'])\n\
+                  print(p.pid, flush=True)\n\
+                  sys.stdin.readline()\n\
+                  p.kill()\n\
+                  p.wait()\n";
+    let mut root = Command::new(test_interpreters::default_python())
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python runs");
+    let mut stdin = root.stdin.take().expect("its stdin");
+    let mut out = BufReader::new(root.stdout.take().expect("its stdout"));
+    let mut line = String::new();
+    out.read_line(&mut line).expect("up");
+    assert_eq!(line, "up\n");
+    let sampler = Sampler::start(root.id(), SamplerOptions::default()).expect("attached");
+    stdin.write_all(b"go\n").expect("written");
+    line.clear();
+    out.read_line(&mut line).expect("the child's pid");
+    let child: u32 = line.trim().parse().expect("a pid");
+    let profile = sampler.stop();
+    let _ = stdin.write_all(b"done\n");
+    drop(stdin);
+    let _ = root.wait();
+    let listed = profile.processes.iter().find(|p| p.pid == child);
+    let listed = listed.unwrap_or_else(|| panic!("{child} not in {:?}", profile.processes));
+    assert_eq!(listed.parent, Some(root.id()));
+    assert!(listed.not_sampled.is_some(), "{listed:?}");
+}
