@@ -418,10 +418,8 @@ pub(crate) fn span_of(workers: &[WorkerRecord]) -> Option<(u64, u64)> {
         .iter()
         .filter_map(|w| {
             let m = &w.marks;
-            m.exited_ns.map(|e| match m.ack_read_ns {
-                Some(a) if a.saturating_add(US) > e => a.saturating_add(US),
-                _ => e,
-            })
+            m.exited_ns
+                .map(|e| e.max(m.ack_read_ns.map_or(e, |a| a.saturating_add(US))))
         })
         .max()
         .unwrap_or(start);
